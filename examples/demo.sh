@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Hydraulis end-to-end demo on the embedded defaults. Usage: bash examples/demo.sh [OUT_DIR]
+# Runs from a checkout whose .venv README's first command created.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+export PATH="$root/.venv/bin:$PATH"
+out=${1:-$root/out/demo}
+mkdir -p "$out"
+
+echo "== 1. Import the original system's measured LLaMA-7B / 13B pools (A800, 8 GPUs per node)"
+hydraulis space import bundled:7b -o "$out/space_7b.json" --devices 64
+hydraulis space import bundled:13b -o "$out/space_13b.json" --devices 64
+hydraulis space show "$out/space_7b.json" --optimizer-layout 8,4,1
+
+echo
+echo "== 2. Derive an analytic scheme space for LLaMA-32B on 1024 H100s (hardware we do not have)"
+hydraulis space analytic --model llama-32b --device h100-80g --devices 1024 -o "$out/space_32b_h100.json"
+hydraulis space show "$out/space_32b_h100.json" --optimizer-layout 128,8,1
+
+echo
+echo "demo artifacts in $out"

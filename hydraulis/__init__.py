@@ -1,0 +1,16 @@
+"""Hydraulis: plan and run Transformer training over variable-length data with dynamic
+heterogeneous parallel strategies and two-stage data assignment.
+
+Parts (one direction of data flow, one artifact per hand-off)::
+
+    profiler ─► scheme space ─► planner ─► proposal ─► dispatch (every step) ─► runtime
+
+The words are defined once, in :mod:`hydraulis.types`.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("hydraulis")
+except PackageNotFoundError:
+    __version__ = "0+unknown"

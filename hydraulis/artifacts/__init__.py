@@ -1,0 +1,30 @@
+"""Every artifact Hydraulis reads or writes — scheme space, proposal, step plan — as versioned
+JSON. This package is the only place that parses or prints them; loading validates and names
+the offending field."""
+
+from hydraulis.artifacts.proposal import proposal_from_dict, proposal_to_dict, read_proposal, write_proposal
+from hydraulis.artifacts.record import read_json, write_json
+from hydraulis.artifacts.scheme_space import (
+    read_scheme_space,
+    scheme_space_from_dict,
+    scheme_space_to_dict,
+    write_scheme_space,
+)
+from hydraulis.artifacts.step_plan import read_step_plan, step_plan_from_dict, step_plan_to_dict, write_step_plan
+
+__all__ = [
+    "proposal_from_dict",
+    "proposal_to_dict",
+    "read_json",
+    "read_proposal",
+    "read_scheme_space",
+    "read_step_plan",
+    "scheme_space_from_dict",
+    "scheme_space_to_dict",
+    "step_plan_from_dict",
+    "step_plan_to_dict",
+    "write_json",
+    "write_proposal",
+    "write_scheme_space",
+    "write_step_plan",
+]

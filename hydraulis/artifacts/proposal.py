@@ -1,0 +1,119 @@
+"""The proposal artifact: versioned JSON written by the planner, read by dispatch and runtime.
+
+Layout (``schema_version`` 1)::
+
+    {"schema_version": 1, "kind": "proposal", "model": {...}, "devices", "devices_per_node",
+     "token_budget", "max_seq_len", "optimizer_layout": {"dp", "tp", "pp"},
+     "pipeline_model": {"forward_fraction", "p2p_ms"},
+     "solver": {"status", "solver", "wall_ms", "message"},
+     "strategies": [{"pipelines": [{"scheme": {"cp", "tp", "pp"}, "count", "max_seq_len",
+                                    "time": {"a", "b", "c"}}],
+                     "devices", "predicted_ms", "reduce_ms", "serves_from", "serves_to",
+                     "headroom_bytes": [...], "explanation"}],
+     "config": {...}}
+
+``devices`` of a strategy is derived and checked on load; ``config`` is the resolved input the
+proposal was made from (free-form, kept as written).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
+from hydraulis.artifacts.scheme_space import (
+    model_from_record,
+    model_to_dict,
+    pipeline_model_from_record,
+    scheme_from_record,
+    time_from_record,
+)
+from hydraulis.errors import HydraulisError
+from hydraulis.types import OptimizerLayout, PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
+
+KIND = "proposal"
+SCHEMA_VERSION = 1
+
+
+def proposal_to_dict(proposal: Proposal, config: dict | None = None) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "model": model_to_dict(proposal.model),
+        "devices": proposal.devices,
+        "devices_per_node": proposal.devices_per_node,
+        "token_budget": proposal.token_budget,
+        "max_seq_len": proposal.max_seq_len,
+        "optimizer_layout": asdict(proposal.optimizer_layout),
+        "pipeline_model": asdict(proposal.pipeline_model),
+        "solver": asdict(proposal.solver),
+        "strategies": [_strategy_to_dict(s) for s in proposal.strategies],
+        "config": config or {},
+    }
+
+
+def proposal_from_dict(document: object) -> Proposal:
+    record = Record(document)
+    check_header(record, KIND, (SCHEMA_VERSION,))
+    layout = record.sub("optimizer_layout")
+    solver = record.sub("solver")
+    return build("", Proposal,
+        model=model_from_record(record.sub("model")),
+        devices=record.int("devices"),
+        devices_per_node=record.int("devices_per_node"),
+        optimizer_layout=build("optimizer_layout", OptimizerLayout, dp=layout.int("dp"),
+                               tp=layout.int("tp"), pp=layout.int("pp")),
+        strategies=tuple(_strategy_from_record(r) for r in record.records("strategies")),
+        token_budget=record.int("token_budget"),
+        max_seq_len=record.int("max_seq_len"),
+        pipeline_model=pipeline_model_from_record(record.sub("pipeline_model")),
+        solver=SolverReport(status=solver.str("status"), solver=solver.str("solver"),
+                            wall_ms=solver.float("wall_ms"), message=solver.str("message", "")),
+    )
+
+
+def read_proposal(path: str | Path) -> Proposal:
+    return proposal_from_dict(read_json(path))
+
+
+def write_proposal(path: str | Path, proposal: Proposal, config: dict | None = None) -> None:
+    write_json(path, proposal_to_dict(proposal, config))
+
+
+def _strategy_to_dict(proposed: ProposedStrategy) -> dict:
+    return {
+        "pipelines": [
+            {"scheme": asdict(g.scheme), "count": g.count, "max_seq_len": g.max_seq_len, "time": asdict(g.time)}
+            for g in proposed.strategy.pipelines
+        ],
+        "devices": proposed.strategy.devices,
+        "predicted_ms": proposed.predicted_ms,
+        "reduce_ms": proposed.reduce_ms,
+        "serves_from": proposed.serves_from,
+        "serves_to": proposed.serves_to,
+        "headroom_bytes": list(proposed.headroom_bytes),
+        "explanation": proposed.explanation,
+    }
+
+
+def _strategy_from_record(record: Record) -> ProposedStrategy:
+    groups = tuple(
+        build(g.path, PipelineGroup, scheme=scheme_from_record(g.sub("scheme")), count=g.int("count"),
+              max_seq_len=g.int("max_seq_len"), time=time_from_record(g.sub("time")))
+        for g in record.records("pipelines")
+    )
+    strategy = build(record.path, Strategy, pipelines=groups)
+    devices = record.int("devices", strategy.devices)
+    if devices != strategy.devices:
+        raise HydraulisError(f"{record.path}.devices", devices,
+                             f"disagrees with its pipelines, which use {strategy.devices} devices")
+    return build(record.path, ProposedStrategy,
+        strategy=strategy,
+        serves_from=record.int("serves_from"),
+        serves_to=record.int("serves_to"),
+        predicted_ms=record.float("predicted_ms"),
+        reduce_ms=record.float("reduce_ms", 0.0),
+        headroom_bytes=record.ints("headroom_bytes"),
+        explanation=record.str("explanation", ""),
+    )

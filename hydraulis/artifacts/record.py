@@ -1,0 +1,134 @@
+"""Reading untrusted JSON with errors that name the field, the value and the limit.
+
+``Record`` wraps one JSON object and knows its path (``schemes[3].a``), so every complaint
+points at the exact place in the file. Values are checked for type here; ranges and relations
+are checked by the core dataclasses, whose errors :func:`build` prefixes with the path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hydraulis.errors import HydraulisError
+
+T = TypeVar("T")
+_MISSING = object()
+
+
+class Record:
+    """One JSON object at ``path``."""
+
+    def __init__(self, data: Any, path: str = "") -> None:
+        if not isinstance(data, dict):
+            raise HydraulisError(path or "document", _short(data), "must be a JSON object")
+        self.data = data
+        self.path = path
+
+    def _where(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def raw(self, key: str, default: Any = _MISSING) -> Any:
+        if key not in self.data:
+            if default is _MISSING:
+                raise HydraulisError(self._where(key), None, "is missing")
+            return default
+        return self.data[key]
+
+    def int(self, key: str, default: Any = _MISSING) -> int:
+        value = self.raw(key, default)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise HydraulisError(self._where(key), _short(value), "must be an integer")
+        return value
+
+    def float(self, key: str, default: Any = _MISSING) -> float:
+        value = self.raw(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise HydraulisError(self._where(key), _short(value), "must be a number")
+        return float(value)
+
+    def str(self, key: str, default: Any = _MISSING) -> str:
+        value = self.raw(key, default)
+        if not isinstance(value, str):
+            raise HydraulisError(self._where(key), _short(value), "must be a string")
+        return value
+
+    def ints(self, key: str, default: Any = _MISSING) -> tuple[int, ...]:
+        values = self.raw(key, default)
+        if not isinstance(values, list):
+            raise HydraulisError(self._where(key), _short(values), "must be a list of integers")
+        return tuple(Record({"v": v}, f"{self._where(key)}[{i}]").int("v") for i, v in enumerate(values))
+
+    def strs(self, key: str, default: Any = _MISSING) -> tuple[str, ...]:
+        values = self.raw(key, default)
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise HydraulisError(self._where(key), _short(values), "must be a list of strings")
+        return tuple(values)
+
+    def sub(self, key: str) -> Record:
+        return Record(self.raw(key), self._where(key))
+
+    def optional_sub(self, key: str) -> Record | None:
+        value = self.raw(key, None)
+        return None if value is None else Record(value, self._where(key))
+
+    def records(self, key: str) -> list[Record]:
+        values = self.raw(key)
+        if not isinstance(values, list):
+            raise HydraulisError(self._where(key), _short(values), "must be a list")
+        return [Record(v, f"{self._where(key)}[{i}]") for i, v in enumerate(values)]
+
+
+def build(path: str, factory: Callable[..., T], **fields: Any) -> T:
+    """``factory(**fields)``, with a core-type error's field prefixed by ``path``."""
+    try:
+        return factory(**fields)
+    except HydraulisError as error:
+        if not path:
+            raise
+        field = error.field.split(".")[-1]
+        raise HydraulisError(f"{path}.{field}", error.value, error.problem) from None
+
+
+def check_header(record: Record, kind: str, versions: tuple[int, ...]) -> None:
+    """Check ``kind`` and ``schema_version`` of an artifact."""
+    found = record.str("kind", kind)
+    if found != kind:
+        raise HydraulisError("kind", found, f"is not a {kind} artifact")
+    version = record.int("schema_version")
+    if version not in versions:
+        raise HydraulisError("schema_version", version, f"is not supported (supported: {list(versions)})")
+
+
+def read_json(path: str | Path) -> Any:
+    """Parse a JSON file; a missing file or malformed JSON becomes a :class:`HydraulisError`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HydraulisError("path", str(path), "does not exist") from None
+    except IsADirectoryError:
+        raise HydraulisError("path", str(path), "is a directory, not a JSON file") from None
+    except UnicodeDecodeError as error:
+        raise HydraulisError("path", str(path), f"is not UTF-8 text ({error.reason})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise HydraulisError("path", str(path), f"is not valid JSON: {error.msg} at line {error.lineno} "
+                             f"column {error.colno}") from None
+
+
+def write_json(path: str | Path, document: dict) -> None:
+    """Write ``document`` as indented JSON, creating parent folders."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def _short(value: Any) -> Any:
+    text = repr(value)
+    return value if len(text) <= 60 else text[:57] + "..."

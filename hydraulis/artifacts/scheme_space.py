@@ -1,0 +1,144 @@
+"""The scheme-space artifact: versioned JSON, validated on load.
+
+Layout (``schema_version`` 1)::
+
+    {"schema_version": 1, "kind": "scheme_space",
+     "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"},
+     "cluster": {"devices", "devices_per_node", "device"},
+     "memory": {"device_memory_bytes", "safety_margin_bytes", "layer_state_bytes",
+                "embedding_state_bytes", "sharded_state_fraction"},
+     "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps",
+     "provenance": {"source", "device", "created", "tool_version", "command"},
+     "schemes": [{"cp", "tp", "pp", "a", "b", "c", "activation_bytes_per_token",
+                  "overhead_bytes", "utilization_tokens",
+                  "fit": null | {"r2", "median_rel_error", "max_rel_error", "points"}}]}
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
+from hydraulis.errors import HydraulisError
+from hydraulis.types import (
+    Cluster,
+    FitQuality,
+    MemoryModel,
+    ModelSpec,
+    PipelineModel,
+    Provenance,
+    Scheme,
+    SchemeProfile,
+    SchemeSpace,
+    SpaceSource,
+    TimeCoefficients,
+)
+
+KIND = "scheme_space"
+SCHEMA_VERSION = 1
+
+
+def scheme_space_to_dict(space: SchemeSpace) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "model": model_to_dict(space.model),
+        "cluster": asdict(space.cluster),
+        "memory": asdict(space.memory),
+        "pipeline_model": asdict(space.pipeline_model),
+        "reduce_gbps": space.reduce_gbps,
+        "provenance": {**asdict(space.provenance), "source": space.provenance.source.value},
+        "schemes": [_profile_to_dict(p) for p in space.profiles],
+    }
+
+
+def scheme_space_from_dict(document: object) -> SchemeSpace:
+    record = Record(document)
+    check_header(record, KIND, (SCHEMA_VERSION,))
+    model = model_from_record(record.sub("model"))
+    cluster = record.sub("cluster")
+    memory = record.sub("memory")
+    provenance = record.sub("provenance")
+    source = provenance.str("source")
+    try:
+        source_kind = SpaceSource(source)
+    except ValueError:
+        raise HydraulisError("provenance.source", source,
+                             f"must be one of {[s.value for s in SpaceSource]}") from None
+    return build("", SchemeSpace,
+        model=model,
+        cluster=build("cluster", Cluster, devices=cluster.int("devices"),
+                      devices_per_node=cluster.int("devices_per_node"), device=cluster.str("device")),
+        memory=build("memory", MemoryModel,
+                     device_memory_bytes=memory.int("device_memory_bytes"),
+                     safety_margin_bytes=memory.int("safety_margin_bytes"),
+                     layer_state_bytes=memory.float("layer_state_bytes"),
+                     embedding_state_bytes=memory.float("embedding_state_bytes"),
+                     sharded_state_fraction=memory.float("sharded_state_fraction")),
+        profiles=tuple(_profile_from_record(r) for r in record.records("schemes")),
+        provenance=Provenance(source=source_kind, device=provenance.str("device"),
+                              created=provenance.str("created"),
+                              tool_version=provenance.str("tool_version"),
+                              command=provenance.str("command", "")),
+        pipeline_model=pipeline_model_from_record(record.sub("pipeline_model")),
+        reduce_gbps=record.float("reduce_gbps", 0.0),
+    )
+
+
+def read_scheme_space(path: str | Path) -> SchemeSpace:
+    return scheme_space_from_dict(read_json(path))
+
+
+def write_scheme_space(path: str | Path, space: SchemeSpace) -> None:
+    write_json(path, scheme_space_to_dict(space))
+
+
+def model_to_dict(model: ModelSpec) -> dict:
+    return asdict(model)
+
+
+def model_from_record(record: Record) -> ModelSpec:
+    return build(record.path, ModelSpec, name=record.str("name"), layers=record.int("layers"),
+                 hidden=record.int("hidden"), heads=record.int("heads"),
+                 kv_heads=record.int("kv_heads"), ffn_hidden=record.int("ffn_hidden"),
+                 vocab=record.int("vocab"))
+
+
+def pipeline_model_from_record(record: Record) -> PipelineModel:
+    return build(record.path, PipelineModel, forward_fraction=record.float("forward_fraction"),
+                 p2p_ms=record.float("p2p_ms"))
+
+
+def scheme_from_record(record: Record) -> Scheme:
+    return build(record.path, Scheme, cp=record.int("cp"), tp=record.int("tp"), pp=record.int("pp"))
+
+
+def time_from_record(record: Record) -> TimeCoefficients:
+    return build(record.path, TimeCoefficients, a=record.float("a"), b=record.float("b"), c=record.float("c"))
+
+
+def _profile_to_dict(profile: SchemeProfile) -> dict:
+    return {
+        **asdict(profile.scheme),
+        **asdict(profile.time),
+        "activation_bytes_per_token": profile.activation_bytes_per_token,
+        "overhead_bytes": profile.overhead_bytes,
+        "utilization_tokens": profile.utilization_tokens,
+        "fit": None if profile.fit is None else asdict(profile.fit),
+    }
+
+
+def _profile_from_record(record: Record) -> SchemeProfile:
+    fit = record.optional_sub("fit")
+    return build(record.path, SchemeProfile,
+        scheme=scheme_from_record(record),
+        time=time_from_record(record),
+        activation_bytes_per_token=record.float("activation_bytes_per_token"),
+        overhead_bytes=record.int("overhead_bytes"),
+        utilization_tokens=record.int("utilization_tokens", 0),
+        fit=None if fit is None else FitQuality(r2=fit.float("r2"),
+                                                median_rel_error=fit.float("median_rel_error"),
+                                                max_rel_error=fit.float("max_rel_error"),
+                                                points=fit.int("points")),
+    )

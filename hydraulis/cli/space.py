@@ -1,0 +1,95 @@
+"""``hydraulis space``: import, derive and inspect scheme spaces."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from hydraulis import __version__
+from hydraulis.artifacts import read_json, read_scheme_space, write_scheme_space
+from hydraulis.cli.output import command_line, emit, emit_json, int_list, now_iso, optimizer_layout, table
+from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
+from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
+from hydraulis.profiler.report import space_rows
+from hydraulis.types import Cluster, OptimizerLayout
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    space = commands.add_parser("space", help="import, derive and inspect scheme spaces",
+                                description="Import, derive and inspect scheme spaces.")
+    verbs = space.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    imp = verbs.add_parser("import", help="convert an original Hydraulis strategy pool",
+                           description="Convert a strategy pool of the original Hydraulis system "
+                                       "(tp, pp, a, b, c, memory regression) into a scheme space with cp = 1.")
+    imp.add_argument("pool", help="pool JSON, e.g. parallel_scheme_space_7b.json, or bundled:7b / bundled:13b "
+                                  "for the reference pools shipped with Hydraulis")
+    imp.add_argument("-o", "--output", required=True, help="scheme-space JSON to write")
+    imp.add_argument("--model", choices=model_names(),
+                     help="model preset (default: the preset with the pool's H and L)")
+    imp.add_argument("--devices", type=int, default=64, help="cluster devices (default 64)")
+    imp.add_argument("--device", default="a800-80g", choices=device_names(),
+                     help="device the pool was measured on (default a800-80g)")
+    imp.add_argument("--reduce-gbps", type=float,
+                     help="gradient-reduction bandwidth per device, GB/s (default: the device's network)")
+    imp.set_defaults(run=_import)
+
+    ana = verbs.add_parser("analytic", help="derive a scheme space from device and model figures",
+                           description="Derive a scheme space from FLOPs, achievable throughput, memory "
+                                       "and link bandwidths (see hydraulis.profiler.analytic).")
+    ana.add_argument("--model", required=True, choices=model_names(), help="model preset")
+    ana.add_argument("--device", required=True, choices=device_names(), help="device preset")
+    ana.add_argument("--devices", type=int, required=True, help="cluster devices, e.g. 1024")
+    ana.add_argument("--devices-per-node", type=int, help="default: the device preset's")
+    ana.add_argument("--cp", type=int_list("--cp"), default=(1, 2, 4, 8), help="cp degrees (default 1,2,4,8)")
+    ana.add_argument("--tp", type=int_list("--tp"), default=(1, 2, 4, 8), help="tp degrees (default 1,2,4,8)")
+    ana.add_argument("--pp", type=int_list("--pp"), default=(1, 2, 4, 8), help="pp degrees (default 1,2,4,8)")
+    ana.add_argument("-o", "--output", required=True, help="scheme-space JSON to write")
+    ana.set_defaults(run=_analytic)
+
+    show = verbs.add_parser("show", help="one row per scheme with its longest sequence",
+                            description="One row per scheme: cp, tp, pp, devices, a, b, c, the longest "
+                                        "sequence it can hold under the optimizer layout and what limits it.")
+    show.add_argument("space", help="scheme-space JSON")
+    show.add_argument("--optimizer-layout", metavar="DP,TP,PP",
+                      help="optimizer layout (default: ZeRO-1 over all devices, N,1,1)")
+    show.add_argument("--format", choices=("table", "json"), default="table")
+    show.set_defaults(run=_show)
+
+
+def _import(args: argparse.Namespace) -> None:
+    document = read_json(pool_location(args.pool))
+    hidden, layers, vocab = pool_shape(document)
+    model = replace(model_preset(args.model), vocab=vocab) if args.model else model_matching(hidden, layers, vocab)
+    device = device_preset(args.device)
+    reduce_gbps = device.inter_node_gbps if args.reduce_gbps is None else args.reduce_gbps
+    space = import_reference_pool(document, model, args.devices, device.name, reduce_gbps,
+                                  created=now_iso(), tool_version=__version__, command=command_line())
+    write_scheme_space(args.output, space)
+    emit(f"wrote {args.output}: {len(space.profiles)} schemes of {model.name} imported from {args.pool}")
+
+
+def _analytic(args: argparse.Namespace) -> None:
+    device = device_preset(args.device)
+    cluster = Cluster(args.devices, args.devices_per_node or device.devices_per_node, device.name)
+    space = analytic_scheme_space(model_preset(args.model), device, cluster, args.cp, args.tp, args.pp,
+                                  created=now_iso(), tool_version=__version__, command=command_line())
+    write_scheme_space(args.output, space)
+    emit(f"wrote {args.output}: {len(space.profiles)} analytic schemes of {args.model} on "
+         f"{args.devices} × {device.name}")
+
+
+def _show(args: argparse.Namespace) -> None:
+    space = read_scheme_space(args.space)
+    layout = (optimizer_layout(args.optimizer_layout) if args.optimizer_layout
+              else OptimizerLayout(space.cluster.devices, 1, 1))
+    rows = space_rows(space, layout)
+    if args.format == "json":
+        emit_json(rows)
+        return
+    emit(f"{space.model.name} on {space.cluster.devices} × {space.cluster.device} "
+         f"({space.provenance.source.value}); optimizer layout {layout}")
+    headers = ("cp", "tp", "pp", "devices", "a", "b", "c", "max_seq_len", "states_GiB", "limited by")
+    emit(table(headers, [[r["cp"], r["tp"], r["pp"], r["devices"], r["a"], r["b"], r["c"], r["max_seq_len"],
+                          r["states_bytes"] / 2**30, r["limit"]] for r in rows]))

@@ -1,0 +1,34 @@
+"""A strategy's step time: the slowest pipeline plus the gradient reduction (DESIGN §4).
+
+    T_step = max_p T_pipe(p) + T_reduce
+
+Gradients leave each pipeline's compute layout for the optimizer layout (a reduce-scatter of
+bf16 gradients) and updated bf16 weights come back (an all-gather). A device of scheme
+``(cp, tp, pp)`` holds ``P/(tp·pp)`` parameters, so it moves about ``2·2·P/(tp·pp)`` bytes; over
+links of ``β`` GB/s per device, the least sharded pipeline decides:
+
+    T_reduce = max_p 4·P/(tp_p·pp_p) / (β·10⁶)   ms
+
+One pipeline whose layout is the optimizer layout's (``dp_o = 1``) needs no reduction, and
+``β = 0`` leaves the term out. Worked example: LLaMA-7B (P ≈ 6.74e9), pipelines (1,8,1) and
+(1,4,1), β = 25 GB/s = 2.5e7 bytes/ms: ``4·6.74e9/4 / 2.5e7 ≈ 270`` ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from hydraulis.types import OptimizerLayout, Scheme
+
+
+def reduce_ms(params: int, schemes: Sequence[Scheme], layout: OptimizerLayout, reduce_gbps: float) -> float:
+    """``T_reduce`` of the module docstring for pipelines running ``schemes`` (one per pipeline)."""
+    if reduce_gbps <= 0 or (len(schemes) == 1 and layout.dp == 1):
+        return 0.0
+    least_sharded = min(s.tp * s.pp for s in schemes)
+    return 4.0 * params / least_sharded / (reduce_gbps * 1e6)
+
+
+def step_time_ms(pipeline_ms: Iterable[float], reduction_ms: float) -> float:
+    """``max_p T_pipe(p) + T_reduce``."""
+    return max(pipeline_ms) + reduction_ms

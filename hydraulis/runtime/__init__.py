@@ -1,0 +1,1 @@
+"""The PyTorch runtime that executes step plans (DESIGN §7)."""

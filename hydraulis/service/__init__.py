@@ -1,0 +1,1 @@
+"""The HTTP planning service (FastAPI) over the planner and dispatch."""

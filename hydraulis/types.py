@@ -1,0 +1,502 @@
+"""Core types of Hydraulis and the glossary they spell out.
+
+Every part of the system speaks these words (DESIGN §2); each is one frozen dataclass below,
+validated at construction so that a value that exists is a valid value.
+
+=====================  =====================================================================
+word                   meaning
+=====================  =====================================================================
+scheme                 one parallel layout of a single model replica, ``(cp, tp, pp)``; it
+                       uses ``cp·tp·pp`` devices (:class:`Scheme`)
+scheme profile         a scheme's fitted time coefficients ``a, b, c`` and memory terms
+                       (:class:`SchemeProfile`)
+scheme space           all scheme profiles plus model, cluster and memory facts, with
+                       provenance (:class:`SchemeSpace`)
+pipeline               one model replica running one scheme (a data-parallel member); a
+                       strategy holds them in groups of identical pipelines
+                       (:class:`PipelineGroup`)
+strategy               a multiset of pipelines using at most the cluster's devices, e.g.
+                       ``1×(1,16,1) + 6×(1,8,1)`` (:class:`Strategy`)
+optimizer layout       the one homogeneous ``(dp, tp, pp)`` layout that holds fp32 master
+                       weights and Adam moments, whatever strategy computes a step
+                       (:class:`OptimizerLayout`)
+proposal               the few strategies the planner hands to training, one chosen per step
+                       (:class:`Proposal`)
+micro-batch            packed sequences run together through one pipeline (:class:`MicroBatch`)
+step plan              for one global batch: chosen strategy, sequences per pipeline, their
+                       packing into micro-batches, predicted time (:class:`StepPlan`)
+batching method        how a batch is cut into micro-batches (:class:`BatchingMethod`)
+=====================  =====================================================================
+
+Units: times in milliseconds, memory in bytes, lengths in tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+from hydraulis.errors import HydraulisError, require, require_int, require_number
+
+
+class BatchingMethod(str, Enum):
+    """How one global batch becomes micro-batches (DESIGN §2, the paper's baselines)."""
+
+    PADDING = "padding"
+    """Pad every sequence to the batch's longest; a fixed number of sequences per micro-batch."""
+    FIXED_PACKING = "fixed_packing"
+    """Pack to a fixed token capacity, deal micro-batches round-robin (Megatron-LM style)."""
+    DISPATCH_FIXED_PACKING = "dispatch_fixed_packing"
+    """Stage-1 dispatch of sequences to pipelines, then fixed-capacity packing."""
+    DISPATCH_BALANCED_PACKING = "dispatch_balanced_packing"
+    """Stage-1 dispatch, then time-balanced packing (Hydraulis)."""
+
+
+class SpaceSource(str, Enum):
+    """Where a scheme space's numbers came from."""
+
+    MEASURED = "measured"
+    ANALYTIC = "analytic"
+    IMPORTED = "imported"
+
+
+@dataclass(frozen=True, order=True)
+class Scheme:
+    """One parallel layout of a model replica: context, tensor and pipeline parallel degrees."""
+
+    cp: int
+    tp: int
+    pp: int
+
+    def __post_init__(self) -> None:
+        for name in ("cp", "tp", "pp"):
+            require_int(getattr(self, name), f"scheme.{name}", minimum=1)
+
+    @property
+    def devices(self) -> int:
+        return self.cp * self.tp * self.pp
+
+    def __str__(self) -> str:
+        return f"({self.cp},{self.tp},{self.pp})"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A Llama-style decoder: RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn_hidden: int
+    vocab: int
+
+    def __post_init__(self) -> None:
+        require(bool(self.name), "model.name", self.name, "must not be empty")
+        for name in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"):
+            require_int(getattr(self, name), f"model.{name}", minimum=1)
+        require(self.hidden % self.heads == 0, "model.hidden", self.hidden,
+                f"must be a multiple of model.heads = {self.heads}")
+        require(self.heads % self.kv_heads == 0, "model.kv_heads", self.kv_heads,
+                f"must divide model.heads = {self.heads}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def params_per_layer(self) -> int:
+        """Attention ``H·(H + 2·kv_dim) + H²``, SwiGLU ``3·H·F``, two RMSNorm weights ``2·H``."""
+        h = self.hidden
+        return h * (h + 2 * self.kv_dim) + h * h + 3 * h * self.ffn_hidden + 2 * h
+
+    @property
+    def embedding_params(self) -> int:
+        """One of the two ``V × H`` matrices (token embedding, untied output head)."""
+        return self.vocab * self.hidden
+
+    @property
+    def params(self) -> int:
+        return self.layers * self.params_per_layer + 2 * self.embedding_params + self.hidden
+
+    def check_scheme(self, scheme: Scheme, field_name: str = "scheme") -> None:
+        """Raise unless ``scheme`` can shard this model: tp | heads, tp | kv_heads or
+        kv_heads | tp (kv heads are then replicated), tp | ffn_hidden, tp | vocab, pp ≤ layers."""
+        require(self.heads % scheme.tp == 0, f"{field_name}.tp", scheme.tp,
+                f"does not divide model.heads = {self.heads}")
+        require(self.kv_heads % scheme.tp == 0 or scheme.tp % self.kv_heads == 0,
+                f"{field_name}.tp", scheme.tp,
+                f"neither divides nor is a multiple of model.kv_heads = {self.kv_heads}")
+        require(self.ffn_hidden % scheme.tp == 0, f"{field_name}.tp", scheme.tp,
+                f"does not divide model.ffn_hidden = {self.ffn_hidden}")
+        require(self.vocab % scheme.tp == 0, f"{field_name}.tp", scheme.tp,
+                f"does not divide model.vocab = {self.vocab}")
+        require(scheme.pp <= self.layers, f"{field_name}.pp", scheme.pp,
+                f"exceeds model.layers = {self.layers}")
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One accelerator kind and its node: vendor figures plus the assumptions that turn peak
+    rates into achievable ones (``*_efficiency``). Values live in ``resources/presets.json``."""
+
+    name: str
+    memory_bytes: int
+    peak_tflops: float
+    matmul_efficiency: float
+    attention_efficiency: float
+    intra_node_gbps: float
+    inter_node_gbps: float
+    devices_per_node: int
+    layer_overhead_us: float
+    collective_latency_us: float
+    runtime_overhead_bytes: int
+    safety_margin_bytes: int
+
+    def __post_init__(self) -> None:
+        require(bool(self.name), "device.name", self.name, "must not be empty")
+        require_int(self.memory_bytes, "device.memory_bytes", minimum=1)
+        require_int(self.devices_per_node, "device.devices_per_node", minimum=1)
+        require_int(self.runtime_overhead_bytes, "device.runtime_overhead_bytes", minimum=0)
+        require_int(self.safety_margin_bytes, "device.safety_margin_bytes", minimum=0)
+        for name in ("peak_tflops", "intra_node_gbps", "inter_node_gbps"):
+            require(require_number(getattr(self, name), f"device.{name}") > 0,
+                    f"device.{name}", getattr(self, name), "must be > 0")
+        for name in ("matmul_efficiency", "attention_efficiency"):
+            value = require_number(getattr(self, name), f"device.{name}", maximum=1.0)
+            require(value > 0, f"device.{name}", value, "must be > 0")
+        for name in ("layer_overhead_us", "collective_latency_us"):
+            require_number(getattr(self, name), f"device.{name}", minimum=0.0)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """How many devices, how many per node, and which device kind (a preset name)."""
+
+    devices: int
+    devices_per_node: int
+    device: str
+
+    def __post_init__(self) -> None:
+        require_int(self.devices, "cluster.devices", minimum=1)
+        require_int(self.devices_per_node, "cluster.devices_per_node", minimum=1)
+        require(bool(self.device), "cluster.device", self.device, "must not be empty")
+
+
+@dataclass(frozen=True)
+class OptimizerLayout:
+    """The homogeneous layout of fp32 master weights and Adam moments (ZeRO-1 over ``dp``)."""
+
+    dp: int
+    tp: int
+    pp: int
+
+    def __post_init__(self) -> None:
+        for name in ("dp", "tp", "pp"):
+            require_int(getattr(self, name), f"optimizer_layout.{name}", minimum=1)
+
+    @property
+    def devices(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    def check(self, model: ModelSpec, devices: int) -> None:
+        """Raise unless the layout shards ``model`` and its size divides ``devices``."""
+        model.check_scheme(Scheme(1, self.tp, self.pp), "optimizer_layout")
+        require(devices % self.devices == 0, "optimizer_layout", f"{self.dp},{self.tp},{self.pp}",
+                f"uses {self.devices} devices, which does not divide the {devices} devices")
+
+    def __str__(self) -> str:
+        return f"dp{self.dp}·tp{self.tp}·pp{self.pp}"
+
+
+@dataclass(frozen=True)
+class TimeCoefficients:
+    """Time of one micro-batch on one pipeline stage, forward + backward, in ms (DESIGN §4):
+    ``t(mb) = c + Σ_i (a·s_i² + b·s_i)``."""
+
+    a: float
+    b: float
+    c: float
+
+    def __post_init__(self) -> None:
+        for name in ("a", "b", "c"):
+            require_number(getattr(self, name), name, minimum=0.0)
+
+
+@dataclass(frozen=True)
+class FitQuality:
+    """How well fitted coefficients predict measurements held out of the fit."""
+
+    r2: float
+    median_rel_error: float
+    max_rel_error: float
+    points: int
+
+
+@dataclass(frozen=True)
+class SchemeProfile:
+    """What the planner knows about one scheme.
+
+    ``activation_bytes_per_token`` is the activation memory per token of a micro-batch on the
+    most loaded device (under 1F1B the first stage keeps ``pp`` micro-batches of ``L/pp``
+    layers, so it is the whole model's per-token activation divided by ``tp·cp``);
+    ``overhead_bytes`` the fixed runtime overhead per device (context, communicator buffers);
+    ``utilization_tokens`` the smallest micro-batch that keeps a device busy (0: unknown).
+    """
+
+    scheme: Scheme
+    time: TimeCoefficients
+    activation_bytes_per_token: float
+    overhead_bytes: int
+    utilization_tokens: int = 0
+    fit: FitQuality | None = None
+
+    def __post_init__(self) -> None:
+        value = require_number(self.activation_bytes_per_token, "activation_bytes_per_token")
+        require(value > 0, "activation_bytes_per_token", value, "must be > 0")
+        require_int(self.overhead_bytes, "overhead_bytes", minimum=0)
+        require_int(self.utilization_tokens, "utilization_tokens", minimum=0)
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    """Model-state memory facts shared by all schemes of a space (DESIGN §4).
+
+    ``layer_state_bytes`` is one layer's unsharded model-state bytes (≈ 16 bytes/param:
+    bf16 params + grads, fp32 master + two Adam moments), ``embedding_state_bytes`` the same for
+    one ``V × H`` matrix. A share ``sharded_state_fraction`` (α ≈ 12/16) follows the optimizer
+    layout, the rest follows the compute layout.
+    """
+
+    device_memory_bytes: int
+    safety_margin_bytes: int
+    layer_state_bytes: float
+    embedding_state_bytes: float
+    sharded_state_fraction: float
+
+    def __post_init__(self) -> None:
+        require_int(self.device_memory_bytes, "memory.device_memory_bytes", minimum=1)
+        require_int(self.safety_margin_bytes, "memory.safety_margin_bytes", minimum=0)
+        require_number(self.layer_state_bytes, "memory.layer_state_bytes", minimum=0.0)
+        require_number(self.embedding_state_bytes, "memory.embedding_state_bytes", minimum=0.0)
+        require_number(self.sharded_state_fraction, "memory.sharded_state_fraction", 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class PipelineModel:
+    """How a pipeline's micro-batches are timed: 1F1B with a forward share of each micro-batch's
+    time (default 1/3, i.e. forward:backward = 1:2) and a point-to-point latency per hand-off."""
+
+    forward_fraction: float = 1.0 / 3.0
+    p2p_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        value = require_number(self.forward_fraction, "pipeline_model.forward_fraction", maximum=1.0)
+        require(value > 0, "pipeline_model.forward_fraction", value, "must be > 0")
+        require_number(self.p2p_ms, "pipeline_model.p2p_ms", minimum=0.0)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a scheme space came from: source, device, date (ISO 8601), tool version, command."""
+
+    source: SpaceSource
+    device: str
+    created: str
+    tool_version: str
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class SchemeSpace:
+    """Every profiled scheme of one model on one cluster.
+
+    ``reduce_gbps`` is the bandwidth (GB/s per device) of the gradient reduction into the
+    optimizer layout; 0 leaves the reduction out of step times.
+    """
+
+    model: ModelSpec
+    cluster: Cluster
+    memory: MemoryModel
+    profiles: tuple[SchemeProfile, ...]
+    provenance: Provenance
+    pipeline_model: PipelineModel = field(default_factory=PipelineModel)
+    reduce_gbps: float = 0.0
+
+    def __post_init__(self) -> None:
+        require(len(self.profiles) > 0, "schemes", [], "must list at least one scheme")
+        seen: set[Scheme] = set()
+        for i, profile in enumerate(self.profiles):
+            require(profile.scheme not in seen, f"schemes[{i}]", str(profile.scheme), "is listed twice")
+            seen.add(profile.scheme)
+            self.model.check_scheme(profile.scheme, f"schemes[{i}]")
+        require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
+
+    def profile(self, scheme: Scheme) -> SchemeProfile:
+        for profile in self.profiles:
+            if profile.scheme == scheme:
+                return profile
+        raise HydraulisError("scheme", str(scheme), "is not in the scheme space")
+
+
+@dataclass(frozen=True)
+class PipelineGroup:
+    """``count`` identical pipelines running ``scheme``; each holds micro-batches (hence
+    sequences) of at most ``max_seq_len`` tokens under the proposal's optimizer layout."""
+
+    scheme: Scheme
+    count: int
+    max_seq_len: int
+    time: TimeCoefficients
+
+    def __post_init__(self) -> None:
+        require_int(self.count, "pipelines.count", minimum=1)
+        require_int(self.max_seq_len, "pipelines.max_seq_len", minimum=1)
+
+    @property
+    def devices(self) -> int:
+        return self.count * self.scheme.devices
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A multiset of pipelines, written ``1×(1,16,1) + 6×(1,8,1)``."""
+
+    pipelines: tuple[PipelineGroup, ...]
+
+    def __post_init__(self) -> None:
+        require(len(self.pipelines) > 0, "strategy.pipelines", [], "must not be empty")
+
+    @property
+    def devices(self) -> int:
+        return sum(group.devices for group in self.pipelines)
+
+    @property
+    def max_seq_len(self) -> int:
+        return max(group.max_seq_len for group in self.pipelines)
+
+    def expanded(self) -> tuple[PipelineGroup, ...]:
+        """One entry per pipeline (group order, then replica order): the runtime's order."""
+        return tuple(group for group in self.pipelines for _ in range(group.count))
+
+    def __str__(self) -> str:
+        return " + ".join(f"{g.count}×{g.scheme}" for g in self.pipelines)
+
+
+@dataclass(frozen=True)
+class ProposedStrategy:
+    """A strategy of a proposal with what the planner predicts for it.
+
+    It is meant for steps whose longest sequence lies in ``(serves_from, serves_to]``;
+    ``predicted_ms`` is the mean step time over those steps, ``reduce_ms`` the gradient
+    reduction part of it, ``headroom_bytes`` the free memory per group at its ``max_seq_len``.
+    """
+
+    strategy: Strategy
+    serves_from: int
+    serves_to: int
+    predicted_ms: float
+    reduce_ms: float
+    headroom_bytes: tuple[int, ...]
+    explanation: str = ""
+
+    def __post_init__(self) -> None:
+        require(0 <= self.serves_from < self.serves_to, "serves_from", self.serves_from,
+                f"must lie in [0, serves_to = {self.serves_to})")
+        require_number(self.predicted_ms, "predicted_ms", minimum=0.0)
+        require_number(self.reduce_ms, "reduce_ms", minimum=0.0)
+        require(len(self.headroom_bytes) == len(self.strategy.pipelines), "headroom_bytes",
+                len(self.headroom_bytes), f"must have one entry per pipeline group "
+                f"({len(self.strategy.pipelines)})")
+
+
+@dataclass(frozen=True)
+class SolverReport:
+    """What an optimisation really did: ``status`` is the solution's status (e.g. optimal,
+    time_limit, heuristic), ``solver`` which method produced the returned answer."""
+
+    status: str
+    solver: str
+    wall_ms: float
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """The planner's output: a few strategies sharing one optimizer layout."""
+
+    model: ModelSpec
+    devices: int
+    devices_per_node: int
+    optimizer_layout: OptimizerLayout
+    strategies: tuple[ProposedStrategy, ...]
+    token_budget: int
+    max_seq_len: int
+    pipeline_model: PipelineModel
+    solver: SolverReport
+
+    def __post_init__(self) -> None:
+        require_int(self.devices, "devices", minimum=1)
+        require_int(self.devices_per_node, "devices_per_node", minimum=1)
+        require_int(self.token_budget, "token_budget", minimum=1)
+        require_int(self.max_seq_len, "max_seq_len", minimum=1)
+        require(len(self.strategies) > 0, "strategies", [], "must not be empty")
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """Sequences packed together: ``sequences`` index the batch's lengths, ``lengths`` copies
+    them so a micro-batch is self-describing."""
+
+    sequences: tuple[int, ...]
+    lengths: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        require(len(self.sequences) == len(self.lengths), "micro_batch.lengths", len(self.lengths),
+                f"must have one entry per sequence ({len(self.sequences)})")
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.lengths)
+
+    def cu_seqlens(self, alignment: int = 1) -> tuple[int, ...]:
+        """Cumulative sequence starts ``(0, s₁', s₁'+s₂', …)`` with each length rounded up to a
+        multiple of ``alignment`` (e.g. alignment 8 turns lengths (5, 9) into (0, 8, 24))."""
+        require_int(alignment, "alignment", minimum=1)
+        bounds = [0]
+        for length in self.lengths:
+            bounds.append(bounds[-1] + math.ceil(length / alignment) * alignment)
+        return tuple(bounds)
+
+
+@dataclass(frozen=True)
+class PipelinePlan:
+    """One pipeline's share of a step: its micro-batches in execution order."""
+
+    scheme: Scheme
+    max_seq_len: int
+    micro_batches: tuple[MicroBatch, ...]
+    predicted_ms: float
+    solver_status: str = ""
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One global batch planned: strategy ``strategy_index`` of the proposal, one
+    :class:`PipelinePlan` per pipeline in :meth:`Strategy.expanded` order."""
+
+    strategy_index: int
+    method: BatchingMethod
+    predicted_ms: float
+    lower_bound_ms: float
+    planning_ms: float
+    pipelines: tuple[PipelinePlan, ...]
+    alignment: int = 1
+    seed: int = 0
+    notes: tuple[str, ...] = ()

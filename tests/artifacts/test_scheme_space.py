@@ -1,0 +1,60 @@
+import json
+
+import pytest
+
+from hydraulis.artifacts import read_scheme_space, scheme_space_from_dict, scheme_space_to_dict, write_scheme_space
+from hydraulis.errors import HydraulisError
+from hydraulis.types import FitQuality, SchemeProfile
+
+
+@pytest.mark.parametrize("fixture", ["space_7b", "space_13b", "space_32b_analytic"])
+def test_round_trip_is_exact(fixture, request, tmp_path):
+    space = request.getfixturevalue(fixture)
+    path = tmp_path / "space.json"
+    write_scheme_space(path, space)
+    assert read_scheme_space(path) == space
+    assert scheme_space_to_dict(read_scheme_space(path)) == json.loads(path.read_text())
+
+
+def test_round_trip_keeps_fit_quality(space_7b):
+    first = space_7b.profiles[0]
+    fitted = SchemeProfile(first.scheme, first.time, first.activation_bytes_per_token, first.overhead_bytes,
+                           first.utilization_tokens, FitQuality(0.99, 0.03, 0.12, 40))
+    space = type(space_7b)(**{**space_7b.__dict__, "profiles": (fitted,) + space_7b.profiles[1:]})
+    assert scheme_space_from_dict(json.loads(json.dumps(scheme_space_to_dict(space)))) == space
+
+
+def _document(space) -> dict:
+    return json.loads(json.dumps(scheme_space_to_dict(space)))
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d["schemes"][2].__setitem__("a", -1.0), r"schemes\[2\]\.a: -1\.0 must be >= 0"),
+    (lambda d: d["schemes"][0].pop("b"), r"schemes\[0\]\.b: None is missing"),
+    (lambda d: d["schemes"][3].__setitem__("tp", 3), r"schemes\[3\]\.tp: 3 does not divide model.heads = 32"),
+    (lambda d: d["schemes"][1].__setitem__("pp", 64), r"schemes\[1\]\.pp: 64 exceeds model.layers = 32"),
+    (lambda d: d["schemes"][1].__setitem__("c", "fast"), r"schemes\[1\]\.c: 'fast' must be a number"),
+    (lambda d: d.__setitem__("schema_version", 99), r"schema_version: 99 is not supported"),
+    (lambda d: d.__setitem__("kind", "proposal"), r"kind: 'proposal' is not a scheme_space artifact"),
+    (lambda d: d["provenance"].__setitem__("source", "guessed"), r"provenance.source: 'guessed' must be one of"),
+    (lambda d: d["model"].__setitem__("layers", 0), r"model.layers: 0 must be >= 1"),
+    (lambda d: d["memory"].__setitem__("sharded_state_fraction", 1.5), r"memory.sharded_state_fraction: 1.5 must be <= 1.0"),
+    (lambda d: d.__setitem__("schemes", []), r"schemes: \[\] must list at least one scheme"),
+    (lambda d: d["schemes"].append(dict(d["schemes"][0])), r"schemes\[13\]: '\(1,1,2\)' is listed twice"),
+])
+def test_invalid_documents_name_the_field(space_7b, mutate, message):
+    document = _document(space_7b)
+    mutate(document)
+    with pytest.raises(HydraulisError, match=message):
+        scheme_space_from_dict(document)
+
+
+def test_malformed_and_missing_files(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text("{ not json")
+    with pytest.raises(HydraulisError, match="is not valid JSON"):
+        read_scheme_space(broken)
+    with pytest.raises(HydraulisError, match="does not exist"):
+        read_scheme_space(tmp_path / "nowhere.json")
+    with pytest.raises(HydraulisError, match="document: .* must be a JSON object"):
+        scheme_space_from_dict([1, 2])

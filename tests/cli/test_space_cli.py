@@ -1,0 +1,90 @@
+"""``hydraulis space``: the acceptance commands and bad input (exit 2, one line, no traceback)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import pool_path
+from tests.cost.test_memory import reference_max_seq_len
+from tests.conftest import load_pool
+from hydraulis.types import OptimizerLayout
+
+
+def hydraulis(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("name", ["7b", "13b"])
+def test_import_then_show_matches_the_original_formula(name, tmp_path):
+    space = tmp_path / "space.json"
+    assert hydraulis("space", "import", str(pool_path(name)), "-o", str(space)).returncode == 0
+    shown = hydraulis("space", "show", str(space), "--optimizer-layout", "8,4,1", "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    rows = json.loads(shown.stdout)
+    pool = load_pool(name)
+    assert len(rows) == len(pool["strategies"])
+    for row in rows:
+        assert {"cp", "tp", "pp", "devices", "a", "b", "c", "max_seq_len"} <= row.keys()
+        expected = reference_max_seq_len(pool, row["tp"], row["pp"], OptimizerLayout(8, 4, 1))
+        assert abs(row["max_seq_len"] - expected) <= max(128, 0.01 * expected)
+
+
+def test_analytic_then_show_table(tmp_path):
+    space = tmp_path / "a.json"
+    made = hydraulis("space", "analytic", "--model", "llama-32b", "--device", "h100-80g", "--devices", "1024",
+                     "-o", str(space))
+    assert made.returncode == 0, made.stderr
+    shown = hydraulis("space", "show", str(space), "--optimizer-layout", "128,8,1")
+    assert shown.returncode == 0
+    assert "model states exceed device memory" in shown.stdout
+    assert "max_seq_len" in shown.stdout.splitlines()[1]
+
+
+def _bad_space(tmp_path, mutate) -> str:
+    space = tmp_path / "s.json"
+    hydraulis("space", "import", str(pool_path("7b")), "-o", str(space))
+    document = json.loads(space.read_text())
+    mutate(document)
+    space.write_text(json.dumps(document))
+    return str(space)
+
+
+@pytest.mark.parametrize("make_args, needle", [
+    (lambda t: ["space", "show", str(t / "missing.json")], "does not exist"),
+    (lambda t: ["space", "show", _write(t, "{oops")], "is not valid JSON"),
+    (lambda t: ["space", "show", _bad_space(t, lambda d: d["schemes"][0].pop("a"))], "schemes[0].a"),
+    (lambda t: ["space", "show", _bad_space(t, lambda d: d["schemes"][0].__setitem__("b", -2.0))], "schemes[0].b: -2.0"),
+    (lambda t: ["space", "show", _bad_space(t, lambda d: d["schemes"][0].__setitem__("tp", 3))], "does not divide model.heads"),
+    (lambda t: ["space", "show", _bad_space(t, lambda d: d["schemes"][0].__setitem__("pp", 99))], "exceeds model.layers"),
+    (lambda t: ["space", "show", _bad_space(t, lambda d: None), "--optimizer-layout", "5,4,1"], "does not divide the 64 devices"),
+    (lambda t: ["space", "show", _bad_space(t, lambda d: None), "--optimizer-layout", "8,4"], "DP,TP,PP"),
+    (lambda t: ["space", "analytic", "--model", "llama-7b", "--device", "h100-80g", "--devices", "0", "-o",
+                str(t / "x.json")], "cluster.devices: 0"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path, make_args, needle):
+    result = hydraulis(*make_args(tmp_path))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert needle in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_preset_is_a_usage_error():
+    result = hydraulis("space", "analytic", "--model", "gpt-9", "--device", "h100-80g", "--devices", "8", "-o", "x")
+    assert result.returncode == 2
+    assert "invalid choice: 'gpt-9'" in result.stderr
+
+
+def _write(tmp_path, text: str) -> str:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("command", [[], ["space"], ["space", "import"], ["space", "analytic"], ["space", "show"]])
+def test_every_command_has_help(command):
+    result = hydraulis(*command, "--help")
+    assert result.returncode == 0
+    assert "usage: hydraulis" in result.stdout

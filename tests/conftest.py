@@ -1,0 +1,52 @@
+"""Shared fixtures: the bundled reference pools and spaces built from them."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from hydraulis.presets import device_preset, model_matching, model_preset
+from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
+from hydraulis.types import Cluster, SchemeSpace
+
+POOLS = resources.files("hydraulis.resources").joinpath("reference_pools")
+
+
+def pool_path(name: str) -> Path:
+    return Path(str(POOLS.joinpath(f"parallel_scheme_space_{name}.json")))
+
+
+def load_pool(name: str) -> dict:
+    return json.loads(pool_path(name).read_text())
+
+
+def imported_space(name: str, devices: int = 64) -> SchemeSpace:
+    document = load_pool(name)
+    return import_reference_pool(document, model_matching(*pool_shape(document)), devices, "a800-80g", 25.0,
+                                 created="2026-01-01T00:00:00+00:00", tool_version="test")
+
+
+def analytic_space(model: str = "llama-32b", device: str = "h100-80g", devices: int = 1024) -> SchemeSpace:
+    spec = device_preset(device)
+    return analytic_scheme_space(model_preset(model), spec, Cluster(devices, spec.devices_per_node, device),
+                                 (1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8),
+                                 created="2026-01-01T00:00:00+00:00", tool_version="test")
+
+
+@pytest.fixture(scope="session")
+def space_7b() -> SchemeSpace:
+    return imported_space("7b")
+
+
+@pytest.fixture(scope="session")
+def space_13b() -> SchemeSpace:
+    return imported_space("13b")
+
+
+@pytest.fixture(scope="session")
+def space_32b_analytic() -> SchemeSpace:
+    return analytic_space()

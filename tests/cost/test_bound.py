@@ -1,0 +1,59 @@
+"""The lower bound never exceeds a simulated plan (property test on random instances)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hydraulis.cost import lower_bound_ms, microbatch_time_ms, reduce_ms, simulate_1f1b, step_time_ms
+from hydraulis.errors import HydraulisError
+from hydraulis.types import OptimizerLayout, PipelineModel, Scheme, TimeCoefficients
+
+schemes = st.builds(
+    lambda cp, tp, pp, a, b, c, cap: (Scheme(cp, tp, pp), TimeCoefficients(a, b, c), cap),
+    st.sampled_from([1, 2]), st.sampled_from([1, 2, 4]), st.sampled_from([1, 2, 4]),
+    st.floats(0, 1e-3), st.floats(0, 1.0), st.floats(0, 50.0), st.integers(64, 4096))
+
+
+@settings(max_examples=150, deadline=None)
+@given(kinds=st.lists(schemes, min_size=1, max_size=4), seed=st.integers(0, 2**31 - 1),
+       phi=st.floats(0.1, 0.9), d=st.floats(0, 2))
+def test_lower_bound_never_exceeds_a_simulated_plan(kinds, seed, phi, d):
+    rng = np.random.default_rng(seed)
+    pipelines = [kinds[i] for i in rng.integers(0, len(kinds), size=rng.integers(1, 6))]
+    devices = sum(s.devices for s, _, _ in pipelines) + int(rng.integers(0, 4))
+    longest = max(cap for _, _, cap in pipelines)
+    lengths = rng.integers(1, longest + 1, size=int(rng.integers(1, 40)))
+    queues: list[list[list[int]]] = [[] for _ in pipelines]
+    for s in lengths:
+        holders = [i for i, (_, _, cap) in enumerate(pipelines) if cap >= s]
+        i = holders[int(rng.integers(0, len(holders)))]
+        cap = pipelines[i][2]
+        open_batches = [mb for mb in queues[i] if sum(mb) + s <= cap]
+        if open_batches and rng.random() < 0.7:
+            open_batches[int(rng.integers(0, len(open_batches)))].append(int(s))
+        else:
+            queues[i].append([int(s)])
+    model = PipelineModel(forward_fraction=phi, p2p_ms=d)
+    pipe_ms = [simulate_1f1b([microbatch_time_ms(time, mb) for mb in queue], scheme.pp, model).makespan_ms
+               if queue else 0.0 for (scheme, time, _), queue in zip(pipelines, queues)]
+    plan_ms = step_time_ms(pipe_ms, reduce_ms(10**9, [s for s, _, _ in pipelines], OptimizerLayout(1, 1, 1), 10.0))
+    bound = lower_bound_ms(lengths, pipelines, devices)
+    assert bound <= plan_ms * (1 + 1e-9) + 1e-9
+
+
+def test_worked_example():
+    schemes = [(Scheme(1, 1, 2), TimeCoefficients(1.37e-6, 0.0946, 15.0), 11_000),
+               (Scheme(1, 2, 1), TimeCoefficients(2.05e-6, 0.0967, 65.0), 20_000)]
+    assert lower_bound_ms([4096], schemes, 4) == pytest.approx(205.3, abs=0.1)
+
+
+def test_only_schemes_that_hold_a_sequence_count():
+    cheap_small = (Scheme(1, 1, 1), TimeCoefficients(0.0, 1.0, 0.0), 100)
+    dear_large = (Scheme(1, 1, 1), TimeCoefficients(0.0, 10.0, 0.0), 1000)
+    assert lower_bound_ms([50, 500], [cheap_small, dear_large], 1) == pytest.approx(50 + 5000)
+
+
+def test_sequence_no_scheme_holds_is_named():
+    with pytest.raises(HydraulisError, match=r"lengths\[1\]: 5000 exceeds the longest sequence any scheme can hold"):
+        lower_bound_ms([10, 5000], [(Scheme(1, 1, 1), TimeCoefficients(0, 1, 0), 4096)], 1)

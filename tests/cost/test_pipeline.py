@@ -1,0 +1,74 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hydraulis.cost import pipeline_time_closed_form, simulate_1f1b
+from hydraulis.cost.pipeline import Phase
+from hydraulis.errors import HydraulisError
+from hydraulis.types import PipelineModel
+
+times = st.lists(st.floats(min_value=0.0, max_value=1e3, allow_nan=False), min_size=1, max_size=24)
+stages = st.integers(min_value=1, max_value=8)
+fractions = st.floats(min_value=0.05, max_value=0.95)
+
+
+def test_worked_example():
+    assert pipeline_time_closed_form([3, 3, 3], 2) == pytest.approx(12.0)
+    assert simulate_1f1b([3, 3, 3], 2).makespan_ms == pytest.approx(12.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(t=st.floats(min_value=0.0, max_value=1e3), v=st.integers(1, 24), pp=stages, phi=fractions)
+def test_simulation_equals_closed_form_for_equal_micro_batches(t, v, pp, phi):
+    model = PipelineModel(forward_fraction=phi)
+    expected = (v + pp - 1) * t
+    assert simulate_1f1b([t] * v, pp, model).makespan_ms == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    assert pipeline_time_closed_form([t] * v, pp, model) == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ts=times, pp=stages, phi=fractions, d=st.floats(min_value=0.0, max_value=5.0))
+def test_simulation_is_never_below_closed_form(ts, pp, phi, d):
+    model = PipelineModel(forward_fraction=phi, p2p_ms=d)
+    simulated = simulate_1f1b(ts, pp, model).makespan_ms
+    assert simulated >= pipeline_time_closed_form(ts, pp, model) - 1e-6 * (1 + simulated)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ts=times, pp=stages, phi=fractions)
+def test_simulation_is_never_above_the_reference_systems_max_form(ts, pp, phi):
+    simulated = simulate_1f1b(ts, pp, PipelineModel(forward_fraction=phi)).makespan_ms
+    assert simulated <= max(ts) * (pp - 1 + len(ts)) + 1e-6 * (1 + simulated)
+
+
+def test_designs_max_form_is_not_a_bound():
+    """DESIGN §4's Σt + (p−1)·max t overestimates this schedule (see the module docstring)."""
+    big, small = 30.0, 3.0
+    simulated = simulate_1f1b([big, small], 2).makespan_ms
+    assert simulated == pytest.approx(2 * big + 2 * small / 3)
+    assert simulated < big + small + big
+
+
+def test_recorded_schedule_respects_dependencies_and_stage_order():
+    ts, pp = [5.0, 1.0, 7.0, 2.0, 4.0], 3
+    timeline = simulate_1f1b(ts, pp, PipelineModel(p2p_ms=0.5), record=True)
+    assert len(timeline.ops) == 2 * pp * len(ts)
+    end = {(op.stage, op.micro_batch, op.phase): op.end for op in timeline.ops}
+    for op in timeline.ops:
+        if op.phase is Phase.FORWARD and op.stage > 0:
+            assert op.start >= end[(op.stage - 1, op.micro_batch, Phase.FORWARD)] + 0.5 - 1e-9
+        if op.phase is Phase.BACKWARD and op.stage < pp - 1:
+            assert op.start >= end[(op.stage + 1, op.micro_batch, Phase.BACKWARD)] + 0.5 - 1e-9
+    for stage in range(pp):
+        ops = sorted((op for op in timeline.ops if op.stage == stage), key=lambda op: op.start)
+        assert all(a.end <= b.start + 1e-9 for a, b in zip(ops, ops[1:]))
+    assert timeline.makespan_ms == max(op.end for op in timeline.ops)
+
+
+def test_single_stage_is_the_sum():
+    assert simulate_1f1b([1.0, 2.0, 4.0], 1).makespan_ms == pytest.approx(7.0)
+
+
+def test_empty_pipeline_is_rejected():
+    with pytest.raises(HydraulisError, match="at least one micro-batch"):
+        simulate_1f1b([], 2)

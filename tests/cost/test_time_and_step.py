@@ -1,0 +1,30 @@
+import pytest
+
+from hydraulis.cost import microbatch_time_ms, reduce_ms, sequence_time_ms, step_time_ms
+from hydraulis.presets import model_preset
+from hydraulis.types import OptimizerLayout, Scheme, TimeCoefficients
+
+
+def test_microbatch_time_worked_example():
+    time = TimeCoefficients(a=1.0266e-6, b=0.04907, c=31.87)
+    assert microbatch_time_ms(time, [8192, 1024, 1024]) == pytest.approx(605.4, abs=0.1)
+
+
+def test_sequence_time_has_no_fixed_term():
+    time = TimeCoefficients(a=1.0, b=2.0, c=100.0)
+    assert list(sequence_time_ms(time, [1, 3])) == [3.0, 15.0]
+
+
+def test_reduce_worked_example():
+    params = model_preset("llama-7b").params
+    schemes = [Scheme(1, 8, 1), Scheme(1, 4, 1)]
+    assert reduce_ms(params, schemes, OptimizerLayout(8, 4, 1), 25.0) == pytest.approx(270, rel=0.01)
+
+
+def test_one_pipeline_in_the_optimizer_layout_needs_no_reduction():
+    assert reduce_ms(10**9, [Scheme(1, 4, 2)], OptimizerLayout(1, 4, 2), 25.0) == 0.0
+    assert reduce_ms(10**9, [Scheme(1, 4, 2)] * 2, OptimizerLayout(2, 4, 2), 0.0) == 0.0
+
+
+def test_step_time_is_slowest_pipeline_plus_reduction():
+    assert step_time_ms([3.0, 9.0, 4.0], 1.5) == 10.5

@@ -1,0 +1,33 @@
+import pytest
+
+from hydraulis.presets import device_preset, model_preset
+from hydraulis.profiler.analytic import analytic_profile
+from hydraulis.types import Cluster, Scheme
+
+
+def profile(scheme: Scheme, devices: int = 64):
+    return analytic_profile(model_preset("llama-7b"), device_preset("a800-80g"), Cluster(devices, 8, "a800-80g"), scheme)
+
+
+def test_worked_example_dense_term():
+    # b_flop of the docstring; (1,1,2) has no tp/cp traffic and only the pp hand-off on top
+    p = profile(Scheme(1, 1, 2))
+    assert p.time.b == pytest.approx(0.1178, rel=0.01)
+
+
+def test_sharding_divides_work_and_memory():
+    base, tp2, cp2 = profile(Scheme(1, 1, 1)), profile(Scheme(1, 2, 1)), profile(Scheme(2, 1, 1))
+    assert tp2.time.a == pytest.approx(base.time.a / 2)
+    assert cp2.time.a == pytest.approx(base.time.a / 2)
+    assert base.time.b / 2 < tp2.time.b < base.time.b
+    assert tp2.activation_bytes_per_token == pytest.approx(base.activation_bytes_per_token / 2)
+
+
+def test_tensor_parallel_across_nodes_pays_the_network():
+    inside, across = profile(Scheme(1, 8, 1)), profile(Scheme(1, 16, 1))
+    assert across.time.b > inside.time.b / 2 * 1.5
+
+
+def test_space_skips_schemes_larger_than_the_cluster(space_32b_analytic):
+    assert all(p.scheme.devices <= 1024 for p in space_32b_analytic.profiles)
+    assert len(space_32b_analytic.profiles) == 64

@@ -1,0 +1,27 @@
+"""The pure core must import without torch and without fastapi (DESIGN §3)."""
+
+import subprocess
+import sys
+
+BLOCKER = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('torch', 'fastapi', 'uvicorn', 'datasets', 'tokenizers'):
+            raise ImportError('blocked: ' + name)
+sys.meta_path.insert(0, Block())
+"""
+
+
+def test_core_imports_without_torch_or_fastapi():
+    modules = ["hydraulis.types", "hydraulis.cost", "hydraulis.artifacts", "hydraulis.planner",
+               "hydraulis.dispatch", "hydraulis.profiler.analytic", "hydraulis.profiler.reference_pool"]
+    code = BLOCKER + "".join(f"import {m}\n" for m in modules) + "print('ok')"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_the_blocker_blocks():
+    result = subprocess.run([sys.executable, "-c", BLOCKER + "import torch"], capture_output=True, text=True)
+    assert result.returncode != 0
