@@ -1,7 +1,8 @@
-"""Every artifact Hydraulis reads or writes — scheme space, proposal, step plan — as versioned
-JSON. This package is the only place that parses or prints them; loading validates and names
+"""Every artifact Hydraulis reads or writes — scheme space, proposal, step plan as versioned
+JSON, and lengths files. This package is the only place that parses or prints them; loading validates and names
 the offending field."""
 
+from hydraulis.artifacts.lengths import read_lengths, write_lengths
 from hydraulis.artifacts.proposal import proposal_from_dict, proposal_to_dict, read_proposal, write_proposal
 from hydraulis.artifacts.record import read_json, write_json
 from hydraulis.artifacts.scheme_space import (
@@ -14,6 +15,7 @@ from hydraulis.artifacts.step_plan import read_step_plan, step_plan_from_dict, s
 
 __all__ = [
     "proposal_from_dict",
+    "read_lengths",
     "proposal_to_dict",
     "read_json",
     "read_proposal",
@@ -24,6 +26,7 @@ __all__ = [
     "step_plan_from_dict",
     "step_plan_to_dict",
     "write_json",
+    "write_lengths",
     "write_proposal",
     "write_scheme_space",
     "write_step_plan",

@@ -1,0 +1,82 @@
+"""Lengths files: one positive integer (a document's length in tokens) per line.
+
+Accepted forms: ``.txt`` (blank lines and lines starting with ``#`` are skipped), ``.txt.gz``
+(the same, gzip-compressed) and ``.npy`` (a one-dimensional integer array). The planner, the
+dispatcher's CLI, the simulator and the data analysis all read and write them here.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+
+from hydraulis.errors import HydraulisError
+
+
+def read_lengths(path: str | Path) -> np.ndarray:
+    """The lengths in ``path`` as an ``int64`` array; errors name the line and the value."""
+    path = Path(path)
+    if not path.is_file():
+        raise HydraulisError("lengths", str(path), "does not exist or is not a file")
+    if path.suffix == ".npy":
+        lengths = _read_npy(path)
+    else:
+        lengths = _read_text(path)
+    if lengths.size == 0:
+        raise HydraulisError("lengths", str(path), "holds no lengths")
+    return lengths
+
+
+def write_lengths(path: str | Path, lengths: np.ndarray) -> None:
+    """Write ``lengths`` in the form the suffix names (``.npy``, ``.txt.gz`` or text)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    values = np.asarray(lengths, dtype=np.int64)
+    if path.suffix == ".npy":
+        np.save(path, values)
+        return
+    text = "".join(f"{v}\n" for v in values.tolist())
+    if path.suffix == ".gz":
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as error:
+        raise HydraulisError("lengths", str(path), f"is not a readable .npy array ({error})") from None
+    if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+        raise HydraulisError("lengths", str(path), f"must hold a 1-D integer array, not {array.dtype} {array.shape}")
+    bad = np.flatnonzero(array <= 0)
+    if bad.size:
+        raise HydraulisError(f"lengths[{int(bad[0])}]", int(array[bad[0]]), "must be a positive integer")
+    return array.astype(np.int64)
+
+
+def _read_text(path: Path) -> np.ndarray:
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+        else:
+            lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError, EOFError) as error:
+        raise HydraulisError("lengths", str(path), f"cannot be read as text ({error})") from None
+    values = []
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            raise HydraulisError(f"{path.name}:{number}", text, "is not an integer") from None
+        if value <= 0:
+            raise HydraulisError(f"{path.name}:{number}", value, "must be a positive length")
+        values.append(value)
+    return np.asarray(values, dtype=np.int64)
