@@ -4,7 +4,7 @@ the offending field."""
 
 from hydraulis.artifacts.lengths import read_lengths, write_lengths
 from hydraulis.artifacts.proposal import proposal_from_dict, proposal_to_dict, read_proposal, write_proposal
-from hydraulis.artifacts.record import read_json, write_json
+from hydraulis.artifacts.record import read_json, timestamp, write_json
 from hydraulis.artifacts.scheme_space import (
     read_scheme_space,
     scheme_space_from_dict,
@@ -25,6 +25,7 @@ __all__ = [
     "scheme_space_to_dict",
     "step_plan_from_dict",
     "step_plan_to_dict",
+    "timestamp",
     "write_json",
     "write_lengths",
     "write_proposal",

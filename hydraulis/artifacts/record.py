@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -127,6 +128,11 @@ def write_json(path: str | Path, document: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def timestamp() -> str:
+    """Now, UTC, ISO 8601 to the second: the ``created`` of provenance records."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
 def _short(value: Any) -> Any:

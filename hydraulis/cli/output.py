@@ -7,7 +7,6 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timezone
 
 from hydraulis.errors import HydraulisError
 from hydraulis.types import OptimizerLayout
@@ -33,10 +32,6 @@ def emit_json(value: object) -> None:
 def setup_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
 def command_line() -> str:

@@ -6,8 +6,8 @@ import argparse
 from dataclasses import replace
 
 from hydraulis import __version__
-from hydraulis.artifacts import read_json, read_scheme_space, write_scheme_space
-from hydraulis.cli.output import command_line, emit, emit_json, int_list, now_iso, optimizer_layout, table
+from hydraulis.artifacts import read_json, read_scheme_space, timestamp, write_scheme_space
+from hydraulis.cli.output import command_line, emit, emit_json, int_list, optimizer_layout, table
 from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
@@ -65,7 +65,7 @@ def _import(args: argparse.Namespace) -> None:
     device = device_preset(args.device)
     reduce_gbps = device.inter_node_gbps if args.reduce_gbps is None else args.reduce_gbps
     space = import_reference_pool(document, model, args.devices, device.name, reduce_gbps,
-                                  created=now_iso(), tool_version=__version__, command=command_line())
+                                  created=timestamp(), tool_version=__version__, command=command_line())
     write_scheme_space(args.output, space)
     emit(f"wrote {args.output}: {len(space.profiles)} schemes of {model.name} imported from {args.pool}")
 
@@ -74,7 +74,7 @@ def _analytic(args: argparse.Namespace) -> None:
     device = device_preset(args.device)
     cluster = Cluster(args.devices, args.devices_per_node or device.devices_per_node, device.name)
     space = analytic_scheme_space(model_preset(args.model), device, cluster, args.cp, args.tp, args.pp,
-                                  created=now_iso(), tool_version=__version__, command=command_line())
+                                  created=timestamp(), tool_version=__version__, command=command_line())
     write_scheme_space(args.output, space)
     emit(f"wrote {args.output}: {len(space.profiles)} analytic schemes of {args.model} on "
          f"{args.devices} × {device.name}")

@@ -1,0 +1,131 @@
+"""The planning service: an app factory and its routes, each parsing a body, calling one
+library function off the event loop, and returning the artifact's JSON.
+
+    uvicorn --factory hydraulis.service.app:app_from_environment      (or: hydraulis serve)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import os
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any, TypeVar
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from hydraulis import __version__
+from hydraulis.artifacts import scheme_space_from_dict, scheme_space_to_dict, timestamp
+from hydraulis.errors import HydraulisError
+from hydraulis.presets import device_names, device_preset, model_names, model_preset
+from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.profiler.report import space_rows
+from hydraulis.service.errors import ServiceError, install_error_handlers
+from hydraulis.service.middleware import BodyLimit, RequestLog
+from hydraulis.service.schemas import (
+    AnalyticSpaceRequest,
+    LayoutBody,
+    Presets,
+    ValidateSpaceRequest,
+    ValidateSpaceResponse,
+)
+from hydraulis.service.settings import ServiceSettings
+from hydraulis.types import Cluster, OptimizerLayout
+
+T = TypeVar("T")
+_bearer = HTTPBearer(auto_error=False)
+
+
+def create_app(settings: ServiceSettings = ServiceSettings()) -> FastAPI:
+    app = FastAPI(title="Hydraulis planning service", version=__version__,
+                  description="Proposals of heterogeneous parallel strategies and per-step plans.")
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.include_router(_health_routes())
+    app.include_router(_v1_routes(settings), prefix="/v1", dependencies=[Depends(_authorize)])
+    if settings.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["*"],
+                           allow_headers=["*"])
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestLog)
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """The app with settings from the process environment (``HYDRAULIS_API_TOKEN``)."""
+    return create_app(ServiceSettings.from_environment(os.environ))
+
+
+def _health_routes() -> APIRouter:
+    router = APIRouter(tags=["health"])
+
+    @router.get("/healthz")
+    async def healthz() -> dict:
+        return {"status": "ok"}
+
+    @router.get("/readyz")
+    async def readyz() -> dict:
+        return {"status": "ready", "version": __version__}
+
+    return router
+
+
+def _v1_routes(settings: ServiceSettings) -> APIRouter:
+    router = APIRouter(tags=["planning"])
+
+    @router.get("/presets", response_model=Presets)
+    async def presets() -> Presets:
+        models = {name: {k: v for k, v in asdict(model_preset(name)).items() if k != "name"} for name in model_names()}
+        devices = {name: {k: v for k, v in asdict(device_preset(name)).items() if k != "name"}
+                   for name in device_names()}
+        return Presets(models=models, devices=devices)
+
+    @router.post("/scheme-spaces/validate", response_model=ValidateSpaceResponse)
+    async def validate_space(body: ValidateSpaceRequest) -> ValidateSpaceResponse:
+        def work() -> ValidateSpaceResponse:
+            space = scheme_space_from_dict(body.scheme_space)
+            layout = body.optimizer_layout.to_core() if body.optimizer_layout else OptimizerLayout(
+                space.cluster.devices, 1, 1)
+            return ValidateSpaceResponse(valid=True, optimizer_layout=LayoutBody(**asdict(layout)),
+                                         schemes=space_rows(space, layout))
+        return await off_loop(work, settings.default_time_limit_s)
+
+    @router.post("/scheme-spaces/analytic")
+    async def analytic_space(body: AnalyticSpaceRequest) -> dict[str, Any]:
+        check_devices(body.devices, settings)
+
+        def work() -> dict[str, Any]:
+            device = device_preset(body.device)
+            cluster = Cluster(body.devices, body.devices_per_node or device.devices_per_node, device.name)
+            space = analytic_scheme_space(model_preset(body.model), device, cluster, body.cp, body.tp, body.pp,
+                                          created=timestamp(), tool_version=__version__, command="POST /v1/scheme-spaces/analytic")
+            return scheme_space_to_dict(space)
+        return await off_loop(work, settings.default_time_limit_s)
+
+    return router
+
+
+async def off_loop(work: Callable[[], T], time_limit_s: float) -> T:
+    """Run ``work`` in a worker thread; 504 when it outlives ``time_limit_s`` (plus a grace second)."""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(work), timeout=time_limit_s + 1.0)
+    except asyncio.TimeoutError:
+        raise ServiceError(504, "timeout", f"planning exceeded the request's time limit of {time_limit_s} s",
+                           "time_limit_s") from None
+
+
+def check_devices(devices: int, settings: ServiceSettings) -> None:
+    if devices > settings.max_devices:
+        raise HydraulisError("devices", devices, f"exceeds this service's max_devices = {settings.max_devices}")
+
+
+async def _authorize(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> None:
+    token = request.app.state.settings.auth_token
+    if token is None:
+        return
+    given = credentials.credentials if credentials else ""
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        raise ServiceError(401, "unauthorized", "a valid bearer token is required (Authorization: Bearer ...)")

@@ -1,0 +1,54 @@
+"""Every error the service returns has one shape: ``{"error": {"code", "message", "field"}}``."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from hydraulis.errors import HydraulisError
+
+logger = logging.getLogger(__name__)
+
+
+class ServiceError(Exception):
+    """An error with its HTTP status, e.g. a limit (413) or a timed-out solve (504)."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.field = status, code, message, field
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict:
+    return {"error": {"code": code, "message": message, "field": field}}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(HydraulisError)
+    async def invalid_input(request: Request, error: HydraulisError) -> JSONResponse:
+        return JSONResponse(error_body("invalid_input", str(error), error.field), status_code=422)
+
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, error: ServiceError) -> JSONResponse:
+        return JSONResponse(error_body(error.code, error.message, error.field), status_code=error.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0] if error.errors() else {"loc": (), "msg": "invalid request"}
+        field = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or None
+        return JSONResponse(error_body("invalid_request", f"{field or 'body'}: {first.get('msg')}", field),
+                            status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        code = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+        return JSONResponse(error_body(code, str(error.detail)), status_code=error.status_code,
+                            headers=getattr(error, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        logger.exception("unexpected error on %s", request.url.path)
+        return JSONResponse(error_body("internal", "internal error; see the service log"), status_code=500)

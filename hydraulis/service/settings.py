@@ -1,0 +1,40 @@
+"""Limits and options of the planning service, fixed when the app is made."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hydraulis.errors import require, require_int, require_number
+
+TOKEN_VARIABLE = "HYDRAULIS_API_TOKEN"
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """``auth_token`` (from ``HYDRAULIS_API_TOKEN``) turns on bearer-token auth for ``/v1/*``;
+    ``cors_origins`` empty keeps CORS off. Requests beyond a limit get 413 (body, sequences) or
+    422 (devices, time limit) with a message naming the limit."""
+
+    max_body_bytes: int = 64 * 2**20
+    max_sequences: int = 4_000_000
+    max_devices: int = 65_536
+    max_time_limit_s: float = 120.0
+    default_time_limit_s: float = 10.0
+    auth_token: str | None = None
+    cors_origins: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        require_int(self.max_body_bytes, "max_body_bytes", minimum=1024)
+        require_int(self.max_sequences, "max_sequences", minimum=1)
+        require_int(self.max_devices, "max_devices", minimum=1)
+        require_number(self.max_time_limit_s, "max_time_limit_s", minimum=0.0)
+        require_number(self.default_time_limit_s, "default_time_limit_s", 0.0, self.max_time_limit_s)
+        require(self.auth_token is None or len(self.auth_token) >= 8, TOKEN_VARIABLE, "***",
+                "must be at least 8 characters")
+
+    @classmethod
+    def from_environment(cls, environment: Mapping[str, str], **overrides) -> ServiceSettings:
+        """Settings with the token taken from ``environment[HYDRAULIS_API_TOKEN]`` when set."""
+        token = environment.get(TOKEN_VARIABLE) or None
+        return cls(auth_token=token, **overrides)
