@@ -5,7 +5,7 @@ Layout (``schema_version`` 1)::
     {"schema_version": 1, "kind": "proposal", "model": {...}, "devices", "devices_per_node",
      "token_budget", "max_seq_len", "optimizer_layout": {"dp", "tp", "pp"},
      "pipeline_model": {"forward_fraction", "p2p_ms"},
-     "solver": {"status", "solver", "wall_ms", "message"},
+     "solver": {"status", "solver", "wall_ms", "message"}, "explanation",
      "strategies": [{"pipelines": [{"scheme": {"cp", "tp", "pp"}, "count", "max_seq_len",
                                     "time": {"a", "b", "c"}}],
                      "devices", "predicted_ms", "reduce_ms", "serves_from", "serves_to",
@@ -49,6 +49,7 @@ def proposal_to_dict(proposal: Proposal, config: dict | None = None) -> dict:
         "pipeline_model": asdict(proposal.pipeline_model),
         "solver": asdict(proposal.solver),
         "strategies": [_strategy_to_dict(s) for s in proposal.strategies],
+        "explanation": proposal.explanation,
         "config": config or {},
     }
 
@@ -70,6 +71,7 @@ def proposal_from_dict(document: object) -> Proposal:
         pipeline_model=pipeline_model_from_record(record.sub("pipeline_model")),
         solver=SolverReport(status=solver.str("status"), solver=solver.str("solver"),
                             wall_ms=solver.float("wall_ms"), message=solver.str("message", "")),
+        explanation=record.str("explanation", ""),
     )
 
 
