@@ -30,7 +30,16 @@ from hydraulis.artifacts.scheme_space import (
     time_from_record,
 )
 from hydraulis.errors import HydraulisError
-from hydraulis.types import OptimizerLayout, PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
+from hydraulis.planner.validate import validate_proposal
+from hydraulis.types import (
+    OptimizerLayout,
+    PipelineGroup,
+    Proposal,
+    ProposedStrategy,
+    SchemeSpace,
+    SolverReport,
+    Strategy,
+)
 
 KIND = "proposal"
 SCHEMA_VERSION = 1
@@ -75,8 +84,10 @@ def proposal_from_dict(document: object) -> Proposal:
     )
 
 
-def read_proposal(path: str | Path) -> Proposal:
-    return proposal_from_dict(read_json(path))
+def read_proposal(path: str | Path, space: SchemeSpace | None = None) -> Proposal:
+    """Load and validate a proposal (hydraulis.planner.validate: structure, and memory when the
+    scheme space is given); a broken one raises naming its first violation."""
+    return validate_proposal(proposal_from_dict(read_json(path)), space)
 
 
 def write_proposal(path: str | Path, proposal: Proposal, config: dict | None = None) -> None:

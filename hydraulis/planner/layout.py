@@ -21,8 +21,6 @@ Worked example: LLaMA-7B reference pool, N = 32: dp32·tp1·pp1 and dp8·tp4·pp
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hydraulis.cost import SchemeCapacity, scheme_capacities
 from hydraulis.errors import HydraulisError
 from hydraulis.types import OptimizerLayout, Scheme, SchemeSpace
@@ -55,11 +53,6 @@ def choose_optimizer_layout(space: SchemeSpace, max_seq_len: int,
                     f"let a scheme hold {max_seq_len} tokens it leaves the most memory to activations "
                     f"({_states_note(space, layout)}; e.g. {holder.profile.scheme} holds {holder.max_seq_len} "
                     f"tokens) with the fewest model-parallel degrees")
-
-
-def planning_space(space: SchemeSpace, devices: int, devices_per_node: int) -> SchemeSpace:
-    """``space`` on a cluster of ``devices`` devices, ``devices_per_node`` per node."""
-    return replace(space, cluster=replace(space.cluster, devices=devices, devices_per_node=devices_per_node))
 
 
 def _layouts(space: SchemeSpace) -> list[OptimizerLayout]:

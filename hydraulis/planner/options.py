@@ -21,7 +21,7 @@ the placement itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hydraulis.cost import MemoryBreakdown, reduce_ms, scheme_capacities
 from hydraulis.errors import HydraulisError
@@ -50,13 +50,19 @@ class SchemeOption:
                 and self.reduce_ms <= other.reduce_ms)
 
 
-def scheme_options(space: SchemeSpace, layout: OptimizerLayout, node_size: int) -> tuple[tuple[SchemeOption, ...], tuple[str, ...]]:
-    """The options of ``space`` (its cluster is the planning cluster) and a note per scheme left out."""
-    devices = space.cluster.devices
+def planning_space(space: SchemeSpace, devices: int, devices_per_node: int) -> SchemeSpace:
+    """``space`` on a cluster of ``devices`` devices, ``devices_per_node`` per node; raises
+    when no scheme fits in the devices at all."""
     smallest = min(p.scheme.devices for p in space.profiles)
     if smallest > devices:
         raise HydraulisError("devices", devices, f"is smaller than every scheme of the space "
                                                  f"(the smallest uses {smallest} devices)")
+    return replace(space, cluster=replace(space.cluster, devices=devices, devices_per_node=devices_per_node))
+
+
+def scheme_options(space: SchemeSpace, layout: OptimizerLayout, node_size: int) -> tuple[tuple[SchemeOption, ...], tuple[str, ...]]:
+    """The options of ``space`` (its cluster is the planning cluster) and a note per scheme left out."""
+    devices = space.cluster.devices
     notes, usable = [], []
     for capacity in scheme_capacities(space, layout):
         scheme = capacity.profile.scheme

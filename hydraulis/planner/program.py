@@ -91,25 +91,25 @@ def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName,
     """Solve the program of the module docstring at ``C = makespan``: the outcome, the counts
     and the makespan their routing reaches (``inf`` without an answer)."""
     levels = np.unique(problem.reduce)
+    model = pulp.LpProblem("pipeline_counts", pulp.LpMaximize)
     n, budget = {}, {}
     for level, rho in enumerate(levels):
         for k in range(len(problem.origin)):
             work_budget = (makespan - problem.beta[k] - rho) / problem.gamma[k]
             if problem.reduce[k] <= rho and work_budget > 0:
-                n[k, level] = pulp.LpVariable(f"n_{k}_{level}", 0, int(problem.limit[k]), cat=pulp.LpInteger)
+                n[k, level] = model.add_variable(f"n_{k}_{level}", 0, int(problem.limit[k]), cat=pulp.LpInteger)
                 budget[k, level] = work_budget
     used = sorted({k for k, _ in n})
     in_time = {(k, j): [lv for key_k, lv in n if key_k == k
                         and (problem.tail[j] < 1 or problem.single[k, j] + levels[lv] <= makespan)]
                for k in used for j in np.flatnonzero(problem.eligible[k])}
-    f = {key: pulp.LpVariable(f"f_{key[0]}_{key[1]}", 0, 1) for key, ok in in_time.items() if ok}
+    f = {key: model.add_variable(f"f_{key[0]}_{key[1]}", 0, 1) for key, ok in in_time.items() if ok}
     holders = [key for key in n if problem.holder[key[0]] + levels[key[1]] <= makespan]
     classes = range(problem.work.shape[1])
     if not holders or any(not any((k, j) in f for k in used) for j in classes):
         return Outcome.INFEASIBLE, (), float("inf")
-    z = {level: pulp.LpVariable(f"z_{level}", cat=pulp.LpBinary) for level in sorted({lv for _, lv in n})}
+    z = {level: model.add_variable(f"z_{level}", 0, 1, cat=pulp.LpInteger) for level in sorted({lv for _, lv in n})}
     total = problem.work.sum(axis=1)
-    model = pulp.LpProblem("pipeline_counts", pulp.LpMaximize)
     model.setObjective(pulp.LpAffineExpression(
         [(var, budget[key] / max(total[key[0]], 1e-12)) for key, var in n.items()]))
     for j in classes:

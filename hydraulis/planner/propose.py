@@ -33,8 +33,8 @@ from hydraulis.planner.config import PlannerConfig
 from hydraulis.planner.distribution import StepStatistics, length_histogram, step_statistics
 from hydraulis.planner.evaluate import CostContext, StepEstimate, estimate_step
 from hydraulis.planner.fluid import fluid_problem
-from hydraulis.planner.layout import choose_optimizer_layout, planning_space
-from hydraulis.planner.options import SchemeOption, scheme_options
+from hydraulis.planner.layout import choose_optimizer_layout
+from hydraulis.planner.options import SchemeOption, planning_space, scheme_options
 from hydraulis.planner.program import HEURISTIC, CountsAnswer, optimise_counts
 from hydraulis.planner.specialise import homogeneous_step_ms, serving_ranges
 from hydraulis.planner.validate import node_placement
@@ -93,7 +93,7 @@ class Judge:
 @dataclass(frozen=True, eq=False)
 class RangeDesign:
     """The strategy serving steps whose longest sequence lies in ``(lo, hi]`` (sampled ``steps``),
-    what produced it, and the integer programs' answer for the range."""
+    what produced it, the integer programs' answer for the range and notes on how it was chosen."""
 
     lo: int
     hi: int
@@ -101,6 +101,7 @@ class RangeDesign:
     strategy: Strategy
     source: str
     answer: CountsAnswer
+    notes: tuple[str, ...]
 
 
 def best_homogeneous(options: Sequence[SchemeOption], stats: StepStatistics, judge: Judge, space: SchemeSpace,
@@ -125,10 +126,17 @@ def design_range(lo: int, hi: int, stats: StepStatistics, options: Sequence[Sche
     answer = optimise_counts(problem, config.solver, deadline, config.tolerance)
     candidates = [(strategy_of(options, counts), source) for counts, source in answer.found]
     candidates.append((baseline, BASELINE))
-    placeable = [(s, source) for s, source in candidates
-                 if not node_placement(s, config.devices, config.devices_per_node)]
-    strategy, source = min(placeable, key=lambda c: judge.mean_ms(c[0], indices))
-    return RangeDesign(lo, hi, indices, strategy, source, answer)
+    placeable: dict[Strategy, str] = {}
+    for candidate, source in candidates:
+        if not node_placement(candidate, config.devices, config.devices_per_node):
+            placeable.setdefault(candidate, source)
+    strategy = min(placeable, key=lambda s: judge.mean_ms(s, indices))
+    source = placeable[strategy]
+    judged = ", ".join(f"{s} {judge.mean_ms(s, indices):.0f} ms ({origin})" for s, origin in placeable.items())
+    note = (f"For ({lo}, {hi}] ({len(indices)} steps) {answer.solves} integer programs reached a fluid makespan of "
+            f"{answer.makespan_ms:.0f} ms (proven ≥ {answer.lower_bound_ms:.0f} ms, {answer.status}); judged on its "
+            f"steps: {judged}; kept the {source} strategy.")
+    return RangeDesign(lo, hi, indices, strategy, source, answer, (note,))
 
 
 def prune(designs: list[RangeDesign], judge: Judge, min_gain: float) -> list[RangeDesign]:
@@ -144,8 +152,12 @@ def prune(designs: list[RangeDesign], judge: Judge, min_gain: float) -> list[Ran
         if gain > min_gain:
             break
         left, right = designs[j], designs[j + 1]
+        dropped = right if keeper is left else left
+        note = (f"It also serves ({dropped.lo}, {dropped.hi}], where that range's own strategy {dropped.strategy} "
+                f"gained only {gain:.1%}.")
         designs[j:j + 2] = [RangeDesign(left.lo, right.hi, np.concatenate((left.steps, right.steps)),
-                                        keeper.strategy, keeper.source, keeper.answer)]
+                                        keeper.strategy, keeper.source, keeper.answer,
+                                        keeper.notes + dropped.notes + (note,))]
     return designs
 
 
@@ -175,12 +187,9 @@ def _proposed(design: RangeDesign, options: Sequence[SchemeOption], judge: Judge
     headroom = tuple(int(memory[g.scheme].headroom_bytes(int(p))) for g, p in zip(design.strategy.pipelines, peaks))
     triples = [(o.scheme, o.time, o.capacity) for o in options]
     bound = float(np.mean([lower_bound_ms(judge.steps[i], triples, config.devices) for i in design.steps]))
-    answer = design.answer
-    explanation = (f"serves {len(design.steps)} of {config.steps} sampled steps, whose longest sequence lies in "
-                   f"({design.lo}, {design.hi}]; chosen: {design.source} strategy; predicted {predicted:.0f} ms "
-                   f"= {predicted / bound:.2f}× the lower bound {bound:.0f} ms; integer programs: {answer.solves} "
-                   f"solved, fluid makespan {answer.makespan_ms:.0f} ms (proven ≥ {answer.lower_bound_ms:.0f} ms, "
-                   f"{answer.status})")
+    explanation = " ".join((f"Serves {len(design.steps)} of {config.steps} sampled steps (longest sequence in "
+                            f"({design.lo}, {design.hi}]): predicted {predicted:.0f} ms = {predicted / bound:.2f}× "
+                            f"the lower bound {bound:.0f} ms.", *design.notes))
     return ProposedStrategy(design.strategy, design.lo, design.hi, predicted,
                             judge.context.reduction_ms(design.strategy), headroom, explanation)
 

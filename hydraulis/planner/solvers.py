@@ -7,6 +7,7 @@ feasible answer; the *solution* status (``sol_status``) tells them apart: 1 = pr
 
 from __future__ import annotations
 
+import warnings
 from enum import Enum
 
 import pulp
@@ -33,7 +34,10 @@ def solve(model: pulp.LpProblem, name: SolverName, time_limit_s: float | None) -
     if name is SolverName.HIGHS:
         solver = pulp.HiGHS(msg=False, timeLimit=limit)
     else:
-        solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=limit)
+        with warnings.catch_warnings():
+            # PuLP 3.x announces that 4.0 drops its bundled CBC; pyproject keeps PuLP < 4.
+            warnings.filterwarnings("ignore", message="PULP_CBC_CMD is deprecated", category=DeprecationWarning)
+            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=limit)
     model.solve(solver)
     if model.sol_status == pulp.LpSolutionOptimal:
         return Outcome.OPTIMAL
