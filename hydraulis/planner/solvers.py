@@ -12,6 +12,7 @@ from enum import Enum
 
 import pulp
 
+from hydraulis.errors import HydraulisError
 from hydraulis.planner.config import SolverName
 
 SMALLEST_TIME_LIMIT_S = 0.05
@@ -33,6 +34,8 @@ def solve(model: pulp.LpProblem, name: SolverName, time_limit_s: float | None) -
     limit = None if time_limit_s is None else max(SMALLEST_TIME_LIMIT_S, time_limit_s)
     if name is SolverName.HIGHS:
         solver = pulp.HiGHS(msg=False, timeLimit=limit)
+        if not solver.available():
+            raise HydraulisError("solver", name.value, "needs the highspy package: pip install 'hydraulis[highs]'")
     else:
         with warnings.catch_warnings():
             # PuLP 3.x announces that 4.0 drops its bundled CBC; pyproject keeps PuLP < 4.

@@ -8,6 +8,7 @@ import numpy as np
 import pulp
 import pytest
 
+from hydraulis.errors import HydraulisError
 from hydraulis.planner.config import SolverName
 from hydraulis.planner.fluid import FluidProblem, fluid_problem
 from hydraulis.planner.program import HEURISTIC, optimise_counts
@@ -148,3 +149,11 @@ def test_infeasible_and_optimal_outcomes():
     assert solve(model, SolverName.CBC, 5.0) is Outcome.OPTIMAL and x.value() == 2
     model += x <= 1
     assert solve(model, SolverName.CBC, 5.0) is Outcome.INFEASIBLE
+
+
+def test_highs_missing_is_named(monkeypatch):
+    monkeypatch.setattr(pulp.HiGHS, "available", lambda self: False)
+    model = pulp.LpProblem("tiny", pulp.LpMinimize)
+    model += model.add_variable("x", 0, 1)
+    with pytest.raises(HydraulisError, match="^solver: 'highs' needs the highspy package"):
+        solve(model, SolverName.HIGHS, 1.0)
