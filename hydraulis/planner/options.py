@@ -16,7 +16,9 @@ larger one. So the integer programs need only the device budget, and the validat
 the placement itself.
 
 ``reduce_ms`` is the gradient reduction a pipeline of the scheme brings into a step
-(:func:`hydraulis.cost.reduce_ms`, the least sharded pipeline decides).
+(:func:`hydraulis.cost.reduce_ms`, the least sharded pipeline decides), taken for a step with
+several pipelines; a lone pipeline laid out like the optimizer needs none, which the step
+evaluation (planner/evaluate.py) counts.
 """
 
 from __future__ import annotations

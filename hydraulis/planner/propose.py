@@ -8,16 +8,17 @@ Recipe:
 3. find the best homogeneous strategy that holds ``S`` — the baseline every range may fall back to;
 4. split the longest-sequence range ``(0, S]`` into at most ``K`` serving ranges
    (planner/specialise.py);
-5. per range: integer programs from the homogeneous incumbent (planner/program.py); the IP's
-   answer, the incumbent and the baseline are judged on the range's sampled steps
-   (planner/evaluate.py) and the best is kept;
+5. per range: integer programs from the homogeneous incumbent (planner/program.py); every
+   distinct answer they found, the incumbent and the baseline are judged on the range's
+   sampled steps (planner/evaluate.py) and the best is kept;
 6. prune: a strategy that a neighbour replaces on its steps at a loss of at most ``min_gain``
-   (duplicates lose nothing) is dropped and the neighbour serves both ranges;
+   (duplicates lose nothing) is dropped and the neighbour serves both ranges — provided the
+   neighbour stays no slower than the baseline there;
 7. predicted step time, reduction and memory headroom per strategy, from the sampled steps.
 
-Because each range keeps the best of candidates that include the baseline, judged on the same
-steps, the proposal's mean predicted step time is never above the baseline's; pruning gives up
-at most ``min_gain`` per merged range.
+Each range keeps the best of candidates that include the baseline, and a merged range keeps
+a strategy no slower than the baseline on it, all judged on the same steps: the proposal's
+mean predicted step time is never above the best homogeneous strategy's that step 3 found.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Pla
     for index, (lo, hi) in enumerate(ranges):
         share = time.monotonic() + (deadline - time.monotonic()) / (len(ranges) - index)
         designs.append(design_range(lo, hi, stats, options, judge, baseline, space, config, share))
-    kept = prune(designs, judge, config.min_gain)
+    kept = prune(designs, judge, config.min_gain, baseline)
     strategies = tuple(_proposed(d, options, judge, config) for d in kept)
     notes = _notes(lengths, stats, kept, judge, baseline, config)
     return Proposal(
@@ -139,20 +140,23 @@ def design_range(lo: int, hi: int, stats: StepStatistics, options: Sequence[Sche
     return RangeDesign(lo, hi, indices, strategy, source, answer, (note,))
 
 
-def prune(designs: list[RangeDesign], judge: Judge, min_gain: float) -> list[RangeDesign]:
-    """Step 6 of the recipe: merge neighbours while one of them gains at most ``min_gain``."""
+def prune(designs: list[RangeDesign], judge: Judge, min_gain: float, baseline: Strategy) -> list[RangeDesign]:
+    """Step 6 of the recipe: merge neighbours while one of them gains at most ``min_gain`` over
+    the other and the kept strategy is no slower than ``baseline`` on the merged steps."""
     designs = list(designs)
     while len(designs) > 1:
         merges = []
         for j, (left, right) in enumerate(zip(designs, designs[1:])):
-            merges.append((_gain(left, right.strategy, judge), j, right))
-            if left.strategy.max_seq_len >= right.hi:
-                merges.append((_gain(right, left.strategy, judge), j, left))
-        gain, j, keeper = min(merges, key=lambda m: m[:2])
-        if gain > min_gain:
+            both = np.concatenate((left.steps, right.steps))
+            pairs = [(left, right)] + ([(right, left)] if left.strategy.max_seq_len >= right.hi else [])
+            for dropped, keeper in pairs:
+                gain = _gain(dropped, keeper.strategy, judge)
+                if gain <= min_gain and judge.mean_ms(keeper.strategy, both) <= judge.mean_ms(baseline, both):
+                    merges.append((gain, j, keeper, dropped))
+        if not merges:
             break
+        gain, j, keeper, dropped = min(merges, key=lambda m: m[:2])
         left, right = designs[j], designs[j + 1]
-        dropped = right if keeper is left else left
         note = (f"It also serves ({dropped.lo}, {dropped.hi}], where that range's own strategy {dropped.strategy} "
                 f"gained only {gain:.1%}.")
         designs[j:j + 2] = [RangeDesign(left.lo, right.hi, np.concatenate((left.steps, right.steps)),
