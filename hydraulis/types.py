@@ -395,7 +395,8 @@ class ProposedStrategy:
 
     It is meant for steps whose longest sequence lies in ``(serves_from, serves_to]``;
     ``predicted_ms`` is the mean step time over those steps, ``reduce_ms`` the gradient
-    reduction part of it, ``headroom_bytes`` the free memory per group at its ``max_seq_len``.
+    reduction part of it, ``headroom_bytes`` the free memory per group (beyond the safety
+    margin) with the largest micro-batch the planner expects on it.
     """
 
     strategy: Strategy
@@ -429,7 +430,8 @@ class SolverReport:
 
 @dataclass(frozen=True)
 class Proposal:
-    """The planner's output: a few strategies sharing one optimizer layout."""
+    """The planner's output: a few strategies sharing one optimizer layout; ``explanation``
+    says why that layout and how the proposal compares with the best homogeneous strategy."""
 
     model: ModelSpec
     devices: int
@@ -440,6 +442,7 @@ class Proposal:
     max_seq_len: int
     pipeline_model: PipelineModel
     solver: SolverReport
+    explanation: str = ""
 
     def __post_init__(self) -> None:
         require_int(self.devices, "devices", minimum=1)

@@ -5,7 +5,7 @@ Layout (``schema_version`` 1)::
     {"schema_version": 1, "kind": "proposal", "model": {...}, "devices", "devices_per_node",
      "token_budget", "max_seq_len", "optimizer_layout": {"dp", "tp", "pp"},
      "pipeline_model": {"forward_fraction", "p2p_ms"},
-     "solver": {"status", "solver", "wall_ms", "message"},
+     "solver": {"status", "solver", "wall_ms", "message"}, "explanation",
      "strategies": [{"pipelines": [{"scheme": {"cp", "tp", "pp"}, "count", "max_seq_len",
                                     "time": {"a", "b", "c"}}],
                      "devices", "predicted_ms", "reduce_ms", "serves_from", "serves_to",
@@ -30,7 +30,16 @@ from hydraulis.artifacts.scheme_space import (
     time_from_record,
 )
 from hydraulis.errors import HydraulisError
-from hydraulis.types import OptimizerLayout, PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
+from hydraulis.planner.validate import validate_proposal
+from hydraulis.types import (
+    OptimizerLayout,
+    PipelineGroup,
+    Proposal,
+    ProposedStrategy,
+    SchemeSpace,
+    SolverReport,
+    Strategy,
+)
 
 KIND = "proposal"
 SCHEMA_VERSION = 1
@@ -49,6 +58,7 @@ def proposal_to_dict(proposal: Proposal, config: dict | None = None) -> dict:
         "pipeline_model": asdict(proposal.pipeline_model),
         "solver": asdict(proposal.solver),
         "strategies": [_strategy_to_dict(s) for s in proposal.strategies],
+        "explanation": proposal.explanation,
         "config": config or {},
     }
 
@@ -70,11 +80,14 @@ def proposal_from_dict(document: object) -> Proposal:
         pipeline_model=pipeline_model_from_record(record.sub("pipeline_model")),
         solver=SolverReport(status=solver.str("status"), solver=solver.str("solver"),
                             wall_ms=solver.float("wall_ms"), message=solver.str("message", "")),
+        explanation=record.str("explanation", ""),
     )
 
 
-def read_proposal(path: str | Path) -> Proposal:
-    return proposal_from_dict(read_json(path))
+def read_proposal(path: str | Path, space: SchemeSpace | None = None) -> Proposal:
+    """Load and validate a proposal (hydraulis.planner.validate: structure, and memory when the
+    scheme space is given); a broken one raises naming its first violation."""
+    return validate_proposal(proposal_from_dict(read_json(path)), space)
 
 
 def write_proposal(path: str | Path, proposal: Proposal, config: dict | None = None) -> None:

@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 
 from hydraulis import __version__
-from hydraulis.cli import serve, space
+from hydraulis.cli import propose, serve, space
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space, serve)
+COMMANDS = (space, propose, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

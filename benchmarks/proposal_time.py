@@ -1,0 +1,104 @@
+"""Proposal wall time for the acceptance settings, and the proposal against every homogeneous
+strategy on the same sampled steps and cost model.
+
+    .venv/bin/python benchmarks/proposal_time.py [--solver cbc|highs] [--repeat 3]
+
+Settings: LLaMA-7B reference pool (imported, A800), 32 devices, 8 per node, 32K maximum, the
+bundled long-tail lengths at 64K and 128K tokens per step; LLaMA-32B analytic space (H100),
+1024 devices, 1.6M tokens per step, 32K maximum. The time is that of :func:`propose` alone
+(scheme space and lengths already loaded), best of ``--repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hydraulis import __version__
+from hydraulis.artifacts import read_json, read_lengths
+from hydraulis.cost import scheme_capacities
+from hydraulis.planner import PlannerConfig, SolverName, propose
+from hydraulis.planner.evaluate import CostContext, estimate_step
+from hydraulis.planner.options import planning_space
+from hydraulis.presets import device_preset, model_matching, model_preset, pool_location
+from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
+from hydraulis.types import Cluster, PipelineGroup, Proposal, SchemeSpace, Strategy
+from hydraulis.workload import sample_batches
+
+LENGTHS = Path(__file__).resolve().parents[1] / "examples" / "data" / "longtail_lengths.txt.gz"
+CREATED = "2026-01-01T00:00:00+00:00"
+
+
+def reference_7b() -> SchemeSpace:
+    document = read_json(pool_location("bundled:7b"))
+    device = device_preset("a800-80g")
+    return import_reference_pool(document, model_matching(*pool_shape(document)), 64, device.name,
+                                 device.inter_node_gbps, created=CREATED, tool_version=__version__)
+
+
+def analytic_32b() -> SchemeSpace:
+    device = device_preset("h100-80g")
+    return analytic_scheme_space(model_preset("llama-32b"), device, Cluster(1024, device.devices_per_node, device.name),
+                                 (1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8), created=CREATED, tool_version=__version__)
+
+
+def homogeneous_comparison(space: SchemeSpace, lengths: np.ndarray, config: PlannerConfig,
+                           proposal: Proposal) -> tuple[float, float, Strategy]:
+    """Mean predicted step time of the proposal (each step on the strategy serving it) and of
+    the best homogeneous strategy holding the maximum length, on the planner's sampled steps."""
+    space = planning_space(space, config.devices, config.devices_per_node)
+    steps = sample_batches(lengths, config.token_budget, config.steps, config.max_seq_len, config.seed)
+    context = CostContext(space.model.params, proposal.optimizer_layout, space.reduce_gbps, space.pipeline_model)
+
+    def serving(step: np.ndarray) -> Strategy:
+        return next(p.strategy for p in proposal.strategies if p.serves_from < step.max() <= p.serves_to)
+
+    proposal_ms = float(np.mean([estimate_step(serving(s), s, context).step_ms for s in steps]))
+    best_ms, best = np.inf, None
+    for capacity in scheme_capacities(space, proposal.optimizer_layout):
+        scheme = capacity.profile.scheme
+        if capacity.max_seq_len < config.max_seq_len or scheme.devices > config.devices:
+            continue
+        strategy = Strategy((PipelineGroup(scheme, config.devices // scheme.devices, capacity.max_seq_len,
+                                           capacity.profile.time),))
+        mean = float(np.mean([estimate_step(strategy, s, context).step_ms for s in steps]))
+        if mean < best_ms:
+            best_ms, best = mean, strategy
+    return proposal_ms, best_ms, best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--solver", choices=[s.value for s in SolverName], default="cbc")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    lengths = read_lengths(LENGTHS)
+    settings = [
+        ("llama-7b pool, 32 GPUs, 64K tokens", reference_7b(), PlannerConfig(32, 8, 65_536, 32_768)),
+        ("llama-7b pool, 32 GPUs, 128K tokens", reference_7b(), PlannerConfig(32, 8, 131_072, 32_768)),
+        ("llama-32b analytic, 1024 GPUs, 1.6M tokens", analytic_32b(), PlannerConfig(1024, 8, 1_600_000, 32_768)),
+    ]
+    header = (f"{'setting':44s} {'wall_s':>7s} {'K':>2s} {'status':>10s} {'proposal_ms':>11s} "
+              f"{'homog_ms':>9s} {'ratio':>6s}  best homogeneous / strategies")
+    print(header)
+    print("-" * len(header))
+    for name, space, config in settings:
+        config = PlannerConfig(**{**config.__dict__, "solver": SolverName(args.solver)})
+        walls = []
+        for _ in range(args.repeat):
+            started = time.perf_counter()
+            proposal = propose(space, lengths, config)
+            walls.append(time.perf_counter() - started)
+        proposal_ms, best_ms, best = homogeneous_comparison(space, lengths, config, proposal)
+        print(f"{name:44s} {min(walls):7.2f} {len(proposal.strategies):2d} {proposal.solver.status:>10s} "
+              f"{proposal_ms:11.1f} {best_ms:9.1f} {proposal_ms / best_ms:6.3f}  {best}")
+        for p in proposal.strategies:
+            print(f"{'':44s}   ({p.serves_from}, {p.serves_to}]: {p.strategy}  {p.predicted_ms:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

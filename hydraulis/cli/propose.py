@@ -1,0 +1,79 @@
+"""``hydraulis propose``: a few heterogeneous strategies for a scheme space and a lengths file."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from hydraulis.artifacts import read_lengths, read_scheme_space, write_proposal
+from hydraulis.cli.output import emit, optimizer_layout, table
+from hydraulis.planner import PlannerConfig, SolverName, propose
+from hydraulis.types import Proposal
+
+GIB = 2**30
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "propose", help="propose heterogeneous strategies for a length distribution",
+        description="Propose at most K heterogeneous strategies sharing one optimizer layout, each serving the "
+                    "steps whose longest sequence lies in its range, with predicted step time and memory "
+                    "headroom (integer programs with PuLP; see hydraulis.planner).")
+    parser.add_argument("--space", required=True, help="scheme-space JSON")
+    parser.add_argument("--devices", type=int, required=True, help="devices to plan for, N")
+    parser.add_argument("--devices-per-node", type=int, help="default: the scheme space's")
+    parser.add_argument("--token-budget", type=int, required=True, help="tokens per global batch (step)")
+    parser.add_argument("--max-seq-len", type=int, required=True, help="longest sequence; longer documents are cut")
+    parser.add_argument("--lengths", required=True, help="document lengths: .txt, .txt.gz or .npy, one per line")
+    parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
+    parser.add_argument("--time-limit", type=float, default=20.0,
+                        help="seconds for all integer programs together (default 20)")
+    parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
+                        help="integer-program solver (default cbc)")
+    parser.add_argument("--steps", type=int, default=64, help="steps sampled to specialise and predict (default 64)")
+    parser.add_argument("--bucket-width", type=int, default=128, help="length histogram bucket (default 128)")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    parser.add_argument("--optimizer-layout", metavar="DP,TP,PP", help="fix the optimizer layout (default: chosen)")
+    parser.add_argument("--explain", action="store_true", help="print why: layout, ranges, solver, comparison")
+    parser.add_argument("-o", "--output", required=True, help="proposal JSON to write")
+    parser.set_defaults(run=_propose)
+
+
+def _propose(args: argparse.Namespace) -> None:
+    started = time.perf_counter()
+    space = read_scheme_space(args.space)
+    lengths = read_lengths(args.lengths)
+    config = PlannerConfig(
+        devices=args.devices,
+        devices_per_node=args.devices_per_node or space.cluster.devices_per_node,
+        token_budget=args.token_budget, max_seq_len=args.max_seq_len, strategies=args.strategies,
+        bucket_width=args.bucket_width, steps=args.steps, seed=args.seed, solver=SolverName(args.solver),
+        time_limit_s=args.time_limit,
+        optimizer_layout=optimizer_layout(args.optimizer_layout) if args.optimizer_layout else None,
+    )
+    proposal = propose(space, lengths, config)
+    write_proposal(args.output, proposal, {**config.to_dict(), "space": args.space, "lengths": args.lengths})
+    _print(proposal, args.explain)
+    emit(f"wrote {args.output}: {len(proposal.strategies)} strategies in {time.perf_counter() - started:.2f} s "
+         f"wall (planner {proposal.solver.wall_ms / 1000:.2f} s, solver status {proposal.solver.status})")
+
+
+def _print(proposal: Proposal, explain: bool) -> None:
+    emit(f"{proposal.model.name} on {proposal.devices} devices ({proposal.devices_per_node} per node), "
+         f"optimizer layout {proposal.optimizer_layout}, {proposal.token_budget} tokens per step, "
+         f"max_seq_len {proposal.max_seq_len}")
+    rows = []
+    for i, proposed in enumerate(proposal.strategies):
+        groups = proposed.strategy.pipelines
+        rows.append([i, f"({proposed.serves_from}, {proposed.serves_to}]", str(proposed.strategy),
+                     proposed.strategy.devices, "/".join(str(g.max_seq_len) for g in groups),
+                     round(proposed.predicted_ms, 1), round(proposed.reduce_ms, 1),
+                     "/".join(f"{h / GIB:.1f}" for h in proposed.headroom_bytes)])
+    emit(table(("strategy", "serves", "pipelines", "devices", "max_seq_len", "predicted_ms", "reduce_ms",
+                "headroom_GiB"), rows))
+    if explain:
+        emit("")
+        emit(proposal.explanation)
+        for i, proposed in enumerate(proposal.strategies):
+            emit(f"strategy {i}: {proposed.explanation}")
+        emit(f"solver ({proposal.solver.solver}): {proposal.solver.message}")

@@ -1,0 +1,91 @@
+"""What a proposal is asked for: the cluster, the workload and the search's knobs.
+
+A :class:`PlannerConfig` is validated at construction; the CLI saves it (resolved) into the
+proposal's ``config`` so a proposal says what it was made from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from hydraulis.errors import require, require_int, require_number
+from hydraulis.types import OptimizerLayout
+
+
+class SolverName(str, Enum):
+    """The integer-program solver PuLP drives: CBC (bundled with PuLP) or HiGHS (``highspy``)."""
+
+    CBC = "cbc"
+    HIGHS = "highs"
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """Inputs of :func:`hydraulis.planner.propose` besides the scheme space and the lengths.
+
+    ``devices`` must fill whole nodes of ``devices_per_node`` (or be fewer than one node);
+    ``token_budget`` is a step's global token count, ``max_seq_len`` the longest sequence
+    (documents are cut to it); ``strategies`` is the most strategies proposed (K);
+    ``bucket_width`` the histogram bucket in tokens; ``steps`` how many steps are sampled
+    (by ``seed``) to specialise and predict; ``time_limit_s`` bounds all integer programs
+    together; ``tolerance`` is the relative gap at which the makespan bisection stops;
+    ``min_gain`` the relative step-time gain a strategy must bring over its neighbour on the
+    steps it serves to be kept; ``work_classes`` caps the length classes an integer program
+    sees; ``optimizer_layout`` fixes the layout instead of choosing it.
+    """
+
+    devices: int
+    devices_per_node: int
+    token_budget: int
+    max_seq_len: int
+    strategies: int = 8
+    bucket_width: int = 128
+    steps: int = 64
+    seed: int = 0
+    solver: SolverName = SolverName.CBC
+    time_limit_s: float = 20.0
+    tolerance: float = 0.002
+    min_gain: float = 0.01
+    work_classes: int = 24
+    optimizer_layout: OptimizerLayout | None = None
+
+    def __post_init__(self) -> None:
+        require_int(self.devices, "devices", minimum=1)
+        require_int(self.devices_per_node, "devices_per_node", minimum=1)
+        require(self.devices < self.devices_per_node or self.devices % self.devices_per_node == 0,
+                "devices", self.devices,
+                f"must fill whole nodes: a multiple of devices_per_node = {self.devices_per_node}")
+        require_int(self.token_budget, "token_budget", minimum=1)
+        require_int(self.max_seq_len, "max_seq_len", minimum=1)
+        require(self.token_budget >= self.max_seq_len, "token_budget", self.token_budget,
+                f"is smaller than one sequence of max_seq_len = {self.max_seq_len} tokens")
+        require_int(self.strategies, "strategies", minimum=1)
+        require_int(self.bucket_width, "bucket_width", minimum=1)
+        require_int(self.steps, "steps", minimum=1)
+        require_int(self.seed, "seed", minimum=0)
+        require(isinstance(self.solver, SolverName), "solver", self.solver,
+                f"must be one of {[s.value for s in SolverName]}")
+        require(require_number(self.time_limit_s, "time_limit_s") > 0, "time_limit_s", self.time_limit_s,
+                "must be > 0")
+        value = require_number(self.tolerance, "tolerance", maximum=0.5)
+        require(value > 0, "tolerance", value, "must be > 0")
+        require_number(self.min_gain, "min_gain", minimum=0.0, maximum=1.0)
+        require_int(self.work_classes, "work_classes", minimum=1)
+
+    @property
+    def node_size(self) -> int:
+        """Devices of one node of this cluster (the whole cluster when it is less than a node)."""
+        return min(self.devices, self.devices_per_node)
+
+    def to_dict(self) -> dict:
+        """The resolved configuration as plain JSON values (saved with the proposal)."""
+        layout = self.optimizer_layout
+        return {
+            "devices": self.devices, "devices_per_node": self.devices_per_node,
+            "token_budget": self.token_budget, "max_seq_len": self.max_seq_len,
+            "strategies": self.strategies, "bucket_width": self.bucket_width, "steps": self.steps,
+            "seed": self.seed, "solver": self.solver.value, "time_limit_s": self.time_limit_s,
+            "tolerance": self.tolerance, "min_gain": self.min_gain, "work_classes": self.work_classes,
+            "optimizer_layout": None if layout is None else {"dp": layout.dp, "tp": layout.tp, "pp": layout.pp},
+        }

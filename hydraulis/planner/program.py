@@ -1,0 +1,147 @@
+"""Pipeline counts of one strategy: bisection on the makespan over an integer program.
+
+For a trial makespan ``C`` the fluid model (planner/fluid.py) is linear, so "can counts ``n``
+reach ``C``?" is a mixed-integer feasibility program. The reduction ``ρ`` depends on the least
+sharded scheme used; it takes one of the few values ``ρ_l`` (one per sharding degree), chosen
+by a one-hot ``z_l``, and a pipeline of scheme ``k`` counted at level ``l`` (``n_kl``) gets the
+per-stage work budget ``B_kl = (C − β_k − ρ_l)/γ_k``:
+
+    Σ_k f_kj = 1                                   every work class is served
+    Σ_j f_kj·W_kj ≤ Σ_l B_kl·n_kl                  (f_kj = 0 unless S_k holds class j)
+    f_kj ≤ Σ_{l: h_k(ℓ_j) + ρ_l ≤ C} z_l            one sequence of the class finishes in time (T_j ≥ 1)
+    n_kl ≤ ⌊N/D_k⌋·z_l,   Σ_l z_l = 1,   n_kl = 0 unless r_k ≤ ρ_l and B_kl > 0
+    Σ_kl D_k·n_kl ≤ N                              devices = node packing (options.py lemma)
+    Σ_{k,l: S_k ≥ u, h̄_k + ρ_l ≤ C} n_kl ≥ 1      a pipeline finishes the longest sequences
+    Σ_kl ⌊B_kl/w_k(ℓ_j)⌋·n_kl ≥ T_j                 room for the T_j sequences of class ≥ j
+    maximise Σ_kl n_kl·B_kl / W_k                   spare throughput: use the idle devices
+
+Bisection keeps ``lo`` (a proven bound: the fluid lower bound, then every infeasible ``C``)
+and ``hi`` (the best answer: the homogeneous incumbent, then the makespan that a feasible
+answer's own routing reaches, which is ≤ its ``C``) and stops when ``hi − lo ≤ tol·hi`` or at
+the deadline; the answer is then optimal within ``tol`` unless a solve was stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pulp
+
+from hydraulis.planner.config import SolverName
+from hydraulis.planner.fluid import (
+    FluidProblem,
+    assignment_makespan,
+    homogeneous_incumbent,
+    lower_bound_ms,
+    sequences_per_pipeline,
+)
+from hydraulis.planner.solvers import Outcome, solve
+
+HEURISTIC = "heuristic"
+
+
+@dataclass(frozen=True)
+class CountsAnswer:
+    """Pipelines per scheme option; the fluid makespan their routing reaches (``≥ M(n)``, within
+    the tolerance of the optimum when ``status`` is ``optimal``, ``time_limit`` when a deadline
+    stopped the bisection); the proven lower bound; what produced the answer (a solver's name
+    or ``heuristic``); how many programs were solved; and every distinct answer found with its
+    source, best first (the planner judges them all on sampled steps)."""
+
+    counts: tuple[int, ...]
+    makespan_ms: float
+    lower_bound_ms: float
+    status: str
+    source: str
+    solves: int
+    found: tuple[tuple[tuple[int, ...], str], ...]
+
+
+def optimise_counts(problem: FluidProblem, solver: SolverName, deadline: float, tolerance: float) -> CountsAnswer:
+    """Bisection of the module docstring from the homogeneous incumbent; the first trial,
+    just below the incumbent, settles the common case where the incumbent is already optimal."""
+    best, hi = homogeneous_incumbent(problem)
+    lo, source, solves, stopped = lower_bound_ms(problem), HEURISTIC, 0, False
+    found = [(problem.scheme_counts(best), HEURISTIC)]
+    while hi - lo > tolerance * hi:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            stopped = True
+            break
+        trial = (1.0 - tolerance) * hi if solves == 0 else 0.5 * (lo + hi)
+        outcome, counts, reached = feasible_at(problem, trial, solver, remaining)
+        solves += 1
+        if outcome.has_answer:
+            best, hi, source = counts, min(reached, trial), solver.value
+            found.insert(0, (problem.scheme_counts(counts), source))
+        else:
+            lo = trial
+            stopped = stopped or outcome is Outcome.STOPPED
+    distinct: dict[tuple[int, ...], str] = {}
+    for counts, origin in found:
+        distinct.setdefault(counts, origin)
+    return CountsAnswer(problem.scheme_counts(best), hi, lo, "time_limit" if stopped else "optimal", source,
+                        solves, tuple(distinct.items()))
+
+
+def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName,
+                time_limit_s: float) -> tuple[Outcome, tuple[int, ...], float]:
+    """Solve the program of the module docstring at ``C = makespan``: the outcome, the counts
+    and the makespan their routing reaches (``inf`` without an answer)."""
+    levels = np.unique(problem.reduce)
+    model = pulp.LpProblem("pipeline_counts", pulp.LpMaximize)
+    n, budget = {}, {}
+    for level, rho in enumerate(levels):
+        for k in range(len(problem.origin)):
+            work_budget = (makespan - problem.beta[k] - rho) / problem.gamma[k]
+            if problem.reduce[k] <= rho and work_budget > 0:
+                n[k, level] = model.add_variable(f"n_{k}_{level}", 0, int(problem.limit[k]), cat=pulp.LpInteger)
+                budget[k, level] = work_budget
+    used = sorted({k for k, _ in n})
+    in_time = {(k, j): [lv for key_k, lv in n if key_k == k
+                        and (problem.tail[j] < 1 or problem.single[k, j] + levels[lv] <= makespan)]
+               for k in used for j in np.flatnonzero(problem.eligible[k])}
+    f = {key: model.add_variable(f"f_{key[0]}_{key[1]}", 0, 1) for key, ok in in_time.items() if ok}
+    holders = [key for key in n if problem.holder[key[0]] + levels[key[1]] <= makespan]
+    classes = range(problem.work.shape[1])
+    if not holders or any(not any((k, j) in f for k in used) for j in classes):
+        return Outcome.INFEASIBLE, (), float("inf")
+    z = {level: model.add_variable(f"z_{level}", 0, 1, cat=pulp.LpInteger) for level in sorted({lv for _, lv in n})}
+    total = problem.work.sum(axis=1)
+    model.setObjective(pulp.LpAffineExpression(
+        [(var, budget[key] / max(total[key[0]], 1e-12)) for key, var in n.items()]))
+    for j in classes:
+        _add(model, [(f[k, j], 1.0) for k in used if (k, j) in f], pulp.LpConstraintEQ, 1.0)
+    for k in used:
+        _add(model, [(f[k, j], problem.work[k, j]) for j in classes if (k, j) in f]
+             + [(var, -budget[key]) for key, var in n.items() if key[0] == k], pulp.LpConstraintLE, 0.0)
+    for (k, level), var in n.items():
+        _add(model, [(var, 1.0), (z[level], -float(problem.limit[k]))], pulp.LpConstraintLE, 0.0)
+    for (k, j), var in f.items():
+        if len(in_time[k, j]) < len(z):
+            _add(model, [(var, 1.0)] + [(z[lv], -1.0) for lv in in_time[k, j]], pulp.LpConstraintLE, 0.0)
+    _add(model, [(var, 1.0) for var in z.values()], pulp.LpConstraintEQ, 1.0)
+    _add(model, [(var, float(problem.sizes[k])) for (k, _), var in n.items()], pulp.LpConstraintLE,
+         float(problem.devices))
+    _add(model, [(n[key], 1.0) for key in holders], pulp.LpConstraintGE, 1.0)
+    per_pipeline = {level: sequences_per_pipeline(problem, makespan, rho) for level, rho in enumerate(levels)}
+    for j in classes:
+        _add(model, [(var, per_pipeline[lv][k, j]) for (k, lv), var in n.items() if per_pipeline[lv][k, j] > 0],
+             pulp.LpConstraintGE, float(problem.tail[j]))
+    outcome = solve(model, solver, time_limit_s)
+    if not outcome.has_answer:
+        return outcome, (), float("inf")
+    counts = np.zeros(len(problem.origin), dtype=np.int64)
+    for (k, _), var in n.items():
+        counts[k] += int(round(var.value()))
+    fractions = np.zeros_like(problem.work)
+    for (k, j), var in f.items():
+        fractions[k, j] = max(0.0, var.value())
+    return outcome, tuple(int(c) for c in counts), assignment_makespan(problem, counts, fractions)
+
+
+def _add(model: pulp.LpProblem, terms: list[tuple[pulp.LpVariable, float]], sense: int, rhs: float) -> None:
+    """``Σ coefficient·variable  (sense)  rhs`` — built directly, PuLP's operators are slow."""
+    model.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(terms), sense, rhs=rhs))

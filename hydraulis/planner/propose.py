@@ -1,0 +1,223 @@
+"""Propose a few heterogeneous strategies for a length distribution (DESIGN §5).
+
+Recipe:
+
+1. plan on the requested cluster; choose the optimizer layout (planner/layout.py) and the
+   usable schemes (planner/options.py);
+2. sample steps filled to the token budget and take their statistics (planner/distribution.py);
+3. find the best homogeneous strategy that holds ``S`` — the baseline every range may fall back to;
+4. split the longest-sequence range ``(0, S]`` into at most ``K`` serving ranges
+   (planner/specialise.py);
+5. per range: integer programs from the homogeneous incumbent (planner/program.py); every
+   distinct answer they found, the incumbent and the baseline are judged on the range's
+   sampled steps (planner/evaluate.py) and the best is kept;
+6. prune: a strategy that a neighbour replaces on its steps at a loss of at most ``min_gain``
+   (duplicates lose nothing) is dropped and the neighbour serves both ranges — provided the
+   neighbour stays no slower than the baseline there;
+7. predicted step time, reduction and memory headroom per strategy, from the sampled steps.
+
+Each range keeps the best of candidates that include the baseline, and a merged range keeps
+a strategy no slower than the baseline on it, all judged on the same steps: the proposal's
+mean predicted step time is never above the best homogeneous strategy's that step 3 found.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hydraulis.cost import lower_bound_ms
+from hydraulis.planner.config import PlannerConfig
+from hydraulis.planner.distribution import StepStatistics, length_histogram, step_statistics
+from hydraulis.planner.evaluate import CostContext, StepEstimate, estimate_step
+from hydraulis.planner.fluid import fluid_problem
+from hydraulis.planner.layout import choose_optimizer_layout
+from hydraulis.planner.options import SchemeOption, planning_space, scheme_options
+from hydraulis.planner.program import HEURISTIC, CountsAnswer, optimise_counts
+from hydraulis.planner.specialise import homogeneous_step_ms, serving_ranges
+from hydraulis.planner.validate import node_placement
+from hydraulis.types import PipelineGroup, Proposal, ProposedStrategy, SchemeSpace, SolverReport, Strategy
+from hydraulis.workload import cut_to_max, sample_batches
+
+BASELINE = "homogeneous baseline"
+SCREENED_HOMOGENEOUS = 3
+
+
+def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: PlannerConfig) -> Proposal:
+    """The proposal of the module docstring for documents of ``lengths`` tokens."""
+    started, deadline = time.perf_counter(), time.monotonic() + config.time_limit_s
+    space = planning_space(space, config.devices, config.devices_per_node)
+    layout, layout_note = choose_optimizer_layout(space, config.max_seq_len, config.optimizer_layout)
+    options, left_out = scheme_options(space, layout, config.node_size)
+    steps = sample_batches(lengths, config.token_budget, config.steps, config.max_seq_len, config.seed)
+    stats = step_statistics(steps, config.bucket_width, config.max_seq_len)
+    judge = Judge(steps, CostContext(space.model.params, layout, space.reduce_gbps, space.pipeline_model))
+    baseline = best_homogeneous(options, stats, judge, space, config)
+    ranges = serving_ranges(stats, options, config.devices, space.pipeline_model, config.strategies,
+                            config.min_gain)
+    designs = []
+    for index, (lo, hi) in enumerate(ranges):
+        share = time.monotonic() + (deadline - time.monotonic()) / (len(ranges) - index)
+        designs.append(design_range(lo, hi, stats, options, judge, baseline, space, config, share))
+    kept = prune(designs, judge, config.min_gain, baseline)
+    strategies = tuple(_proposed(d, options, judge, config) for d in kept)
+    notes = _notes(lengths, stats, kept, judge, baseline, config)
+    return Proposal(
+        model=space.model, devices=config.devices, devices_per_node=config.devices_per_node,
+        optimizer_layout=layout, strategies=strategies, token_budget=config.token_budget,
+        max_seq_len=config.max_seq_len, pipeline_model=space.pipeline_model,
+        solver=_report(designs, kept, started),
+        explanation=" ".join([layout_note + ".", *notes, *(n + "." for n in left_out)]),
+    )
+
+
+class Judge:
+    """Predicted times of strategies on the sampled steps, each (strategy, step) computed once."""
+
+    def __init__(self, steps: list[np.ndarray], context: CostContext) -> None:
+        self.steps, self.context = steps, context
+        self._cache: dict[tuple[Strategy, int], StepEstimate] = {}
+
+    def estimates(self, strategy: Strategy, indices: Sequence[int]) -> list[StepEstimate]:
+        for i in indices:
+            if (strategy, i) not in self._cache:
+                self._cache[strategy, i] = estimate_step(strategy, self.steps[i], self.context)
+        return [self._cache[strategy, i] for i in indices]
+
+    def mean_ms(self, strategy: Strategy, indices: Sequence[int]) -> float:
+        return float(np.mean([e.step_ms for e in self.estimates(strategy, indices)]))
+
+
+@dataclass(frozen=True, eq=False)
+class RangeDesign:
+    """The strategy serving steps whose longest sequence lies in ``(lo, hi]`` (sampled ``steps``),
+    what produced it, the integer programs' answer for the range and notes on how it was chosen."""
+
+    lo: int
+    hi: int
+    steps: np.ndarray
+    strategy: Strategy
+    source: str
+    answer: CountsAnswer
+    notes: tuple[str, ...]
+
+
+def best_homogeneous(options: Sequence[SchemeOption], stats: StepStatistics, judge: Judge, space: SchemeSpace,
+                     config: PlannerConfig) -> Strategy:
+    """The homogeneous strategy holding ``S`` with the lowest mean predicted step time, among
+    the few that the fluid proxy (planner/specialise.py) ranks first."""
+    proxy = homogeneous_step_ms(stats, options, config.devices, space.pipeline_model).sum(axis=1)
+    proxy[[o.capacity < config.max_seq_len for o in options]] = np.inf
+    ranked = [k for k in np.argsort(proxy, kind="stable")[:SCREENED_HOMOGENEOUS] if np.isfinite(proxy[k])]
+    everything = range(len(stats.maxima))
+    candidates = [strategy_of(options, _single(len(options), k, config.devices // options[k].devices))
+                  for k in ranked]
+    return min(candidates, key=lambda s: judge.mean_ms(s, everything))
+
+
+def design_range(lo: int, hi: int, stats: StepStatistics, options: Sequence[SchemeOption], judge: Judge,
+                 baseline: Strategy, space: SchemeSpace, config: PlannerConfig, deadline: float) -> RangeDesign:
+    """Step 5 of the recipe for the range ``(lo, hi]``."""
+    indices = stats.serving(lo, hi)
+    problem = fluid_problem(options, stats.workload(indices), hi, config.devices, space.pipeline_model,
+                            config.work_classes)
+    answer = optimise_counts(problem, config.solver, deadline, config.tolerance)
+    candidates = [(strategy_of(options, counts), source) for counts, source in answer.found]
+    candidates.append((baseline, BASELINE))
+    placeable: dict[Strategy, str] = {}
+    for candidate, source in candidates:
+        if not node_placement(candidate, config.devices, config.devices_per_node):
+            placeable.setdefault(candidate, source)
+    strategy = min(placeable, key=lambda s: judge.mean_ms(s, indices))
+    source = placeable[strategy]
+    judged = ", ".join(f"{s} {judge.mean_ms(s, indices):.0f} ms ({origin})" for s, origin in placeable.items())
+    note = (f"For ({lo}, {hi}] ({len(indices)} steps) {answer.solves} integer programs reached a fluid makespan of "
+            f"{answer.makespan_ms:.0f} ms (proven ≥ {answer.lower_bound_ms:.0f} ms, {answer.status}); judged on its "
+            f"steps: {judged}; kept the {source} strategy.")
+    return RangeDesign(lo, hi, indices, strategy, source, answer, (note,))
+
+
+def prune(designs: list[RangeDesign], judge: Judge, min_gain: float, baseline: Strategy) -> list[RangeDesign]:
+    """Step 6 of the recipe: merge neighbours while one of them gains at most ``min_gain`` over
+    the other and the kept strategy is no slower than ``baseline`` on the merged steps."""
+    designs = list(designs)
+    while len(designs) > 1:
+        merges = []
+        for j, (left, right) in enumerate(zip(designs, designs[1:])):
+            both = np.concatenate((left.steps, right.steps))
+            pairs = [(left, right)] + ([(right, left)] if left.strategy.max_seq_len >= right.hi else [])
+            for dropped, keeper in pairs:
+                gain = _gain(dropped, keeper.strategy, judge)
+                if gain <= min_gain and judge.mean_ms(keeper.strategy, both) <= judge.mean_ms(baseline, both):
+                    merges.append((gain, j, keeper, dropped))
+        if not merges:
+            break
+        gain, j, keeper, dropped = min(merges, key=lambda m: m[:2])
+        left, right = designs[j], designs[j + 1]
+        note = (f"It also serves ({dropped.lo}, {dropped.hi}], where that range's own strategy {dropped.strategy} "
+                f"gained only {gain:.1%}.")
+        designs[j:j + 2] = [RangeDesign(left.lo, right.hi, np.concatenate((left.steps, right.steps)),
+                                        keeper.strategy, keeper.source, keeper.answer,
+                                        keeper.notes + dropped.notes + (note,))]
+    return designs
+
+
+def strategy_of(options: Sequence[SchemeOption], counts: Sequence[int]) -> Strategy:
+    """The strategy with ``counts[k]`` pipelines of option ``k``, longest-holding groups first."""
+    groups = [PipelineGroup(o.scheme, int(n), o.capacity, o.time) for o, n in zip(options, counts) if n > 0]
+    return Strategy(tuple(sorted(groups, key=lambda g: (-g.max_seq_len, g.scheme))))
+
+
+def _gain(design: RangeDesign, replacement: Strategy, judge: Judge) -> float:
+    """Relative step time ``design`` saves over ``replacement`` on its own steps."""
+    return 1.0 - judge.mean_ms(design.strategy, design.steps) / judge.mean_ms(replacement, design.steps)
+
+
+def _single(size: int, k: int, count: int) -> list[int]:
+    counts = [0] * size
+    counts[k] = count
+    return counts
+
+
+def _proposed(design: RangeDesign, options: Sequence[SchemeOption], judge: Judge,
+              config: PlannerConfig) -> ProposedStrategy:
+    estimates = judge.estimates(design.strategy, design.steps)
+    predicted = float(np.mean([e.step_ms for e in estimates]))
+    peaks = np.max([e.peak_tokens for e in estimates], axis=0)
+    memory = {o.scheme: o.memory for o in options}
+    headroom = tuple(int(memory[g.scheme].headroom_bytes(int(p))) for g, p in zip(design.strategy.pipelines, peaks))
+    triples = [(o.scheme, o.time, o.capacity) for o in options]
+    bound = float(np.mean([lower_bound_ms(judge.steps[i], triples, config.devices) for i in design.steps]))
+    explanation = " ".join((f"Serves {len(design.steps)} of {config.steps} sampled steps (longest sequence in "
+                            f"({design.lo}, {design.hi}]): predicted {predicted:.0f} ms = {predicted / bound:.2f}× "
+                            f"the lower bound {bound:.0f} ms.", *design.notes))
+    return ProposedStrategy(design.strategy, design.lo, design.hi, predicted,
+                            judge.context.reduction_ms(design.strategy), headroom, explanation)
+
+
+def _notes(lengths: Sequence[int] | np.ndarray, stats: StepStatistics, kept: list[RangeDesign], judge: Judge,
+           baseline: Strategy, config: PlannerConfig) -> list[str]:
+    histogram = length_histogram(cut_to_max(lengths, config.max_seq_len), config.bucket_width, config.max_seq_len)
+    everything = range(len(stats.maxima))
+    proposal_ms = sum(judge.mean_ms(d.strategy, d.steps) * len(d.steps) for d in kept) / len(stats.maxima)
+    baseline_ms = judge.mean_ms(baseline, everything)
+    return [
+        f"Documents cut to {config.max_seq_len} tokens: median ≤ {histogram.quantile(0.5)}, "
+        f"p99 ≤ {histogram.quantile(0.99)}; sampled steps' longest sequence: median "
+        f"{int(np.median(stats.maxima))}, max {int(stats.maxima.max())}.",
+        f"Over the {config.steps} sampled steps the proposal's mean predicted step time is {proposal_ms:.0f} ms "
+        f"against {baseline_ms:.0f} ms for the best homogeneous strategy {baseline} "
+        f"(ratio {proposal_ms / baseline_ms:.3f}).",
+    ]
+
+
+def _report(designs: list[RangeDesign], kept: list[RangeDesign], started: float) -> SolverReport:
+    stopped = any(d.answer.status != "optimal" for d in designs)
+    sources = sorted({d.source for d in kept})
+    message = "; ".join(f"({d.lo}, {d.hi}]: {d.answer.solves} programs, fluid {d.answer.makespan_ms:.0f} ms "
+                        f"≥ {d.answer.lower_bound_ms:.0f} ms ({d.answer.status}), chose {d.source}" for d in designs)
+    return SolverReport("time_limit" if stopped else "optimal", "+".join(sources),
+                        (time.perf_counter() - started) * 1000.0, message)

@@ -1,0 +1,57 @@
+"""The planner's yardstick: every sequence placed once, within capacity, never below the bound."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from hydraulis.cost import lower_bound_ms
+from hydraulis.errors import HydraulisError
+from hydraulis.planner.evaluate import CostContext, _dispatch, estimate_step
+from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme, Strategy, TimeCoefficients
+
+SMALL = PipelineGroup(Scheme(1, 2, 1), 3, 4000, TimeCoefficients(2e-6, 0.09, 10.0))
+LARGE = PipelineGroup(Scheme(1, 4, 2), 1, 16000, TimeCoefficients(5e-7, 0.03, 8.0))
+STRATEGY = Strategy((LARGE, SMALL))
+CONTEXT = CostContext(params=10**9, layout=OptimizerLayout(14, 1, 1), reduce_gbps=0.0, pipeline_model=PipelineModel())
+
+lengths = st.lists(st.integers(1, 16000), min_size=1, max_size=60)
+
+
+@given(lengths)
+@settings(max_examples=50, deadline=None)
+def test_dispatch_places_every_sequence_once_within_capacity(values):
+    order = np.sort(np.array(values))[::-1]
+    shares = _dispatch(STRATEGY.pipelines, order)
+    placed = sorted(s for group in shares for pipeline in group for s in pipeline)
+    assert placed == sorted(values)
+    for group, pipelines in zip(STRATEGY.pipelines, shares):
+        assert all(s <= group.max_seq_len for pipeline in pipelines for s in pipeline)
+
+
+@given(lengths)
+@settings(max_examples=50, deadline=None)
+def test_a_step_is_never_faster_than_the_lower_bound(values):
+    estimate = estimate_step(STRATEGY, np.array(values), CONTEXT)
+    triples = [(g.scheme, g.time, g.max_seq_len) for g in STRATEGY.pipelines]
+    assert estimate.step_ms >= lower_bound_ms(values, triples, 14) * (1 - 1e-9)
+    assert all(0 <= peak <= g.max_seq_len for peak, g in zip(estimate.peak_tokens, STRATEGY.pipelines))
+
+
+def test_one_pipeline_without_stages_is_fixed_costs_plus_work():
+    alone = Strategy((PipelineGroup(Scheme(1, 2, 1), 1, 4000, TimeCoefficients(2e-6, 0.09, 10.0)),))
+    values = np.array([3000, 2500, 1000, 400])
+    work = float((2e-6 * values**2 + 0.09 * values).sum())
+    estimate = estimate_step(alone, values, CONTEXT)
+    assert estimate.step_ms == pytest.approx(2 * 10.0 + work)  # first-fit: (3000, 1000), (2500, 400)
+    assert estimate.peak_tokens == (4000,)
+
+
+def test_reduction_is_added():
+    context = CostContext(10**9, OptimizerLayout(14, 1, 1), 25.0, PipelineModel())
+    plain = estimate_step(STRATEGY, np.array([1000, 2000]), CONTEXT).step_ms
+    assert estimate_step(STRATEGY, np.array([1000, 2000]), context).step_ms == pytest.approx(plain + 4e9 / 2 / 25e6)
+
+
+def test_a_sequence_nobody_holds_is_named():
+    with pytest.raises(HydraulisError, match="lengths: 20000 exceeds every pipeline of strategy"):
+        estimate_step(STRATEGY, np.array([20000]), CONTEXT)
