@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 
 from hydraulis import __version__
-from hydraulis.cli import space
+from hydraulis.cli import analyze, data, space
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space,)
+COMMANDS = (space, data, analyze)
 
 
 def build_parser() -> argparse.ArgumentParser:
