@@ -63,6 +63,8 @@ def _analyze(args: argparse.Namespace) -> None:
                 raise HydraulisError(flag, value, "applies to --corpus only, not to --lengths")
         lengths, source = read_lengths(args.lengths), (("lengths", args.lengths),)
     else:
+        if args.tokenizer is not None and args.vocab_size is not None:
+            raise HydraulisError("--vocab-size", args.vocab_size, "applies to a trained tokenizer, not to --tokenizer")
         spec = TokenizerSpec(args.tokenizer, args.vocab_size or DEFAULT_VOCAB_SIZE, args.cache_dir / "tokenizers")
         measured = measure_corpus(CorpusSource(Path(args.corpus), args.text_field, TextUnit(args.text_unit), args.glob),
                                   spec, args.cache_dir / "datasets")

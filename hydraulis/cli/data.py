@@ -7,7 +7,7 @@ import argparse
 from hydraulis import __version__
 from hydraulis.artifacts.lengths import write_lengths
 from hydraulis.cli.output import command_line, emit, now_iso
-from hydraulis.data.analysis import DEFAULT_TAIL_THRESHOLD
+from hydraulis.data.analysis import DEFAULT_TAIL_THRESHOLD, tail_shares
 from hydraulis.data.stdlib import build_stdlib_corpus, manifest_path, stdlib_root
 from hydraulis.data.synth import LongTail, synth_lengths
 
@@ -62,7 +62,6 @@ def _synth(args: argparse.Namespace) -> None:
     shape = LongTail(args.body_mu, args.body_sigma, args.tail_start, args.tail_alpha, args.tail_share, args.max_len)
     lengths = synth_lengths(args.docs, shape, args.seed)
     write_lengths(args.output, lengths)
-    tail = lengths > DEFAULT_TAIL_THRESHOLD
+    documents, tokens, squares = tail_shares(lengths, DEFAULT_TAIL_THRESHOLD)
     emit(f"wrote {args.output}: {lengths.size} lengths, mean {lengths.mean():.0f}, max {lengths.max()}; "
-         f"above {DEFAULT_TAIL_THRESHOLD}: {tail.mean():.1%} of documents, "
-         f"{lengths[tail].sum() / lengths.sum():.1%} of tokens")
+         f"above {DEFAULT_TAIL_THRESHOLD}: {documents:.1%} of documents, {tokens:.1%} of tokens, {squares:.1%} of Σs²")

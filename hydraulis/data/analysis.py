@@ -141,21 +141,23 @@ def analyze_lengths(lengths: Sequence[int] | np.ndarray, config: AnalysisConfig)
 
 def summarize_lengths(lengths: np.ndarray, config: AnalysisConfig) -> LengthSummary:
     s = document_lengths(lengths)
-    squares = s.astype(np.float64) ** 2
-    total, total_squares = int(s.sum()), float(squares.sum())
     edges = (0, *config.bucket_edges)
     buckets = []
     for low, high in zip(edges, (*config.bucket_edges, None)):
         inside = (s > low) & (s <= high) if high is not None else s > low
-        buckets.append(LengthBucket(low, high, int(inside.sum()), int(s[inside].sum()), float(inside.mean()),
-                                    float(s[inside].sum() / total), float(squares[inside].sum() / total_squares)))
-    tail = s > config.tail_threshold
+        buckets.append(LengthBucket(low, high, int(inside.sum()), int(s[inside].sum()), *_shares(s, inside)))
+    tail = _shares(s, s > config.tail_threshold)
     return LengthSummary(
-        documents=int(s.size), tokens=total, mean=float(s.mean()), minimum=int(s.min()), maximum=int(s.max()),
+        documents=int(s.size), tokens=int(s.sum()), mean=float(s.mean()), minimum=int(s.min()), maximum=int(s.max()),
         percentiles=_percentiles(s), buckets=tuple(buckets), tail_threshold=config.tail_threshold,
-        tail_document_share=float(tail.mean()), tail_token_share=float(s[tail].sum() / total),
-        tail_square_share=float(squares[tail].sum() / total_squares),
+        tail_document_share=tail[0], tail_token_share=tail[1], tail_square_share=tail[2],
     )
+
+
+def tail_shares(lengths: Sequence[int] | np.ndarray, threshold: int = DEFAULT_TAIL_THRESHOLD) -> tuple[float, float, float]:
+    """Shares of documents, tokens and Σs² in documents longer than ``threshold``."""
+    s = document_lengths(lengths)
+    return _shares(s, s > threshold)
 
 
 def summarize_steps(lengths: np.ndarray, config: AnalysisConfig) -> StepSummary:
@@ -172,6 +174,12 @@ def summarize_steps(lengths: np.ndarray, config: AnalysisConfig) -> StepSummary:
         tokens=np.array([b.sum() for b in batches], dtype=np.int64),
         square_sums=np.array([float((b.astype(np.float64) ** 2).sum()) for b in batches]),
     )
+
+
+def _shares(s: np.ndarray, selected: np.ndarray) -> tuple[float, float, float]:
+    """Shares of documents, tokens and Σs² (in float64: s² overflows int64 sums) that ``selected`` picks."""
+    squares = s.astype(np.float64) ** 2
+    return float(selected.mean()), float(s[selected].sum() / s.sum()), float(squares[selected].sum() / squares.sum())
 
 
 def _percentiles(values: np.ndarray) -> tuple[tuple[float, int], ...]:

@@ -64,6 +64,8 @@ def _file(name: str, content: bytes):
      "token_budget: 1000 is smaller than one sequence of max_seq_len = 4096 tokens"),
     (_file("c.jsonl", b'{"text": "x"}\n'), ["--vocab-size", "100"], "vocab_size: 100 must be >= 257"),
     (_file("c.jsonl", b'{"text": "x"}\n'), ["--tokenizer", "/nonexistent/tokenizer.json"], "does not exist"),
+    (_file("c.jsonl", b'{"text": "x"}\n'), ["--tokenizer", "t.json", "--vocab-size", "1024"],
+     "--vocab-size: 1024 applies to a trained tokenizer"),
 ])
 def test_bad_corpus_input_exits_2_with_one_line(tmp_path, make, extra, needle):
     result = hydraulis("analyze", "--corpus", make(tmp_path), "--cache-dir", str(tmp_path / "cache"),

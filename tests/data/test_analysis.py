@@ -3,7 +3,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.data.analysis import AnalysisConfig, analyze_lengths, summarize_lengths, summarize_steps, token_label
+from hydraulis.data.analysis import (
+    AnalysisConfig,
+    analyze_lengths,
+    summarize_lengths,
+    summarize_steps,
+    tail_shares,
+    token_label,
+)
 from hydraulis.data.loader import LoaderConfig, TokenBudgetLoader
 from hydraulis.errors import HydraulisError
 from tests.data.test_loader import documents
@@ -70,3 +77,9 @@ def test_token_labels():
 def test_bad_input(call, needle):
     with pytest.raises(HydraulisError, match=needle):
         call()
+
+
+def test_tail_shares_match_the_summary():
+    lengths = np.array([100, 100, 100, 10000])
+    summary = summarize_lengths(lengths, AnalysisConfig(20000, 10000))
+    assert tail_shares(lengths) == (summary.tail_document_share, summary.tail_token_share, summary.tail_square_share)
