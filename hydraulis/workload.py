@@ -22,7 +22,7 @@ from hydraulis.errors import HydraulisError, require, require_int
 def cut_to_max(lengths: Sequence[int] | np.ndarray, max_seq_len: int) -> np.ndarray:
     """Every length ``s > S`` replaced, in place, by ``⌊s/S⌋`` pieces of ``S`` and the remainder."""
     require_int(max_seq_len, "max_seq_len", minimum=1)
-    s = _positive(lengths)
+    s = positive_lengths(lengths)
     full, rest = np.divmod(s, max_seq_len)
     counts = full + (rest > 0)
     pieces = np.full(int(counts.sum()), max_seq_len, dtype=np.int64)
@@ -34,7 +34,7 @@ def cut_to_max(lengths: Sequence[int] | np.ndarray, max_seq_len: int) -> np.ndar
 def fill_to_budget(lengths: Sequence[int] | np.ndarray, token_budget: int) -> list[np.ndarray]:
     """Consecutive batches of ``lengths`` (each ≤ ``token_budget``); the last may be partial."""
     require_int(token_budget, "token_budget", minimum=1)
-    s = _positive(lengths)
+    s = positive_lengths(lengths)
     longest = int(s.max()) if s.size else 0
     require(longest <= token_budget, "token_budget", token_budget,
             f"is smaller than one sequence of {longest} tokens")
@@ -67,7 +67,8 @@ def sample_batches(
     return batches[:steps]
 
 
-def _positive(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
+def positive_lengths(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
+    """``lengths`` as a flat ``int64`` array; non-integers and lengths ≤ 0 are errors naming the index."""
     s = np.asarray(lengths)
     if s.size and not np.issubdtype(s.dtype, np.integer):
         raise HydraulisError("lengths", s.dtype.name, "must be integers")

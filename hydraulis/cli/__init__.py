@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 
 from hydraulis import __version__
-from hydraulis.cli import propose, serve, space
+from hydraulis.cli import analyze, data, propose, serve, space
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space, propose, serve)
+COMMANDS = (space, data, analyze, propose, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,68 @@
+"""``hydraulis data``: build the standard-library corpus, draw synthetic long-tailed lengths."""
+
+from __future__ import annotations
+
+import argparse
+
+from hydraulis import __version__
+from hydraulis.artifacts.lengths import write_lengths
+from hydraulis.artifacts import timestamp
+from hydraulis.cli.output import command_line, emit
+from hydraulis.data.analysis import DEFAULT_TAIL_THRESHOLD, tail_shares
+from hydraulis.data.stdlib import build_stdlib_corpus, manifest_path, stdlib_root
+from hydraulis.data.synth import LongTail, synth_lengths
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    data = commands.add_parser("data", help="build corpora and synthetic length distributions",
+                               description="Build the standard-library corpus; draw synthetic long-tailed lengths.")
+    verbs = data.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    build = verbs.add_parser("build-stdlib", help="the CPython standard library as a JSONL corpus",
+                             description="Collect every .py file of the running interpreter's standard library "
+                                         "(test suites included, site-packages excluded) into a JSONL corpus "
+                                         "with fields text and path, and write a manifest beside it (files, "
+                                         "bytes, undecodable files skipped, content hash).")
+    build.add_argument("-o", "--output", required=True, help="JSONL corpus to write, e.g. corpus.jsonl")
+    build.add_argument("--root", help=f"standard-library directory (default: {stdlib_root()})")
+    build.set_defaults(run=_build_stdlib)
+
+    defaults = LongTail()
+    synth = verbs.add_parser("synth", help="synthetic long-tailed lengths: lognormal body + Pareto tail",
+                             description="Draw document lengths (tokens): with probability --tail-share from a "
+                                         "Pareto tail starting at --tail-start with index --tail-alpha, else from "
+                                         "a lognormal body exp(N(--body-mu, --body-sigma)); all capped at "
+                                         "--max-len. See hydraulis.data.synth.")
+    synth.add_argument("--docs", type=int, required=True, help="number of documents")
+    synth.add_argument("--body-mu", type=float, default=defaults.body_mu,
+                       help=f"log of the body's median length (default {defaults.body_mu}: median ≈ 403)")
+    synth.add_argument("--body-sigma", type=float, default=defaults.body_sigma,
+                       help=f"spread of the body in log space (default {defaults.body_sigma})")
+    synth.add_argument("--tail-start", type=int, default=defaults.tail_start,
+                       help=f"shortest tail length x_m (default {defaults.tail_start})")
+    synth.add_argument("--tail-alpha", type=float, default=defaults.tail_alpha,
+                       help=f"Pareto index α; smaller is heavier (default {defaults.tail_alpha})")
+    synth.add_argument("--tail-share", type=float, default=defaults.tail_share,
+                       help=f"probability that a document comes from the tail (default {defaults.tail_share})")
+    synth.add_argument("--max-len", type=int, default=defaults.max_len,
+                       help=f"cap on every length (default {defaults.max_len})")
+    synth.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    synth.add_argument("-o", "--output", required=True, help="lengths file to write (.txt, .txt.gz or .npy)")
+    synth.set_defaults(run=_synth)
+
+
+def _build_stdlib(args: argparse.Namespace) -> None:
+    manifest = build_stdlib_corpus(args.output, args.root, created=timestamp(), tool_version=__version__,
+                                   command=command_line())
+    emit(f"wrote {args.output}: {manifest.files} files, {manifest.bytes} bytes, "
+         f"{len(manifest.skipped_undecodable)} undecodable skipped (Python {manifest.python}, {manifest.root})")
+    emit(f"wrote {manifest_path(args.output)}: content hash {manifest.content_hash}")
+
+
+def _synth(args: argparse.Namespace) -> None:
+    shape = LongTail(args.body_mu, args.body_sigma, args.tail_start, args.tail_alpha, args.tail_share, args.max_len)
+    lengths = synth_lengths(args.docs, shape, args.seed)
+    write_lengths(args.output, lengths)
+    documents, tokens, squares = tail_shares(lengths, DEFAULT_TAIL_THRESHOLD)
+    emit(f"wrote {args.output}: {lengths.size} lengths, mean {lengths.mean():.0f}, max {lengths.max()}; "
+         f"above {DEFAULT_TAIL_THRESHOLD}: {documents:.1%} of documents, {tokens:.1%} of tokens, {squares:.1%} of Σs²")
