@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 
 from hydraulis import __version__
-from hydraulis.cli import space
+from hydraulis.cli import plan_step, space
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space,)
+COMMANDS = (space, plan_step)
 
 
 def build_parser() -> argparse.ArgumentParser:

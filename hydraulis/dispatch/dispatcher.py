@@ -5,8 +5,8 @@ Recipe of :func:`dispatch`:
 
 1. check the method, the proposal and the lengths; align, and truncate or split sequences no
    pipeline can hold if asked to (:mod:`.batch`);
-2. bound every strategy from below (``B_k``, :func:`strategy_bound`); a strategy that cannot
-   hold the longest piece is skipped;
+2. bound every strategy from below (``B_k``, :func:`~hydraulis.dispatch.bounds.strategy_bound`
+   plus its reduction); a strategy that cannot hold the longest piece is skipped;
 3. plan strategies in increasing ``B_k`` with the batching method — for Hydraulis stage 1
    (:mod:`.assign`) then stage 2 (:mod:`.balanced_packing`) — and stop as soon as ``B_k``
    reaches the best predicted step time so far (that strategy and all after it cannot win);
@@ -16,13 +16,20 @@ Recipe of :func:`dispatch`:
 6. write the step plan, with the lower bound ``min_k B_k`` of the batch under the proposal.
 
 **The plan's lower bound.** Every plan of the batch runs one strategy ``k`` of the proposal,
-so its step time is at least ``B_k = max(spread_k, crossing_k) + T_reduce(k)``
-(:func:`strategy_bound`), and ``LB = min_k B_k`` bounds every plan dispatch could make. It is
-never below DESIGN §4's work bound ``Σ_i min_k D_k·w_k(s_i)/N`` (:func:`work_lower_bound_ms`):
-``spread_k`` uses only strategy ``k``'s schemes and devices (``≤ N``). The two differ where
-no plan can reach the work bound: the reduction, and a long sequence that one pipeline must
-carry through all its stages (7B, 64 devices, 200K tokens: a 32K sequence takes ≥ 1.35 s on
-the fastest (1,16,1) pipeline while the work bound is ≈ 0.7 s).
+so its step time is at least ``B_k = max(balance_k, crossing_k) + T_reduce(k)``
+(:mod:`.bounds`), and ``LB = min_k B_k`` bounds every plan dispatch could make. It is never
+below DESIGN §4's work bound ``Σ_i min_k D_k·w_k(s_i)/N``
+(:func:`~hydraulis.dispatch.bounds.work_lower_bound_ms`): ``balance_k`` is at least strategy
+``k``'s perfectly spread work, which uses only its own schemes and devices (``≤ N``). The two
+differ where no plan can reach the work bound: the reduction, a strategy's less efficient
+pipelines, and a long sequence that one pipeline must carry through all its stages (7B,
+64 devices, 200K tokens: a 32K sequence takes ≥ 1.35 s on the fastest (1,16,1) pipeline while
+the work bound is ≈ 0.7 s).
+
+**Determinism.** Nothing here is random but the order of equal-length sequences, which the
+seed fixes: the same inputs and seed give the same plan. A time-limited integer program
+(``ilp_time_limit_s > 0``) is the exception: where it stops depends on the machine's speed,
+unless it proves optimality in time.
 """
 
 from __future__ import annotations
@@ -33,11 +40,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.cost import lower_bound_ms
 from hydraulis.dispatch.assign import assign_pieces
 from hydraulis.dispatch.balanced_packing import balanced_packings
 from hydraulis.dispatch.baselines import fixed_capacity_packings, packed_round_robin, padded_round_robin
 from hydraulis.dispatch.batch import Batch, prepare_batch
+from hydraulis.dispatch.bounds import strategy_bound
 from hydraulis.dispatch.ilp import improve_slowest
 from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.packing import Packing
@@ -52,7 +59,8 @@ def dispatch(
     method: BatchingMethod | str = BatchingMethod.DISPATCH_BALANCED_PACKING,
     options: DispatchOptions = DispatchOptions(),
 ) -> StepPlan:
-    """The step plan of the batch ``lengths`` under ``proposal`` with ``method``."""
+    """The step plan of the batch ``lengths`` (one length per sequence, in tokens) under
+    ``proposal`` with ``method``; :class:`~hydraulis.errors.HydraulisError` on bad input."""
     started = time.perf_counter()
     method = batching_method(method)
     check_proposal(proposal)
@@ -71,39 +79,6 @@ def dispatch(
         best = _with_ilp(best, batch, options, notes)
     lower_bound = min(c.bound for c in candidates)
     return _step_plan(proposal, batch, method, options, best, lower_bound, notes, started)
-
-
-def strategy_bound(table: PipelineTable, tokens: np.ndarray, work: np.ndarray) -> float:
-    """A lower bound of the compute time ``max_p T_p`` of any plan of the batch on this
-    strategy (∞ when it cannot hold the longest piece, ``tokens[0]``):
-
-        spread   = Σ_i min_{g: C_g ≥ s_i} D_g·w_g(s_i) / Σ_g n_g·D_g
-        crossing = min_{g: C_g ≥ s_1} p_g·(c_g + w_g(s_1)) + 2·(p_g − 1)·d
-        bound    = max(spread, crossing)
-
-    ``spread``: a pipeline of ``D_g`` devices busy ``T_p`` provides ``D_g·T_p`` device-ms and
-    must spend ``D_g·w_g(s)`` on each of its pieces, so ``Σ_p D_p·T_p ≥`` the numerator and the
-    slowest pipeline takes at least the average. ``crossing``: the longest piece's micro-batch
-    runs forward through all ``p_g`` stages and backward through them again, one after another.
-    Worked example (7B pool): a 32,768-token piece on (1,16,1) (``c = 65.2``, ``a = 3.02e-7``,
-    ``b = 0.0292``) crosses in ``65.2 + 324.1 + 957.9 = 1347`` ms.
-    """
-    fits = tokens[None, :] <= table.capacity[:, None]
-    if not fits[:, 0].any():
-        return float("inf")
-    per_device = np.where(fits, table.devices[:, None] * work, np.inf).min(axis=0)
-    spread = float(per_device.sum()) / float(table.devices[table.group_of].sum())
-    crossing = table.pp * (table.c + work[:, 0]) + 2.0 * (table.pp - 1) * table.model.p2p_ms
-    return max(spread, float(crossing[fits[:, 0]].min()))
-
-
-def work_lower_bound_ms(proposal: Proposal, lengths: Sequence[int] | np.ndarray, alignment: int = 1) -> float:
-    """DESIGN §4's ``LB = Σ_i min_{k: S_k ≥ s_i} D_k·(a_k·s_i² + b_k·s_i) / N`` over the
-    proposal's schemes and its ``N`` devices, for aligned lengths (no reduction, no bubbles)."""
-    tokens = -(-np.asarray(lengths, dtype=np.int64) // alignment) * alignment
-    schemes = {(g.scheme, g.time, g.max_seq_len) for s in proposal.strategies for g in s.strategy.pipelines}
-    return lower_bound_ms(tokens, sorted(schemes, key=lambda t: (t[0], t[2], t[1].a, t[1].b, t[1].c)),
-                          proposal.devices)
 
 
 @dataclass(frozen=True)

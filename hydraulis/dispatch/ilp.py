@@ -12,7 +12,7 @@ optimal, or with more than ``ilp_max_sequences`` pieces, is left as it is. Binar
   :class:`hydraulis.cost.pipeline.ScheduleGraph`) lasts ``δ_o = φ_o·t_{j(o)}`` and ends at
   ``E_o``:
 
-      min M  s.t.  Σ_j x_ij = 1,   Σ_i s_i·x_ij ≤ C,
+      min M  s.t.  Σ_j x_ij = 1,   Σ_i s_i·x_ij ≤ C,   Σ_i x_ij ≥ 1,
                    E_o ≥ E_prev(o) + δ_o,   E_o ≥ E_dep(o) + d_o + δ_o,   M ≥ E_o
 
   For fixed ``x`` the smallest feasible ``M`` is the longest path through the schedule, i.e.
@@ -27,6 +27,7 @@ greedy; ``solver_status`` says what happened (:class:`PackingStatus`). CBC may r
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import pulp
@@ -70,7 +71,7 @@ def _solve(packing: Packing, tokens: np.ndarray, work: np.ndarray, table: Pipeli
     v = len(greedy)
     where = {int(k): j for j, mb in enumerate(greedy) for k in mb}
     problem = pulp.LpProblem("pipeline_packing", pulp.LpMinimize)
-    x = {(i, j): pulp.LpVariable(f"x_{i}_{j}", cat=pulp.LpBinary) for i in range(pieces.size) for j in range(v)}
+    x = {(i, j): problem.add_variable(f"x_{i}_{j}", cat=pulp.LpBinary) for i in range(pieces.size) for j in range(v)}
     s = tokens[pieces].tolist()
     w = work[pieces].tolist()
     for i in range(pieces.size):
@@ -78,7 +79,7 @@ def _solve(packing: Packing, tokens: np.ndarray, work: np.ndarray, table: Pipeli
         for j in range(v):
             x[i, j].setInitialValue(1 if where[int(pieces[i])] == j else 0)
     if pp == 1:
-        y = [pulp.LpVariable(f"y_{j}", cat=pulp.LpBinary) for j in range(v)]
+        y = [problem.add_variable(f"y_{j}", cat=pulp.LpBinary) for j in range(v)]
         problem += pulp.lpSum(y)
         for j in range(v):
             problem += pulp.lpSum(s[i] * x[i, j] for i in range(pieces.size)) <= capacity * y[j]
@@ -86,17 +87,19 @@ def _solve(packing: Packing, tokens: np.ndarray, work: np.ndarray, table: Pipeli
             if j + 1 < v:
                 problem += y[j] >= y[j + 1]
     else:
+        for j in range(v):
+            problem += pulp.lpSum(s[i] * x[i, j] for i in range(pieces.size)) <= capacity
+            problem += pulp.lpSum(x[i, j] for i in range(pieces.size)) >= 1
         _exact_1f1b_objective(problem, x, w, c, pp, v, table)
     try:
-        problem.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=max(seconds, 0.01), warmStart=True))
+        problem.solve(_cbc(seconds))
     except pulp.PulpSolverError:
         return Packing(greedy, packing.time_ms, PackingStatus.GREEDY_ILP_NO_ANSWER)
     if problem.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         return Packing(greedy, packing.time_ms, PackingStatus.GREEDY_ILP_NO_ANSWER)
     chosen = np.array([[round(x[i, j].value() or 0) for j in range(v)] for i in range(pieces.size)]).argmax(axis=1)
-    bins = [pieces[chosen == j] for j in range(v) if (chosen == j).any()]
-    times = np.array([c + work[mb].sum() for mb in bins])
-    answer = tuple(bins)
+    answer = tuple(pieces[chosen == j] for j in range(v) if (chosen == j).any())
+    times = np.array([c + work[mb].sum() for mb in answer])
     answer_ms = float(pipeline_makespans([times], [pp], table.model)[0])
     if answer_ms >= packing.time_ms * (1 - 1e-9):
         return Packing(greedy, packing.time_ms, PackingStatus.GREEDY_ILP_NOT_BETTER)
@@ -111,8 +114,8 @@ def _exact_1f1b_objective(problem: pulp.LpProblem, x: dict, w: list[float], c: f
     pieces = len(w)
     t = [c + pulp.lpSum(w[i] * x[i, j] for i in range(pieces)) for j in range(v)]
     ops = graph.micro_batch.size
-    end = [pulp.LpVariable(f"e_{o}", lowBound=0) for o in range(ops)]
-    makespan = pulp.LpVariable("makespan", lowBound=0)
+    end = [problem.add_variable(f"e_{o}", lowBound=0) for o in range(ops)]
+    makespan = problem.add_variable("makespan", lowBound=0)
     problem += makespan
     followed = set(graph.previous.tolist())
     for o in range(ops):
@@ -124,3 +127,11 @@ def _exact_1f1b_objective(problem: pulp.LpProblem, x: dict, w: list[float], c: f
             problem += end[o] >= end[needs] + (d if graph.remote[o] else 0.0) + duration
         if o not in followed:
             problem += makespan >= end[o]
+
+
+def _cbc(seconds: float) -> pulp.LpSolver:
+    """The CBC bundled with PuLP (PuLP 3.3 deprecates it in favour of a separately installed
+    CBC, which this environment does not have)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return pulp.PULP_CBC_CMD(msg=False, timeLimit=max(seconds, 0.01), warmStart=True)
