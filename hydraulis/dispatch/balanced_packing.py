@@ -31,12 +31,12 @@ extra micro-batches).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from functools import lru_cache
 
 import numpy as np
 
+from hydraulis.dispatch.estimate import best_micro_batches
 from hydraulis.dispatch.packing import Packing, PackingStatus, first_fit_decreasing, organ_order
 from hydraulis.cost import pipeline_times_1f1b
 from hydraulis.dispatch.pipelines import PipelineTable, pipeline_makespans
@@ -119,8 +119,7 @@ class _Candidates:
             pp, c = int(self.pp[i]), float(self.c[i])
             total = float(self.work[self.groups[i], pieces].sum())
             fewest = max(1, -(-int(self.tokens[pieces].sum()) // int(self.capacity[i])))
-            best = math.sqrt(kappa * (pp - 1) * total / c) if c > 0 else float(pieces.size)
-            centre = min(max(round(best), fewest), pieces.size)
+            centre = round(best_micro_batches(total, c, pp, kappa, fewest, pieces.size))
             counts = sorted({min(max(centre + d, fewest), pieces.size) for d in range(-SPREAD, SPREAD + 1)})
             for v in counts:
                 for ramp, alpha in SHAPES:

@@ -35,6 +35,12 @@ def estimate_ms(work: float, tokens: int, longest: float, pieces: int,
     fewest = max(1, -(-tokens // capacity))
     if pp == 1:
         return work + fewest * c
-    best = math.sqrt(kappa * (pp - 1) * work / c) if c > 0 else float(pieces)
-    v = min(max(best, fewest), max(pieces, fewest))
+    v = best_micro_batches(work, c, pp, kappa, fewest, pieces)
     return work + v * c + (pp - 1) * (c + max(kappa * work / v, longest) + 2.0 * p2p_ms)
+
+
+def best_micro_batches(work: float, c: float, pp: int, kappa: float, fewest: int, pieces: int) -> float:
+    """``v* = √(κ·(p − 1)·W/c)`` within ``[fewest, max(pieces, fewest)]`` (the most when ``c = 0``)."""
+    most = max(pieces, fewest)
+    best = math.sqrt(kappa * (pp - 1) * work / c) if c > 0 else float(most)
+    return min(max(best, fewest), most)
