@@ -5,7 +5,7 @@ first-fit decreasing, optimal when it reaches ``v = ⌈n/C⌉``.
 
 **Several stages.** Under 1F1B with micro-batch times ``t_1 … t_v`` the exact time is about
 ``Σ_j t_j + (p − 1)·(fill and drain)``; the fill/drain shrinks when micro-batches are small at
-both ends and large in the middle (with ``p = 2``, φ = 1/3 the last stage stalls by
+both ends and large in the middle (with ``p = 2`` the last stage stalls by about
 ``φ·t_{j+1} + (1 − φ)·t_{j−1} − t_j`` whenever that is positive, so times may rise freely but
 must fall gently), while every extra micro-batch costs ``c``. Candidates:
 
@@ -36,9 +36,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from hydraulis.cost import pipeline_times_1f1b
 from hydraulis.dispatch.estimate import best_micro_batches
 from hydraulis.dispatch.packing import Packing, PackingStatus, first_fit_decreasing, organ_order
-from hydraulis.cost import pipeline_times_1f1b
 from hydraulis.dispatch.pipelines import PipelineTable, pipeline_makespans
 
 SHAPES = ((0, 1.0), (1, 0.35), (2, 0.2))

@@ -3,6 +3,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from hydraulis.cost import simulate_1f1b
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, dispatch, strategy_bound
 from hydraulis.dispatch.estimate import estimate_ms
 from hydraulis.dispatch.packing import first_fit_decreasing, organ_order
@@ -160,3 +161,20 @@ def test_bound_worked_examples():
     table = PipelineTable.of(proposal((wide,)).strategies[0].strategy, proposal((wide,)).pipeline_model)
     tokens = np.array([32_768])
     assert strategy_bound(table, tokens, table.work(tokens)) == pytest.approx(1347.1, abs=0.1)
+
+
+def test_ramped_micro_batches_shorten_1f1b_worked_example():
+    assert simulate_1f1b([10.0] * 6, 2).makespan_ms == pytest.approx(70.0)
+    assert simulate_1f1b([2.0, 5, 8, 10, 10, 10, 8, 5, 2], 2).makespan_ms == pytest.approx(64.667, abs=1e-3)
+
+
+def test_balanced_packing_splits_a_two_stage_pipeline_into_more_micro_batches_than_fixed_packing():
+    """One (1,1,2) pipeline holding everything in one micro-batch would idle a stage for half
+    the step; balanced packing cuts the work into ramped micro-batches and is strictly faster."""
+    prop = proposal((group(pp=2, count=1, capacity=100_000, a=0.0, b=0.1, c=5.0),))
+    lengths = [500] * 40
+    fixed = dispatch(prop, lengths, BatchingMethod.DISPATCH_FIXED_PACKING)
+    balanced = dispatch(prop, lengths)
+    assert len(fixed.pipelines[0].micro_batches) == 1 and fixed.predicted_ms == pytest.approx(2 * (5 + 2000))
+    assert len(balanced.pipelines[0].micro_batches) > 4
+    assert balanced.predicted_ms < 0.65 * fixed.predicted_ms
