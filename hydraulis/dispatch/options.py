@@ -28,8 +28,9 @@ class DispatchOptions:
       algorithms run: the same seed gives the same plan, another seed an equally good one.
     * ``ilp_time_limit_s`` — wall-clock budget of the integer program that tries to improve the
       slowest pipeline's packing; 0 (the default: dispatch runs on every step's critical path,
-      and the greedy packings came within 0.4–1.3 % of a 3 s integer program on 1F1B
-      pipelines of 2–8 stages) skips it, and the plan's notes say so.
+      and the greedy packings came within 0.7–1.7 % on average, 3.9 % at most, of a 3 s
+      integer program on 1F1B pipelines of 2–8 stages: ``benchmarks/stage2_vs_ilp.py``) skips
+      it, and the plan's notes say so.
     * ``ilp_max_sequences`` — the integer program is only built for pipelines with at most this
       many sequences (its size grows as sequences × micro-batches).
     * ``alignment`` — every sequence occupies ``⌈s/alignment⌉·alignment`` tokens of its
