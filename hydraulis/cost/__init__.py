@@ -1,7 +1,8 @@
 """The cost model (DESIGN §4): pure functions of numbers, numpy only.
 
 * :mod:`.time` — micro-batch time ``t_k(mb) = c_k + Σ_i (a_k·s_i² + b_k·s_i)``;
-* :mod:`.pipeline` — a pipeline's time under 1F1B, closed form and exact event simulation;
+* :mod:`.pipeline` — a pipeline's time under 1F1B, closed form and exact event simulation
+  (one schedule, or many at once);
 * :mod:`.memory` — memory per device and the longest sequence a scheme can hold;
 * :mod:`.step` — a strategy's step time and the gradient reduction into the optimizer layout;
 * :mod:`.bound` — the lower bound ``LB`` used to report plan quality.
@@ -9,7 +10,13 @@
 
 from hydraulis.cost.bound import lower_bound_ms
 from hydraulis.cost.memory import MemoryBreakdown, MemoryLimit, SchemeCapacity, memory_breakdown, scheme_capacities
-from hydraulis.cost.pipeline import PipelineTimeline, ScheduledOp, pipeline_time_closed_form, simulate_1f1b
+from hydraulis.cost.pipeline import (
+    PipelineTimeline,
+    ScheduledOp,
+    pipeline_time_closed_form,
+    pipeline_times_1f1b,
+    simulate_1f1b,
+)
 from hydraulis.cost.step import reduce_ms, step_time_ms
 from hydraulis.cost.time import microbatch_time_ms, sequence_time_ms
 
@@ -23,6 +30,7 @@ __all__ = [
     "memory_breakdown",
     "microbatch_time_ms",
     "pipeline_time_closed_form",
+    "pipeline_times_1f1b",
     "reduce_ms",
     "scheme_capacities",
     "sequence_time_ms",

@@ -27,6 +27,12 @@ micro-batches are equal and ``d = 0``: ``(v + p − 1)·t``. (DESIGN §4's appro
 schedule takes ``2T + 2ε/3 < 2T + ε``.)
 
 Worked example: ``p = 2``, ``t = (3, 3, 3)`` ms, φ = 1/3: ``T = 1·1 + 9 + 1·2 = 12 = (3 + 1)·3``.
+
+**Many schedules at once** (:func:`pipeline_times_1f1b`). The recurrences above form a fixed
+graph for given ``(p, v)``: every operation depends on the one before it on its stage and on one
+operation of a neighbouring stage. Grouping operations by their depth in that graph (about
+``2·(v + p)`` levels), one numpy step per level computes the same end times for a whole batch
+of micro-batch time vectors — what the dispatcher needs to compare many packings quickly.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
+
+import numpy as np
 
 from hydraulis.errors import require, require_int
 from hydraulis.types import PipelineModel
@@ -118,6 +127,78 @@ def simulate_1f1b(
         if not progressed:
             raise RuntimeError("1F1B schedule deadlocked; the stage orders are inconsistent")
     return PipelineTimeline(max(free), tuple(ops))
+
+
+def pipeline_times_1f1b(times: np.ndarray, pp: int, model: PipelineModel = PipelineModel()) -> np.ndarray:
+    """Exact 1F1B makespans of ``times[r]`` (shape ``(rows, v)``, execution order), one per row;
+    equal to :func:`simulate_1f1b` row by row."""
+    require_int(pp, "pp", minimum=1)
+    t = np.asarray(times, dtype=np.float64)
+    require(t.ndim == 2 and t.shape[1] > 0, "micro_batch_times", t.shape, "must be (rows, v) with v >= 1")
+    graph = schedule_graph(pp, t.shape[1])
+    phi, d = model.forward_fraction, model.p2p_ms
+    duration = t.T[graph.micro_batch] * np.where(graph.forward, phi, 1.0 - phi)[:, None]
+    end = np.zeros((graph.micro_batch.size + 1, t.shape[0]))
+    latency = np.where(graph.remote, d, 0.0)
+    for ops in graph.levels:
+        ready = end[graph.dependency[ops]] + latency[ops, None]
+        end[ops] = np.maximum(end[graph.previous[ops]], ready) + duration[ops]
+    return end.max(axis=0)
+
+
+@dataclass(frozen=True)
+class ScheduleGraph:
+    """The operations of a 1F1B schedule of ``v`` micro-batches on ``p`` stages as arrays:
+    op ``k`` is the forward (``forward[k]``) or backward of ``micro_batch[k]``; it follows
+    ``previous[k]`` on its stage and needs ``dependency[k]`` (from a neighbouring stage when
+    ``remote[k]``, which adds the hand-off latency); index ``n`` (one past the last op) is a
+    sentinel ending at 0 for "none". ``levels`` group ops by depth in this graph."""
+
+    micro_batch: np.ndarray
+    forward: np.ndarray
+    previous: np.ndarray
+    dependency: np.ndarray
+    remote: np.ndarray
+    levels: tuple[np.ndarray, ...]
+
+
+@lru_cache(maxsize=256)
+def schedule_graph(pp: int, v: int) -> ScheduleGraph:
+    """The graph of :class:`ScheduleGraph` for ``pp`` stages and ``v`` micro-batches (cached)."""
+    orders = [_stage_order(pp, s, v) for s in range(pp)]
+    index = {}
+    for s, order in enumerate(orders):
+        for phase, j in order:
+            index[(s, phase, j)] = len(index)
+    n = len(index)
+    micro_batch = np.empty(n, dtype=np.int64)
+    forward = np.empty(n, dtype=bool)
+    previous = np.full(n, n, dtype=np.int64)
+    dependency = np.full(n, n, dtype=np.int64)
+    remote = np.zeros(n, dtype=bool)
+    for (s, phase, j), op in index.items():
+        micro_batch[op], forward[op] = j, phase is Phase.FORWARD
+        if phase is Phase.FORWARD and s > 0:
+            dependency[op], remote[op] = index[(s - 1, phase, j)], True
+        elif phase is Phase.BACKWARD and s < pp - 1:
+            dependency[op], remote[op] = index[(s + 1, phase, j)], True
+        elif phase is Phase.BACKWARD:
+            dependency[op] = index[(s, Phase.FORWARD, j)]
+    for s, order in enumerate(orders):
+        ops = [index[(s, phase, j)] for phase, j in order]
+        previous[ops[1:]] = ops[:-1]
+    depth = np.full(n + 1, -1, dtype=np.int64)
+    depth[n] = 0
+    pending = np.arange(n)
+    while pending.size:
+        known = (depth[previous[pending]] >= 0) & (depth[dependency[pending]] >= 0)
+        ready = pending[known]
+        if not ready.size:
+            raise RuntimeError("1F1B schedule deadlocked; the stage orders are inconsistent")
+        depth[ready] = 1 + np.maximum(depth[previous[ready]], depth[dependency[ready]])
+        pending = pending[~known]
+    levels = tuple(np.flatnonzero(depth[:n] == level) for level in range(1, int(depth.max()) + 1))
+    return ScheduleGraph(micro_batch, forward, previous, dependency, remote, levels)
 
 
 def _stage_order(pp: int, stage: int, v: int) -> list[tuple[Phase, int]]:

@@ -1,1 +1,32 @@
-"""Per-step dispatch (DESIGN §6): sequences to pipelines, pipelines' sequences to micro-batches, and the strategy with the lowest predicted time. Pure: no torch, no I/O."""
+"""Per-step dispatch (DESIGN §6): for one global batch, choose a strategy of the proposal,
+assign sequences to its pipelines (stage 1), pack each pipeline's sequences into micro-batches
+(stage 2). Pure: frozen values in, a :class:`~hydraulis.types.StepPlan` out; no I/O, no torch.
+
+* :mod:`.dispatcher` — :func:`dispatch`, the recipe, strategy choice and the plan's bound;
+* :mod:`.bounds` — lower bounds of a strategy's compute time, DESIGN §4's work bound;
+* :mod:`.batch` — checking, alignment, oversize sequences (error, truncate, split);
+* :mod:`.assign` — stage 1, sequences → pipelines;
+* :mod:`.balanced_packing` — stage 2, sequences → micro-batches and their order;
+* :mod:`.ilp` — the integer program for the slowest pipeline;
+* :mod:`.baselines` — padding, fixed packing, dispatch + fixed packing;
+* :mod:`.summary` — batching methods compared over many steps, a plan's micro-batch times;
+* :mod:`.estimate`, :mod:`.pipelines`, :mod:`.packing` — the pieces they share.
+"""
+
+from hydraulis.dispatch.bounds import strategy_bound, work_lower_bound_ms
+from hydraulis.dispatch.dispatcher import dispatch
+from hydraulis.dispatch.options import DispatchOptions, OversizePolicy
+from hydraulis.dispatch.packing import PackingStatus
+from hydraulis.dispatch.summary import MethodSummary, compare_methods, micro_batch_times_ms
+
+__all__ = [
+    "DispatchOptions",
+    "MethodSummary",
+    "OversizePolicy",
+    "PackingStatus",
+    "compare_methods",
+    "dispatch",
+    "micro_batch_times_ms",
+    "strategy_bound",
+    "work_lower_bound_ms",
+]

@@ -1,8 +1,9 @@
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.cost import pipeline_time_closed_form, simulate_1f1b
+from hydraulis.cost import pipeline_time_closed_form, pipeline_times_1f1b, simulate_1f1b
 from hydraulis.cost.pipeline import Phase
 from hydraulis.errors import HydraulisError
 from hydraulis.types import PipelineModel
@@ -72,3 +73,19 @@ def test_single_stage_is_the_sum():
 def test_empty_pipeline_is_rejected():
     with pytest.raises(HydraulisError, match="at least one micro-batch"):
         simulate_1f1b([], 2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.lists(st.floats(min_value=0.0, max_value=1e3, allow_nan=False), min_size=5, max_size=5),
+                     min_size=1, max_size=4),
+       v=st.integers(1, 5), pp=stages, phi=fractions, d=st.floats(min_value=0.0, max_value=5.0))
+def test_batched_simulation_equals_one_at_a_time(rows, v, pp, phi, d):
+    model = PipelineModel(forward_fraction=phi, p2p_ms=d)
+    times = np.array([row[:v] for row in rows])
+    expected = [simulate_1f1b(list(row), pp, model).makespan_ms for row in times]
+    assert pipeline_times_1f1b(times, pp, model) == pytest.approx(expected, rel=1e-12, abs=1e-9)
+
+
+def test_batched_simulation_rejects_bad_shapes():
+    with pytest.raises(HydraulisError, match="rows, v"):
+        pipeline_times_1f1b(np.zeros(3), 2)

@@ -1,0 +1,117 @@
+"""``hydraulis plan-step``: dispatch one global batch, or compare batching methods over sampled steps."""
+
+from __future__ import annotations
+
+import argparse
+
+from hydraulis.artifacts import read_lengths, read_proposal, step_plan_to_dict, write_step_plan
+from hydraulis.cli.output import emit, emit_json, table
+from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, dispatch, work_lower_bound_ms
+from hydraulis.errors import HydraulisError, require_int
+from hydraulis.types import BatchingMethod, Proposal, StepPlan
+from hydraulis.workload import sample_batches
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    plan = commands.add_parser(
+        "plan-step", help="plan one training step: strategy, sequences per pipeline, micro-batches",
+        description="Dispatch one global batch (every length in --lengths) under a proposal: choose the "
+                    "strategy, assign sequences to its pipelines, pack them into micro-batches, and print "
+                    "the predicted step time against the lower bound. With --steps N --token-budget T, "
+                    "sample N steps from the lengths and compare all four batching methods instead.")
+    plan.add_argument("--proposal", required=True, help="proposal JSON")
+    plan.add_argument("--lengths", required=True, help="lengths file (.txt, .txt.gz, .npy): the batch, or the "
+                                                       "document pool with --steps")
+    plan.add_argument("--method", choices=[m.value for m in BatchingMethod],
+                      default=BatchingMethod.DISPATCH_BALANCED_PACKING.value,
+                      help="batching method (default dispatch_balanced_packing, Hydraulis)")
+    plan.add_argument("--seed", type=int, default=0, help="seed: tie order in dispatch, step sampling (default 0)")
+    plan.add_argument("--time-limit", type=float, default=0.0, metavar="SEC",
+                      help="integer-program time limit for the slowest pipeline; 0 skips it (default 0)")
+    plan.add_argument("--alignment", type=int, default=1, help="round every sequence up to a multiple of this in "
+                                                               "cu_seqlens, capacities and times (default 1)")
+    plan.add_argument("--oversize", choices=[p.value for p in OversizePolicy], default=OversizePolicy.ERROR.value,
+                      help="a sequence no pipeline can hold: error (default), truncate or split")
+    plan.add_argument("--format", choices=("table", "json"), default="table")
+    plan.add_argument("--gantt", metavar="PNG", help="draw the 1F1B timeline of every pipeline and stage")
+    plan.add_argument("-o", "--output", metavar="PLAN_JSON", help="write the step plan")
+    plan.add_argument("--steps", type=int, help="sample this many steps and compare the batching methods")
+    plan.add_argument("--token-budget", type=int, help="tokens per sampled step (with --steps)")
+    plan.add_argument("--max-seq-len", type=int, help="cut sampled documents to this length "
+                                                      "(with --steps; default: the proposal's)")
+    plan.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> None:
+    options = DispatchOptions(seed=args.seed, ilp_time_limit_s=args.time_limit, alignment=args.alignment,
+                              oversize=OversizePolicy(args.oversize))
+    proposal = read_proposal(args.proposal)
+    lengths = read_lengths(args.lengths)
+    if args.steps is None:
+        for flag, value in (("--token-budget", args.token_budget), ("--max-seq-len", args.max_seq_len)):
+            if value is not None:
+                raise HydraulisError(flag, value, "needs --steps")
+        _one_batch(args, proposal, lengths, options)
+    else:
+        _many_steps(args, proposal, lengths, options)
+
+
+def _one_batch(args: argparse.Namespace, proposal: Proposal, lengths, options: DispatchOptions) -> None:
+    plan = dispatch(proposal, lengths, args.method, options)
+    if args.output:
+        write_step_plan(args.output, plan)
+    if args.gantt:
+        from hydraulis.viz.gantt import draw_gantt
+
+        draw_gantt(plan, proposal, args.gantt)
+    if args.format == "json":
+        emit_json(step_plan_to_dict(plan))
+        return
+    emit(_plan_header(plan, proposal, work_lower_bound_ms(proposal, lengths, options.alignment)))
+    rows = [[i, str(p.scheme), p.max_seq_len, sum(len(mb.sequences) for mb in p.micro_batches),
+             sum(mb.tokens for mb in p.micro_batches), len(p.micro_batches), p.predicted_ms, p.solver_status]
+            for i, p in enumerate(plan.pipelines)]
+    emit(table(("pipeline", "scheme", "max_seq_len", "sequences", "tokens", "micro_batches", "predicted_ms",
+                "status"), rows))
+    for path, what in ((args.output, "step plan"), (args.gantt, "timeline")):
+        if path:
+            emit(f"wrote {what} {path}")
+
+
+def _plan_header(plan: StepPlan, proposal: Proposal, work_bound: float) -> str:
+    strategy = proposal.strategies[plan.strategy_index].strategy
+    lines = [
+        f"strategy {plan.strategy_index}: {strategy}   method {plan.method.value}",
+        f"predicted {plan.predicted_ms:.1f} ms (reduction {proposal.strategies[plan.strategy_index].reduce_ms:.1f} ms)"
+        f"   lower bound {plan.lower_bound_ms:.1f} ms (ratio {plan.predicted_ms / plan.lower_bound_ms:.3f})"
+        f"   work bound {work_bound:.1f} ms (ratio {plan.predicted_ms / work_bound:.3f})"
+        f"   planning {plan.planning_ms:.1f} ms",
+    ]
+    lines += [f"note: {note}" for note in plan.notes]
+    return "\n".join(lines)
+
+
+def _many_steps(args: argparse.Namespace, proposal: Proposal, lengths, options: DispatchOptions) -> None:
+    require_int(args.steps, "--steps", minimum=1)
+    if args.token_budget is None:
+        raise HydraulisError("--token-budget", None, "is required with --steps")
+    if args.gantt or args.output:
+        raise HydraulisError("--gantt" if args.gantt else "--output", args.gantt or args.output,
+                             "draws or writes a single batch's plan; leave out --steps")
+    batches = sample_batches(lengths, args.token_budget, args.steps, args.max_seq_len or proposal.max_seq_len,
+                             seed=args.seed)
+    summaries = compare_methods(proposal, batches, options)
+    if args.format == "json":
+        emit_json([{"method": s.method.value, "steps": s.steps, "mean_ms": s.mean_ms, "median_ms": s.median_ms,
+                    "median_ratio": s.median_ratio, "p90_ratio": s.p90_ratio,
+                    "median_work_ratio": s.median_work_ratio, "planning_median_ms": s.planning_median_ms,
+                    "planning_p90_ms": s.planning_p90_ms, "chosen": list(s.chosen)} for s in summaries])
+        return
+    baseline = next(s.mean_ms for s in summaries if s.method is BatchingMethod.FIXED_PACKING)
+    emit(f"{args.steps} steps of {args.token_budget} tokens sampled from {args.lengths} (seed {args.seed}); "
+         f"ratio = predicted / lower bound, work ratio = predicted / DESIGN §4 work bound")
+    emit(table(("method", "mean_ms", "median_ms", "ratio_median", "ratio_p90", "work_ratio_median",
+                "speedup_vs_fixed", "plan_ms_median", "plan_ms_p90", "strategies_chosen"),
+               [[s.method.value, s.mean_ms, s.median_ms, s.median_ratio, s.p90_ratio, s.median_work_ratio,
+                 baseline / s.mean_ms, s.planning_median_ms, s.planning_p90_ms,
+                 ",".join(map(str, s.chosen))] for s in summaries]))

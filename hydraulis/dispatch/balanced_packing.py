@@ -1,0 +1,193 @@
+"""Stage 2: one pipeline's pieces → micro-batches in an order that minimises its 1F1B time.
+
+**One stage** (``p = 1``): ``T = Σ_j (c + W_j) = W + v·c``, so the fewest micro-batches win;
+first-fit decreasing, optimal when it reaches ``v = ⌈n/C⌉``.
+
+**Several stages.** Under 1F1B with micro-batch times ``t_1 … t_v`` the exact time is about
+``Σ_j t_j + (p − 1)·(fill and drain)``; the fill/drain shrinks when micro-batches are small at
+both ends and large in the middle (with ``p = 2`` the last stage stalls by about
+``φ·t_{j+1} + (1 − φ)·t_{j−1} − t_j`` whenever that is positive, so times may rise freely but
+must fall gently), while every extra micro-batch costs ``c``. Candidates:
+
+* ``v`` around the estimate's ``v* = √(κ·(p − 1)·W/c)`` (:mod:`hydraulis.dispatch.estimate`),
+  from ``⌈n/C⌉`` up to the number of pieces;
+* target shapes ``ρ_j = min(1, α + (1 − α)·min(j, v − 1 − j)/r)``: flat (``r = 0``), a ramp
+  over ``r = p`` micro-batches from ``α = 0.35``, a ramp over ``r = 2p`` from ``α = 0.2``;
+  targets ``τ_j = W·ρ_j/Σρ``;
+* for each, pieces longest first into the micro-batch furthest below its target that has room
+  (``tokens + s ≤ C``), then the micro-batches in "organ" order: sorted by time, the smallest
+  last, the next smallest first, and so on inwards (the largest in the middle);
+* first-fit decreasing in its own order and in organ order, so balanced packing is never worse
+  than fixed-capacity packing.
+
+All candidates of all pipelines are packed together (numpy over candidates) and timed by the
+exact 1F1B simulation, many at once (:func:`hydraulis.cost.pipeline_times_1f1b`); each
+pipeline keeps its fastest candidate.
+
+Worked example (``p = 2``, φ = 1/3): times ``(10, 10, 10, 10, 10, 10)`` take 70 ms; the same
+60 ms of work as ``(2, 5, 8, 10, 10, 10, 8, 5, 2)`` takes 64.7 ms (plus ``3·c`` for the three
+extra micro-batches).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import lru_cache
+
+import numpy as np
+
+from hydraulis.cost import pipeline_times_1f1b
+from hydraulis.dispatch.estimate import best_micro_batches
+from hydraulis.dispatch.packing import Packing, PackingStatus, first_fit_decreasing, organ_order
+from hydraulis.dispatch.pipelines import PipelineTable, pipeline_makespans
+
+SHAPES = ((0, 1.0), (1, 0.35), (2, 0.2))
+"""Target shapes as (ramp length in multiples of ``p``, starting level α); (0, 1) is flat."""
+SPREAD = 2
+"""Micro-batch counts tried on each side of the estimate's best ``v``."""
+
+
+def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens: np.ndarray,
+                      work: np.ndarray, kappa: float) -> list[Packing]:
+    """The fastest packing found for every pipeline; ``pieces_of[p]`` lists pipeline ``p``'s
+    piece positions, longest first."""
+    packings: list[Packing | None] = [None] * table.pipelines
+    staged: list[int] = []
+    for p, pieces in enumerate(pieces_of):
+        g = int(table.group_of[p])
+        if pieces.size == 0:
+            packings[p] = Packing((), 0.0, PackingStatus.IDLE)
+        elif table.pp[g] == 1:
+            capacity = int(table.capacity[g])
+            bins = first_fit_decreasing(tokens[pieces], capacity)
+            fewest = -(-int(tokens[pieces].sum()) // capacity)
+            status = PackingStatus.OPTIMAL if len(bins) == fewest else PackingStatus.GREEDY
+            total = float(work[g, pieces].sum()) + len(bins) * float(table.c[g])
+            packings[p] = Packing(tuple(pieces[b] for b in bins), total, status)
+        else:
+            staged.append(p)
+    if staged:
+        for p, packing in zip(staged, _Candidates(table, [pieces_of[p] for p in staged], staged, tokens, work,
+                                                  kappa).best()):
+            packings[p] = packing
+    return packings
+
+
+class _Candidates:
+    """Candidate packings of many-stage pipelines: first-fit decreasing (two orders) and
+    target rows packed together; all timed together, only the winners built."""
+
+    def __init__(self, table: PipelineTable, pieces_of: list[np.ndarray], pipelines: list[int],
+                 tokens: np.ndarray, work: np.ndarray, kappa: float) -> None:
+        self.table, self.pieces_of, self.tokens, self.work = table, pieces_of, tokens, work
+        self.groups = table.group_of[pipelines]
+        self.pp = table.pp[self.groups]
+        self.c = table.c[self.groups]
+        self.capacity = table.capacity[self.groups]
+        self.ffd = [[pieces[b] for b in first_fit_decreasing(tokens[pieces], int(cap))]
+                    for pieces, cap in zip(pieces_of, self.capacity)]
+        self.owner, self.targets = self._target_rows(kappa)
+
+    def best(self) -> list[Packing]:
+        """Each pipeline's fastest candidate."""
+        ffd_times = [np.array([c + self.work[g, mb].sum() for mb in bins])
+                     for bins, c, g in zip(self.ffd, self.c, self.groups)]
+        organ = [organ_order(t) for t in ffd_times]
+        natural_ms = pipeline_makespans(ffd_times, self.pp.tolist(), self.table.model)
+        organ_ms = pipeline_makespans([t[o] for t, o in zip(ffd_times, organ)], self.pp.tolist(), self.table.model)
+        choice, order, target_ms = self._pack_to_targets()
+        packings = []
+        for i, pieces in enumerate(self.pieces_of):
+            rows = np.flatnonzero(self.owner == i)
+            best_row = rows[np.argmin(target_ms[rows])] if rows.size else -1
+            options = (natural_ms[i], organ_ms[i], target_ms[best_row] if rows.size else np.inf)
+            pick = int(np.argmin(options))
+            if pick == 0:
+                micro_batches = tuple(self.ffd[i])
+            elif pick == 1:
+                micro_batches = tuple(self.ffd[i][j] for j in organ[i])
+            else:
+                chosen = choice[best_row, :pieces.size]
+                micro_batches = tuple(pieces[chosen == j] for j in order[best_row])
+            packings.append(Packing(micro_batches, float(options[pick]), PackingStatus.GREEDY))
+        return packings
+
+    def _target_rows(self, kappa: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per target row: its pipeline (index into ``pieces_of``) and targets ``τ_j`` (−∞ past ``v``)."""
+        owner, shapes = [], []
+        for i, pieces in enumerate(self.pieces_of):
+            pp, c = int(self.pp[i]), float(self.c[i])
+            total = float(self.work[self.groups[i], pieces].sum())
+            fewest = max(1, -(-int(self.tokens[pieces].sum()) // int(self.capacity[i])))
+            centre = round(best_micro_batches(total, c, pp, kappa, fewest, pieces.size))
+            counts = sorted({min(max(centre + d, fewest), pieces.size) for d in range(-SPREAD, SPREAD + 1)})
+            for v in counts:
+                for ramp, alpha in SHAPES:
+                    owner.append(i)
+                    shapes.append(total * _shape(v, ramp * pp, alpha))
+        width = max(t.size for t in shapes)
+        targets = np.full((len(shapes), width), -np.inf)
+        for r, t in enumerate(shapes):
+            targets[r, :t.size] = t
+        return np.array(owner, dtype=np.int64), targets
+
+    def _pack_to_targets(self) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+        """Longest piece first into the micro-batch furthest below its target with room, for all
+        target rows at once; per row the piece → micro-batch choice, the execution order of the
+        used micro-batches (organ order) and the exact 1F1B time (∞ where a piece found no room)."""
+        rows, width = self.targets.shape
+        depth = max(p.size for p in self.pieces_of)
+        position = np.full((len(self.pieces_of), depth), -1, dtype=np.int64)
+        for i, pieces in enumerate(self.pieces_of):
+            position[i, :pieces.size] = pieces
+        position = position[self.owner]
+        present = position >= 0
+        safe = np.maximum(position, 0)
+        size = np.where(present, self.tokens[safe], 0)
+        cost = np.where(present, self.work[self.groups[self.owner][:, None], safe], 0.0)
+        capacity = self.capacity[self.owner][:, None]
+        load = np.zeros((rows, width))
+        held = np.zeros((rows, width), dtype=np.int64)
+        choice = np.zeros((rows, depth), dtype=np.int64)
+        failed = np.zeros(rows, dtype=bool)
+        every = np.arange(rows)
+        open_bin = np.isfinite(self.targets)
+        for k in range(depth):
+            slack = np.where(open_bin & (held + size[:, k, None] <= capacity), self.targets - load, -np.inf)
+            j = slack.argmax(axis=1)
+            placed = present[:, k] & np.isfinite(slack[every, j])
+            failed |= present[:, k] & ~placed
+            load[every[placed], j[placed]] += cost[placed, k]
+            held[every[placed], j[placed]] += size[placed, k]
+            choice[:, k] = j
+        times = np.where(held > 0, self.c[self.owner][:, None] + load, np.inf)
+        used = (held > 0).sum(axis=1)
+        ranked = np.argsort(times, axis=1, kind="stable")
+        order: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * rows
+        makespan = np.full(rows, np.inf)
+        together: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for r in np.flatnonzero(~failed):
+            together[(int(self.pp[self.owner[r]]), int(used[r]))].append(r)
+        for (pp, v), members in together.items():
+            members = np.array(members)
+            in_order = ranked[members, :v][:, _organ_slots(v)]
+            makespan[members] = pipeline_times_1f1b(np.take_along_axis(times[members], in_order, axis=1), pp,
+                                                    self.table.model)
+            for r, bins in zip(members, in_order):
+                order[r] = bins
+        return choice, order, makespan
+
+
+@lru_cache(maxsize=1024)
+def _shape(v: int, ramp: int, alpha: float) -> np.ndarray:
+    """``ρ/Σρ`` for ``v`` micro-batches: a ramp over ``ramp`` micro-batches from ``alpha``."""
+    j = np.arange(v)
+    edge = np.minimum(j, v - 1 - j)
+    rho = np.ones(v) if ramp == 0 else np.minimum(1.0, alpha + (1.0 - alpha) * edge / ramp)
+    return rho / rho.sum()
+
+
+@lru_cache(maxsize=1024)
+def _organ_slots(v: int) -> np.ndarray:
+    """Ranks (ascending) in organ order: position ``i`` runs the micro-batch of rank ``[i]``."""
+    return organ_order(np.arange(v, dtype=np.float64))

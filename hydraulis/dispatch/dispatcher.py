@@ -1,0 +1,168 @@
+"""Dispatch one global batch: choose a strategy of the proposal, give its pipelines their
+sequences, pack them into micro-batches (DESIGN §6).
+
+Recipe of :func:`dispatch`:
+
+1. check the method, the proposal and the lengths; align, and truncate or split sequences no
+   pipeline can hold if asked to (:mod:`.batch`);
+2. bound every strategy from below (``B_k``, :func:`~hydraulis.dispatch.bounds.strategy_bound`
+   plus its reduction); a strategy that cannot hold the longest piece is skipped;
+3. plan strategies in increasing ``B_k`` with the batching method — for Hydraulis stage 1
+   (:mod:`.assign`) then stage 2 (:mod:`.balanced_packing`) — and stop as soon as ``B_k``
+   reaches the best predicted step time so far (that strategy and all after it cannot win);
+4. keep the strategy with the lowest predicted step time ``max_p T_p + T_reduce``;
+5. for Hydraulis, let an integer program try to speed up its slowest pipeline (:mod:`.ilp`)
+   when a time limit is given;
+6. write the step plan, with the lower bound ``min_k B_k`` of the batch under the proposal.
+
+**The plan's lower bound.** Every plan of the batch runs one strategy ``k`` of the proposal,
+so its step time is at least ``B_k = max(balance_k, crossing_k) + T_reduce(k)``
+(:mod:`.bounds`), and ``LB = min_k B_k`` bounds every plan dispatch could make. It is never
+below DESIGN §4's work bound ``Σ_i min_k D_k·w_k(s_i)/N``
+(:func:`~hydraulis.dispatch.bounds.work_lower_bound_ms`): ``balance_k`` is at least strategy
+``k``'s perfectly spread work, which uses only its own schemes and devices (``≤ N``). The two
+differ where no plan can reach the work bound: the reduction, a strategy's less efficient
+pipelines, and a long sequence that one pipeline must carry through all its stages (7B,
+64 devices, 200K tokens: a 32K sequence takes ≥ 1.35 s on the fastest (1,16,1) pipeline while
+the work bound is ≈ 0.7 s).
+
+**Determinism.** Nothing here is random but the order of equal-length sequences, which the
+seed fixes: the same inputs and seed give the same plan. A time-limited integer program
+(``ilp_time_limit_s > 0``) is the exception: where it stops depends on the machine's speed,
+unless it proves optimality in time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hydraulis.dispatch.assign import assign_pieces
+from hydraulis.dispatch.balanced_packing import balanced_packings
+from hydraulis.dispatch.baselines import fixed_capacity_packings, packed_round_robin, padded_round_robin
+from hydraulis.dispatch.batch import Batch, prepare_batch
+from hydraulis.dispatch.bounds import strategy_bound
+from hydraulis.dispatch.ilp import improve_slowest
+from hydraulis.dispatch.options import DispatchOptions
+from hydraulis.dispatch.packing import Packing
+from hydraulis.dispatch.pipelines import PipelineTable
+from hydraulis.dispatch.validation import batching_method, check_proposal
+from hydraulis.types import BatchingMethod, MicroBatch, PipelinePlan, Proposal, StepPlan
+
+
+def dispatch(
+    proposal: Proposal,
+    lengths: Sequence[int] | np.ndarray,
+    method: BatchingMethod | str = BatchingMethod.DISPATCH_BALANCED_PACKING,
+    options: DispatchOptions = DispatchOptions(),
+) -> StepPlan:
+    """The step plan of the batch ``lengths`` (one length per sequence, in tokens) under
+    ``proposal`` with ``method``; :class:`~hydraulis.errors.HydraulisError` on bad input."""
+    started = time.perf_counter()
+    method = batching_method(method)
+    check_proposal(proposal)
+    batch = prepare_batch(lengths, max(s.strategy.max_seq_len for s in proposal.strategies), options)
+    notes = list(batch.notes)
+    candidates = _candidates(proposal, batch)
+    best: _StrategyPlan | None = None
+    for candidate in sorted(candidates, key=lambda c: (c.bound, c.index)):
+        if not np.isfinite(candidate.bound):
+            notes.append(f"strategy {candidate.index} skipped: cannot hold a piece of {int(batch.tokens[0])} tokens")
+        elif best is None or candidate.bound < best.predicted_ms:
+            plan = _plan_strategy(candidate, batch, method, options)
+            if best is None or plan.predicted_ms < best.predicted_ms:
+                best = plan
+    if method is BatchingMethod.DISPATCH_BALANCED_PACKING:
+        best = _with_ilp(best, batch, options, notes)
+    lower_bound = min(c.bound for c in candidates)
+    return _step_plan(proposal, batch, method, options, best, lower_bound, notes, started)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    index: int
+    table: PipelineTable
+    work: np.ndarray
+    bound: float
+    reduce_ms: float
+    context: int
+
+
+@dataclass(frozen=True)
+class _StrategyPlan:
+    candidate: _Candidate
+    packings: list[Packing]
+
+    @property
+    def predicted_ms(self) -> float:
+        return max(p.time_ms for p in self.packings) + self.candidate.reduce_ms
+
+
+def _candidates(proposal: Proposal, batch: Batch) -> list[_Candidate]:
+    candidates = []
+    for index, proposed in enumerate(proposal.strategies):
+        table = PipelineTable.of(proposed.strategy, proposal.pipeline_model)
+        work = table.work(batch.tokens)
+        bound = strategy_bound(table, batch.tokens, work) + proposed.reduce_ms
+        candidates.append(_Candidate(index, table, work, bound, proposed.reduce_ms, proposal.max_seq_len))
+    return candidates
+
+
+def _plan_strategy(candidate: _Candidate, batch: Batch, method: BatchingMethod,
+                   options: DispatchOptions) -> _StrategyPlan:
+    table, work = candidate.table, candidate.work
+    if method is BatchingMethod.PADDING:
+        return _StrategyPlan(candidate, padded_round_robin(table, batch, candidate.context))
+    if method is BatchingMethod.FIXED_PACKING:
+        return _StrategyPlan(candidate, packed_round_robin(table, batch, work, candidate.context))
+    owner = assign_pieces(table, batch.tokens, work, options.bubble_factor, options.local_moves)
+    pieces_of = _pieces_of(owner, table.pipelines)
+    if method is BatchingMethod.DISPATCH_FIXED_PACKING:
+        return _StrategyPlan(candidate, fixed_capacity_packings(table, pieces_of, batch, work, candidate.context))
+    return _StrategyPlan(candidate, balanced_packings(table, pieces_of, batch.tokens, work, options.bubble_factor))
+
+
+def _pieces_of(owner: np.ndarray, pipelines: int) -> list[np.ndarray]:
+    """Piece positions of every pipeline, ascending (= longest first)."""
+    order = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[order], np.arange(pipelines + 1))
+    return [order[bounds[p]:bounds[p + 1]] for p in range(pipelines)]
+
+
+def _with_ilp(best: _StrategyPlan, batch: Batch, options: DispatchOptions, notes: list[str]) -> _StrategyPlan:
+    if options.ilp_time_limit_s <= 0:
+        notes.append("ilp skipped: time limit 0 (greedy packings)")
+        return best
+    packings, ilp_notes = improve_slowest(best.candidate.table, best.packings, batch.tokens, best.candidate.work, options)
+    notes.extend(ilp_notes)
+    return _StrategyPlan(best.candidate, packings)
+
+
+def _step_plan(proposal: Proposal, batch: Batch, method: BatchingMethod, options: DispatchOptions,
+               best: _StrategyPlan, lower_bound: float, notes: list[str], started: float) -> StepPlan:
+    groups = proposal.strategies[best.candidate.index].strategy.expanded()
+    pipelines = tuple(
+        PipelinePlan(
+            scheme=group.scheme,
+            max_seq_len=group.max_seq_len,
+            micro_batches=tuple(MicroBatch(tuple(batch.sequence[mb].tolist()), tuple(batch.length[mb].tolist()))
+                                for mb in packing.micro_batches),
+            predicted_ms=packing.time_ms,
+            solver_status=packing.status.value,
+        )
+        for group, packing in zip(groups, best.packings)
+    )
+    return StepPlan(
+        strategy_index=best.candidate.index,
+        method=method,
+        predicted_ms=best.predicted_ms,
+        lower_bound_ms=lower_bound,
+        planning_ms=(time.perf_counter() - started) * 1e3,
+        pipelines=pipelines,
+        alignment=options.alignment,
+        seed=options.seed,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,81 @@
+"""A pipeline's packing (its micro-batches in execution order) and fixed-capacity packing.
+
+**First-fit decreasing** (:func:`first_fit_decreasing`) packs pieces, longest first, each into
+the first micro-batch with room, opening a new one when none has: every micro-batch holds at
+most ``C`` tokens (a piece longer than ``C`` gets a micro-batch of its own) and the count is at most ``11/9·OPT + 6/9`` (Dósa 2007). It balances tokens,
+not time; it is the fixed-capacity packing of the baselines. Worked example: ``C = 10``,
+pieces ``(6, 5, 4, 3, 2)`` → ``[6, 4]``, ``[5, 3, 2]``.
+
+**Organ order** (:func:`organ_order`) runs micro-batches smallest last, next smallest first,
+and so on inwards, the largest in the middle: under 1F1B the first micro-batch's forward and
+the last one's backward are not overlapped by other work, and times that rise and then fall
+gently keep the stages busy. Times ``(1, 2, 3, 4, 5)`` run as ``(2, 4, 5, 3, 1)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+
+class PackingStatus(str, Enum):
+    """How a pipeline's packing was obtained (``solver_status`` in the step plan)."""
+
+    IDLE = "idle"
+    """The pipeline received no sequences."""
+    PADDED = "padded"
+    """Padding baseline: a fixed number of sequences per micro-batch."""
+    FIXED_CAPACITY = "fixed_capacity"
+    """First-fit decreasing to the pipeline's token capacity."""
+    OPTIMAL = "optimal"
+    """Provably optimal: a one-stage pipeline with the fewest micro-batches its tokens allow."""
+    GREEDY = "greedy"
+    """Balanced greedy packing; no integer program was run for it."""
+    ILP_OPTIMAL = "ilp_optimal"
+    """The integer program proved its answer optimal and that answer beat the greedy one."""
+    ILP_FEASIBLE = "ilp_feasible"
+    """The integer program stopped at its time limit with an answer better than the greedy one."""
+    GREEDY_ILP_NOT_BETTER = "greedy_ilp_not_better"
+    """The integer program ran; its answer was not faster, the greedy one was kept."""
+    GREEDY_ILP_NO_ANSWER = "greedy_ilp_no_answer"
+    """The integer program found no answer within its time limit (or the solver failed); the
+    greedy one was kept."""
+
+
+@dataclass(frozen=True)
+class Packing:
+    """Micro-batches as arrays of piece positions, in execution order, and the exact time."""
+
+    micro_batches: tuple[np.ndarray, ...]
+    time_ms: float
+    status: PackingStatus
+
+
+def first_fit_decreasing(tokens: np.ndarray, capacity: int) -> list[list[int]]:
+    """Positions of ``tokens`` (sorted descending) per micro-batch, in opening order."""
+    rooms: list[int] = []
+    bins: list[list[int]] = []
+    for k, s in enumerate(tokens.tolist()):
+        for j, room in enumerate(rooms):
+            if s <= room:
+                rooms[j] -= s
+                bins[j].append(k)
+                break
+        else:
+            rooms.append(capacity - s)
+            bins.append([k])
+    return bins
+
+
+def organ_order(times: np.ndarray) -> np.ndarray:
+    """Indices of ``times`` in organ order: ascending ranks 0, 1, 2, 3, … go to positions
+    v−1, 0, v−2, 1, … (the smallest last, the largest in the middle)."""
+    ranked = np.argsort(times, kind="stable")
+    v = ranked.size
+    q = np.arange(v)
+    slots = np.where(q % 2 == 0, v - 1 - q // 2, q // 2)
+    order = np.empty(v, dtype=np.int64)
+    order[slots] = ranked
+    return order

@@ -1,0 +1,81 @@
+"""Batching methods side by side over many steps, and the micro-batch times behind a plan.
+
+For each method, every batch is dispatched and summarised by its predicted step time ``T``,
+its ratio to the plan's lower bound ``T/LB`` (:mod:`hydraulis.dispatch.dispatcher`), its ratio
+to DESIGN §4's work bound ``T/LB_work`` (:func:`work_lower_bound_ms`), and the planning time
+(median and 90th percentile, the nearest-rank order statistic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hydraulis.cost import microbatch_time_ms
+from hydraulis.dispatch.bounds import work_lower_bound_ms
+from hydraulis.dispatch.dispatcher import dispatch
+from hydraulis.dispatch.options import DispatchOptions
+from hydraulis.errors import require
+from hydraulis.types import BatchingMethod, Proposal, StepPlan
+
+
+@dataclass(frozen=True)
+class MethodSummary:
+    """One batching method over ``steps`` batches; ``chosen[k]`` counts the steps that ran
+    strategy ``k``."""
+
+    method: BatchingMethod
+    steps: int
+    mean_ms: float
+    median_ms: float
+    median_ratio: float
+    p90_ratio: float
+    median_work_ratio: float
+    planning_median_ms: float
+    planning_p90_ms: float
+    chosen: tuple[int, ...]
+
+
+def compare_methods(proposal: Proposal, batches: Sequence[np.ndarray], options: DispatchOptions = DispatchOptions(),
+                    methods: Sequence[BatchingMethod] = tuple(BatchingMethod)) -> tuple[MethodSummary, ...]:
+    """Dispatch every batch with every method (in that order) and summarise each method."""
+    require(len(batches) > 0, "steps", 0, "must be at least 1")
+    work_bounds = np.array([work_lower_bound_ms(proposal, b, options.alignment) for b in batches])
+    summaries = []
+    for method in methods:
+        plans = [dispatch(proposal, batch, method, options) for batch in batches]
+        predicted = np.array([p.predicted_ms for p in plans])
+        ratio = predicted / np.array([p.lower_bound_ms for p in plans])
+        planning = np.array([p.planning_ms for p in plans])
+        summaries.append(MethodSummary(
+            method=method,
+            steps=len(plans),
+            mean_ms=float(predicted.mean()),
+            median_ms=float(np.median(predicted)),
+            median_ratio=float(np.median(ratio)),
+            p90_ratio=_p90(ratio),
+            median_work_ratio=float(np.median(predicted / work_bounds)),
+            planning_median_ms=float(np.median(planning)),
+            planning_p90_ms=_p90(planning),
+            chosen=tuple(np.bincount([p.strategy_index for p in plans], minlength=len(proposal.strategies)).tolist()),
+        ))
+    return tuple(summaries)
+
+
+def micro_batch_times_ms(plan: StepPlan, proposal: Proposal) -> list[list[float]]:
+    """Per pipeline, the per-stage time of each micro-batch in execution order, as dispatch
+    timed it: ``c + Σ (a·s'² + b·s')`` over aligned lengths ``s'`` (for ``padding`` every
+    sequence counts as the step's longest)."""
+    groups = proposal.strategies[plan.strategy_index].strategy.expanded()
+    aligned = [[[-(-s // plan.alignment) * plan.alignment for s in mb.lengths] for mb in p.micro_batches]
+               for p in plan.pipelines]
+    if plan.method is BatchingMethod.PADDING:
+        longest = max(s for pipeline in aligned for mb in pipeline for s in mb)
+        aligned = [[[longest] * len(mb) for mb in pipeline] for pipeline in aligned]
+    return [[microbatch_time_ms(group.time, mb) for mb in pipeline] for group, pipeline in zip(groups, aligned)]
+
+
+def _p90(values: np.ndarray) -> float:
+    return float(np.percentile(values, 90, method="inverted_cdf"))

@@ -1,0 +1,127 @@
+"""``hydraulis plan-step``: one batch (table, JSON, plan file, Gantt chart), the method summary,
+and bad input (exit 2, one line, no traceback)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hydraulis.artifacts import read_lengths, read_step_plan, write_proposal
+from hydraulis.types import BatchingMethod
+
+from tests.dispatch.helpers import EXAMPLES, group, proposal
+
+PROPOSAL = str(EXAMPLES / "proposals" / "7b_32dev.json")
+POOL = str(EXAMPLES / "data" / "longtail.txt")
+
+
+def hydraulis(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
+
+
+@pytest.fixture()
+def batch(tmp_path):
+    path = tmp_path / "batch.txt"
+    path.write_text("".join(f"{n}\n" for n in read_lengths(POOL)[:120]))
+    return str(path)
+
+
+def test_one_batch_as_table_with_plan_file_and_gantt(batch, tmp_path):
+    plan_path, png = tmp_path / "plan.json", tmp_path / "gantt.png"
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, "-o", str(plan_path),
+                    "--gantt", str(png), "--alignment", "8")
+    assert run.returncode == 0, run.stderr
+    assert "lower bound" in run.stdout and "micro_batches" in run.stdout
+    plan = read_step_plan(plan_path)
+    assert plan.alignment == 8 and plan.method is BatchingMethod.DISPATCH_BALANCED_PACKING
+    assert sorted(s for p in plan.pipelines for mb in p.micro_batches for s in mb.sequences) == list(range(120))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_one_batch_as_json_has_the_names_scripts_rely_on(batch):
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, "--format", "json",
+                    "--method", "fixed_packing")
+    assert run.returncode == 0, run.stderr
+    plan = json.loads(run.stdout)
+    assert {"schema_version", "strategy_index", "method", "predicted_ms", "lower_bound_ms", "planning_ms",
+            "pipelines"} <= plan.keys()
+    assert plan["method"] == "fixed_packing"
+    pipeline = plan["pipelines"][0]
+    assert {"scheme", "max_seq_len", "predicted_ms", "micro_batches", "solver_status"} <= pipeline.keys()
+    assert set(pipeline["scheme"]) == {"cp", "tp", "pp"}
+    assert {"sequences", "tokens", "cu_seqlens"} <= pipeline["micro_batches"][0].keys()
+
+
+@pytest.mark.parametrize("method", ["padding", "dispatch_balanced_packing"])
+def test_gantt_of_many_stage_pipelines(tmp_path, method):
+    staged = tmp_path / "staged.json"
+    write_proposal(staged, proposal((group(pp=4, count=2, capacity=8000, a=1e-6, b=0.05, c=10.0),)))
+    lengths = tmp_path / "short.txt"
+    lengths.write_text("".join(f"{n}\n" for n in [3000, 2500, 2000, 1500, 1200, 900, 800, 500, 400, 300] * 4))
+    png = tmp_path / "g.png"
+    run = hydraulis("plan-step", "--proposal", str(staged), "--lengths", str(lengths), "--gantt", str(png),
+                    "--method", method)
+    assert run.returncode == 0, run.stderr
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_summary_of_all_methods_over_sampled_steps():
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", POOL, "--steps", "4",
+                    "--token-budget", "200000", "--format", "json")
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(run.stdout)
+    assert [r["method"] for r in rows] == [m.value for m in BatchingMethod]
+    assert all(r["steps"] == 4 and r["median_ratio"] >= 1.0 for r in rows)
+    table = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", POOL, "--steps", "3",
+                      "--token-budget", "200000")
+    assert table.returncode == 0 and "speedup_vs_fixed" in table.stdout and "dispatch_balanced_packing" in table.stdout
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--method", "greedy"], "invalid choice"),
+    (["--time-limit", "-1"], "ilp_time_limit_s: -1.0 must be >= 0.0"),
+    (["--alignment", "0"], "alignment: 0 must be >= 1"),
+    (["--token-budget", "100"], "--token-budget: 100 needs --steps"),
+    (["--steps", "2"], "--token-budget: None is required with --steps"),
+    (["--steps", "0", "--token-budget", "200000"], "--steps: 0 must be >= 1"),
+    (["--steps", "2", "--token-budget", "200000", "--gantt", "x.png"], "leave out --steps"),
+])
+def test_bad_arguments(batch, extra, message):
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, *extra)
+    assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "holds no lengths"),
+    ("10\n0\n", "must be a positive length"),
+    ("10\n-5\n", "must be a positive length"),
+    ("10\n99999999\n", "exceeds the longest sequence any pipeline of the proposal can hold"),
+])
+def test_bad_batches(tmp_path, content, message):
+    lengths = tmp_path / "bad.txt"
+    lengths.write_text(content)
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", str(lengths))
+    assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr
+
+
+def test_oversize_split_from_the_command_line(tmp_path):
+    lengths = tmp_path / "long.txt"
+    lengths.write_text("300000\n10\n")
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", str(lengths), "--oversize", "split",
+                    "--format", "json")
+    assert run.returncode == 0, run.stderr
+    plan = json.loads(run.stdout)
+    pieces = [l for p in plan["pipelines"] for mb in p["micro_batches"] for s, l in zip(mb["sequences"], mb["lengths"])
+              if s == 0]
+    assert sum(pieces) == 300000 and len(pieces) > 1
+
+
+def test_a_proposal_that_fails_validation(tmp_path):
+    document = json.loads(open(PROPOSAL).read())
+    document["strategies"][0]["pipelines"][0]["count"] = 100
+    document["strategies"][0]["devices"] = 1600
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(document))
+    run = hydraulis("plan-step", "--proposal", str(broken), "--lengths", POOL)
+    assert run.returncode == 2 and "strategies[0].devices: 1600 exceeds the proposal's 32 devices" in run.stderr
