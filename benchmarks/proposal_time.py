@@ -29,7 +29,7 @@ from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
 from hydraulis.types import Cluster, PipelineGroup, Proposal, SchemeSpace, Strategy
 from hydraulis.workload import sample_batches
 
-LENGTHS = Path(__file__).resolve().parents[1] / "examples" / "data" / "longtail_lengths.txt.gz"
+LENGTHS = Path(__file__).resolve().parents[1] / "examples" / "data" / "longtail.txt"
 CREATED = "2026-01-01T00:00:00+00:00"
 
 

@@ -19,9 +19,9 @@ hydraulis space show "$out/space_32b_h100.json" --optimizer-layout 128,8,1
 
 echo
 echo "== 3. Propose strategies for LLaMA-7B on 32 GPUs (8 per node), 128K tokens per step, 32K maximum,"
-echo "     for the bundled long-tail lengths (examples/make_longtail_lengths.py wrote them)"
+echo "     for the bundled long-tail lengths (examples/data/README.md says how they were made)"
 hydraulis propose --space "$out/space_7b.json" --devices 32 --devices-per-node 8 --token-budget 131072 \
-    --max-seq-len 32768 --lengths "$root/examples/data/longtail_lengths.txt.gz" --strategies 8 --explain \
+    --max-seq-len 32768 --lengths "$root/examples/data/longtail.txt" --strategies 8 --explain \
     -o "$out/proposal_7b.json"
 
 echo

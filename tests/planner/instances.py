@@ -11,8 +11,8 @@ from hydraulis.planner.distribution import BucketWorkload
 from hydraulis.planner.options import SchemeOption
 from hydraulis.types import Scheme, TimeCoefficients
 
-LENGTHS = Path(__file__).resolve().parents[2] / "examples" / "data" / "longtail_lengths.txt.gz"
-"""The bundled long-tail lengths file (examples/make_longtail_lengths.py)."""
+LENGTHS = Path(__file__).resolve().parents[2] / "examples" / "data" / "longtail.txt"
+"""The bundled long-tail lengths file (examples/data/README.md)."""
 
 MEMORY = MemoryBreakdown(compute_states=1e9, optimizer_states=1e9, overhead=1e9, safety_margin=1e9,
                          activation_per_token=1e5, device_memory=80e9)
