@@ -18,7 +18,18 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from hydraulis import __version__
-from hydraulis.artifacts import scheme_space_from_dict, scheme_space_to_dict, timestamp
+import numpy as np
+
+from hydraulis.artifacts import (
+    proposal_from_dict,
+    proposal_to_dict,
+    scheme_space_from_dict,
+    scheme_space_to_dict,
+    step_plan_to_dict,
+    timestamp,
+)
+from hydraulis.dispatch import DispatchOptions, dispatch
+from hydraulis.planner import PlannerConfig, propose, validate_proposal
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import device_names, device_preset, model_names, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
@@ -29,6 +40,8 @@ from hydraulis.service.schemas import (
     AnalyticSpaceRequest,
     LayoutBody,
     Presets,
+    ProposalRequest,
+    StepPlanRequest,
     ValidateSpaceRequest,
     ValidateSpaceResponse,
 )
@@ -105,7 +118,66 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
             return scheme_space_to_dict(space)
         return await off_loop(work, settings.default_time_limit_s)
 
+    @router.post("/proposals")
+    async def proposals(body: ProposalRequest) -> dict[str, Any]:
+        check_devices(body.devices, settings)
+        time_limit = request_time_limit(body.time_limit_s, settings)
+        lengths = request_lengths(body, settings)
+
+        def work() -> dict[str, Any]:
+            space = scheme_space_from_dict(body.scheme_space)
+            config = PlannerConfig(devices=body.devices, devices_per_node=body.devices_per_node,
+                                   token_budget=body.token_budget, max_seq_len=body.max_seq_len,
+                                   strategies=body.strategies, seed=body.seed, time_limit_s=max(time_limit, 0.1))
+            return proposal_to_dict(propose(space, lengths, config), config.to_dict())
+        return await off_loop(work, 2 * time_limit + 5.0)
+
+    @router.post("/step-plans")
+    async def step_plans(body: StepPlanRequest) -> dict[str, Any]:
+        check_sequences(len(body.lengths), settings)
+        time_limit = request_time_limit(body.time_limit_s, settings)
+
+        def work() -> dict[str, Any]:
+            proposal = validate_proposal(proposal_from_dict(body.proposal))
+            check_devices(proposal.devices, settings)
+            options = DispatchOptions(seed=body.seed, ilp_time_limit_s=time_limit, alignment=body.alignment,
+                                      oversize=body.oversize)
+            return step_plan_to_dict(dispatch(proposal, np.asarray(body.lengths, dtype=np.int64), body.method, options))
+        return await off_loop(work, time_limit + settings.default_time_limit_s)
+
     return router
+
+
+def request_lengths(body: ProposalRequest, settings: ServiceSettings) -> np.ndarray:
+    """The document lengths of a proposal request: ``lengths``, or ``histogram`` expanded."""
+    if (body.lengths is None) == (body.histogram is None):
+        raise HydraulisError("lengths", None, "give exactly one of lengths and histogram")
+    if body.lengths is not None:
+        check_sequences(len(body.lengths), settings)
+        return np.asarray(body.lengths, dtype=np.int64)
+    histogram = body.histogram
+    if len(histogram.lengths) != len(histogram.counts):
+        raise HydraulisError("histogram.counts", len(histogram.counts),
+                             f"must have one entry per length ({len(histogram.lengths)})")
+    if min(histogram.counts) < 0:
+        raise HydraulisError("histogram.counts", min(histogram.counts), "must be >= 0")
+    check_sequences(sum(histogram.counts), settings)
+    return np.repeat(np.asarray(histogram.lengths, dtype=np.int64), histogram.counts)
+
+
+def request_time_limit(requested: float | None, settings: ServiceSettings) -> float:
+    if requested is None:
+        return settings.default_time_limit_s
+    if requested > settings.max_time_limit_s:
+        raise HydraulisError("time_limit_s", requested, f"exceeds this service's max_time_limit_s = "
+                                                        f"{settings.max_time_limit_s}")
+    return requested
+
+
+def check_sequences(count: int, settings: ServiceSettings) -> None:
+    if count > settings.max_sequences:
+        raise ServiceError(413, "too_many_sequences", f"{count} sequences exceed this service's max_sequences = "
+                                                      f"{settings.max_sequences}", "lengths")
 
 
 async def off_loop(work: Callable[[], T], time_limit_s: float) -> T:

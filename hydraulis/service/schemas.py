@@ -4,11 +4,16 @@ the files are one format."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hydraulis.types import OptimizerLayout
+from hydraulis.dispatch import OversizePolicy
+from hydraulis.types import BatchingMethod, OptimizerLayout
+
+
+Int64 = Annotated[int, Field(ge=-(2**62), le=2**62)]
+"""An integer that fits numpy's int64 (the library then checks its real range and names it)."""
 
 
 class Body(BaseModel):
@@ -63,3 +68,34 @@ class AnalyticSpaceRequest(Body):
     cp: list[int] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
     tp: list[int] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
     pp: list[int] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
+
+
+class Histogram(Body):
+    """Document counts per length: ``counts[i]`` documents of ``lengths[i]`` tokens (e.g. bucket
+    representatives of a histogram)."""
+
+    lengths: list[Int64] = Field(min_length=1, max_length=1_000_000)
+    counts: list[Int64] = Field(min_length=1, max_length=1_000_000)
+
+
+class ProposalRequest(Body):
+    scheme_space: dict[str, Any] = Field(description="a scheme-space document (hydraulis space ... -o)")
+    devices: int = Field(ge=1)
+    devices_per_node: int = Field(ge=1, le=1024)
+    token_budget: int = Field(ge=1)
+    max_seq_len: int = Field(ge=1)
+    lengths: list[Int64] | None = Field(default=None, description="document lengths (give this or histogram)")
+    histogram: Histogram | None = Field(default=None, description="document counts per length")
+    strategies: int = Field(default=8, ge=1, le=64)
+    time_limit_s: float | None = Field(default=None, ge=0, description="seconds for the integer programs")
+    seed: int = Field(default=0, ge=0)
+
+
+class StepPlanRequest(Body):
+    proposal: dict[str, Any] = Field(description="a proposal document (POST /v1/proposals, hydraulis propose)")
+    lengths: list[Int64] = Field(description="the global batch: one length per sequence")
+    method: BatchingMethod = BatchingMethod.DISPATCH_BALANCED_PACKING
+    seed: int = Field(default=0, ge=0)
+    time_limit_s: float = Field(default=0.0, ge=0, description="seconds for the packing ILP (0 skips it)")
+    alignment: int = Field(default=1, ge=1, le=65536)
+    oversize: OversizePolicy = OversizePolicy.ERROR

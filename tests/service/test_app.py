@@ -107,3 +107,82 @@ def test_bearer_token():
 def test_request_id_is_echoed(client):
     assert client.get("/healthz", headers={"X-Request-ID": "abc"}).headers["x-request-id"] == "abc"
     assert len(client.get("/healthz").headers["x-request-id"]) == 32
+
+
+@pytest.fixture(scope="module")
+def example_proposal() -> dict:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).resolve().parents[2] / "examples" / "proposals" / "7b_64dev.json").read_text())
+
+
+def test_step_plan_places_every_sequence(client, example_proposal):
+    lengths = [30000, 12, 4096, 700, 700, 20000, 1]
+    response = client.post("/v1/step-plans", json={"proposal": example_proposal, "lengths": lengths, "seed": 3})
+    assert response.status_code == 200
+    plan = response.json()
+    assert plan["kind"] == "step_plan" and plan["method"] == "dispatch_balanced_packing"
+    placed = sorted(i for p in plan["pipelines"] for mb in p["micro_batches"] for i in mb["sequences"])
+    assert placed == list(range(len(lengths)))
+    assert plan["predicted_ms"] >= plan["lower_bound_ms"] > 0
+
+
+@pytest.mark.parametrize("change, status, field", [
+    (lambda b: b.__setitem__("lengths", []), 422, None),
+    (lambda b: b.__setitem__("lengths", [5, -3]), 422, "lengths[1]"),
+    (lambda b: b.__setitem__("method", "magic"), 422, "method"),
+    (lambda b: b["proposal"].__setitem__("devices", 8), 422, None),
+    (lambda b: b["proposal"].pop("strategies"), 422, "strategies"),
+    (lambda b: b.__setitem__("time_limit_s", 10_000), 422, "time_limit_s"),
+])
+def test_step_plan_errors(client, example_proposal, change, status, field):
+    import copy
+
+    body = {"proposal": copy.deepcopy(example_proposal), "lengths": [100, 200]}
+    change(body)
+    response = client.post("/v1/step-plans", json=body)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert error["message"]
+    if field is not None:
+        assert error["field"] == field
+
+
+def test_too_many_sequences_is_413(example_proposal):
+    small = TestClient(create_app(ServiceSettings(max_sequences=10)))
+    response = small.post("/v1/step-plans", json={"proposal": example_proposal, "lengths": [5] * 11})
+    assert response.status_code == 413
+    assert "max_sequences = 10" in response.json()["error"]["message"]
+
+
+def test_proposal_from_lengths_and_from_histogram(client, space_document):
+    common = {"scheme_space": space_document, "devices": 16, "devices_per_node": 8, "token_budget": 65536,
+              "max_seq_len": 16384, "time_limit_s": 2.0, "strategies": 2}
+    lengths = [300] * 200 + [2000] * 40 + [16000] * 3
+    by_lengths = client.post("/v1/proposals", json={**common, "lengths": lengths})
+    assert by_lengths.status_code == 200, by_lengths.text
+    body = by_lengths.json()
+    assert body["kind"] == "proposal" and 1 <= len(body["strategies"]) <= 2
+    assert all(s["devices"] <= 16 for s in body["strategies"])
+    by_histogram = client.post("/v1/proposals", json={**common, "histogram": {"lengths": [300, 2000, 16000],
+                                                                              "counts": [200, 40, 3]}})
+    assert by_histogram.status_code == 200
+    assert by_histogram.json()["strategies"] == body["strategies"]
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({}, "lengths"),
+    ({"lengths": [5], "histogram": {"lengths": [5], "counts": [1]}}, "lengths"),
+    ({"histogram": {"lengths": [5, 6], "counts": [1]}}, "histogram.counts"),
+    ({"lengths": [5, 0]}, None),
+    ({"lengths": [5], "devices": 1}, "devices"),
+    ({"lengths": [5], "max_seq_len": 10**7, "token_budget": 10**7}, None),
+])
+def test_proposal_errors_name_the_field(client, space_document, extra, field):
+    body = {"scheme_space": space_document, "devices": 16, "devices_per_node": 8, "token_budget": 65536,
+            "max_seq_len": 16384, "time_limit_s": 1.0, **extra}
+    response = client.post("/v1/proposals", json=body)
+    assert response.status_code == 422, response.text
+    if field is not None:
+        assert response.json()["error"]["field"] == field
