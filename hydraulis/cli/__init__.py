@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 
 from hydraulis import __version__
-from hydraulis.cli import space
+from hydraulis.cli import check_equivalence, space, train
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space,)
+COMMANDS = (space, train, check_equivalence)
 
 
 def build_parser() -> argparse.ArgumentParser:
