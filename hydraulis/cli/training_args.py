@@ -27,7 +27,8 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-seq-len", type=int, help="longest sequence, longer documents are cut (default 64)")
     parser.add_argument("--micro-batch-tokens", type=int, help="micro-batch capacity in tokens (default 96)")
     parser.add_argument("--nproc", type=int,
-                        help="local processes (default: the most devices a strategy uses); under torchrun its WORLD_SIZE")
+                        help="local processes (default: the most devices a strategy uses); "
+                             "under torchrun, its WORLD_SIZE")
     parser.add_argument("--lengths", help="lengths file of document lengths (default: synthetic long tail)")
     parser.add_argument("--space", help="scheme space for predicted times (default: analytic cpu preset)")
     parser.add_argument("--device", choices=[d.value for d in DeviceKind], help="default auto: cuda if available")

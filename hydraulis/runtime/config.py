@@ -45,7 +45,8 @@ class RuntimeOptions:
     threads: int = 1
 
     def __post_init__(self) -> None:
-        require(isinstance(self.device, DeviceKind), "device", self.device, f"must be one of {[d.value for d in DeviceKind]}")
+        require(isinstance(self.device, DeviceKind), "device", self.device,
+                f"must be one of {[d.value for d in DeviceKind]}")
         require(isinstance(self.precision, Precision), "precision", self.precision,
                 f"must be one of {[p.value for p in Precision]}")
         require(isinstance(self.optimizer, OptimizerKind), "optimizer", self.optimizer,

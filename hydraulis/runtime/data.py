@@ -7,8 +7,9 @@ at most ``S = max_seq_len`` and drawn into global batches filled to the token bu
 
 Tokens: document ``i`` of step ``t`` with length ``s`` is ``s + 1`` tokens following
 ``x_{k+1} = (x_k + δ) mod V`` from a random start ``x_0`` and stride ``δ ∈ [1, 16]``, both drawn
-from a generator seeded by ``(seed, t)``. (numpy only: configs resolve without torch.) Every rank and the reference therefore see the same
+from a generator seeded by ``(seed, t)``. Every rank and the reference therefore see the same
 tokens, and the task is learnable from context (the loss falls as the model infers ``δ``).
+numpy only, so that configs resolve without torch.
 """
 
 from __future__ import annotations

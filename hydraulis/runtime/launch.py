@@ -76,19 +76,27 @@ def launched_by_torchrun() -> bool:
     return all(name in os.environ for name in TORCHRUN_VARIABLES)
 
 
-def run_job(job: Job, args: tuple, nproc: int, options: RuntimeOptions, log_level: str = "warning") -> None:
-    """Run ``job`` on every rank: as this process's rank under torchrun, else on ``nproc``
-    local processes."""
+def run_job(job: Job, args: tuple, options: RuntimeOptions, nproc: int = 0, devices: int = 1,
+            log_level: str = "warning") -> None:
+    """Run ``job`` on every rank: as this process's rank under torchrun (world size from
+    torchrun), else on ``nproc`` local processes (default ``devices``). The world must hold at
+    least ``devices`` ranks (the most any strategy of the job uses)."""
     if launched_by_torchrun():
         world = int(os.environ["WORLD_SIZE"])
         if nproc and nproc != world:
             raise HydraulisError("nproc", nproc, f"differs from torchrun's WORLD_SIZE = {world}")
-        _rank_main(int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), world, "env://", job, args, options, log_level)
+    else:
+        world = nproc or devices
+    if world < devices:
+        raise HydraulisError("nproc", world, f"is fewer than the {devices} devices a strategy uses")
+    if launched_by_torchrun():
+        _rank_main(int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), world, "env://", job, args, options,
+                   log_level)
         return
     with tempfile.TemporaryDirectory(prefix="hydraulis-") as folder:
         store = f"file://{Path(folder) / 'store'}"
         try:
-            mp.start_processes(_spawned, args=(nproc, store, job, args, options, log_level), nprocs=nproc,
+            mp.start_processes(_spawned, args=(world, store, job, args, options, log_level), nprocs=world,
                                join=True, start_method="spawn")
         except mp.ProcessRaisedException as error:
             raise RankFailure(f"rank {error.error_index} failed: {_last_line(str(error))}") from None
@@ -127,7 +135,10 @@ def _device(options: RuntimeOptions, local_rank: int) -> torch.device:
         raise HydraulisError("device", options.device.value, "is not available on this machine")
     if options.device is DeviceKind.CPU or not torch.cuda.is_available():
         return torch.device("cpu")
-    return torch.device("cuda", local_rank % torch.cuda.device_count())
+    if local_rank >= torch.cuda.device_count():
+        raise HydraulisError("nproc", local_rank + 1, f"exceeds the {torch.cuda.device_count()} GPUs of this node "
+                             "(one rank per GPU; use --device cpu for more ranks)")
+    return torch.device("cuda", local_rank)
 
 
 class _RankFilter(logging.Filter):

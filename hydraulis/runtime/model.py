@@ -43,6 +43,9 @@ from hydraulis.types import ModelSpec
 ROPE_THETA = 10000.0
 NORM_EPS = 1e-5
 
+Rope = tuple[torch.Tensor, torch.Tensor]
+"""``cos, sin`` tables of a micro-batch's token positions."""
+
 
 class RMSNorm(nn.Module):
     def __init__(self, hidden: int, **factory) -> None:
@@ -60,7 +63,7 @@ def at_least_fp32(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
-def rotary_tables(positions: torch.Tensor, head_dim: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def rotary_tables(positions: torch.Tensor, head_dim: int, dtype: torch.dtype) -> Rope:
     """``cos, sin`` of ``p·θ^(−2i/d)`` for every token position ``p``, shaped ``[T, 1, d]``, in
     fp32 or ``dtype`` when wider."""
     wide = torch.promote_types(dtype, torch.float32)
@@ -70,7 +73,7 @@ def rotary_tables(positions: torch.Tensor, head_dim: int, dtype: torch.dtype) ->
     return angles.cos(), angles.sin()
 
 
-def apply_rotary(x: torch.Tensor, tables: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+def apply_rotary(x: torch.Tensor, tables: Rope) -> torch.Tensor:
     """Rotate ``x: [T, heads, d]`` by the tables (rotate-half form)."""
     cos, sin = tables
     wide = at_least_fp32(x)
@@ -89,7 +92,7 @@ class Attention(nn.Module):
         self.wv = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, **factory)
         self.wo = RowParallelLinear(self.heads * model.head_dim, model.hidden, tp, **factory)
 
-    def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         tokens = x.shape[0]
         x = copy_to_group(x, self.tp)
         q = apply_rotary(self.wq(x).view(tokens, self.heads, self.head_dim), rope)
@@ -121,7 +124,7 @@ class DecoderLayer(nn.Module):
         self.mlp_norm = RMSNorm(model.hidden, **factory)
         self.mlp = MLP(model, tp, **factory)
 
-    def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), batch, rope)
         return x + self.mlp(self.mlp_norm(x))
 

@@ -29,6 +29,10 @@ from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
 from hydraulis.types import MicroBatch
 
 
+Documents = Sequence[np.ndarray | torch.Tensor]
+"""A global batch's token documents, indexed by the plan's sequence numbers."""
+
+
 @dataclass(frozen=True)
 class PackedMicroBatch:
     """This rank's tokens of one micro-batch. ``mask`` is the document-causal mask of its
@@ -52,7 +56,7 @@ def cp_alignment(alignment: int, cp: int) -> int:
     return alignment if cp == 1 else math.lcm(alignment, 2 * cp)
 
 
-def pack_micro_batch(documents: Sequence[np.ndarray | torch.Tensor], micro_batch: MicroBatch, alignment: int,
+def pack_micro_batch(documents: Documents, micro_batch: MicroBatch, alignment: int,
                      cp: ParallelGroup, device: torch.device, varlen: bool = False) -> PackedMicroBatch:
     """Pack ``micro_batch``'s documents (token tensors of ``length + 1``) for cp rank ``cp.rank``."""
     require(len(micro_batch.sequences) > 0, "micro_batch.sequences", [], "must not be empty")

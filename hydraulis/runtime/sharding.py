@@ -114,7 +114,8 @@ def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
             ParameterSpec(prefix + "mlp.up.weight", (f, h), Holder.LAYER, i, 0),
             ParameterSpec(prefix + "mlp.down.weight", (h, f), Holder.LAYER, i, 1),
         ]
-    specs += [ParameterSpec("norm.weight", (h,), Holder.OUTPUT), ParameterSpec("head.weight", (v, h), Holder.OUTPUT, tp_dim=0)]
+    specs += [ParameterSpec("norm.weight", (h,), Holder.OUTPUT),
+              ParameterSpec("head.weight", (v, h), Holder.OUTPUT, tp_dim=0)]
     return tuple(specs)
 
 

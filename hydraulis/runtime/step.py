@@ -19,7 +19,6 @@ A rank the strategy leaves idle does steps 4–5 only.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -34,7 +33,7 @@ from hydraulis.runtime.layout import StrategyLayout
 from hydraulis.runtime.loss import loss_tokens
 from hydraulis.runtime.master import MasterWeights, make_optimizer
 from hydraulis.runtime.model import StageModel
-from hydraulis.runtime.packing import pack_micro_batch
+from hydraulis.runtime.packing import Documents, pack_micro_batch
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.runtime.rank_map import ProcessGroups, RankMap, RankPlace
 from hydraulis.runtime.sharding import Shard, stage_shards
@@ -77,7 +76,7 @@ class StepRunner:
         self.reducer = GradientReducer(self.master, context.world)
         self.stages: dict[str, ComputeStage] = {}
 
-    def run(self, step: int, layout: StrategyLayout, plan: StepPlan, documents: Sequence[torch.Tensor]) -> StepRecord:
+    def run(self, step: int, layout: StrategyLayout, plan: StepPlan, documents: Documents) -> StepRecord:
         """Steps 1–5 of the module docstring."""
         _check_plan(layout, plan)
         stage = self._stage(layout)
@@ -96,7 +95,7 @@ class StepRunner:
         return StepRecord(step, str(layout), tokens, loss, measured,
                           tuple(p.predicted_ms for p in plan.pipelines), (done - computed) * 1e3)
 
-    def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Sequence[torch.Tensor], tokens: int) -> float:
+    def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int) -> float:
         place, model = stage.place, stage.model
         model.load(self.master.params, stage.shards)
         pipeline = plan.pipelines[place.pipeline]

@@ -60,7 +60,7 @@ def train_job(context: RankContext, run: TrainingRun, options: RuntimeOptions) -
 def run_training(run: TrainingRun, options: RuntimeOptions, nproc: int = 0, log_level: str = "warning") -> None:
     """Train ``run`` on ``nproc`` local processes (default: the most devices a strategy uses)
     or, under torchrun, as this process's rank."""
-    run_job(train_job, (run, options), nproc or run.devices, options, log_level)
+    run_job(train_job, (run, options), options, nproc, run.devices, log_level)
 
 
 def format_record(record: StepRecord) -> str:

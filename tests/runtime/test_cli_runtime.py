@@ -40,11 +40,11 @@ def test_check_equivalence_cycles_strategies_and_ends_with_max_rel_diff():
 def test_train_spawns_processes_and_saves_its_resolved_config(tmp_path):
     config = tmp_path / "train.json"
     config.write_text(json.dumps({"schema_version": 1, "kind": "train_config", "model": "tiny",
-                                  "strategies": ["1,1,2"], "steps": 2, "token_budget": 128,
+                                  "strategies": ["1,1,1"], "steps": 2, "token_budget": 128,
                                   "runtime": {"device": "cpu"}}))
     result = hydraulis("train", "--config", str(config), "--steps", "3", "--output-dir", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     steps = [line for line in result.stderr.splitlines() if "rank 0 INFO" in line and " step " in line]
-    assert len(steps) == 3 and all("strategy 1,1,2 " in line for line in steps)
+    assert len(steps) == 3 and all("strategy 1,1,1 " in line for line in steps)
     saved = json.loads((tmp_path / "out" / "train_config.json").read_text())
     assert saved["steps"] == 3 and saved["token_budget"] == 128 and saved["runtime"]["optimizer"] == "adam"
