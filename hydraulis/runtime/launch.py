@@ -81,18 +81,20 @@ def run_job(job: Job, args: tuple, options: RuntimeOptions, nproc: int = 0, devi
     """Run ``job`` on every rank: as this process's rank under torchrun (world size from
     torchrun), else on ``nproc`` local processes (default ``devices``). The world must hold at
     least ``devices`` ranks (the most any strategy of the job uses)."""
-    if launched_by_torchrun():
-        world = int(os.environ["WORLD_SIZE"])
-        if nproc and nproc != world:
-            raise HydraulisError("nproc", nproc, f"differs from torchrun's WORLD_SIZE = {world}")
-    else:
-        world = nproc or devices
+    torchrun = launched_by_torchrun()
+    world = int(os.environ["WORLD_SIZE"]) if torchrun else nproc or devices
+    if torchrun and nproc and nproc != world:
+        raise HydraulisError("nproc", nproc, f"differs from torchrun's WORLD_SIZE = {world}")
     if world < devices:
         raise HydraulisError("nproc", world, f"is fewer than the {devices} devices a strategy uses")
-    if launched_by_torchrun():
+    if torchrun:
         _rank_main(int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), world, "env://", job, args, options,
                    log_level)
-        return
+    else:
+        _spawn(world, job, args, options, log_level)
+
+
+def _spawn(world: int, job: Job, args: tuple, options: RuntimeOptions, log_level: str) -> None:
     with tempfile.TemporaryDirectory(prefix="hydraulis-") as folder:
         store = f"file://{Path(folder) / 'store'}"
         try:
