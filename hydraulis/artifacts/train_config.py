@@ -1,0 +1,82 @@
+"""The training-config artifact: what ``hydraulis train --config`` reads and writes back resolved.
+
+Layout (``schema_version`` 1; every field but ``model``, ``strategies`` and ``steps`` optional)::
+
+    {"schema_version": 1, "kind": "train_config", "model": "tiny",
+     "strategies": ["1,2,1+1,1,2", "1,1,2x2"], "steps": 10, "token_budget": 256,
+     "max_seq_len": 64, "micro_batch_tokens": 96, "nproc": 4,
+     "lengths_file": null, "space_file": null,
+     "runtime": {"device": "auto", "precision": "fp32", "optimizer": "adam", "lr": 0.001,
+                 "seed": 0, "timeout_s": 60.0, "threads": 1}}
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from enum import Enum
+from pathlib import Path
+
+from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
+from hydraulis.errors import HydraulisError
+from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, RuntimeOptions, TrainConfig
+
+KIND = "train_config"
+SCHEMA_VERSION = 1
+_ENUMS = {"device": DeviceKind, "precision": Precision, "optimizer": OptimizerKind}
+
+
+def train_config_to_dict(config: TrainConfig) -> dict:
+    document = {"schema_version": SCHEMA_VERSION, "kind": KIND, **asdict(config)}
+    document["strategies"] = list(config.strategies)
+    document["runtime"] = {k: v.value if isinstance(v, Enum) else v for k, v in asdict(config.runtime).items()}
+    return document
+
+
+def train_config_from_dict(document: object) -> TrainConfig:
+    record = Record(document)
+    check_header(record, KIND, (SCHEMA_VERSION,))
+    defaults = TrainConfig("-", ("-",), 1)
+    runtime = record.optional_sub("runtime")
+    return build("", TrainConfig,
+        model=record.str("model"),
+        strategies=record.strs("strategies"),
+        steps=record.int("steps"),
+        token_budget=record.int("token_budget", defaults.token_budget),
+        max_seq_len=record.int("max_seq_len", defaults.max_seq_len),
+        micro_batch_tokens=record.int("micro_batch_tokens", defaults.micro_batch_tokens),
+        nproc=record.int("nproc", defaults.nproc),
+        lengths_file=_optional_str(record, "lengths_file"),
+        space_file=_optional_str(record, "space_file"),
+        runtime=RuntimeOptions() if runtime is None else _runtime_from_record(runtime),
+    )
+
+
+def read_train_config(path: str | Path) -> TrainConfig:
+    return train_config_from_dict(read_json(path))
+
+
+def write_train_config(path: str | Path, config: TrainConfig) -> None:
+    write_json(path, train_config_to_dict(config))
+
+
+def _runtime_from_record(record: Record) -> RuntimeOptions:
+    defaults = RuntimeOptions()
+    values = {}
+    for spec in fields(RuntimeOptions):
+        default = getattr(defaults, spec.name)
+        if spec.name in _ENUMS:
+            text = record.str(spec.name, default.value)
+            try:
+                values[spec.name] = _ENUMS[spec.name](text)
+            except ValueError:
+                raise HydraulisError(f"{record.path}.{spec.name}", text,
+                                     f"must be one of {[e.value for e in _ENUMS[spec.name]]}") from None
+        elif isinstance(default, float):
+            values[spec.name] = record.float(spec.name, default)
+        else:
+            values[spec.name] = record.int(spec.name, default)
+    return build(record.path, RuntimeOptions, **values)
+
+
+def _optional_str(record: Record, key: str) -> str | None:
+    return None if record.raw(key, None) is None else record.str(key)

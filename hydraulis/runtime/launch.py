@@ -1,0 +1,171 @@
+"""Starting the processes of a job and their ``torch.distributed`` world.
+
+Two ways in, one per-rank body (:func:`_rank_main`):
+
+* **torchrun** (many nodes, or any launcher that sets ``RANK``, ``WORLD_SIZE``,
+  ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``)::
+
+      torchrun --nnodes 2 --nproc-per-node 8 --rdzv-endpoint HOST:29500 -m hydraulis train --config train.json
+
+  :func:`launched_by_torchrun` sees the variables and :func:`run_job` runs this process as
+  its rank (``env://`` rendezvous).
+* **local**: ``--nproc N`` without torchrun spawns ``N`` processes on this machine
+  (``torch.multiprocessing``, start method ``spawn``) that meet through a file store in a
+  fresh temporary folder — no port to pick. If any rank fails, the others are ended and the
+  first failure is raised as :class:`RankFailure`.
+
+Each rank: logging with its rank in every line; ``torch.set_num_threads``; the device (CPU with
+gloo, or ``cuda:LOCAL_RANK`` with NCCL); ``init_process_group(timeout=…)`` so that a collective
+or point-to-point wait on a dead or stuck peer fails after ``timeout_s`` instead of hanging
+(gloo also fails at once when a peer's connection closes, and a failing rank exits, closing its
+own connections — so one dead rank brings every other rank down with an error).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from hydraulis.errors import HydraulisError
+from hydraulis.runtime.config import DeviceKind, Precision, RuntimeOptions
+from hydraulis.runtime.parallel.group import ParallelGroup
+
+log = logging.getLogger(__name__)
+
+TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+DTYPES = {Precision.FP32: torch.float32, Precision.BF16: torch.bfloat16}
+
+
+class RankFailure(RuntimeError):
+    """A rank of a local job ended with an error."""
+
+
+@dataclass(frozen=True)
+class RankContext:
+    """This process's rank, world size, device and compute dtype."""
+
+    rank: int
+    world_size: int
+    device: torch.device
+    dtype: torch.dtype
+
+    @property
+    def world(self) -> ParallelGroup:
+        return ParallelGroup(None, self.world_size, self.rank)
+
+    @classmethod
+    def single(cls, options: RuntimeOptions) -> RankContext:
+        """One process, no ``torch.distributed`` (the single-device reference)."""
+        return cls(0, 1, _device(options, 0), DTYPES[options.precision])
+
+
+Job = Callable[..., None]
+"""``job(context, *args)``, run on every rank; a module-level function (spawn pickles it)."""
+
+
+def launched_by_torchrun() -> bool:
+    return all(name in os.environ for name in TORCHRUN_VARIABLES)
+
+
+def run_job(job: Job, args: tuple, options: RuntimeOptions, nproc: int = 0, devices: int = 1,
+            log_level: str = "warning") -> None:
+    """Run ``job`` on every rank: as this process's rank under torchrun (world size from
+    torchrun), else on ``nproc`` local processes (default ``devices``). The world must hold at
+    least ``devices`` ranks (the most any strategy of the job uses)."""
+    torchrun = launched_by_torchrun()
+    world = int(os.environ["WORLD_SIZE"]) if torchrun else nproc or devices
+    if torchrun and nproc and nproc != world:
+        raise HydraulisError("nproc", nproc, f"differs from torchrun's WORLD_SIZE = {world}")
+    if world < devices:
+        raise HydraulisError("nproc", world, f"is fewer than the {devices} devices a strategy uses")
+    if torchrun:
+        _rank_main(int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), world, "env://", job, args, options,
+                   log_level)
+    else:
+        _spawn(world, job, args, options, log_level)
+
+
+def _spawn(world: int, job: Job, args: tuple, options: RuntimeOptions, log_level: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="hydraulis-") as folder:
+        store = f"file://{Path(folder) / 'store'}"
+        try:
+            mp.start_processes(_spawned, args=(world, store, job, args, options, log_level), nprocs=world,
+                               join=True, start_method="spawn")
+        except mp.ProcessRaisedException as error:
+            raise RankFailure(f"rank {error.error_index} failed: {_last_line(str(error))}") from None
+        except mp.ProcessExitedException as error:
+            raise RankFailure(f"rank {error.error_index} exited with status {error.exit_code}") from None
+
+
+def _spawned(local_rank: int, nproc: int, store: str, job: Job, args: tuple, options: RuntimeOptions,
+             log_level: str) -> None:
+    _rank_main(local_rank, local_rank, nproc, store, job, args, options, log_level)
+
+
+def _rank_main(local_rank: int, rank: int, world_size: int, init_method: str, job: Job, args: tuple,
+               options: RuntimeOptions, log_level: str) -> None:
+    _setup_rank_logging(rank, log_level)
+    torch.set_num_threads(options.threads)
+    device = _device(options, local_rank)
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size,
+                            timeout=timedelta(seconds=options.timeout_s))
+    context = RankContext(rank, world_size, device, DTYPES[options.precision])
+    context.world.all_reduce(torch.zeros(1, device=device))
+    log.debug("rank %d of %d on %s (%s)", rank, world_size, device, backend)
+    try:
+        job(context, *args)
+    except Exception as error:
+        log.error("rank %d failed: %s: %s", rank, type(error).__name__, _last_line(str(error)))
+        raise
+    dist.destroy_process_group()
+
+
+def _device(options: RuntimeOptions, local_rank: int) -> torch.device:
+    if options.device is DeviceKind.CUDA and not torch.cuda.is_available():
+        raise HydraulisError("device", options.device.value, "is not available on this machine")
+    if options.device is DeviceKind.CPU or not torch.cuda.is_available():
+        return torch.device("cpu")
+    if local_rank >= torch.cuda.device_count():
+        raise HydraulisError("nproc", local_rank + 1, f"exceeds the {torch.cuda.device_count()} GPUs of this node "
+                             "(one rank per GPU; use --device cpu for more ranks)")
+    return torch.device("cuda", local_rank)
+
+
+class _RankFilter(logging.Filter):
+    def __init__(self, rank: int) -> None:
+        super().__init__()
+        self.rank = rank
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.rank = self.rank
+        return True
+
+
+def _setup_rank_logging(rank: int, level: str) -> None:
+    """Every line names its rank; the per-step lines of :mod:`hydraulis.runtime.trainer`
+    (logged by rank 0) show at ``info`` whatever the level."""
+    handler = logging.StreamHandler()
+    handler.addFilter(_RankFilter(rank))
+    handler.setFormatter(logging.Formatter("%(asctime)s rank %(rank)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    steps = logging.getLogger("hydraulis.runtime.trainer")
+    steps.setLevel(min(logging.INFO, root.level))
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else text

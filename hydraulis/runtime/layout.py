@@ -1,0 +1,99 @@
+"""How a strategy's pipelines lay the model out: stages as contiguous layer ranges.
+
+A pipeline of scheme ``(cp, tp, pp)`` cuts the decoder's ``L`` layers into ``pp`` contiguous
+ranges, one per stage; stage 0 also holds the token embedding, the last stage the final norm
+and the output head. The split is even by default (:func:`even_split`: the first ``L mod pp``
+stages take one layer more, e.g. ``L = 4, pp = 3`` → ``(2, 1, 1)``) or given explicitly, e.g.
+``(3, 1)`` to lighten the last stage, which also carries the head.
+
+:class:`StrategyLayout` is a strategy as the runtime runs it: the planner's
+:class:`~hydraulis.types.Strategy` (schemes, counts, time coefficients) plus one
+:class:`PipelineLayout` per pipeline in :meth:`Strategy.expanded` order. Its ``str`` is the
+strategy SPEC of :mod:`hydraulis.runtime.strategy_spec`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hydraulis.errors import require, require_int
+from hydraulis.types import ModelSpec, Scheme, Strategy
+
+
+def even_split(layers: int, pp: int) -> tuple[int, ...]:
+    """``pp`` stage sizes summing to ``layers``, the first ``layers mod pp`` one larger."""
+    require_int(pp, "pp", minimum=1)
+    require(layers >= pp, "pp", pp, f"exceeds the {layers} layers")
+    base, extra = divmod(layers, pp)
+    return tuple(base + (stage < extra) for stage in range(pp))
+
+
+@dataclass(frozen=True)
+class PipelineLayout:
+    """One pipeline: its scheme and the number of decoder layers on each of its stages."""
+
+    scheme: Scheme
+    stage_layers: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        require(len(self.stage_layers) == self.scheme.pp, "stage_layers", self.stage_layers,
+                f"must name one layer count per stage (pp = {self.scheme.pp})")
+        for stage, count in enumerate(self.stage_layers):
+            require_int(count, f"stage_layers[{stage}]", minimum=1)
+
+    @property
+    def layers(self) -> int:
+        return sum(self.stage_layers)
+
+    def stage_range(self, stage: int) -> range:
+        """The decoder layers of ``stage`` (global layer indices)."""
+        start = sum(self.stage_layers[:stage])
+        return range(start, start + self.stage_layers[stage])
+
+    def is_even(self) -> bool:
+        return self.stage_layers == even_split(self.layers, self.scheme.pp)
+
+    def spec(self) -> str:
+        """``cp,tp,pp`` with ``:l1/l2/…`` when the split is not the even one."""
+        text = f"{self.scheme.cp},{self.scheme.tp},{self.scheme.pp}"
+        return text if self.is_even() else text + ":" + "/".join(str(n) for n in self.stage_layers)
+
+
+@dataclass(frozen=True)
+class StrategyLayout:
+    """A strategy plus the stage split of each of its pipelines (``Strategy.expanded()`` order)."""
+
+    strategy: Strategy
+    pipelines: tuple[PipelineLayout, ...]
+
+    def __post_init__(self) -> None:
+        expanded = self.strategy.expanded()
+        require(len(self.pipelines) == len(expanded), "pipelines", len(self.pipelines),
+                f"must hold one layout per pipeline of the strategy ({len(expanded)})")
+        for index, (layout, group) in enumerate(zip(self.pipelines, expanded)):
+            require(layout.scheme == group.scheme, f"pipelines[{index}].scheme", str(layout.scheme),
+                    f"differs from the strategy's {group.scheme}")
+
+    @property
+    def devices(self) -> int:
+        return self.strategy.devices
+
+    def check(self, model: ModelSpec) -> None:
+        """Raise unless every pipeline shards ``model`` and covers all its layers."""
+        for index, layout in enumerate(self.pipelines):
+            model.check_scheme(layout.scheme, f"pipelines[{index}]")
+            require(layout.layers == model.layers, f"pipelines[{index}].stage_layers", layout.stage_layers,
+                    f"must sum to model.layers = {model.layers}")
+
+    def __str__(self) -> str:
+        parts: list[str] = []
+        runs: list[tuple[str, int]] = []
+        for layout in self.pipelines:
+            spec = layout.spec()
+            if runs and runs[-1][0] == spec:
+                runs[-1] = (spec, runs[-1][1] + 1)
+            else:
+                runs.append((spec, 1))
+        for spec, count in runs:
+            parts.append(spec if count == 1 else f"{spec}x{count}")
+        return "+".join(parts)

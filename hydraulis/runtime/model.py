@@ -1,0 +1,173 @@
+"""The Llama-style decoder (Touvron et al. 2023), as one pipeline stage of one rank.
+
+Per layer, on a packed micro-batch ``x`` of ``T`` tokens × ``H``::
+
+    x ← x + W_o · Attn(RoPE(W_q·n), RoPE(W_k·n), W_v·n),   n = RMSNorm_attn(x)
+    x ← x + W_down · (silu(W_gate·m) ⊙ W_up·m),             m = RMSNorm_mlp(x)
+
+RMSNorm ``y = x / √(mean(x²) + ε) · w`` (Zhang & Sennrich 2019, ε = 1e-5 as in Llama 2);
+rotary positions (Su et al. 2021, θ = 10000) from each token's position *inside its document*;
+grouped-query attention with ``kv_heads`` key/value heads, each shared by ``heads/kv_heads``
+query heads; SwiGLU MLP (Shazeer 2020). The token embedding and the output head are separate
+``V × H`` matrices; the loss is the per-token cross-entropy of the next token.
+
+A :class:`StageModel` holds the layers of one stage, sharded for its tp rank
+(:mod:`hydraulis.runtime.sharding`), and communicates through its tp and cp groups; with
+trivial groups and one stage of all layers it is the single-device model, which is how the
+equivalence check's reference runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hydraulis.runtime.attention import packed_attention
+from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.runtime.packing import PackedMicroBatch
+from hydraulis.runtime.parallel.context import gather_from_context
+from hydraulis.runtime.parallel.group import ParallelGroup
+from hydraulis.runtime.parallel.tensor import (
+    ColumnParallelLinear,
+    RowParallelLinear,
+    VocabParallelEmbedding,
+    copy_to_group,
+    vocab_parallel_cross_entropy,
+)
+from hydraulis.runtime.sharding import Shard, unit_range
+from hydraulis.types import ModelSpec
+
+ROPE_THETA = 10000.0
+NORM_EPS = 1e-5
+
+Rope = tuple[torch.Tensor, torch.Tensor]
+"""``cos, sin`` tables of a micro-batch's token positions."""
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, hidden: int, **factory) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(hidden, **factory))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        wide = at_least_fp32(x)
+        y = wide * torch.rsqrt(wide.pow(2).mean(dim=-1, keepdim=True) + NORM_EPS)
+        return (y * at_least_fp32(self.weight)).to(x.dtype)
+
+
+def at_least_fp32(x: torch.Tensor) -> torch.Tensor:
+    """``x`` in fp32, or as is when wider (norms, rotary and loss never run in half precision)."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
+def rotary_tables(positions: torch.Tensor, head_dim: int, dtype: torch.dtype) -> Rope:
+    """``cos, sin`` of ``p·θ^(−2i/d)`` for every token position ``p``, shaped ``[T, 1, d]``, in
+    fp32 or ``dtype`` when wider."""
+    wide = torch.promote_types(dtype, torch.float32)
+    inv_freq = ROPE_THETA ** (-torch.arange(0, head_dim, 2, device=positions.device, dtype=wide) / head_dim)
+    angles = positions.to(wide).unsqueeze(-1) * inv_freq
+    angles = torch.cat((angles, angles), dim=-1).unsqueeze(1)
+    return angles.cos(), angles.sin()
+
+
+def apply_rotary(x: torch.Tensor, tables: Rope) -> torch.Tensor:
+    """Rotate ``x: [T, heads, d]`` by the tables (rotate-half form)."""
+    cos, sin = tables
+    wide = at_least_fp32(x)
+    first, second = wide.chunk(2, dim=-1)
+    return (wide * cos + torch.cat((-second, first), dim=-1) * sin).to(x.dtype)
+
+
+class Attention(nn.Module):
+    def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, **factory) -> None:
+        super().__init__()
+        self.tp, self.cp, self.head_dim = tp, cp, model.head_dim
+        self.heads = model.heads // tp.size
+        self.kv_heads = unit_range(model.kv_heads, tp.size, tp.rank)[1]
+        self.wq = ColumnParallelLinear(model.hidden, self.heads * model.head_dim, **factory)
+        self.wk = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, **factory)
+        self.wv = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, **factory)
+        self.wo = RowParallelLinear(self.heads * model.head_dim, model.hidden, tp, **factory)
+
+    def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
+        tokens = x.shape[0]
+        x = copy_to_group(x, self.tp)
+        q = apply_rotary(self.wq(x).view(tokens, self.heads, self.head_dim), rope)
+        k = apply_rotary(self.wk(x).view(tokens, self.kv_heads, self.head_dim), rope)
+        v = self.wv(x).view(tokens, self.kv_heads, self.head_dim)
+        k, v = gather_from_context(torch.cat((k, v), dim=1), self.cp).split(self.kv_heads, dim=1)
+        return self.wo(packed_attention(q, k, v, batch.mask, batch.cu_seqlens, batch.max_seqlen))
+
+
+class MLP(nn.Module):
+    def __init__(self, model: ModelSpec, tp: ParallelGroup, **factory) -> None:
+        super().__init__()
+        self.tp = tp
+        width = model.ffn_hidden // tp.size
+        self.gate = ColumnParallelLinear(model.hidden, width, **factory)
+        self.up = ColumnParallelLinear(model.hidden, width, **factory)
+        self.down = RowParallelLinear(width, model.hidden, tp, **factory)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = copy_to_group(x, self.tp)
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, **factory) -> None:
+        super().__init__()
+        self.attn_norm = RMSNorm(model.hidden, **factory)
+        self.attn = Attention(model, tp, cp, **factory)
+        self.mlp_norm = RMSNorm(model.hidden, **factory)
+        self.mlp = MLP(model, tp, **factory)
+
+    def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x), batch, rope)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class StageModel(nn.Module):
+    """Stage ``stage`` of a pipeline laid out as ``layout``, sharded for tp rank ``tp.rank``.
+
+    ``forward`` takes the received hidden states (None on the first stage, which embeds the
+    micro-batch's tokens) and returns the hidden states to send on, or, on the last stage, the
+    per-token loss of this rank's tokens (fp32).
+    """
+
+    def __init__(self, model: ModelSpec, layout: PipelineLayout, stage: int, tp: ParallelGroup,
+                 cp: ParallelGroup, dtype: torch.dtype, device: torch.device) -> None:
+        super().__init__()
+        factory = {"dtype": dtype, "device": device}
+        self.model, self.tp = model, tp
+        self.first, self.last = stage == 0, stage == layout.scheme.pp - 1
+        if self.first:
+            self.embed = VocabParallelEmbedding(model.vocab, model.hidden, tp, **factory)
+        self.layers = nn.ModuleDict({str(i): DecoderLayer(model, tp, cp, **factory) for i in layout.stage_range(stage)})
+        if self.last:
+            self.norm = RMSNorm(model.hidden, **factory)
+            first, count = unit_range(model.vocab, tp.size, tp.rank)
+            self.vocab_start = first
+            self.head = ColumnParallelLinear(model.hidden, count, **factory)
+
+    def forward(self, hidden: torch.Tensor | None, batch: PackedMicroBatch) -> torch.Tensor:
+        x = self.embed(batch.input_ids) if self.first else hidden
+        rope = rotary_tables(batch.positions, self.model.head_dim, x.dtype)
+        for layer in self.layers.values():
+            x = layer(x, batch, rope)
+        if not self.last:
+            return x
+        logits = self.head(copy_to_group(self.norm(x), self.tp))
+        return vocab_parallel_cross_entropy(logits, batch.labels, self.tp, self.vocab_start)
+
+    @torch.no_grad()
+    def load(self, full: Mapping[str, torch.Tensor], shards: tuple[Shard, ...]) -> None:
+        """Copy this stage's shards out of the full (canonical) tensors, casting to the
+        compute dtype."""
+        params = dict(self.named_parameters())
+        if set(params) != {s.name for s in shards}:
+            raise RuntimeError(f"stage parameters {sorted(params)} differ from its shards")
+        for shard in shards:
+            params[shard.name].copy_(shard.of(full[shard.name]))

@@ -1,0 +1,2 @@
+"""Parallel layers of one pipeline: tensor (:mod:`.tensor`), context (:mod:`.context`) and
+pipeline (:mod:`.pipeline`) parallelism over :class:`.group.ParallelGroup` handles."""

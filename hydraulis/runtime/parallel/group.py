@@ -1,0 +1,79 @@
+"""A process group together with this rank's place in it.
+
+Parallel layers take a :class:`ParallelGroup` rather than a raw ``ProcessGroup`` so that the
+same code runs a single device (``ParallelGroup.single()``: every collective is the identity and
+``torch.distributed`` need not be initialised) and a sharded layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class ParallelGroup:
+    """``group`` is a ``torch.distributed`` process group of ``size`` ranks (None when size 1);
+    ``rank`` is this process's index in it."""
+
+    group: Any
+    size: int
+    rank: int
+
+    @classmethod
+    def single(cls) -> ParallelGroup:
+        return cls(None, 1, 0)
+
+    @property
+    def trivial(self) -> bool:
+        return self.size == 1
+
+    def all_reduce(self, tensor: torch.Tensor, op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM) -> torch.Tensor:
+        """In place; returns ``tensor``."""
+        if not self.trivial:
+            dist.all_reduce(tensor, op=op, group=self.group)
+        return tensor
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Rank-major concatenation along dim 0 of every rank's equally shaped ``tensor``."""
+        if self.trivial:
+            return tensor
+        tensor = tensor.contiguous()
+        out = tensor.new_empty((self.size * tensor.shape[0], *tensor.shape[1:]))
+        _all_gather_single(out, tensor, group=self.group)
+        return out
+
+    def reduce_scatter(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The sum over ranks of ``tensor``, this rank's block of dim 0 (``1/size`` of it)."""
+        if self.trivial:
+            return tensor
+        tensor = tensor.contiguous()
+        out = tensor.new_empty((tensor.shape[0] // self.size, *tensor.shape[1:]))
+        _reduce_scatter_single(out, tensor, group=self.group)
+        return out
+
+
+class _Conjugate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, forward: Callable, backward: Callable) -> torch.Tensor:
+        ctx.backward_op = backward
+        return forward(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return ctx.backward_op(grad), None, None
+
+
+def conjugate(x: torch.Tensor, forward: Callable[[torch.Tensor], torch.Tensor],
+              backward: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """``forward(x)``, whose gradient is ``backward(grad)``: a collective and its adjoint
+    (identity ↔ all-reduce, all-gather ↔ reduce-scatter)."""
+    return _Conjugate.apply(x, forward, backward)
+
+
+_all_gather_single = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
+_reduce_scatter_single = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)

@@ -1,0 +1,142 @@
+"""The model's parameters and how a compute layout shards them.
+
+Every parameter has one canonical, full-size form (the optimizer's view, the checkpoint's, the
+single-device model's) and, on each rank of a pipeline, a **shard**: the parameters of the
+rank's stage, sliced along one dimension for tensor parallelism. Context parallelism and the
+pipelines replicate shards.
+
+Tensor-parallel rule for a dimension of ``U`` units (heads of ``head_dim`` rows, or single rows of
+the MLP and the vocabulary), ``tp`` ranks, rank ``r``::
+
+    first unit = ⌊r·U/tp⌋,   units held = max(U/tp, 1)
+
+When ``tp`` divides ``U`` the ranks hold disjoint blocks; when ``U`` divides ``tp`` (grouped-query
+attention with fewer kv heads than tp ranks) ``tp/U`` consecutive ranks hold the same kv head.
+Worked example, ``kv_heads = 2``, ``tp = 4``: ranks 0, 1 hold kv head 0, ranks 2, 3 kv head 1 —
+and rank ``r``'s query heads ``r·H_q/4 …`` all map to exactly that kv head.
+
+Gradient contributions. The gradient of a parameter is the sum of its shards' gradients over
+all pipelines, with one exception: a parameter that every tp rank holds whole and computes from
+the same replicated activations (the RMSNorm weights) has the *same* gradient on every tp rank,
+so only tp rank 0 contributes it (:attr:`Shard.contributes`). Replicated kv heads, on the
+contrary, receive different partial gradients (from different query heads) and all contribute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.types import ModelSpec
+
+
+class Holder(str, Enum):
+    """Which stage holds a parameter."""
+
+    EMBEDDING = "embedding"
+    """The first stage."""
+    LAYER = "layer"
+    """The stage holding its decoder layer."""
+    OUTPUT = "output"
+    """The last stage (final norm and output head)."""
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One parameter in canonical form. ``tp_dim`` is the dimension tensor parallelism splits
+    (None: held whole on every tp rank), made of units of ``unit`` rows each."""
+
+    name: str
+    shape: tuple[int, ...]
+    holder: Holder
+    layer: int | None = None
+    tp_dim: int | None = None
+    unit: int = 1
+
+    @property
+    def numel(self) -> int:
+        count = 1
+        for size in self.shape:
+            count *= size
+        return count
+
+    @property
+    def units(self) -> int:
+        return self.shape[self.tp_dim] // self.unit if self.tp_dim is not None else 1
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The part of ``spec`` a rank holds: ``length`` elements of dimension ``dim`` from ``start``
+    (``dim`` None: the whole tensor); ``contributes`` says whether its gradient is summed."""
+
+    spec: ParameterSpec
+    dim: int | None
+    start: int
+    length: int
+    contributes: bool
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        if self.dim is None:
+            return self.spec.shape
+        return tuple(self.length if d == self.dim else n for d, n in enumerate(self.spec.shape))
+
+    def of(self, full):
+        """This shard's view of the full tensor ``full`` (writable)."""
+        return full if self.dim is None else full.narrow(self.dim, self.start, self.length)
+
+
+def unit_range(units: int, size: int, rank: int) -> tuple[int, int]:
+    """``(first unit, units held)`` of tp rank ``rank`` among ``size`` (module docstring)."""
+    return rank * units // size, max(units // size, 1)
+
+
+def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
+    """All parameters in canonical order: embedding, layers 0…L−1, final norm, head."""
+    h, hd, f, v = model.hidden, model.head_dim, model.ffn_hidden, model.vocab
+    specs = [ParameterSpec("embed.weight", (v, h), Holder.EMBEDDING, tp_dim=0)]
+    for i in range(model.layers):
+        prefix = f"layers.{i}."
+        specs += [
+            ParameterSpec(prefix + "attn_norm.weight", (h,), Holder.LAYER, i),
+            ParameterSpec(prefix + "attn.wq.weight", (model.heads * hd, h), Holder.LAYER, i, 0, hd),
+            ParameterSpec(prefix + "attn.wk.weight", (model.kv_dim, h), Holder.LAYER, i, 0, hd),
+            ParameterSpec(prefix + "attn.wv.weight", (model.kv_dim, h), Holder.LAYER, i, 0, hd),
+            ParameterSpec(prefix + "attn.wo.weight", (h, model.heads * hd), Holder.LAYER, i, 1, hd),
+            ParameterSpec(prefix + "mlp_norm.weight", (h,), Holder.LAYER, i),
+            ParameterSpec(prefix + "mlp.gate.weight", (f, h), Holder.LAYER, i, 0),
+            ParameterSpec(prefix + "mlp.up.weight", (f, h), Holder.LAYER, i, 0),
+            ParameterSpec(prefix + "mlp.down.weight", (h, f), Holder.LAYER, i, 1),
+        ]
+    specs += [ParameterSpec("norm.weight", (h,), Holder.OUTPUT),
+              ParameterSpec("head.weight", (v, h), Holder.OUTPUT, tp_dim=0)]
+    return tuple(specs)
+
+
+def stage_shards(model: ModelSpec, layout: PipelineLayout, stage: int, tp_rank: int) -> tuple[Shard, ...]:
+    """The shards held by tp rank ``tp_rank`` of ``stage`` of a pipeline laid out as ``layout``."""
+    tp = layout.scheme.tp
+    shards = []
+    for spec in parameter_specs(model):
+        if not _held(spec, layout, stage):
+            continue
+        if spec.tp_dim is None:
+            shards.append(Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0))
+            continue
+        first, count = unit_range(spec.units, tp, tp_rank)
+        shards.append(Shard(spec, spec.tp_dim, first * spec.unit, count * spec.unit, contributes=True))
+    return tuple(shards)
+
+
+def _held(spec: ParameterSpec, layout: PipelineLayout, stage: int) -> bool:
+    if spec.holder is Holder.EMBEDDING:
+        return stage == 0
+    if spec.holder is Holder.OUTPUT:
+        return stage == layout.scheme.pp - 1
+    return spec.layer in layout.stage_range(stage)

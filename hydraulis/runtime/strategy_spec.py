@@ -1,0 +1,103 @@
+"""Strategy SPEC: a strategy written on the command line.
+
+Grammar (whitespace ignored)::
+
+    SPEC     := PIPELINE ('+' PIPELINE)*
+    PIPELINE := CP ',' TP ',' PP [':' L1 '/' L2 '/' … '/' Lpp] ['x' COUNT]
+
+``1,2,1+1,1,2`` is one pipeline of scheme (cp 1, tp 2, pp 1) beside one of (1, 1, 2);
+``1,1,2x2`` two pipelines of (1, 1, 2); ``1,1,2:3/1`` one pipeline whose first stage holds
+3 layers and second 1 (default: the even split of :func:`~hydraulis.runtime.layout.even_split`).
+
+A parsed SPEC becomes a :class:`~hydraulis.runtime.layout.StrategyLayout` with
+:func:`strategy_layout`, which also attaches each scheme's time coefficients (for predicted
+times) — from a scheme space when one is given, else from the analytic model of the ``cpu``
+device preset (:mod:`hydraulis.profiler.analytic`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hydraulis.errors import HydraulisError, require
+from hydraulis.presets import device_preset
+from hydraulis.profiler.analytic import analytic_profile
+from hydraulis.runtime.layout import PipelineLayout, StrategyLayout, even_split
+from hydraulis.types import Cluster, ModelSpec, PipelineGroup, Scheme, SchemeSpace, Strategy, TimeCoefficients
+
+_PIPELINE = re.compile(r"^(\d+),(\d+),(\d+)(?::(\d+(?:/\d+)*))?(?:x(\d+))?$")
+_FORM = "cp,tp,pp with an optional :L1/L2/… layer split and xCOUNT, e.g. 1,2,1x2 or 1,1,2:3/1"
+
+TimeSource = Callable[[Scheme], TimeCoefficients]
+
+
+@dataclass(frozen=True)
+class SpecGroup:
+    """``count`` pipelines of ``scheme``; ``stage_layers`` is None for the even split."""
+
+    scheme: Scheme
+    count: int
+    stage_layers: tuple[int, ...] | None = None
+
+
+def parse_strategy_spec(text: str, field: str = "strategy") -> tuple[SpecGroup, ...]:
+    """The groups of a SPEC, in order; an error naming the offending pipeline otherwise."""
+    if not isinstance(text, str) or not text.strip():
+        raise HydraulisError(field, text, f"must be pipelines joined by '+', each {_FORM}")
+    groups = []
+    for index, part in enumerate("".join(text.split()).split("+")):
+        match = _PIPELINE.match(part)
+        if match is None:
+            raise HydraulisError(field, text, f"pipeline {index + 1} ({part!r}) must be {_FORM}")
+        cp, tp, pp, split, count = match.groups()
+        where = f"{field}[{index}]"
+        try:
+            scheme = Scheme(int(cp), int(tp), int(pp))
+        except HydraulisError as error:
+            raise HydraulisError(f"{where}.{error.field.split('.')[-1]}", error.value, error.problem) from None
+        layers = tuple(int(n) for n in split.split("/")) if split else None
+        require(layers is None or len(layers) == scheme.pp, f"{where}.stage_layers", split,
+                f"must give one layer count per stage (pp = {scheme.pp})")
+        require(count is None or int(count) >= 1, f"{where}.count", count, "must be >= 1")
+        groups.append(SpecGroup(scheme, int(count) if count else 1, layers))
+    return tuple(groups)
+
+
+def strategy_layout(groups: tuple[SpecGroup, ...], model: ModelSpec, times: TimeSource,
+                    max_seq_len: int) -> StrategyLayout:
+    """The strategy of ``groups`` for ``model``: pipelines in group order, each group's
+    pipelines with the group's split; ``max_seq_len`` is each pipeline's capacity."""
+    for index, group in enumerate(groups):
+        model.check_scheme(group.scheme, f"groups[{index}]")
+    strategy = Strategy(tuple(PipelineGroup(g.scheme, g.count, max_seq_len, times(g.scheme)) for g in groups))
+    pipelines = tuple(
+        PipelineLayout(g.scheme, g.stage_layers or even_split(model.layers, g.scheme.pp))
+        for g in groups for _ in range(g.count)
+    )
+    layout = StrategyLayout(strategy, pipelines)
+    layout.check(model)
+    return layout
+
+
+def parse_strategy(text: str, model: ModelSpec, times: TimeSource, max_seq_len: int,
+                   field: str = "strategy") -> StrategyLayout:
+    """:func:`parse_strategy_spec` then :func:`strategy_layout`, errors naming ``field``."""
+    try:
+        return strategy_layout(parse_strategy_spec(text, field), model, times, max_seq_len)
+    except HydraulisError as error:
+        if error.field.startswith(field):
+            raise
+        raise HydraulisError(f"{field} {text!r}: {error.field}", error.value, error.problem) from None
+
+
+def scheme_times(model: ModelSpec, devices: int, space: SchemeSpace | None = None) -> TimeSource:
+    """Time coefficients per scheme: the space's profile, or the analytic ``cpu`` model."""
+    if space is not None:
+        require(space.model.name == model.name, "space.model", space.model.name,
+                f"differs from the trained model {model.name}")
+        return lambda scheme: space.profile(scheme).time
+    device = device_preset("cpu")
+    cluster = Cluster(devices, devices, device.name)
+    return lambda scheme: analytic_profile(model, device, cluster, scheme).time

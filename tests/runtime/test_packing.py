@@ -1,0 +1,80 @@
+"""Packed micro-batches: the layout of the tokens, the mask, and the acceptance test that a packed
+micro-batch gives the loss and gradients of its documents run one by one.
+
+Rotary attention scores depend on position differences only, so that equality cannot see whether
+positions restart per document; the positions themselves are checked in the worked example."""
+
+import torch
+
+from hydraulis.presets import model_preset
+from hydraulis.runtime.attention import document_causal_mask
+from hydraulis.runtime.data import step_documents
+from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.runtime.loss import part_loss
+from hydraulis.runtime.master import MasterWeights
+from hydraulis.runtime.model import StageModel
+from hydraulis.runtime.packing import pack_micro_batch
+from hydraulis.runtime.parallel.context import load_balanced_indices
+from hydraulis.runtime.parallel.group import ParallelGroup
+from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
+from hydraulis.runtime.sharding import stage_shards
+from hydraulis.types import MicroBatch, Scheme
+
+TINY = model_preset("tiny")
+CPU = torch.device("cpu")
+SINGLE = ParallelGroup.single()
+
+
+def test_worked_example_of_the_packing_docstring():
+    docs = [torch.tensor([10, 11, 12, 13]), torch.tensor([20, 21, 22])]
+    micro_batch = MicroBatch((0, 1), (3, 2))
+    full = [pack_micro_batch(docs, micro_batch, 1, ParallelGroup(None, 2, r), CPU) for r in range(2)]
+    assert full[0].input_ids.tolist() == [10, 0, 20, 0]
+    assert full[0].labels.tolist() == [11, IGNORE_INDEX, 21, IGNORE_INDEX]
+    assert full[0].positions.tolist() == [0, 3, 0, 3]
+    assert full[1].input_ids.tolist() == [11, 12, 21, 0]
+    assert full[1].cu_seqlens.tolist() == [0, 4, 8]
+    assert full[0].mask.shape == (4, 8)
+
+
+def test_load_balanced_chunks_give_every_rank_equal_causal_work():
+    cp, bounds = 3, (0, 12, 36)
+    work = []
+    for rank in range(cp):
+        indices = load_balanced_indices(bounds, cp, rank)
+        work.append(sum(i - (0 if i < 12 else 12) + 1 for i in indices))
+    assert sorted(i for r in range(cp) for i in load_balanced_indices(bounds, cp, r)) == list(range(36))
+    assert len(set(work)) == 1
+
+
+def test_mask_is_causal_inside_documents_and_empty_across():
+    docs = torch.tensor([0, 0, 0, 1, 1])
+    pos = torch.tensor([0, 1, 2, 0, 1])
+    mask = document_causal_mask(docs, pos, docs, pos)
+    brute = torch.tensor([[docs[j] == docs[i] and j <= i for j in range(5)] for i in range(5)])
+    assert torch.equal(mask, brute)
+
+
+def _loss_and_grads(micro_batches, lengths, docs):
+    layout = PipelineLayout(Scheme(1, 1, 1), (TINY.layers,))
+    model = StageModel(TINY, layout, 0, SINGLE, SINGLE, torch.float64, CPU)
+    master = MasterWeights(TINY, 7, CPU)
+    model.load(master.params, stage_shards(TINY, layout, 0, 0))
+    total = 0.0
+    for micro_batch in micro_batches:
+        loss = part_loss(model(None, pack_micro_batch(docs, micro_batch, 1, SINGLE, CPU)), sum(lengths))
+        loss.backward()
+        total += loss.item()
+    return total, {name: p.grad.clone() for name, p in model.named_parameters()}
+
+
+def test_packed_micro_batch_equals_its_documents_one_by_one():
+    lengths = (9, 1, 17, 4, 12)
+    docs = step_documents(TINY.vocab, 5, 0, lengths)
+    sequences = tuple(range(len(lengths)))
+    packed_loss, packed = _loss_and_grads([MicroBatch(sequences, lengths)], lengths, docs)
+    alone_loss, alone = _loss_and_grads([MicroBatch((i,), (lengths[i],)) for i in sequences], lengths, docs)
+    assert abs(packed_loss - alone_loss) <= 1e-12
+    for name in packed:
+        assert torch.allclose(packed[name], alone[name], rtol=1e-10, atol=1e-14), name
+    assert packed["layers.3.attn.wq.weight"].abs().max() > 0

@@ -1,0 +1,70 @@
+"""Strategy SPECs: the grammar, stage splits, and errors that name the offending pipeline."""
+
+import pytest
+
+from hydraulis.errors import HydraulisError
+from hydraulis.presets import model_preset
+from hydraulis.runtime.layout import PipelineLayout, even_split
+from hydraulis.runtime.strategy_spec import SpecGroup, parse_strategy, parse_strategy_spec, scheme_times
+from hydraulis.types import Scheme
+
+TINY = model_preset("tiny")
+TIMES = scheme_times(TINY, 4)
+
+
+def test_groups_in_order_with_counts_and_splits():
+    assert parse_strategy_spec("1,2,1+1,1,2") == (SpecGroup(Scheme(1, 2, 1), 1), SpecGroup(Scheme(1, 1, 2), 1))
+    assert parse_strategy_spec(" 1,1,2 x2 ") == (SpecGroup(Scheme(1, 1, 2), 2),)
+    assert parse_strategy_spec("1,1,2:3/1x2") == (SpecGroup(Scheme(1, 1, 2), 2, (3, 1)),)
+
+
+@pytest.mark.parametrize("text", ["1,2,1+1,1,2", "1,1,2x2", "2,1,1+1,1,1x2", "1,1,2:3/1+1,2,1", "1,1,1x2+1,1,2"])
+def test_layout_prints_back_as_its_spec(text):
+    assert str(parse_strategy(text, TINY, TIMES, 64)) == text
+
+
+def test_expanded_pipelines_carry_even_or_given_splits():
+    layout = parse_strategy("1,1,2:3/1+1,1,3x2", TINY, TIMES, 64)
+    assert [p.stage_layers for p in layout.pipelines] == [(3, 1), (2, 1, 1), (2, 1, 1)]
+    assert layout.devices == 8
+    assert layout.strategy.pipelines[1].count == 2
+    assert layout.pipelines[1].stage_range(1) == range(2, 3)
+
+
+def test_even_split_gives_the_first_stages_the_remainder():
+    assert even_split(4, 3) == (2, 1, 1)
+    assert even_split(60, 8) == (8, 8, 8, 8, 7, 7, 7, 7)
+    assert PipelineLayout(Scheme(1, 1, 2), (2, 2)).is_even()
+
+
+@pytest.mark.parametrize("text, field, words", [
+    ("", "strategy", "pipelines joined by '+'"),
+    ("1,2", "strategy", "pipeline 1 ('1,2')"),
+    ("1,1,1+1,x,1", "strategy", "pipeline 2"),
+    ("1,1,1x0", "strategy[0].count", ">= 1"),
+    ("0,1,1", "strategy[0].cp", ">= 1"),
+    ("1,1,2:4", "strategy[0].stage_layers", "one layer count per stage"),
+])
+def test_malformed_specs_name_the_pipeline(text, field, words):
+    with pytest.raises(HydraulisError) as error:
+        parse_strategy_spec(text)
+    assert error.value.field == field
+    assert words in str(error.value)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("1,3,1", "does not divide model.heads"),
+    ("1,1,5", "exceeds model.layers"),
+    ("1,1,2:2/1", "must sum to model.layers = 4"),
+])
+def test_specs_the_model_cannot_run_are_refused(text, words):
+    with pytest.raises(HydraulisError) as error:
+        parse_strategy(text, TINY, TIMES, 64)
+    assert text in error.value.field and words in str(error.value)
+
+
+def test_times_come_from_a_space_when_given(space_7b):
+    with pytest.raises(HydraulisError, match="differs from the trained model"):
+        scheme_times(TINY, 4, space_7b)
+    scheme = space_7b.profiles[0].scheme
+    assert scheme_times(space_7b.model, 64, space_7b)(scheme) == space_7b.profiles[0].time
