@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 
 from hydraulis import __version__
-from hydraulis.cli import analyze, data, plan_step, propose, serve, space
+from hydraulis.cli import analyze, data, plan_step, propose, serve, simulate, space
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space, data, analyze, propose, plan_step, serve)
+COMMANDS = (space, data, analyze, propose, plan_step, simulate, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
