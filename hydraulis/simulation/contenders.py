@@ -20,7 +20,8 @@ A *homogeneous strategy* is ``⌊N/D_k⌋`` pipelines of one scheme ``k`` that h
 length ``S`` under the proposal's optimizer layout — one per usable scheme
 (:func:`hydraulis.planner.options.scheme_options`: fits memory, tiles nodes, not dominated).
 The *static heterogeneous* candidates are the proposal's strategies that hold ``S``, each used
-alone on every step. For each contender the simulation keeps the candidate with the lowest
+alone on every step (one may itself be homogeneous, when the planner found nothing better for
+its range). For each contender the simulation keeps the candidate with the lowest
 mean predicted step time over the simulated steps — the strongest baseline of its kind, chosen
 with hindsight.
 """
