@@ -25,4 +25,13 @@ hydraulis propose --space "$out/space_7b.json" --devices 32 --devices-per-node 8
     -o "$out/proposal_7b.json"
 
 echo
+echo "== 4. Simulate 20 steps of that setting: Hydraulis against the baselines on the same cost model"
+hydraulis simulate --space bundled:7b --devices 32 --token-budget 131072 --max-seq-len 32768 \
+    --lengths "$root/examples/data/longtail.txt" --steps 20 --no-progress -o "$out/simulation_7b"
+
+echo
+echo "== 5. The paper's settings, simulated (python paper_exp/run_all.py regenerates them)"
+cat "$root/paper_exp/results/summary.md"
+
+echo
 echo "demo artifacts in $out"

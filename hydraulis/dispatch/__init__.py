@@ -17,7 +17,7 @@ from hydraulis.dispatch.bounds import strategy_bound, work_lower_bound_ms
 from hydraulis.dispatch.dispatcher import dispatch
 from hydraulis.dispatch.options import DispatchOptions, OversizePolicy
 from hydraulis.dispatch.packing import PackingStatus
-from hydraulis.dispatch.summary import MethodSummary, compare_methods, micro_batch_times_ms
+from hydraulis.dispatch.summary import MethodSummary, compare_methods, micro_batch_times_ms, summarise_plans
 
 __all__ = [
     "DispatchOptions",
@@ -28,5 +28,6 @@ __all__ = [
     "dispatch",
     "micro_batch_times_ms",
     "strategy_bound",
+    "summarise_plans",
     "work_lower_bound_ms",
 ]

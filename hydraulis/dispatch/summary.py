@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -43,25 +44,39 @@ def compare_methods(proposal: Proposal, batches: Sequence[np.ndarray], options: 
     """Dispatch every batch with every method (in that order) and summarise each method."""
     require(len(batches) > 0, "steps", 0, "must be at least 1")
     work_bounds = np.array([work_lower_bound_ms(proposal, b, options.alignment) for b in batches])
-    summaries = []
-    for method in methods:
-        plans = [dispatch(proposal, batch, method, options) for batch in batches]
-        predicted = np.array([p.predicted_ms for p in plans])
-        ratio = predicted / np.array([p.lower_bound_ms for p in plans])
-        planning = np.array([p.planning_ms for p in plans])
-        summaries.append(MethodSummary(
-            method=method,
-            steps=len(plans),
-            mean_ms=float(predicted.mean()),
-            median_ms=float(np.median(predicted)),
-            median_ratio=float(np.median(ratio)),
-            p90_ratio=_p90(ratio),
-            median_work_ratio=float(np.median(predicted / work_bounds)),
-            planning_median_ms=float(np.median(planning)),
-            planning_p90_ms=_p90(planning),
-            chosen=tuple(np.bincount([p.strategy_index for p in plans], minlength=len(proposal.strategies)).tolist()),
-        ))
-    return tuple(summaries)
+    return tuple(summarise_plans(method, [dispatch(proposal, batch, method, options) for batch in batches],
+                                 work_bounds, len(proposal.strategies))
+                 for method in methods)
+
+
+class PlanFigures(Protocol):
+    """What a summary needs of a step plan (a :class:`StepPlan` has it)."""
+
+    strategy_index: int
+    predicted_ms: float
+    lower_bound_ms: float
+    planning_ms: float
+
+
+def summarise_plans(method: BatchingMethod, plans: Sequence[PlanFigures], work_bounds_ms: np.ndarray,
+                    strategies: int) -> MethodSummary:
+    """The :class:`MethodSummary` of ``plans`` (one per step, each step's work bound given) made
+    with ``method`` under a proposal of ``strategies`` strategies."""
+    predicted = np.array([p.predicted_ms for p in plans])
+    ratio = predicted / np.array([p.lower_bound_ms for p in plans])
+    planning = np.array([p.planning_ms for p in plans])
+    return MethodSummary(
+        method=method,
+        steps=len(plans),
+        mean_ms=float(predicted.mean()),
+        median_ms=float(np.median(predicted)),
+        median_ratio=float(np.median(ratio)),
+        p90_ratio=_p90(ratio),
+        median_work_ratio=float(np.median(predicted / work_bounds_ms)),
+        planning_median_ms=float(np.median(planning)),
+        planning_p90_ms=_p90(planning),
+        chosen=tuple(np.bincount([p.strategy_index for p in plans], minlength=strategies).tolist()),
+    )
 
 
 def micro_batch_times_ms(plan: StepPlan, proposal: Proposal) -> list[list[float]]:

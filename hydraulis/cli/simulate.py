@@ -1,0 +1,117 @@
+"""``hydraulis simulate``: propose once, plan every step with Hydraulis and the baselines, and
+report step times, plan quality, planning latency and Hydraulis' speed-up over each baseline."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from hydraulis import __version__
+from hydraulis.artifacts import timestamp
+from hydraulis.artifacts.simulation import write_simulation
+from hydraulis.cli.analyze import DEFAULT_CACHE
+from hydraulis.cli.output import command_line, emit, table
+from hydraulis.dispatch import DispatchOptions
+from hydraulis.errors import HydraulisError
+from hydraulis.planner import PlannerConfig, SolverName
+from hydraulis.presets import device_names, model_names
+from hydraulis.simulation import Contender, ContenderSummary, Simulation, SimulationConfig, simulate, summarise
+from hydraulis.simulation.inputs import scheme_space_for, workload_lengths
+
+DEFAULT_MODEL = "llama-32b"
+DEFAULT_DEVICE = "h100-80g"
+DEFAULT_SYNTHETIC_DOCS = 100_000
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "simulate", help="simulate training at scale: Hydraulis against homogeneous and static baselines",
+        description="Propose strategies once, then plan every simulated step with every batching method on the "
+                    "proposal and with the baselines (best homogeneous strategy with padding, fixed packing "
+                    "(Megatron-LM style) and balanced packing; the best single proposal strategy, static), all on "
+                    "the same cost model. Prints a summary and Hydraulis' speed-up over each; writes "
+                    "simulation.json, steps.csv, summary.csv, the proposals and plots into the output directory.")
+    parser.add_argument("--devices", type=int, default=1024, help="devices N (default 1024)")
+    parser.add_argument("--devices-per-node", type=int, help="default: the scheme space's")
+    parser.add_argument("--model", choices=model_names(),
+                        help=f"model preset of an analytic space (default {DEFAULT_MODEL})")
+    parser.add_argument("--device", choices=device_names(),
+                        help=f"device preset of an analytic space (default {DEFAULT_DEVICE})")
+    parser.add_argument("--space", help="scheme-space JSON, or bundled:7b / bundled:13b (measured A800 pools, "
+                                        "imported for --devices); default: analytic for --model and --device")
+    parser.add_argument("--token-budget", type=int, default=1_600_000, help="tokens per step T (default 1600000)")
+    parser.add_argument("--max-seq-len", type=int, default=32_768, help="longest sequence S (default 32768)")
+    workload = parser.add_mutually_exclusive_group()
+    workload.add_argument("--lengths", help="document lengths file (.txt, .txt.gz, .npy)")
+    workload.add_argument("--corpus", help="corpus to tokenize offline (JSONL, Parquet, text, directory)")
+    workload.add_argument("--synthetic-docs", type=int, default=DEFAULT_SYNTHETIC_DOCS,
+                          help=f"documents of the synthetic long tail (hydraulis data synth defaults) when "
+                               f"neither --lengths nor --corpus is given (default {DEFAULT_SYNTHETIC_DOCS})")
+    parser.add_argument("--steps", type=int, default=100, help="simulated steps (default 100)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="planner and synthetic seed; simulated steps use seed + 1 (default 0)")
+    parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
+    parser.add_argument("--time-limit", type=float, default=20.0, help="planner integer programs, seconds "
+                                                                       "(default 20)")
+    parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value)
+    parser.add_argument("--planner-steps", type=int, default=64, help="steps the planner samples (default 64)")
+    parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("-o", "--output", required=True, help="output directory")
+    parser.set_defaults(run=_simulate)
+
+
+def _simulate(args: argparse.Namespace) -> None:
+    started = time.perf_counter()
+    if args.space is not None:
+        for flag, value in (("--model", args.model), ("--device", args.device)):
+            if value is not None:
+                raise HydraulisError(flag, value, "describes an analytic space; leave it out with --space")
+    space, space_facts = scheme_space_for(args.space, args.model or DEFAULT_MODEL, args.device or DEFAULT_DEVICE,
+                                          args.devices, args.devices_per_node, command_line())
+    config = SimulationConfig(
+        planner=PlannerConfig(
+            devices=args.devices, devices_per_node=args.devices_per_node or space.cluster.devices_per_node,
+            token_budget=args.token_budget, max_seq_len=args.max_seq_len, strategies=args.strategies,
+            steps=args.planner_steps, seed=args.seed, solver=SolverName(args.solver), time_limit_s=args.time_limit),
+        steps=args.steps, dispatch=DispatchOptions(seed=args.seed))
+    lengths, workload_facts = workload_lengths(args.lengths, args.corpus, args.synthetic_docs, args.seed, DEFAULT_CACHE)
+    simulation = simulate(space, lengths, config, progress=not args.no_progress)
+    summaries = summarise(simulation)
+    resolved = {**config.to_dict(), "space": space_facts, "workload": workload_facts}
+    files = write_simulation(args.output, simulation, summaries, resolved, created=timestamp(),
+                             tool_version=__version__, command=command_line())
+    written = [files.document, files.steps, files.summary]
+    if not args.no_plots:
+        from hydraulis.viz.simulation import draw_simulation
+
+        written += draw_simulation(simulation, summaries, args.output)
+    emit(report(simulation, summaries))
+    emit(f"wrote {', '.join(str(p) for p in written)} and {len(files.proposals)} proposals "
+         f"in {time.perf_counter() - started:.1f} s wall")
+
+
+def report(simulation: Simulation, summaries: tuple[ContenderSummary, ...]) -> str:
+    """The summary table, the planning latency and the speed-ups, as printed by the command."""
+    proposal = simulation.proposal
+    hydraulis = summaries[[s.contender for s in summaries].index(Contender.HYDRAULIS)]
+    lines = [
+        f"{proposal.model.name} on {proposal.devices} devices, {proposal.token_budget} tokens per step, max_seq_len "
+        f"{proposal.max_seq_len}, {len(simulation.steps)} simulated steps; proposal of {len(proposal.strategies)} "
+        f"strategies in {simulation.proposal_wall_s:.1f} s (optimizer layout {proposal.optimizer_layout})",
+    ]
+    lines += [f"  strategy {i}: {p.strategy}  serves ({p.serves_from}, {p.serves_to}]  ran on {n} steps"
+              for i, (p, n) in enumerate(zip(proposal.strategies, hydraulis.figures.chosen))]
+    lines.append("ratio = predicted / the plan's lower bound; work ratio = predicted / DESIGN §4 work bound; "
+                 "speedup = Hydraulis' over the contender (ratio of mean step times)")
+    lines.append(table(("contender", "strategy", "mean_ms", "median_ms", "ratio_med", "ratio_p90", "work_ratio_med",
+                        "plan_ms_med", "plan_ms_p90", "speedup"),
+                       [[s.contender.value, s.strategy, round(f.mean_ms, 1), round(f.median_ms, 1),
+                         round(f.median_ratio, 3), round(f.p90_ratio, 3), round(f.median_work_ratio, 3),
+                         round(f.planning_median_ms, 2), round(f.planning_p90_ms, 2), round(s.speedup, 3)]
+                        for s, f in ((s, s.figures) for s in summaries)]))
+    lines.append(f"median planning latency (Hydraulis dispatch per step): {hydraulis.figures.planning_median_ms:.1f} ms "
+                 f"(p90 {hydraulis.figures.planning_p90_ms:.1f} ms)")
+    lines.append("mean predicted speed-up of Hydraulis over:")
+    lines += [f"  {s.contender.label}: {s.speedup:.2f}×" for s in summaries if s.contender is not Contender.HYDRAULIS]
+    return "\n".join(lines)

@@ -1,0 +1,27 @@
+"""Simulation at scale: propose once, plan every step with Hydraulis and with the baselines,
+all on the same cost model (DESIGN §9). Pure apart from the clock and an optional progress
+bar; :mod:`.inputs` reads the inputs the CLI names.
+
+* :mod:`.config` — :class:`SimulationConfig`;
+* :mod:`.contenders` — the compared systems and their candidate strategies;
+* :mod:`.simulate` — :func:`simulate`, the recipe;
+* :mod:`.summary` — per-contender figures and Hydraulis' speed-up over each.
+"""
+
+from hydraulis.simulation.config import SimulationConfig
+from hydraulis.simulation.contenders import Contender, Family
+from hydraulis.simulation.simulate import Run, SimulatedStep, Simulation, StepOutcome, simulate
+from hydraulis.simulation.summary import ContenderSummary, summarise
+
+__all__ = [
+    "Contender",
+    "ContenderSummary",
+    "Family",
+    "Run",
+    "SimulatedStep",
+    "Simulation",
+    "SimulationConfig",
+    "StepOutcome",
+    "simulate",
+    "summarise",
+]

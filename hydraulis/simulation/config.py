@@ -1,0 +1,49 @@
+"""What a simulation is asked for: the planner's inputs, how many steps, how each is dispatched.
+
+A :class:`SimulationConfig` is validated at construction; its :meth:`~SimulationConfig.to_dict`
+is saved beside the simulation's outputs so they say what they were made from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from hydraulis.dispatch import DispatchOptions
+from hydraulis.errors import require, require_int
+from hydraulis.planner import PlannerConfig
+
+HELD_OUT_SEED_OFFSET = 1
+"""The simulated steps are drawn with ``planner.seed + 1``: steps the planner did not see."""
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Inputs of :func:`hydraulis.simulation.simulate` besides the scheme space and the lengths.
+
+    ``planner`` is the proposal's configuration (cluster, token budget ``T``, maximum length
+    ``S``, strategies ``K``, the planner's own sampled steps and seed); ``steps`` is how many
+    global batches are simulated, drawn by :attr:`step_seed` from the same documents and filled
+    to the same budget; ``dispatch`` the per-step options (its seed orders equal lengths).
+    """
+
+    planner: PlannerConfig
+    steps: int = 100
+    dispatch: DispatchOptions = field(default_factory=DispatchOptions)
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.planner, PlannerConfig), "planner", type(self.planner).__name__,
+                "must be a PlannerConfig")
+        require_int(self.steps, "steps", minimum=1)
+        require(isinstance(self.dispatch, DispatchOptions), "dispatch", type(self.dispatch).__name__,
+                "must be DispatchOptions")
+
+    @property
+    def step_seed(self) -> int:
+        """Seed of the simulated steps: held out from the planner's sample."""
+        return self.planner.seed + HELD_OUT_SEED_OFFSET
+
+    def to_dict(self) -> dict:
+        """The resolved configuration as plain JSON values."""
+        dispatch = {**asdict(self.dispatch), "oversize": self.dispatch.oversize.value}
+        return {"planner": self.planner.to_dict(), "steps": self.steps, "step_seed": self.step_seed,
+                "dispatch": dispatch}

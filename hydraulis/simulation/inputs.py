@@ -1,0 +1,70 @@
+"""The simulation's inputs, read or made where the command line names them (the I/O edge).
+
+* Scheme space: a scheme-space JSON file; a bundled measured pool (``bundled:7b``,
+  ``bundled:13b``, imported for the cluster); or, with neither, an analytic space for a model
+  and device preset on the cluster (cp, tp, pp ∈ {1, 2, 4, 8}).
+* Workload (document lengths): a lengths file; a corpus, tokenized offline
+  (:func:`hydraulis.data.measure.measure_corpus`); or, with neither, synthetic long-tailed
+  lengths (:func:`hydraulis.data.synth.synth_lengths`, its default shape).
+
+Each returns the value and a description saved with the simulation's resolved configuration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from hydraulis import __version__
+from hydraulis.artifacts import read_json, read_lengths, read_scheme_space, timestamp
+from hydraulis.data.corpus import CorpusSource
+from hydraulis.data.measure import measure_corpus
+from hydraulis.data.synth import LongTail, synth_lengths
+from hydraulis.data.tokenizer import TokenizerSpec
+from hydraulis.errors import HydraulisError, require_int
+from hydraulis.presets import device_preset, model_matching, model_preset, pool_location
+from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
+from hydraulis.types import Cluster, SchemeSpace
+
+ANALYTIC_DEGREES = (1, 2, 4, 8)
+POOL_DEVICE = "a800-80g"
+"""The device the bundled pools were measured on."""
+
+
+def scheme_space_for(space: str | None, model: str, device: str, devices: int, devices_per_node: int | None,
+                     command: str = "") -> tuple[SchemeSpace, dict]:
+    """The scheme space of the module docstring for ``devices`` devices, and its description."""
+    require_int(devices, "devices", minimum=1)
+    if space is None:
+        spec = device_preset(device)
+        cluster = Cluster(devices, devices_per_node or spec.devices_per_node, spec.name)
+        made = analytic_scheme_space(model_preset(model), spec, cluster, ANALYTIC_DEGREES, ANALYTIC_DEGREES,
+                                     ANALYTIC_DEGREES, created=timestamp(), tool_version=__version__, command=command)
+        return made, {"source": "analytic", "model": model, "device": device}
+    if space.startswith("bundled:"):
+        document = read_json(pool_location(space))
+        spec = device_preset(POOL_DEVICE)
+        made = import_reference_pool(document, model_matching(*pool_shape(document)), devices, spec.name,
+                                     spec.inter_node_gbps, created=timestamp(), tool_version=__version__,
+                                     command=command)
+        return made, {"source": space, "model": made.model.name, "device": spec.name}
+    read = read_scheme_space(space)
+    return read, {"source": space, "model": read.model.name, "device": read.cluster.device}
+
+
+def workload_lengths(lengths: str | None, corpus: str | None, synthetic_docs: int, seed: int,
+                     cache_dir: Path | None = None) -> tuple[np.ndarray, dict]:
+    """Document lengths of the module docstring, and their description."""
+    if lengths is not None and corpus is not None:
+        raise HydraulisError("--corpus", corpus, "and --lengths exclude each other; give one workload")
+    if lengths is not None:
+        return read_lengths(lengths), {"source": "lengths", "path": lengths}
+    if corpus is not None:
+        caches = (None, None) if cache_dir is None else (cache_dir / "tokenizers", cache_dir / "datasets")
+        measured = measure_corpus(CorpusSource(Path(corpus)), TokenizerSpec(cache_dir=caches[0]), caches[1])
+        return measured.lengths, {"source": "corpus", "path": corpus, "tokens": int(measured.tokenized.tokens)}
+    shape = LongTail()
+    return synth_lengths(synthetic_docs, shape, seed), {"source": "synthetic", "documents": synthetic_docs,
+                                                       "seed": seed, "shape": vars(shape)}
