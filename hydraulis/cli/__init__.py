@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 
 from hydraulis import __version__
-from hydraulis.cli import analyze, check_equivalence, data, plan_step, propose, serve, space, train
+from hydraulis.cli import analyze, check_equivalence, data, plan_step, profile, propose, serve, space, train
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space, data, analyze, propose, plan_step, train, check_equivalence, serve)
+COMMANDS = (space, profile, data, analyze, propose, plan_step, train, check_equivalence, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
