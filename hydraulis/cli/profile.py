@@ -10,7 +10,7 @@ from hydraulis.cli.output import command_line, emit, int_list, table
 from hydraulis.errors import require
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.measurement import Clock
-from hydraulis.profiler.profile import ProfileOutcome, ProfileRequest
+from hydraulis.profiler.profile import ProfileOutcome, ProfileRequest, profile_scheme_space
 from hydraulis.profiler.sweep import SweepConfig, parse_token_counts
 from hydraulis.runtime.config import DeviceKind
 
@@ -62,29 +62,17 @@ def _profile(args: argparse.Namespace) -> None:
     token_counts = parse_token_counts(args.seq_lens)
     require(len(token_counts) >= 2, "seq_lens", args.seq_lens,
             "must name at least 2 token counts (to tell the fixed cost c from b)")
-    device_kind = DeviceKind(args.device)
 
-    from hydraulis.profiler.device import default_clock, local_environment, process_limit, resolve_device
+    from hydraulis.profiler.device import local_devices
     from hydraulis.profiler.measure import run_measure_job
-    from hydraulis.profiler.profile import profile_scheme_space
-    from hydraulis.runtime.config import Precision, RuntimeOptions
 
-    device_kind = resolve_device(device_kind)
-    limit = process_limit(device_kind)
-    max_procs = limit if args.max_procs is None else args.max_procs
-    require(1 <= max_procs <= limit, "max_procs", max_procs,
-            f"exceeds the {limit} processes allowed here ({'the GPUs' if device_kind is DeviceKind.CUDA else '2 per CPU core'})"
-            if max_procs > limit else "must be >= 1")
-    sweep = SweepConfig(model, args.cp, args.tp, args.pp, token_counts, max_procs, args.repeats, args.warmup,
-                        args.block_layers, args.check_full_stage)
-    device = device_preset(args.device_preset or PRESET_OF_DEVICE[device_kind])
-    require(args.threads >= 1, "threads", args.threads, "must be >= 1")
-    clock = Clock(args.clock) if args.clock else default_clock(device_kind)
-    environment = local_environment(device_kind, args.threads, max_procs, clock)
-    options = RuntimeOptions(device=device_kind, precision=Precision(environment.precision), threads=args.threads,
-                             timeout_s=600.0)
-    request = ProfileRequest(sweep, environment, device, args.cache, timestamp(), __version__, command_line())
-    outcome = profile_scheme_space(request, lambda job, n: run_measure_job(job, n, options, args.log_level))
+    local = local_devices(DeviceKind(args.device), args.max_procs, args.threads,
+                          Clock(args.clock) if args.clock else None)
+    sweep = SweepConfig(model, args.cp, args.tp, args.pp, token_counts, local.environment.devices, args.repeats,
+                        args.warmup, args.block_layers, args.check_full_stage)
+    device = device_preset(args.device_preset or PRESET_OF_DEVICE[local.kind])
+    request = ProfileRequest(sweep, local.environment, device, args.cache, timestamp(), __version__, command_line())
+    outcome = profile_scheme_space(request, lambda job, n: run_measure_job(job, n, local.options, args.log_level))
     write_scheme_space(args.output, outcome.space)
     _print(outcome)
     emit(f"wrote {args.output}")

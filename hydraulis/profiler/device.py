@@ -21,15 +21,43 @@ from __future__ import annotations
 
 import os
 import platform
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from hydraulis.errors import require
 from hydraulis.profiler.measurement import Clock, Environment
-from hydraulis.runtime.config import DeviceKind, Precision
+from hydraulis.runtime.config import DeviceKind, Precision, RuntimeOptions
 
 PROCESSES_PER_CORE = 2
+TIMEOUT_S = 600.0
+"""Bound on every wait of a measuring rank (a stage of a large model takes a while to build)."""
+
+
+@dataclass(frozen=True)
+class LocalDevices:
+    """The resolved device kind, the environment of the measurements, the ranks' options."""
+
+    kind: DeviceKind
+    environment: Environment
+    options: RuntimeOptions
+
+
+def local_devices(kind: DeviceKind, max_procs: int | None, threads: int, clock: Clock | None) -> LocalDevices:
+    """Resolve ``auto``, check ``max_procs`` (default: the limit) against :func:`process_limit`,
+    choose the clock (default :func:`default_clock`) and the precision (bf16 on CUDA, fp32 on CPU)."""
+    require(threads >= 1, "threads", threads, "must be >= 1")
+    kind = resolve_device(kind)
+    limit = process_limit(kind)
+    processes = limit if max_procs is None else max_procs
+    require(processes >= 1, "max_procs", processes, "must be >= 1")
+    allowed = "one per GPU" if kind is DeviceKind.CUDA else f"{PROCESSES_PER_CORE} per CPU core"
+    require(processes <= limit, "max_procs", processes, f"exceeds the {limit} processes allowed here ({allowed})")
+    environment = local_environment(kind, threads, processes, clock or default_clock(kind))
+    options = RuntimeOptions(device=kind, precision=Precision(environment.precision), threads=threads,
+                             timeout_s=TIMEOUT_S)
+    return LocalDevices(kind, environment, options)
 
 
 def resolve_device(kind: DeviceKind) -> DeviceKind:

@@ -31,7 +31,7 @@ def hydraulis(*args: str) -> subprocess.CompletedProcess:
     (["--model", "tiny", "--cp", "2", "--tp", "4", "--pp", "2"], "all need more than the"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, args, needle):
-    base = {"--seq-lens": "64,128", "-o": str(tmp_path / "s.json")}
+    base = {"--seq-lens": "64,128", "--max-procs": "2", "-o": str(tmp_path / "s.json")}
     flags = dict(zip(args[::2], args[1::2]))
     result = hydraulis("profile", *[x for pair in {**base, **flags}.items() for x in pair])
     assert result.returncode == 2, result.stdout
@@ -102,3 +102,16 @@ def test_compare_measured_with_analytic(tmp_path):
     assert compared.returncode == 0, compared.stderr
     assert "s=64" in compared.stdout and "median |d|" in compared.stdout
     assert len(compared.stdout.splitlines()) == 5 + len(read_scheme_space(TINY_CPU).profiles)
+
+
+@pytest.mark.distributed
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="4 processes need 2 cores (2 processes per core)")
+def test_a_context_and_pipeline_parallel_scheme_on_four_processes(tmp_path):
+    output = tmp_path / "space.json"
+    done = hydraulis("profile", "--model", "tiny", "--cp", "2", "--tp", "1,2", "--pp", "2", "--seq-lens", "16,32,64",
+                     "--repeats", "1", "--warmup", "1", "--device", "cpu", "--max-procs", "4", "-o", str(output))
+    assert done.returncode == 0, done.stderr
+    assert "skipped (2,2,2): needs 8 devices, only 4 here" in done.stdout
+    profile = read_scheme_space(output).profiles[0]
+    assert (profile.scheme.cp, profile.scheme.tp, profile.scheme.pp) == (2, 1, 2)
+    assert profile.fit.points == 3 and profile.activation_bytes_per_token > 0
