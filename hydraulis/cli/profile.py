@@ -43,10 +43,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="wall: elapsed time; cpu: each rank's busy time (default wall on CUDA, cpu on CPU, "
                              "see hydraulis.profiler.device)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per point, median kept (default 3)")
-    parser.add_argument("--warmup", type=int, default=1, help="discarded runs per point (default 1)")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="discarded runs per point; the first also sets the micro-batches per run (default 1)")
     parser.add_argument("--block-layers", type=int, default=1,
                         help="layers K of the representative block: stages of K and 2K layers are measured and "
-                             "extrapolated to the stage (default 1)")
+                             "extrapolated to the stage; a stage of at most 2K layers is measured whole (default 1)")
     parser.add_argument("--check-full-stage", action="store_true",
                         help="also measure the full stage where it is extrapolated, and report the error")
     parser.add_argument("--device-preset",
