@@ -304,13 +304,15 @@ class PipelineModel:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where a scheme space came from: source, device, date (ISO 8601), tool version, command."""
+    """Where a scheme space came from: source, device, date (ISO 8601), tool version, command;
+    ``software`` the measuring stack of a measured space (e.g. ``torch 2.13.0, gloo, fp32``)."""
 
     source: SpaceSource
     device: str
     created: str
     tool_version: str
     command: str = ""
+    software: str = ""
 
 
 @dataclass(frozen=True)

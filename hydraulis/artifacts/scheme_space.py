@@ -8,10 +8,12 @@ Layout (``schema_version`` 1)::
      "memory": {"device_memory_bytes", "safety_margin_bytes", "layer_state_bytes",
                 "embedding_state_bytes", "sharded_state_fraction"},
      "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps",
-     "provenance": {"source", "device", "created", "tool_version", "command"},
+     "provenance": {"source", "device", "created", "tool_version", "command", "software"},
      "schemes": [{"cp", "tp", "pp", "a", "b", "c", "activation_bytes_per_token",
                   "overhead_bytes", "utilization_tokens",
                   "fit": null | {"r2", "median_rel_error", "max_rel_error", "points"}}]}
+
+``provenance.software`` is optional (absent: empty), so older files still load.
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
         provenance=Provenance(source=source_kind, device=provenance.str("device"),
                               created=provenance.str("created"),
                               tool_version=provenance.str("tool_version"),
-                              command=provenance.str("command", "")),
+                              command=provenance.str("command", ""),
+                              software=provenance.str("software", "")),
         pipeline_model=pipeline_model_from_record(record.sub("pipeline_model")),
         reduce_gbps=record.float("reduce_gbps", 0.0),
     )

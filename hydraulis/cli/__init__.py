@@ -14,6 +14,7 @@ from hydraulis.cli import (
     check_equivalence,
     data,
     plan_step,
+    profile,
     propose,
     serve,
     simulate,
@@ -23,7 +24,7 @@ from hydraulis.cli import (
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space, data, analyze, propose, plan_step, simulate, train, check_equivalence, serve)
+COMMANDS = (space, profile, data, analyze, propose, plan_step, simulate, train, check_equivalence, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

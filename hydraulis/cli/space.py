@@ -10,9 +10,12 @@ from hydraulis.artifacts import read_json, read_scheme_space, timestamp, write_s
 from hydraulis.cli.output import command_line, emit, emit_json, int_list, optimizer_layout, table
 from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.profiler.compare import compare_spaces
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
 from hydraulis.profiler.report import space_rows
 from hydraulis.types import Cluster, OptimizerLayout
+
+DEFAULT_COMPARE_LENGTHS = (128, 512, 1024, 4096, 16384)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -57,6 +60,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     show.add_argument("--format", choices=("table", "json"), default="table")
     show.set_defaults(run=_show)
 
+    compare = verbs.add_parser("compare", help="relative differences of predicted micro-batch times",
+                               description="Per scheme held by both spaces, the relative difference (B - A) / A "
+                                           "of the predicted time of a micro-batch of one sequence, over lengths; "
+                                           "e.g. a measured space (A) against the analytic one (B).")
+    compare.add_argument("space_a", metavar="A", help="scheme-space JSON, the reference")
+    compare.add_argument("space_b", metavar="B", help="scheme-space JSON compared with A")
+    compare.add_argument("--lengths", type=int_list("--lengths"), default=DEFAULT_COMPARE_LENGTHS,
+                         help="sequence lengths (default " + ",".join(map(str, DEFAULT_COMPARE_LENGTHS)) + ")")
+    compare.add_argument("--format", choices=("table", "json"), default="table")
+    compare.set_defaults(run=_compare)
+
 
 def _import(args: argparse.Namespace) -> None:
     document = read_json(pool_location(args.pool))
@@ -93,3 +107,26 @@ def _show(args: argparse.Namespace) -> None:
     headers = ("cp", "tp", "pp", "devices", "a", "b", "c", "max_seq_len", "states_GiB", "limited by")
     emit(table(headers, [[r["cp"], r["tp"], r["pp"], r["devices"], r["a"], r["b"], r["c"], r["max_seq_len"],
                           r["states_bytes"] / 2**30, r["limit"]] for r in rows]))
+
+
+def _compare(args: argparse.Namespace) -> None:
+    space_a, space_b = read_scheme_space(args.space_a), read_scheme_space(args.space_b)
+    comparison = compare_spaces(space_a, space_b, args.lengths)
+    if args.format == "json":
+        emit_json([{"cp": r.scheme.cp, "tp": r.scheme.tp, "pp": r.scheme.pp, "lengths": list(r.lengths),
+                    "time_a_ms": list(r.time_a_ms), "time_b_ms": list(r.time_b_ms),
+                    "relative_difference": list(r.relative_differences)} for r in comparison.common])
+        return
+    emit(f"A: {args.space_a} ({space_a.provenance.source.value}, {space_a.provenance.device})")
+    emit(f"B: {args.space_b} ({space_b.provenance.source.value}, {space_b.provenance.device})")
+    emit("(B - A) / A of the predicted time of a micro-batch of one sequence of s tokens:")
+    headers = ("cp", "tp", "pp", *(f"s={s}" for s in args.lengths), "median |d|")
+    rows = []
+    for row in comparison.common:
+        differences = row.relative_differences
+        rows.append([row.scheme.cp, row.scheme.tp, row.scheme.pp, *(f"{100 * d:+.1f}%" for d in differences),
+                     f"{100 * sorted(abs(d) for d in differences)[len(differences) // 2]:.1f}%"])
+    emit(table(headers, rows))
+    for name, schemes in (("A", comparison.only_a), ("B", comparison.only_b)):
+        if schemes:
+            emit(f"only in {name}: {' '.join(str(s) for s in schemes)}")

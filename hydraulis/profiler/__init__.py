@@ -1,2 +1,18 @@
 """Scheme spaces: measured on devices, derived analytically, or imported from the original
-system's pools. The analytic generator and the importer need no torch."""
+system's pools. Only :mod:`.measure` and :mod:`.device` need torch.
+
+===================  ====================================================================
+module               concept
+===================  ====================================================================
+``profile``          ``hydraulis profile``: plan → cache → measure → fit → scheme space
+``sweep``            the points of a profile: schemes, stage depths, token counts, mixes
+``measure``          the per-rank job timing points on the runtime's own layers
+``device``           the local devices, process limit and clock
+``measurement``      a point's result and what it depends on
+``fit``              non-negative least squares of time and memory, held-out quality
+``compare``          two spaces' predicted micro-batch times side by side
+``analytic``         a scheme space from device and model figures
+``reference_pool``   import of the original system's strategy pools
+``report``           a scheme space as rows
+===================  ====================================================================
+"""

@@ -92,17 +92,23 @@ def analytic_scheme_space(
     return SchemeSpace(
         model=model,
         cluster=cluster,
-        memory=MemoryModel(
-            device_memory_bytes=device.memory_bytes,
-            safety_margin_bytes=device.safety_margin_bytes,
-            layer_state_bytes=float(STATE_BYTES_PER_PARAM * model.params_per_layer),
-            embedding_state_bytes=float(STATE_BYTES_PER_PARAM * model.embedding_params),
-            sharded_state_fraction=SHARDED_STATE_FRACTION,
-        ),
+        memory=analytic_memory_model(model, device),
         profiles=tuple(analytic_profile(model, device, cluster, s) for s in schemes),
         provenance=Provenance(SpaceSource.ANALYTIC, device.name, created, tool_version, command),
         pipeline_model=PipelineModel(p2p_ms=device.collective_latency_us / 1e3),
         reduce_gbps=device.inter_node_gbps if multi_node else device.intra_node_gbps,
+    )
+
+
+def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_bytes: int | None = None) -> MemoryModel:
+    """Model-state memory: 16 bytes per parameter, α = 12/16 following the optimizer layout;
+    the device's memory (or ``device_memory_bytes`` when measured) and safety margin."""
+    return MemoryModel(
+        device_memory_bytes=device.memory_bytes if device_memory_bytes is None else device_memory_bytes,
+        safety_margin_bytes=device.safety_margin_bytes,
+        layer_state_bytes=float(STATE_BYTES_PER_PARAM * model.params_per_layer),
+        embedding_state_bytes=float(STATE_BYTES_PER_PARAM * model.embedding_params),
+        sharded_state_fraction=SHARDED_STATE_FRACTION,
     )
 
 

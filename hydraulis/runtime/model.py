@@ -99,7 +99,7 @@ class Attention(nn.Module):
         k = apply_rotary(self.wk(x).view(tokens, self.kv_heads, self.head_dim), rope)
         v = self.wv(x).view(tokens, self.kv_heads, self.head_dim)
         k, v = gather_from_context(torch.cat((k, v), dim=1), self.cp).split(self.kv_heads, dim=1)
-        return self.wo(packed_attention(q, k, v, batch.mask, batch.cu_seqlens, batch.max_seqlen))
+        return self.wo(packed_attention(q, k, v, batch.blocks, batch.cu_seqlens, batch.max_seqlen))
 
 
 class MLP(nn.Module):

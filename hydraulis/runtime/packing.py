@@ -7,9 +7,15 @@ under context parallelism, see :mod:`hydraulis.runtime.parallel.context`); paddi
 label ``IGNORE_INDEX`` and come after their document's tokens, so no real token attends to them
 (causal) and their outputs carry no loss. Positions restart at 0 in every document.
 
+Attention runs document by document (:class:`~hydraulis.runtime.attention.DocumentBlock`): a
+rank keeps its tokens document by document, so each document's queries are consecutive rows;
+under context parallelism its keys are one run of rows in every cp rank's part of the gathered
+keys (rank-major), and its mask is the document-causal mask of those rows.
+
 Worked example, lengths (3, 2), cp = 2 (alignment 4): ``cu_seqlens = (0, 4, 8)``, positions
 ``0 1 2 3 | 0 1 2 3``, labels ``t₁ t₂ t₃ ∅ | u₁ u₂ ∅ ∅``; cp rank 0 keeps tokens 0, 3, 4, 7 and
-rank 1 tokens 1, 2, 5, 6.
+rank 1 tokens 1, 2, 5, 6. Document 0's queries on rank 0 are its rows 0–1 (tokens 0, 3), its
+keys the gathered rows 0, 1, 4, 5 (tokens 0, 3, 1, 2) under a 2 × 4 mask.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import numpy as np
 import torch
 
 from hydraulis.errors import require
-from hydraulis.runtime.attention import document_causal_mask
+from hydraulis.runtime.attention import DocumentBlock, document_causal_mask
 from hydraulis.runtime.parallel.context import load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
@@ -35,14 +41,14 @@ Documents = Sequence[np.ndarray | torch.Tensor]
 
 @dataclass(frozen=True)
 class PackedMicroBatch:
-    """This rank's tokens of one micro-batch. ``mask`` is the document-causal mask of its
-    queries against the keys of all cp ranks (rank-major); None when the varlen kernel runs
+    """This rank's tokens of one micro-batch. ``blocks`` are its documents' attention blocks
+    (queries against the keys of all cp ranks, rank-major); None when the varlen kernel runs
     over ``cu_seqlens`` instead."""
 
     input_ids: torch.Tensor
     labels: torch.Tensor
     positions: torch.Tensor
-    mask: torch.Tensor | None
+    blocks: tuple[DocumentBlock, ...] | None
     cu_seqlens: torch.Tensor
     max_seqlen: int
 
@@ -82,12 +88,30 @@ def pack_micro_batch(documents: Documents, micro_batch: MicroBatch, alignment: i
     else:
         per_rank = [load_balanced_indices(bounds, cp.size, r) for r in range(cp.size)]
         mine, keys = torch.tensor(per_rank[cp.rank]), torch.tensor([i for part in per_rank for i in part])
-    mask = None if varlen else document_causal_mask(docs[mine], positions[mine], docs[keys], positions[keys])
+    blocks = None if varlen else _document_blocks(bounds, cp.size, docs, positions, mine, keys, device)
     return PackedMicroBatch(
         input_ids=input_ids[mine].to(device),
         labels=labels[mine].to(device),
         positions=positions[mine].to(device),
-        mask=None if mask is None else mask.to(device),
+        blocks=blocks,
         cu_seqlens=cu_seqlens,
         max_seqlen=max_seqlen,
     )
+
+
+def _document_blocks(bounds: Sequence[int], cp: int, docs: torch.Tensor, positions: torch.Tensor,
+                     mine: torch.Tensor, keys: torch.Tensor, device: torch.device) -> tuple[DocumentBlock, ...]:
+    """Each document's rows among this rank's queries and among the gathered keys (module
+    docstring): a document of ``n`` tokens is ``n/cp`` consecutive rows of every rank's part."""
+    if cp == 1:
+        return tuple(DocumentBlock(a, b, slice(a, b), None) for a, b in zip(bounds[:-1], bounds[1:]))
+    part = bounds[-1] // cp
+    blocks, start = [], 0
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        stop = start + (b - a) // cp
+        rows = torch.cat([torch.arange(r * part + start, r * part + stop) for r in range(cp)])
+        query, key = mine[start:stop], keys[rows]
+        mask = document_causal_mask(docs[query], positions[query], docs[key], positions[key])
+        blocks.append(DocumentBlock(start, stop, rows.to(device), mask.to(device)))
+        start = stop
+    return tuple(blocks)

@@ -34,7 +34,10 @@ def test_worked_example_of_the_packing_docstring():
     assert full[0].positions.tolist() == [0, 3, 0, 3]
     assert full[1].input_ids.tolist() == [11, 12, 21, 0]
     assert full[1].cu_seqlens.tolist() == [0, 4, 8]
-    assert full[0].mask.shape == (4, 8)
+    block = full[0].blocks[0]
+    assert (block.query_start, block.query_stop) == (0, 2)
+    assert block.keys.tolist() == [0, 1, 4, 5]
+    assert block.mask.tolist() == [[True, False, False, False], [True, True, True, True]]
 
 
 def test_load_balanced_chunks_give_every_rank_equal_causal_work():

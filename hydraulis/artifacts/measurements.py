@@ -1,0 +1,104 @@
+"""The profiler's measurement cache: one JSON line per finished point, appended as it finishes.
+
+A killed sweep keeps every line it completed; rerunning the same command reads them back and
+measures only the rest. A line is the point's **key** — everything that changes its result:
+the model's shape (not its layer count: the stage depth is part of the key), scheme, depth,
+lengths, repeats, warm-up runs, device, torch version, precision, threads and clock — and its
+result::
+
+    {"schema_version": 1, "kind": "profile_measurement",
+     "key": {"model": {...}, "scheme": [cp, tp, pp], "depth", "lengths": [...], "repeats",
+             "warmup", "device_kind", "device", "torch", "precision", "threads", "clock"},
+     "status": "ok" | "out_of_memory", "time_ms", "forward_ms", "activation_bytes",
+     "samples_ms": [...]}
+
+A last line cut short by a kill is skipped with a warning; a line that parses but is not a
+measurement is an error naming the line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from hydraulis.artifacts.record import Record, check_header
+from hydraulis.errors import HydraulisError
+from hydraulis.profiler.measurement import Measurement, MeasureSettings, MeasureStatus
+from hydraulis.profiler.sweep import SweepPoint
+
+log = logging.getLogger(__name__)
+
+KIND = "profile_measurement"
+SCHEMA_VERSION = 1
+FILE_NAME = "measurements.jsonl"
+
+
+def point_key(point: SweepPoint, settings: MeasureSettings) -> str:
+    """The canonical text of ``point``'s key (sorted JSON)."""
+    shape = {k: v for k, v in asdict(settings.model).items() if k != "layers"}
+    env = settings.environment
+    key = {"model": shape, "scheme": [point.scheme.cp, point.scheme.tp, point.scheme.pp], "depth": point.depth,
+           "lengths": list(point.lengths), "repeats": settings.repeats, "warmup": settings.warmup,
+           "device_kind": env.device_kind, "device": env.device_name, "torch": env.torch_version,
+           "precision": env.precision, "threads": env.threads, "clock": env.clock.value}
+    return json.dumps(key, sort_keys=True)
+
+
+class MeasurementCache:
+    """The lines of ``folder/measurements.jsonl``, keyed by :func:`point_key`."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.path = Path(folder) / FILE_NAME
+        self.entries: dict[str, dict] = {}
+        if self.path.is_file():
+            self._load()
+
+    def find(self, point: SweepPoint, settings: MeasureSettings) -> Measurement | None:
+        entry = self.entries.get(point_key(point, settings))
+        return None if entry is None else _measurement(point, entry)
+
+    def append(self, measurement: Measurement, settings: MeasureSettings) -> None:
+        """Add one line and flush it to disk (one ``write`` of a whole line)."""
+        key = point_key(measurement.point, settings)
+        line = {"schema_version": SCHEMA_VERSION, "kind": KIND, "key": json.loads(key),
+                "status": measurement.status.value, "time_ms": measurement.time_ms,
+                "forward_ms": measurement.forward_ms, "activation_bytes": measurement.activation_bytes,
+                "samples_ms": list(measurement.samples_ms)}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.entries[key] = line
+
+    def _load(self) -> None:
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            try:
+                document = json.loads(text)
+            except json.JSONDecodeError:
+                if number == len(lines):
+                    log.warning("%s: line %d is cut short (a killed sweep); measuring it again", self.path, number)
+                    continue
+                raise HydraulisError(f"{self.path}:{number}", text[:60], "is not a JSON line") from None
+            record = Record(document, f"{self.path.name}:{number}")
+            check_header(record, KIND, (SCHEMA_VERSION,))
+            self.entries[json.dumps(record.sub("key").data, sort_keys=True)] = document
+
+
+def _measurement(point: SweepPoint, entry: dict) -> Measurement:
+    record = Record(entry)
+    status = record.str("status")
+    try:
+        kind = MeasureStatus(status)
+    except ValueError:
+        raise HydraulisError("status", status, f"must be one of {[s.value for s in MeasureStatus]}") from None
+    samples = record.raw("samples_ms", [])
+    return Measurement(point, kind, time_ms=record.float("time_ms"), forward_ms=record.float("forward_ms"),
+                       activation_bytes=record.float("activation_bytes"),
+                       samples_ms=tuple(Record({"v": v}, "samples_ms").float("v") for v in samples))

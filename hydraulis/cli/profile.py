@@ -1,0 +1,106 @@
+"""``hydraulis profile``: measure the schemes that fit the local devices and write a scheme space."""
+
+from __future__ import annotations
+
+import argparse
+
+from hydraulis import __version__
+from hydraulis.artifacts import timestamp, write_scheme_space
+from hydraulis.cli.output import command_line, emit, int_list, table
+from hydraulis.errors import require
+from hydraulis.presets import device_preset, model_preset
+from hydraulis.profiler.measurement import Clock
+from hydraulis.profiler.profile import ProfileOutcome, ProfileRequest, profile_scheme_space
+from hydraulis.profiler.sweep import SweepConfig, parse_token_counts
+from hydraulis.runtime.config import DeviceKind
+
+PRESET_OF_DEVICE = {DeviceKind.CPU: "cpu", DeviceKind.CUDA: "h100-80g"}
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "profile", help="measure schemes on the local devices and fit a scheme space",
+        description="Measure forward + backward of one pipeline stage of every (cp, tp, pp) scheme that fits "
+                    "the local devices, with the runtime's own parallel layers, on packed micro-batches of "
+                    "several token counts and length mixes; fit a, b, c >= 0 and the activation memory; "
+                    "write a measured scheme space. Finished points are cached (--cache), so a killed sweep "
+                    "resumes where it stopped. See hydraulis.profiler.")
+    parser.add_argument("--model", required=True, help="model preset, e.g. tiny or llama-7b")
+    parser.add_argument("--layers", type=int, help="override the preset's layer count (e.g. 4 for a quick look)")
+    parser.add_argument("--cp", type=int_list("--cp"), default=(1, 2), help="cp degrees (default 1,2)")
+    parser.add_argument("--tp", type=int_list("--tp"), default=(1, 2, 4), help="tp degrees (default 1,2,4)")
+    parser.add_argument("--pp", type=int_list("--pp"), default=(1, 2), help="pp degrees (default 1,2)")
+    parser.add_argument("--seq-lens", required=True,
+                        help="micro-batch token counts: a list 64,128,256 or a range 64:1024 (doubling) or "
+                             "128:1024:128 (stepped); each is measured as several length mixes")
+    parser.add_argument("--device", choices=[k.value for k in DeviceKind], default=DeviceKind.AUTO.value,
+                        help="auto (CUDA when present), cpu or cuda (default auto)")
+    parser.add_argument("--max-procs", type=int,
+                        help="most processes (devices) a scheme may use (default and limit: the GPUs, or 2 per "
+                             "CPU core)")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads per process (default 1)")
+    parser.add_argument("--clock", choices=[c.value for c in Clock],
+                        help="wall: elapsed time; cpu: each rank's busy time (default wall on CUDA, cpu on CPU, "
+                             "see hydraulis.profiler.device)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per point, median kept (default 3)")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="discarded runs per point; the first also sets the micro-batches per run (default 1)")
+    parser.add_argument("--block-layers", type=int, default=1,
+                        help="layers K of the representative block: stages of K and 2K layers are measured and "
+                             "extrapolated to the stage; a stage of at most 2K layers is measured whole (default 1)")
+    parser.add_argument("--check-full-stage", action="store_true",
+                        help="also measure the full stage where it is extrapolated, and report the error")
+    parser.add_argument("--device-preset",
+                        help="preset for what is not measured: runtime overhead, safety margin, latency, bandwidth "
+                             "(default cpu, or h100-80g on CUDA)")
+    parser.add_argument("--cache", help="folder of the measurement cache (default: none, measure everything)")
+    parser.add_argument("-o", "--output", required=True, help="scheme-space JSON to write")
+    parser.set_defaults(run=_profile)
+
+
+def _profile(args: argparse.Namespace) -> None:
+    model = model_preset(args.model, args.layers)
+    token_counts = parse_token_counts(args.seq_lens)
+    require(len(token_counts) >= 2, "seq_lens", args.seq_lens,
+            "must name at least 2 token counts (to tell the fixed cost c from b)")
+
+    from hydraulis.profiler.device import local_devices
+    from hydraulis.profiler.measure import run_measure_job
+
+    local = local_devices(DeviceKind(args.device), args.max_procs, args.threads,
+                          Clock(args.clock) if args.clock else None)
+    sweep = SweepConfig(model, args.cp, args.tp, args.pp, token_counts, local.environment.devices, args.repeats,
+                        args.warmup, args.block_layers, args.check_full_stage)
+    device = device_preset(args.device_preset or PRESET_OF_DEVICE[local.kind])
+    request = ProfileRequest(sweep, local.environment, device, args.cache, timestamp(), __version__, command_line())
+    outcome = profile_scheme_space(request, lambda job, n: run_measure_job(job, n, local.options, args.log_level))
+    write_scheme_space(args.output, outcome.space)
+    _print(outcome)
+    emit(f"wrote {args.output}")
+
+
+def _print(outcome: ProfileOutcome) -> None:
+    space = outcome.space
+    emit(f"profiled {space.model.name} ({space.model.layers} layers) on {space.provenance.device}, "
+         f"{space.provenance.software}")
+    emit(f"{len(outcome.fits)} schemes, {outcome.reused + outcome.measured} points: reused {outcome.reused} "
+         f"from the cache, measured {outcome.measured}, in {outcome.wall_s:.1f} s")
+    for skipped in outcome.skipped:
+        emit(f"skipped {skipped.scheme}: {skipped.reason}")
+    for limit in outcome.capacity_limits:
+        emit(f"capacity limit {limit.scheme}: out of memory at {limit.tokens} tokens (stage of {limit.depth} layers)")
+    headers = ("cp", "tp", "pp", "L_s", "a", "b", "c", "R2", "held-out med", "held-out max", "fit/held",
+               "extrap. med", "extrap. max", "act. B/token", "fwd share")
+    rows = []
+    for fit in outcome.fits:
+        extra = fit.extrapolation
+        rows.append([fit.scheme.cp, fit.scheme.tp, fit.scheme.pp, fit.stage_layers, fit.time.a, fit.time.b, fit.time.c,
+                     fit.quality.r2, _percent(fit.quality.median_rel_error), _percent(fit.quality.max_rel_error),
+                     f"{fit.fitted_points}/{fit.quality.points}",
+                     _percent(extra.median_rel_error) if extra else "-", _percent(extra.max_rel_error) if extra else "-",
+                     round(fit.activation_bytes_per_token), round(fit.forward_fraction, 3)])
+    emit(table(headers, rows))
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%"

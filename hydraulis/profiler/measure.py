@@ -1,0 +1,268 @@
+"""Measuring points on the runtime's own layers, one process per device (the per-rank job).
+
+Every rank walks the same list of points. For a point of scheme ``(cp, tp, pp)`` the first
+``cp·tp·pp`` ranks form one pipeline (:class:`~hydraulis.runtime.rank_map.RankMap`), each
+rank building its stage of ``depth`` decoder layers
+(:class:`~hydraulis.runtime.model.StageModel`, tp- and cp-sharded, with the embedding on stage 0
+and the head on the last), the remaining ranks wait. One **run** is the runtime's 1F1B
+schedule (:func:`~hydraulis.runtime.parallel.pipeline.run_1f1b`) over ``v ≥ pp`` copies of the
+point's packed micro-batch (:func:`~hydraulis.runtime.packing.pack_micro_batch`), so every
+stage reaches its steady state and 1F1B's ``pp − stage`` micro-batches are in flight on each
+stage. Each rank times its own forward and backward calls only (not the waits for its
+neighbours), by the job's clock (:class:`~hydraulis.profiler.measurement.Clock`), and divides
+by ``v``; a run's time is its slowest rank's; the point's time is the median over ``repeats``
+runs after ``warmup`` discarded ones, all ranks starting each run together.
+
+Noise on a shared machine is fought three ways:
+
+* **long enough runs**: the warm-up round also calibrates ``v`` so that a run lasts at least
+  :data:`MIN_RUN_MS` — a 5 ms sample is at the mercy of a single preemption (Linux schedules in
+  slices of a few ms), a 50 ms sample averages over many;
+* **interleaving**: up to :data:`CHUNK_POINTS` points of one stage are measured in rounds, each
+  round running every point once, so that a burst of other work spoils one run of several
+  points (which the median drops) rather than every run of one point; a chunk is appended to
+  the cache when its last round ends;
+* the **median** of the repeats.
+
+**Activation memory** of the most loaded rank:
+
+* CUDA: the allocator's peak during the last run minus what was allocated before it
+  (``torch.cuda.max_memory_allocated``) — activations of the micro-batches in flight, their
+  temporaries and the gradients' first allocation included;
+* CPU (a documented estimate; the CPU allocator keeps no peak): the bytes autograd saves for
+  backward in one forward of the micro-batch (``torch.autograd.graph.saved_tensors_hooks``,
+  each storage counted once, parameters excluded) times the ``pp − stage`` micro-batches 1F1B
+  keeps in flight. Temporaries freed inside the forward and allocator slack are not counted.
+
+**Out of memory** (``torch.cuda.OutOfMemoryError``, ``MemoryError``): the rank records the
+point as a capacity limit in the cache and ends the job; the profiler restarts the rest
+(:mod:`hydraulis.profiler.profile`).
+
+Rank 0 appends each finished point to the cache (:mod:`hydraulis.artifacts.measurements`) and
+draws the progress bar.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+from hydraulis.artifacts.measurements import MeasurementCache
+from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus
+from hydraulis.profiler.sweep import SweepPoint, points_by_scheme
+from hydraulis.runtime.attention import use_varlen_kernel
+from hydraulis.runtime.config import RuntimeOptions
+from hydraulis.runtime.launch import RankContext, run_job
+from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.runtime.model import StageModel
+from hydraulis.runtime.packing import PackedMicroBatch, pack_micro_batch
+from hydraulis.runtime.parallel.group import ParallelGroup
+from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
+from hydraulis.runtime.rank_map import ProcessGroups, RankMap, RankPlace
+from hydraulis.types import MicroBatch, ModelSpec, Scheme
+
+INIT_STD = 0.02
+CHUNK_POINTS = 16
+"""Points measured in interleaved rounds and cached together (module docstring)."""
+MIN_RUN_MS = 50.0
+"""The shortest timed run once calibrated (module docstring)."""
+OUT_OF_MEMORY = (torch.cuda.OutOfMemoryError, MemoryError)
+
+
+class PointOutOfMemory(RuntimeError):
+    """A point ran out of memory on this rank (recorded in the cache before raising)."""
+
+
+@dataclass(frozen=True)
+class StageUnderTest:
+    """This rank's stage of the pipeline being measured."""
+
+    model: StageModel
+    link: StageLink
+    place: RankPlace
+    scheme: Scheme
+    cp: ParallelGroup
+
+
+def measure_job(context: RankContext, job: MeasureJob) -> None:
+    """The per-rank body: every point of ``job`` (module docstring)."""
+    cache = MeasurementCache(job.cache) if context.rank == 0 else None
+    bar = tqdm(total=job.total, initial=job.done, disable=context.rank != 0, desc="profile", unit="point")
+    for scheme, points in points_by_scheme(job.points).items():
+        rank_map = RankMap((PipelineLayout(scheme, (1,) * scheme.pp),), context.world_size)
+        groups = ProcessGroups.create(rank_map, context.rank, dist.new_group)
+        place = rank_map.place(context.rank)
+        for depth, at_depth in itertools.groupby(points, key=lambda p: p.depth):
+            stage = None if place is None else _stage(job, context, rank_map, groups, place, scheme, depth)
+            at_depth = list(at_depth)
+            for first in range(0, len(at_depth), CHUNK_POINTS):
+                chunk = at_depth[first:first + CHUNK_POINTS]
+                bar.set_postfix_str(f"{scheme} depth {depth} {chunk[0].tokens}-{chunk[-1].tokens} tokens")
+                for measurement in _measure_chunk(chunk, stage, context, job):
+                    if cache is not None:
+                        cache.append(measurement, job.settings)
+                bar.update(len(chunk))
+    bar.close()
+
+
+def _stage(job: MeasureJob, context: RankContext, rank_map: RankMap, groups: ProcessGroups, place: RankPlace,
+           scheme: Scheme, depth: int) -> StageUnderTest:
+    """This rank's stage of ``depth`` layers, weights drawn like the runtime's (norms 1,
+    matrices N(0, 0.02²)) from a seed; the rank map's neighbours do not depend on the depth."""
+    model = _block_model(job.settings.model, scheme, depth)
+    layout = PipelineLayout(scheme, (depth,) * scheme.pp)
+    stage_model = StageModel(model, layout, place.stage, groups.tp, groups.cp, context.dtype, context.device)
+    torch.manual_seed(job.seed)
+    with torch.no_grad():
+        for parameter in stage_model.parameters():
+            if parameter.dim() == 1:
+                parameter.fill_(1.0)
+            else:
+                parameter.normal_(0.0, INIT_STD)
+    link = StageLink(rank_map.neighbour(place, -1), rank_map.neighbour(place, 1), context.device, context.dtype)
+    return StageUnderTest(stage_model, link, place, scheme, groups.cp)
+
+
+def _block_model(model: ModelSpec, scheme: Scheme, depth: int) -> ModelSpec:
+    return replace(model, layers=depth * scheme.pp)
+
+
+def _measure_chunk(points: list[SweepPoint], stage: StageUnderTest | None, context: RankContext,
+                   job: MeasureJob) -> list[Measurement]:
+    """Warm-up and timed rounds over ``points``, each round running every point once, all ranks
+    starting each run together; then every rank's timings and memory gathered."""
+    rounds = job.settings.warmup + job.settings.repeats
+    cuda = context.device.type == "cuda"
+    pp = points[0].scheme.pp
+    timings = np.zeros((len(points), rounds, 2))
+    memory = np.zeros(len(points))
+    micro_batches = np.full(len(points), pp)
+    point = points[0]
+    try:
+        for run in range(rounds):
+            for i, point in enumerate(points):
+                batch = None if stage is None else _pack(point, stage, context, job.seed)
+                dist.barrier()
+                if stage is not None:
+                    last = cuda and run == rounds - 1
+                    forward, backward, peak = _run(stage, batch, context, int(micro_batches[i]),
+                                                   job.settings.environment.clock, track_memory=last)
+                    timings[i, run] = forward, backward
+                    memory[i] = peak if last else memory[i]
+            if run == 0 and job.settings.warmup > 0:
+                micro_batches = _calibrated_micro_batches(timings[:, 0].sum(axis=1), pp, context)
+        if stage is not None and not cuda:
+            for i, point in enumerate(points):
+                memory[i] = _saved_bytes_in_flight(stage, _pack(point, stage, context, job.seed))
+    except OUT_OF_MEMORY as error:
+        MeasurementCache(job.cache).append(Measurement(point, MeasureStatus.OUT_OF_MEMORY), job.settings)
+        raise PointOutOfMemory(f"{point.scheme} depth {point.depth}, {point.tokens} tokens: {error}") from None
+    mine = torch.from_numpy(np.concatenate([timings.ravel(), memory])).to(context.device)
+    every = context.world.all_gather(mine).view(context.world_size, -1).cpu().numpy()
+    gathered = every[:, :timings.size].reshape(context.world_size, *timings.shape)
+    return [_summary(p, gathered[:, i, job.settings.warmup:], every[:, timings.size + i].max())
+            for i, p in enumerate(points)]
+
+
+def _calibrated_micro_batches(warmup_ms: np.ndarray, pp: int, context: RankContext) -> np.ndarray:
+    """Micro-batches per run so that the slowest rank's run lasts about :data:`MIN_RUN_MS`."""
+    slowest = context.world.all_reduce(torch.from_numpy(warmup_ms).to(context.device), dist.ReduceOp.MAX)
+    per_micro_batch = np.maximum(slowest.cpu().numpy(), 1e-3)
+    return np.maximum(pp, np.ceil(MIN_RUN_MS / per_micro_batch)).astype(int)
+
+
+def _summary(point: SweepPoint, timed: np.ndarray, activation_bytes: float) -> Measurement:
+    """``timed[rank, run] = (forward, backward)`` ms: the slowest rank per run, median over runs."""
+    per_run = timed.sum(axis=2)
+    slowest = per_run.argmax(axis=0)
+    samples = per_run.max(axis=0)
+    forward = timed[slowest, np.arange(timed.shape[1]), 0]
+    return Measurement(point, MeasureStatus.OK, time_ms=float(np.median(samples)), forward_ms=float(np.median(forward)),
+                       activation_bytes=float(activation_bytes), samples_ms=tuple(float(v) for v in samples))
+
+
+def _pack(point: SweepPoint, stage: StageUnderTest, context: RankContext, seed: int) -> PackedMicroBatch:
+    """The point's micro-batch of random tokens (the same on every rank), packed for this rank."""
+    rng = np.random.default_rng([seed, *point.lengths])
+    vocab = stage.model.model.vocab
+    documents = [rng.integers(0, vocab, s + 1) for s in point.lengths]
+    micro_batch = MicroBatch(tuple(range(len(point.lengths))), point.lengths)
+    varlen = use_varlen_kernel(context.device, context.dtype, stage.scheme.cp)
+    return pack_micro_batch(documents, micro_batch, 1, stage.cp, context.device, varlen)
+
+
+class _TimedStageWork(StageWork):
+    """The runtime's stage work, timing its own forward and backward calls by ``clock``."""
+
+    def __init__(self, model: StageModel, batches: list[PackedMicroBatch], loss_tokens: int, clock: Clock) -> None:
+        super().__init__(model, batches, loss_tokens)
+        self.clock = clock
+        self.forward_s = self.backward_s = 0.0
+
+    def forward(self, j: int, received: torch.Tensor | None) -> torch.Tensor | None:
+        start = self._now()
+        out = super().forward(j, received)
+        self.forward_s += self._now() - start
+        return out
+
+    def backward(self, j: int, grad: torch.Tensor | None) -> torch.Tensor | None:
+        start = self._now()
+        out = super().backward(j, grad)
+        self.backward_s += self._now() - start
+        return out
+
+    def _now(self) -> float:
+        if self.clock is Clock.CPU:
+            return time.process_time()
+        device = next(self.model.parameters()).device
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter()
+
+
+def _run(stage: StageUnderTest, batch: PackedMicroBatch, context: RankContext, micro_batches: int, clock: Clock,
+         track_memory: bool) -> tuple[float, float, float]:
+    """One 1F1B run of ``micro_batches`` copies of ``batch``: forward and backward ms per
+    micro-batch, and on CUDA with ``track_memory`` the allocator's peak above the bytes
+    allocated before."""
+    stage.model.zero_grad(set_to_none=True)
+    if track_memory:
+        torch.cuda.synchronize(context.device)
+        torch.cuda.reset_peak_memory_stats(context.device)
+    before = torch.cuda.memory_allocated(context.device) if track_memory else 0
+    work = _TimedStageWork(stage.model, [batch] * micro_batches, batch.tokens * micro_batches, clock)
+    run_1f1b(work, stage.link, micro_batches, stage.scheme.pp, stage.place.stage)
+    peak = torch.cuda.max_memory_allocated(context.device) - before if track_memory else 0
+    return work.forward_s * 1e3 / micro_batches, work.backward_s * 1e3 / micro_batches, float(peak)
+
+
+def _saved_bytes_in_flight(stage: StageUnderTest | None, batch: PackedMicroBatch | None) -> float:
+    """CPU estimate (module docstring): saved-for-backward bytes of one forward × in flight."""
+    if stage is None:
+        return 0.0
+    model = stage.model
+    parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    storages: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in parameters:
+            storages[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    hidden = None if model.first else torch.randn(batch.tokens, model.model.hidden, dtype=next(model.parameters()).dtype,
+                                                  requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        model(hidden, batch)
+    return float(sum(storages.values()) * (stage.scheme.pp - stage.place.stage))
+
+
+def run_measure_job(job: MeasureJob, processes: int, options: RuntimeOptions, log_level: str = "warning") -> None:
+    """:func:`measure_job` on ``processes`` local processes (a :data:`hydraulis.profiler.profile.Runner`)."""
+    run_job(measure_job, (job,), options, nproc=processes, devices=processes, log_level=log_level)

@@ -1,0 +1,193 @@
+"""``hydraulis profile``: measure every scheme that fits the local devices and fit a scheme space.
+
+Recipe:
+
+1. plan the points (:func:`~hydraulis.profiler.sweep.sweep_plan`): schemes needing more
+   devices than are here are listed with the reason;
+2. look every point up in the measurement cache (:mod:`hydraulis.artifacts.measurements`);
+3. measure the rest on local processes (:mod:`hydraulis.profiler.measure`); a point that runs
+   out of memory ends that job — it is recorded as the scheme's capacity limit, its larger
+   points are not tried, and a new job measures what is left;
+4. fit each scheme (:mod:`hydraulis.profiler.fit`) and assemble the scheme space: measured
+   time coefficients and activation memory, model-state memory from the analytic terms (16 bytes
+   per parameter, :func:`~hydraulis.profiler.analytic.analytic_memory_model`: not measurable
+   without the optimizer), the measured forward share of a micro-batch, and the device preset's
+   runtime overhead, safety margin, link latency and bandwidth.
+
+Without a cache folder the cache lives in a temporary folder for the one run.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from hydraulis.artifacts.measurements import MeasurementCache
+from hydraulis.errors import HydraulisError
+from hydraulis.profiler.analytic import analytic_memory_model
+from hydraulis.profiler.fit import SchemeFit, fit_scheme
+from hydraulis.profiler.measurement import Environment, Measurement, MeasureJob, MeasureSettings
+from hydraulis.profiler.sweep import SkippedScheme, SweepConfig, SweepPlan, SweepPoint, stage_layers, sweep_plan
+from hydraulis.types import (
+    Cluster,
+    DeviceSpec,
+    PipelineModel,
+    Provenance,
+    Scheme,
+    SchemeProfile,
+    SchemeSpace,
+    SpaceSource,
+)
+
+log = logging.getLogger(__name__)
+
+Runner = Callable[[MeasureJob, int], None]
+"""``runner(job, processes)`` runs :func:`hydraulis.profiler.measure.measure_job` on that many
+local processes; raises when a rank fails."""
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    """A profile: the sweep, where it runs, the device preset for the facts not measured, the
+    cache folder (None: a temporary one) and the provenance of the space."""
+
+    sweep: SweepConfig
+    environment: Environment
+    device: DeviceSpec
+    cache_dir: str | None
+    created: str
+    tool_version: str
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class CapacityLimit:
+    """The smallest micro-batch of ``scheme`` that ran out of memory (at stage ``depth``)."""
+
+    scheme: Scheme
+    depth: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class ProfileOutcome:
+    space: SchemeSpace
+    fits: tuple[SchemeFit, ...]
+    skipped: tuple[SkippedScheme, ...]
+    capacity_limits: tuple[CapacityLimit, ...]
+    reused: int
+    measured: int
+    wall_s: float
+
+
+def profile_scheme_space(request: ProfileRequest, runner: Runner) -> ProfileOutcome:
+    """Steps 1–4 of the module docstring."""
+    started = time.perf_counter()
+    plan = sweep_plan(request.sweep)
+    settings = MeasureSettings(request.sweep.model, request.environment, request.sweep.repeats, request.sweep.warmup)
+    with tempfile.TemporaryDirectory(prefix="hydraulis-profile-") as scratch:
+        cache = MeasurementCache(request.cache_dir or scratch)
+        reused = sum(cache.find(p, settings) is not None for p in plan.points)
+        log.info("%d of %d points found in %s", reused, len(plan.points), cache.path)
+        cache = _measure_pending(plan, settings, cache, runner)
+        found = {p: cache.find(p, settings) for p in plan.points}
+    limits = _capacity_limits(found.values())
+    measured = sum(m is not None for m in found.values()) - reused
+    fits, skipped = _fit_schemes(request, plan, found, limits)
+    space = measured_space(request, fits)
+    return ProfileOutcome(space, fits, plan.skipped + skipped, limits, reused, measured,
+                          time.perf_counter() - started)
+
+
+def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...]) -> SchemeSpace:
+    """Step 4: the scheme space of the fitted schemes."""
+    env, device = request.environment, request.device
+    profiles = tuple(
+        SchemeProfile(
+            scheme=fit.scheme,
+            time=fit.time,
+            activation_bytes_per_token=fit.activation_bytes_per_token,
+            overhead_bytes=device.runtime_overhead_bytes + round(fit.activation_fixed_bytes),
+            fit=fit.quality,
+        )
+        for fit in fits
+    )
+    return SchemeSpace(
+        model=request.sweep.model,
+        cluster=Cluster(env.devices, env.devices, device.name),
+        memory=analytic_memory_model(request.sweep.model, device, env.memory_bytes or None),
+        profiles=profiles,
+        provenance=Provenance(SpaceSource.MEASURED, env.description, request.created, request.tool_version,
+                              request.command, env.software),
+        pipeline_model=PipelineModel(forward_fraction=float(np.median([f.forward_fraction for f in fits])),
+                                     p2p_ms=device.collective_latency_us / 1e3),
+        reduce_gbps=device.intra_node_gbps,
+    )
+
+
+def _measure_pending(plan: SweepPlan, settings: MeasureSettings, cache: MeasurementCache,
+                     runner: Runner) -> MeasurementCache:
+    """Run jobs until every point is measured or beyond a capacity limit (step 3)."""
+    while True:
+        found = {p: cache.find(p, settings) for p in plan.points}
+        limits = _capacity_limits(found.values())
+        pending = tuple(p for p, m in found.items() if m is None and not _beyond(p, limits))
+        if not pending:
+            return cache
+        job = MeasureJob(pending, settings, str(cache.path.parent), done=len(plan.points) - len(pending),
+                         total=len(plan.points))
+        processes = max(p.scheme.devices for p in pending)
+        try:
+            runner(job, processes)
+        except Exception:
+            before = len(cache.entries)
+            cache = MeasurementCache(cache.path.parent)
+            if len(_capacity_limits(cache.find(p, settings) for p in plan.points)) > len(limits):
+                log.warning("a point ran out of memory; measuring the remaining points in a new job")
+                continue
+            log.error("the measuring job failed after %d new points", len(cache.entries) - before)
+            raise
+        cache = MeasurementCache(cache.path.parent)
+
+
+def _capacity_limits(measurements) -> tuple[CapacityLimit, ...]:
+    """Per scheme, the smallest micro-batch that ran out of memory."""
+    smallest: dict[Scheme, CapacityLimit] = {}
+    for m in measurements:
+        if m is None or m.ok:
+            continue
+        limit = smallest.get(m.point.scheme)
+        if limit is None or m.point.tokens < limit.tokens:
+            smallest[m.point.scheme] = CapacityLimit(m.point.scheme, m.point.depth, m.point.tokens)
+    return tuple(smallest.values())
+
+
+def _beyond(point: SweepPoint, limits: tuple[CapacityLimit, ...]) -> bool:
+    """Whether a capacity limit of ``point``'s scheme rules it out (as many tokens or more, at
+    the same depth or deeper)."""
+    return any(limit.scheme == point.scheme and point.tokens >= limit.tokens and point.depth >= limit.depth
+               for limit in limits)
+
+
+def _fit_schemes(request: ProfileRequest, plan: SweepPlan, found: dict[SweepPoint, Measurement | None],
+                 limits: tuple[CapacityLimit, ...]) -> tuple[tuple[SchemeFit, ...], tuple[SkippedScheme, ...]]:
+    fits, skipped = [], []
+    limited = {limit.scheme: limit for limit in limits}
+    for scheme in plan.schemes:
+        measurements = [m for p, m in found.items() if p.scheme == scheme and m is not None]
+        try:
+            fits.append(fit_scheme(scheme, stage_layers(request.sweep.model, scheme), measurements))
+        except HydraulisError as error:
+            if scheme not in limited:
+                raise
+            limit = limited[scheme]
+            skipped.append(SkippedScheme(scheme, f"out of memory from {limit.tokens} tokens at depth {limit.depth}: "
+                                                 f"{error.problem}"))
+    if not fits:
+        raise HydraulisError("schemes", [str(s.scheme) for s in skipped], "none could be measured and fitted")
+    return tuple(fits), tuple(skipped)

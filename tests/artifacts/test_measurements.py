@@ -1,0 +1,64 @@
+"""The measurement cache: lines found again by key, a cut-short last line skipped."""
+
+from dataclasses import replace
+
+import pytest
+
+from hydraulis.artifacts.measurements import MeasurementCache
+from hydraulis.errors import HydraulisError
+from hydraulis.presets import model_preset
+from hydraulis.profiler.measurement import Environment, Measurement, MeasureSettings, MeasureStatus
+from hydraulis.profiler.sweep import SweepPoint
+from hydraulis.types import Scheme
+
+SETTINGS = MeasureSettings(model_preset("tiny"), Environment("cpu", "test cpu", "2.0", "fp32", 1, 4), 3, 1)
+POINT = SweepPoint(Scheme(1, 2, 1), 1, (32, 32))
+
+
+def _ok(point=POINT, time=12.5):
+    return Measurement(point, MeasureStatus.OK, time, 4.0, 1e6, (12.0, 12.5, 13.0))
+
+
+def test_an_appended_point_is_found_by_a_new_reader(tmp_path):
+    MeasurementCache(tmp_path).append(_ok(), SETTINGS)
+    found = MeasurementCache(tmp_path).find(POINT, SETTINGS)
+    assert found == _ok()
+
+
+@pytest.mark.parametrize("change", [
+    lambda s: replace(s, repeats=5),
+    lambda s: replace(s, environment=replace(s.environment, torch_version="2.1")),
+    lambda s: replace(s, environment=replace(s.environment, device_name="other cpu")),
+    lambda s: replace(s, model=replace(s.model, hidden=128, heads=4)),
+])
+def test_a_point_measured_under_other_settings_is_not_found(tmp_path, change):
+    MeasurementCache(tmp_path).append(_ok(), SETTINGS)
+    assert MeasurementCache(tmp_path).find(POINT, change(SETTINGS)) is None
+
+
+def test_the_layer_count_is_not_part_of_the_key(tmp_path):
+    MeasurementCache(tmp_path).append(_ok(), SETTINGS)
+    assert MeasurementCache(tmp_path).find(POINT, replace(SETTINGS, model=replace(SETTINGS.model, layers=32)))
+
+
+def test_a_line_cut_short_by_a_kill_is_skipped(tmp_path):
+    cache = MeasurementCache(tmp_path)
+    cache.append(_ok(), SETTINGS)
+    other = SweepPoint(Scheme(1, 1, 1), 2, (64,))
+    with cache.path.open("a") as handle:
+        handle.write('{"schema_version": 1, "kind": "profile_meas')
+    reread = MeasurementCache(tmp_path)
+    assert reread.find(POINT, SETTINGS) is not None and reread.find(other, SETTINGS) is None
+
+
+def test_a_broken_line_in_the_middle_is_an_error_naming_it(tmp_path):
+    cache = MeasurementCache(tmp_path)
+    cache.path.write_text("not json\n")
+    cache.append(_ok(), SETTINGS)
+    with pytest.raises(HydraulisError, match="measurements.jsonl:1"):
+        MeasurementCache(tmp_path)
+
+
+def test_out_of_memory_is_kept(tmp_path):
+    MeasurementCache(tmp_path).append(Measurement(POINT, MeasureStatus.OUT_OF_MEMORY), SETTINGS)
+    assert MeasurementCache(tmp_path).find(POINT, SETTINGS).status is MeasureStatus.OUT_OF_MEMORY

@@ -1,0 +1,117 @@
+"""``hydraulis profile`` and ``hydraulis space compare``: bad input, a killed sweep resumed, and
+the committed measured space going through ``space show``, ``propose`` and ``plan-step``."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hydraulis.artifacts import read_scheme_space, write_lengths
+from hydraulis.types import SpaceSource
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY_CPU = ROOT / "examples" / "spaces" / "tiny_cpu.json"
+
+
+def hydraulis(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--model", "gpt-9"], "model: 'gpt-9' is not a preset"),
+    (["--model", "tiny", "--tp", "3"], "scheme.tp: 3 does not divide model.heads = 4"),
+    (["--model", "tiny", "--seq-lens", ""], "seq_lens: '' must"),
+    (["--model", "tiny", "--seq-lens", "64"], "at least 2 token counts"),
+    (["--model", "tiny", "--pp", "8"], "exceeds model.layers = 4"),
+    (["--model", "tiny", "--max-procs", "99"], "max_procs: 99 exceeds the"),
+    (["--model", "tiny", "--cp", "2", "--tp", "4", "--pp", "2"], "all need more than the"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path, args, needle):
+    base = {"--seq-lens": "64,128", "--max-procs": "2", "-o": str(tmp_path / "s.json")}
+    flags = dict(zip(args[::2], args[1::2]))
+    result = hydraulis("profile", *[x for pair in {**base, **flags}.items() for x in pair])
+    assert result.returncode == 2, result.stdout
+    assert "Traceback" not in result.stderr
+    assert needle in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def _profile_command(cache, output):
+    return [sys.executable, "-m", "hydraulis", "profile", "--model", "tiny", "--cp", "1", "--tp", "1,2", "--pp", "1",
+            "--seq-lens", "32:256", "--repeats", "2", "--warmup", "0", "--check-full-stage", "--cache", str(cache),
+            "-o", str(output)]
+
+
+def _lines(path):
+    return [line for line in path.read_text().splitlines() if line.endswith("}")] if path.is_file() else []
+
+
+@pytest.mark.distributed
+def test_a_killed_sweep_resumes_without_measuring_finished_points(tmp_path):
+    cache, output = tmp_path / "cache", tmp_path / "space.json"
+    measurements = cache / "measurements.jsonl"
+    sweep = subprocess.Popen(_profile_command(cache, output), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not _lines(measurements) and sweep.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.killpg(sweep.pid, signal.SIGKILL)
+    sweep.wait()
+    finished = len(_lines(measurements))
+    assert 0 < finished and not output.exists()
+
+    resumed = subprocess.run(_profile_command(cache, output), capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    total = len(_lines(measurements))
+    assert finished < total
+    assert f"reused {finished} from the cache, measured {total - finished}" in resumed.stdout
+    space = read_scheme_space(output)
+    assert space.provenance.source is SpaceSource.MEASURED and len(space.profiles) == 2
+    assert "held-out med" in resumed.stdout and "extrap. med" in resumed.stdout
+    shown = hydraulis("space", "show", str(output))
+    assert shown.returncode == 0 and "(measured)" in shown.stdout
+
+
+def test_the_committed_space_goes_through_show_propose_and_plan_step(tmp_path):
+    space = read_scheme_space(TINY_CPU)
+    assert space.provenance.source is SpaceSource.MEASURED and space.model.name == "tiny"
+    assert all(p.fit is not None for p in space.profiles)
+    assert hydraulis("space", "show", str(TINY_CPU)).returncode == 0
+    lengths = tmp_path / "lengths.txt"
+    write_lengths(lengths, [16 + (37 * i) % 300 for i in range(400)] + [480, 500])
+    proposal = tmp_path / "proposal.json"
+    proposed = hydraulis("propose", "--space", str(TINY_CPU), "--devices", "4", "--token-budget", "2048",
+                         "--max-seq-len", "512", "--lengths", str(lengths), "--strategies", "2", "--steps", "8",
+                         "--time-limit", "5", "-o", str(proposal))
+    assert proposed.returncode == 0, proposed.stderr
+    batch = tmp_path / "batch.txt"
+    write_lengths(batch, [300, 120, 64, 40, 500, 33, 250, 90])
+    planned = hydraulis("plan-step", "--proposal", str(proposal), "--lengths", str(batch), "--format", "json")
+    assert planned.returncode == 0, planned.stderr
+
+
+def test_compare_measured_with_analytic(tmp_path):
+    analytic = tmp_path / "analytic.json"
+    assert hydraulis("space", "analytic", "--model", "tiny", "--device", "cpu", "--devices", "4", "--cp", "1,2",
+                     "--tp", "1,2,4", "--pp", "1,2", "-o", str(analytic)).returncode == 0
+    compared = hydraulis("space", "compare", str(TINY_CPU), str(analytic), "--lengths", "64,512")
+    assert compared.returncode == 0, compared.stderr
+    assert "s=64" in compared.stdout and "median |d|" in compared.stdout
+    assert len(compared.stdout.splitlines()) == 5 + len(read_scheme_space(TINY_CPU).profiles)
+
+
+@pytest.mark.distributed
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="4 processes need 2 cores (2 processes per core)")
+def test_a_context_and_pipeline_parallel_scheme_on_four_processes(tmp_path):
+    output = tmp_path / "space.json"
+    done = hydraulis("profile", "--model", "tiny", "--cp", "2", "--tp", "1,2", "--pp", "2", "--seq-lens", "16,32,64",
+                     "--repeats", "1", "--warmup", "1", "--device", "cpu", "--max-procs", "4", "-o", str(output))
+    assert done.returncode == 0, done.stderr
+    assert "skipped (2,2,2): needs 8 devices, only 4 here" in done.stdout
+    profile = read_scheme_space(output).profiles[0]
+    assert (profile.scheme.cp, profile.scheme.tp, profile.scheme.pp) == (2, 1, 2)
+    assert profile.fit.points == 3 and profile.activation_bytes_per_token > 0

@@ -1,0 +1,107 @@
+"""The profile recipe with a stand-in for the measuring processes: resume from the cache,
+capacity limits from out-of-memory points, the assembled space."""
+
+import numpy as np
+import pytest
+
+from hydraulis.artifacts.measurements import MeasurementCache
+from hydraulis.cost import scheme_capacities
+from hydraulis.errors import HydraulisError
+from hydraulis.presets import device_preset, model_preset
+from hydraulis.profiler.measurement import Environment, Measurement, MeasureStatus
+from hydraulis.profiler.profile import ProfileRequest, profile_scheme_space
+from hydraulis.profiler.sweep import SweepConfig
+from hydraulis.types import OptimizerLayout, Scheme, SpaceSource
+
+TINY = model_preset("tiny")
+ENVIRONMENT = Environment("cpu", "test cpu", "2.0", "fp32", 1, 4)
+
+
+def true_time(point):
+    """A made-up device: tp and cp halve the work, each layer costs the same, ends cost extra."""
+    share = point.scheme.tp * point.scheme.cp
+    s = np.asarray(point.lengths, dtype=float)
+    return 3.0 + point.depth * (1.0 + (2e-4 * (s * s).sum() + 0.05 * s.sum()) / share) + 0.1 * s.sum()
+
+
+class FakeRunner:
+    """Appends every point of a job to its cache like rank 0 does; can run out of memory."""
+
+    def __init__(self, out_of_memory_from=None, fail=False):
+        self.out_of_memory_from, self.fail = out_of_memory_from, fail
+        self.jobs = []
+
+    def __call__(self, job, processes):
+        self.jobs.append((job, processes))
+        cache = MeasurementCache(job.cache)
+        for point in job.points:
+            if self.fail:
+                raise RuntimeError("rank 1 exited with status 1")
+            limit = self.out_of_memory_from
+            if limit and point.scheme == limit[0] and point.tokens >= limit[1]:
+                cache.append(Measurement(point, MeasureStatus.OUT_OF_MEMORY), job.settings)
+                raise RuntimeError("rank 0 failed: out of memory")
+            time = true_time(point)
+            cache.append(Measurement(point, MeasureStatus.OK, time, time / 3, 100.0 * point.depth * point.tokens,
+                                     (time,)), job.settings)
+
+
+def _request(cache_dir, tps=(1, 2), token_counts=(64, 128, 256), pps=(1, 2)):
+    sweep = SweepConfig(TINY, (1,), tps, pps, token_counts, max_procs=4, repeats=1, warmup=0,
+                        check_full_stage=True)
+    return ProfileRequest(sweep, ENVIRONMENT, device_preset("cpu"), cache_dir, "2026-01-01T00:00:00+00:00",
+                          "test", "hydraulis profile --model tiny")
+
+
+def test_a_profile_fits_the_made_up_device_and_a_rerun_measures_nothing(tmp_path):
+    runner = FakeRunner()
+    outcome = profile_scheme_space(_request(str(tmp_path)), runner)
+    assert outcome.reused == 0 and outcome.measured > 0
+    assert len(runner.jobs) == 1 and runner.jobs[0][1] == 4
+    space = outcome.space
+    assert space.provenance.source is SpaceSource.MEASURED and space.provenance.software
+    assert {p.scheme for p in space.profiles} == {Scheme(1, t, p) for t in (1, 2) for p in (1, 2)}
+    whole = space.profile(Scheme(1, 2, 1)).time
+    assert whole.a == pytest.approx(4 * 1e-4, rel=1e-6) and whole.c == pytest.approx(7.0, rel=1e-6)
+    assert space.profile(Scheme(1, 1, 1)).activation_bytes_per_token == pytest.approx(400.0)
+    assert all(p.fit.median_rel_error < 1e-6 for p in space.profiles)
+    extrapolated = [f for f in outcome.fits if f.extrapolation]
+    assert extrapolated and all(f.extrapolation.max_rel_error < 1e-6 for f in extrapolated)
+    assert all(c.max_seq_len > 0 for c in scheme_capacities(space, OptimizerLayout(4, 1, 1)))
+
+    again = profile_scheme_space(_request(str(tmp_path)), runner)
+    assert len(runner.jobs) == 1 and again.reused == outcome.measured and again.measured == 0
+    assert again.space.profiles == space.profiles
+
+
+def test_out_of_memory_becomes_a_capacity_limit_and_the_rest_is_measured(tmp_path):
+    runner = FakeRunner(out_of_memory_from=(Scheme(1, 1, 2), 256))
+    outcome = profile_scheme_space(_request(str(tmp_path), token_counts=(64, 128, 256, 512)), runner)
+    assert len(runner.jobs) == 2
+    assert [(str(c.scheme), c.tokens) for c in outcome.capacity_limits] == [("(1,1,2)", 256)]
+    assert Scheme(1, 1, 2) in {p.scheme for p in outcome.space.profiles}
+    assert not [p for p in runner.jobs[1][0].points if p.scheme == Scheme(1, 1, 2)]
+    assert {p.scheme for p in runner.jobs[1][0].points} == {Scheme(1, 2, 1), Scheme(1, 2, 2)}
+
+
+def test_a_failure_that_is_not_out_of_memory_is_raised(tmp_path):
+    with pytest.raises(RuntimeError, match="status 1"):
+        profile_scheme_space(_request(str(tmp_path)), FakeRunner(fail=True))
+
+
+def test_a_scheme_out_of_memory_from_the_start_is_skipped_with_the_reason(tmp_path):
+    outcome = profile_scheme_space(_request(str(tmp_path)), FakeRunner(out_of_memory_from=(Scheme(1, 2, 1), 64)))
+    skipped = {str(s.scheme): s.reason for s in outcome.skipped}
+    assert "out of memory from 64 tokens" in skipped["(1,2,1)"]
+    assert Scheme(1, 2, 1) not in {p.scheme for p in outcome.space.profiles}
+
+
+def test_without_a_cache_folder_everything_is_measured(tmp_path):
+    runner = FakeRunner()
+    profile_scheme_space(_request(None), runner)
+    assert profile_scheme_space(_request(None), runner).reused == 0
+
+
+def test_no_scheme_left_to_fit_is_an_error(tmp_path):
+    with pytest.raises(HydraulisError, match="none could be measured"):
+        profile_scheme_space(_request(str(tmp_path), tps=(2,), pps=(1,)), FakeRunner(out_of_memory_from=(Scheme(1, 2, 1), 8)))

@@ -1,0 +1,77 @@
+"""The sweep: token counts, mixes, depths of the representative block, schemes left out."""
+
+import pytest
+
+from hydraulis.errors import HydraulisError
+from hydraulis.presets import model_preset
+from hydraulis.profiler.sweep import (
+    MIN_PIECE,
+    PointRole,
+    SweepConfig,
+    block_depths,
+    length_mixes,
+    parse_token_counts,
+    sweep_plan,
+)
+from hydraulis.types import Scheme
+
+TINY = model_preset("tiny")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("64,128,512", (64, 128, 512)),
+    ("512, 64,64", (64, 512)),
+    ("64:512", (64, 128, 256, 512)),
+    ("64:600", (64, 128, 256, 512)),
+    ("128:512:128", (128, 256, 384, 512)),
+])
+def test_token_counts_as_lists_and_ranges(text, expected):
+    assert parse_token_counts(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", ",", "abc", "512:64", "4,64", "64:128:0"])
+def test_bad_token_counts_name_the_field(text):
+    with pytest.raises(HydraulisError, match="seq_lens"):
+        parse_token_counts(text)
+
+
+@pytest.mark.parametrize("tokens", [8, 31, 64, 100, 1000])
+def test_mixes_hold_exactly_the_tokens_and_no_piece_is_too_short(tokens):
+    mixes = length_mixes(tokens)
+    assert mixes and all(sum(m) == tokens and min(m) >= MIN_PIECE for m in mixes)
+    assert len({sum(s * s for s in m) for m in mixes}) == len(mixes)
+
+
+def test_block_depths():
+    assert block_depths(4, 1) == (1, 2)
+    assert block_depths(2, 1) == (2,)
+    assert block_depths(32, 2) == (2, 4)
+    assert block_depths(4, 2) == (4,)
+
+
+def test_plan_of_the_sweep_docstring_example():
+    plan = sweep_plan(SweepConfig(TINY, (1,), (1,), (1, 2), (64, 128), max_procs=4, check_full_stage=True))
+    by_scheme = {s: [p for p in plan.points if p.scheme == s] for s in plan.schemes}
+    whole = by_scheme[Scheme(1, 1, 1)]
+    assert sorted({p.depth for p in whole}) == [1, 2, 4]
+    assert [p.lengths for p in whole if p.depth == 4] == [(64,), (64, 64)]
+    assert {p.role for p in whole if p.depth == 4} == {PointRole.CHECK}
+    assert len([p for p in whole if p.depth == 1]) == 8
+    assert {p.depth for p in by_scheme[Scheme(1, 1, 2)]} == {2}
+
+
+def test_schemes_beyond_the_local_devices_are_listed_with_the_reason():
+    plan = sweep_plan(SweepConfig(TINY, (1, 2), (1, 2, 4), (1, 2), (64, 128), max_procs=4))
+    assert len(plan.schemes) == 8
+    assert {str(s.scheme) for s in plan.skipped} == {"(1,4,2)", "(2,2,2)", "(2,4,1)", "(2,4,2)"}
+    assert all("only 4 here" in s.reason for s in plan.skipped)
+
+
+def test_no_scheme_fits_is_an_error():
+    with pytest.raises(HydraulisError, match="local devices"):
+        sweep_plan(SweepConfig(TINY, (2,), (2,), (1,), (64, 128), max_procs=2))
+
+
+def test_a_degree_that_cannot_shard_the_model_is_an_error():
+    with pytest.raises(HydraulisError, match="does not divide model.heads"):
+        SweepConfig(TINY, (1,), (3,), (1,), (64, 128), max_procs=4)
