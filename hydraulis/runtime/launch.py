@@ -82,16 +82,24 @@ def run_job(job: Job, args: tuple, options: RuntimeOptions, nproc: int = 0, devi
     torchrun), else on ``nproc`` local processes (default ``devices``). The world must hold at
     least ``devices`` ranks (the most any strategy of the job uses)."""
     torchrun = launched_by_torchrun()
-    world = int(os.environ["WORLD_SIZE"]) if torchrun else nproc or devices
-    if torchrun and nproc and nproc != world:
-        raise HydraulisError("nproc", nproc, f"differs from torchrun's WORLD_SIZE = {world}")
-    if world < devices:
-        raise HydraulisError("nproc", world, f"is fewer than the {devices} devices a strategy uses")
+    world = world_size(nproc, devices)
     if torchrun:
         _rank_main(int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), world, "env://", job, args, options,
                    log_level)
     else:
         _spawn(world, job, args, options, log_level)
+
+
+def world_size(nproc: int = 0, devices: int = 1) -> int:
+    """The ranks of the job: torchrun's ``WORLD_SIZE``, else ``nproc`` (default ``devices``);
+    an error when it cannot hold ``devices``."""
+    torchrun = launched_by_torchrun()
+    world = int(os.environ["WORLD_SIZE"]) if torchrun else nproc or devices
+    if torchrun and nproc and nproc != world:
+        raise HydraulisError("nproc", nproc, f"differs from torchrun's WORLD_SIZE = {world}")
+    if world < devices:
+        raise HydraulisError("nproc", world, f"is fewer than the {devices} devices a strategy uses")
+    return world
 
 
 def _spawn(world: int, job: Job, args: tuple, options: RuntimeOptions, log_level: str) -> None:
