@@ -25,4 +25,17 @@ hydraulis propose --space "$out/space_7b.json" --devices 32 --devices-per-node 8
     -o "$out/proposal_7b.json"
 
 echo
+echo "== 4. Train the tiny model on 4 CPU processes: an analytic scheme space for them, a proposal, 3 steps"
+echo "     under the proposal (dispatch plans each step, rank 0 broadcasts it), a checkpoint from the"
+echo "     optimizer layout, then 3 more steps resumed from it with three strategies switching step by step"
+hydraulis space analytic --model tiny --device cpu --devices 4 -o "$out/space_tiny_cpu.json"
+hydraulis propose --space "$out/space_tiny_cpu.json" --devices 4 --devices-per-node 4 --token-budget 512 \
+    --max-seq-len 128 --lengths "$root/examples/data/longtail.txt" --strategies 4 -o "$out/proposal_tiny.json"
+rm -rf "$out/checkpoints"
+hydraulis train --model tiny --proposal "$out/proposal_tiny.json" --steps 3 --device cpu \
+    --checkpoint-dir "$out/checkpoints" --output-dir "$out/train_proposal"
+hydraulis train --model tiny --strategy 1,2,1+1,1,2 --strategy 1,1,2x2 --strategy 2,1,1+1,1,1x2 --steps 6 \
+    --token-budget 512 --max-seq-len 128 --device cpu --resume "$out/checkpoints" --output-dir "$out/train_switching"
+
+echo
 echo "demo artifacts in $out"

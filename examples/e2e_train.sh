@@ -31,11 +31,13 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$out"
 started=$(date +%s)
+elapsed() { echo "   ($(( $(date +%s) - started )) s since the start)"; }
 
 echo "== 1. corpus: the standard library under $corpus_root, tokenized with a 1024-entry byte-level BPE"
 hydraulis data build-stdlib --root "$corpus_root" -o "$out/corpus.jsonl"
 hydraulis analyze --corpus "$out/corpus.jsonl" --vocab-size 1024 --cache-dir "$out/cache" \
     --token-budget "$token_budget" --max-seq-len "$max_seq_len" -o "$out/report"
+elapsed
 
 echo
 echo "== 2. scheme space for $nproc CPU devices"
@@ -50,6 +52,7 @@ echo "== 3. proposal for the corpus' lengths"
 hydraulis propose --space "$space" --devices "$nproc" --devices-per-node "$nproc" --token-budget "$token_budget" \
     --max-seq-len "$max_seq_len" --lengths "$out/report/lengths.txt" --strategies 4 --time-limit 10 \
     -o "$out/proposal.json"
+elapsed
 
 common=(--model tiny --corpus "$out/corpus.jsonl" --cache-dir "$out/cache" --steps "$steps" --nproc "$nproc"
         --device cpu --token-budget "$token_budget" --max-seq-len "$max_seq_len")
@@ -58,11 +61,13 @@ echo
 echo "== 4. train: the proposal, batching method $method"
 hydraulis train "${common[@]}" --proposal "$out/proposal.json" --method "$method" \
     --checkpoint-dir "$out/checkpoints" --output-dir "$out/hydraulis" | tee "$out/hydraulis.txt"
+elapsed
 
 echo
 echo "== 5. train: homogeneous baseline $baseline, batching method $baseline_method"
 hydraulis train "${common[@]}" --strategy "$baseline" --space "$space" --micro-batch-tokens "$max_seq_len" \
     --method "$baseline_method" --output-dir "$out/baseline" | tee "$out/baseline.txt"
+elapsed
 
 echo
 echo "== comparison ($steps steps of at most $token_budget tokens, $nproc processes)"

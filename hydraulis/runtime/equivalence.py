@@ -90,7 +90,7 @@ def check_equivalence(runs: Sequence[TrainingRun], options: RuntimeOptions, npro
     results = []
     with _threads(options.threads):
         for run, outcome in zip(runs, outcomes):
-            reference = train(reference_context, run, options, reference=True)
+            reference = train(reference_context, run, options, reference=True, canonical=True)
             initial = initial_weights(run.model, options.seed)
             records = tuple(StepRecord(**record) for record in outcome["records"])
             results.append(_compare(run, records, outcome["params"], reference.params,
@@ -112,7 +112,7 @@ def _threads(count: int) -> Iterator[None]:
 
 def _distributed_job(context: RankContext, runs: tuple[TrainingRun, ...], options: RuntimeOptions, folder: str) -> None:
     for index, run in enumerate(runs):
-        result = train(context, run, options)
+        result = train(context, run, options, canonical=True)
         if context.rank == 0:
             torch.save({"params": result.params, "records": [asdict(r) for r in result.records]},
                        Path(folder) / f"case{index}.pt")

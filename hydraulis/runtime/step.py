@@ -17,7 +17,9 @@ Recipe (every rank, whatever its place):
    step 2 and the slowest pipeline; the loss is the sum of the last stages' parts.
 
 A rank the strategy leaves idle (or whose pipeline the plan gives no micro-batch) computes
-nothing but still owns its share of the optimizer layout and takes part in steps 2 and 4.
+nothing but still owns its share of the optimizer layout and takes part in steps 2 and 4. Only
+the current strategy's compute weights are allocated: switching strategy frees the previous
+one's (its modules, groups and routes stay, built once).
 """
 
 from __future__ import annotations
@@ -72,11 +74,12 @@ class StepRunner:
         self.placement = OptimizerPlacement(model, layout, context.world_size)
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
         self.stages: dict[str, ComputeStage] = {}
+        self.current: ComputeStage | None = None
 
     def run(self, step: int, layout: StrategyLayout, plan: StepPlan, documents: Documents) -> StepRecord:
         """Steps 1–5 of the module docstring."""
         _check_plan(layout, plan)
-        stage = self._stage(layout)
+        stage = self._switch(self._stage(layout))
         tokens = loss_tokens(plan)
         start = time.perf_counter()
         stage.route.propagate(self.optimizer.master, stage.params)
@@ -129,6 +132,19 @@ class StepRunner:
             route = Route(self.placement, shards, self.context.world, self.context.device)
             self.stages[key] = ComputeStage(rank_map, place, groups, model, params, route, link)
         return self.stages[key]
+
+    def _switch(self, stage: ComputeStage) -> ComputeStage:
+        """Make ``stage`` the current one: the previous strategy's compute weights are released
+        (their storage freed) and this one's allocated — one strategy's weights at a time."""
+        if stage is not self.current:
+            if self.current is not None:
+                for param in self.current.params:
+                    param.data = param.data.new_empty(0)
+            for param, shard in zip(stage.params, stage.route.shards):
+                if param.numel() == 0:
+                    param.data = param.data.new_empty(shard.shape)
+            self.current = stage
+        return stage
 
     def _gather(self, stage: ComputeStage, mine: tuple[float, ...]) -> tuple[tuple[float, ...], dict[str, float]]:
         local = torch.tensor(mine, dtype=torch.float64, device=self.context.device)

@@ -49,15 +49,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TrainResult:
-    """Every step's record and the final weights in canonical form."""
+    """Every step's record and, when asked for, the final weights in canonical form."""
 
     records: tuple[StepRecord, ...]
-    params: dict[str, torch.Tensor]
+    params: dict[str, torch.Tensor] | None = None
 
 
-def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, reference: bool = False) -> TrainResult:
+def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, reference: bool = False,
+          canonical: bool = False) -> TrainResult:
     """The recipe of the module docstring on this rank; ``reference``: on one device, each batch
-    as one micro-batch (the equivalence check's single-process side, no checkpoints)."""
+    as one micro-batch (the equivalence check's single-process side, no checkpoints);
+    ``canonical``: gather the final weights on every rank (:func:`~.master.gather_canonical`)."""
     layouts = (_single_device_layout(run),) if reference else run.layouts
     layout = _optimizer_layout(run, context, reference)
     runner = StepRunner(run.model, context, options, layout)
@@ -92,7 +94,8 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
     finally:
         if planner:
             planner.close()
-    return TrainResult(tuple(records), gather_canonical(runner.optimizer, "master", context.world))
+    params = gather_canonical(runner.optimizer, "master", context.world) if canonical else None
+    return TrainResult(tuple(records), params)
 
 
 def train_job(context: RankContext, run: TrainingRun, options: RuntimeOptions, folder: str | None = None) -> None:
