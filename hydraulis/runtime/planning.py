@@ -66,15 +66,15 @@ class Planning:
 
 def spec_proposal(layout: StrategyLayout, model: ModelSpec, devices: int, token_budget: int, max_seq_len: int,
                   pipeline_model: PipelineModel, reduce_gbps: float = 0.0) -> Proposal:
-    """A strategy given as a SPEC as a proposal of that one strategy, serving every step;
-    its pipelines' ``max_seq_len`` is their micro-batch capacity, its reduction time the cost
-    model's (:func:`hydraulis.cost.reduce_ms`, 0 without a bandwidth)."""
-    strategy = layout.strategy
-    reduction = reduce_ms(model.params, [g.scheme for g in strategy.expanded()], OptimizerLayout(devices, 1, 1),
-                          reduce_gbps)
+    """A strategy given as a SPEC as a proposal of that one strategy on ``devices`` devices,
+    serving every step; its pipelines' ``max_seq_len`` is their micro-batch capacity, its
+    optimizer layout ZeRO-1 over all devices, its reduction time the cost model's
+    (:func:`hydraulis.cost.reduce_ms`, 0 without a bandwidth)."""
+    strategy, optimizer_layout = layout.strategy, OptimizerLayout(devices, 1, 1)
+    reduction = reduce_ms(model.params, [g.scheme for g in strategy.expanded()], optimizer_layout, reduce_gbps)
     proposed = ProposedStrategy(strategy, 0, max_seq_len, 0.0, reduction, (0,) * len(strategy.pipelines),
                                 f"given as {layout}")
-    return Proposal(model, devices, devices, OptimizerLayout(1, 1, 1), (proposed,), token_budget, max_seq_len,
+    return Proposal(model, devices, devices, optimizer_layout, (proposed,), token_budget, max_seq_len,
                     pipeline_model, SolverReport("given", "strategy SPEC", 0.0))
 
 

@@ -75,9 +75,7 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
         if planner:
             planner.submit(run.first_step, batch.lengths)
         for step in range(run.first_step, run.steps):
-            waited = time.perf_counter()
-            plan = _next_plan(planner, context)
-            wait_ms = (time.perf_counter() - waited) * 1e3
+            plan, wait_ms = _next_plan(planner, context)
             following = next(batches) if step + 1 < run.steps else None
             if planner and following is not None:
                 planner.submit(step + 1, following.lengths)
@@ -117,14 +115,17 @@ def run_training(run: TrainingRun, options: RuntimeOptions, nproc: int = 0,
         return tuple(StepRecord(**r) for r in torch.load(saved)) if saved.exists() else ()
 
 
-def _next_plan(planner: PlanAhead | None, context: RankContext) -> StepPlan:
+def _next_plan(planner: PlanAhead | None, context: RankContext) -> tuple[StepPlan, float]:
+    """The step's plan on every rank, and how long rank 0 waited for its planning thread (ms)."""
     outcome: StepPlan | BaseException | None = None
+    started = time.perf_counter()
     if planner is not None:
         try:
             outcome = planner.result()
         except Exception as error:  # every rank must hear of it: share_plan sends it, then re-raises it
             outcome = error
-    return share_plan(outcome, context.world, context.device)
+    waited = (time.perf_counter() - started) * 1e3
+    return share_plan(outcome, context.world, context.device), waited
 
 
 def _planner(run: TrainingRun, context: RankContext, reference: bool) -> PlanAhead | None:
