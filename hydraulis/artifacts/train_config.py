@@ -12,7 +12,7 @@ read too)::
      "corpus": null, "tokenizer": null, "cache_dir": null,
      "optimizer_layout": null | {"dp", "tp", "pp"},
      "checkpoint_dir": null, "checkpoint_every": 0, "resume": null,
-     "runtime": {"device": "auto", "precision": "fp32", "optimizer": "adam", "lr": 0.001,
+     "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
                  "seed": 0, "timeout_s": 60.0, "threads": 1}}
 """
 

@@ -8,14 +8,14 @@ import sys
 from hydraulis.cli.output import emit, table
 from hydraulis.cli.training_args import add_training_arguments, training_config
 from hydraulis.errors import HydraulisError
-from hydraulis.runtime.config import OptimizerKind, RuntimeOptions, TrainConfig
+from hydraulis.runtime.config import OptimizerKind, Precision, RuntimeOptions, TrainConfig
 from hydraulis.runtime.run import resolve_run
 
-DEFAULT_RUNTIME = RuntimeOptions(optimizer=OptimizerKind.ADAM, lr=1e-4)
+DEFAULT_RUNTIME = RuntimeOptions(precision=Precision.FP32, optimizer=OptimizerKind.ADAM, lr=1e-4)
 """Adam at lr 1e-4: each step moves every weight by about 1e-4 (0.5 % of the initial 0.02), so a
 wrong gradient shows as a difference of ~1e-2 of the weights, while fp32 rounding amplified by
 Adam stays below ~1.5e-6 (see :mod:`hydraulis.runtime.equivalence`; at lr 1e-3 it reaches
-1.7e-5). ``--optimizer sgd --lr 1`` makes every gradient error show in proportion: SGD is linear
+1.7e-5); fp32 on every device (bf16 rounding is ~1e-3). ``--optimizer sgd --lr 1`` makes every gradient error show in proportion: SGD is linear
 in the gradient, Adam hides a gradient's scale."""
 
 

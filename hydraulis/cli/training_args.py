@@ -52,7 +52,8 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="layout of master weights and Adam moments (default: the proposal's, else DP = ranks)")
     parser.add_argument("--device", choices=[d.value for d in DeviceKind], help="default auto: cuda if available")
     parser.add_argument("--precision", choices=[p.value for p in Precision],
-                        help="default fp32; bf16 computes in bf16 with fp32 master weights")
+                        help="default auto: bf16 on CUDA, fp32 on the CPU; bf16 computes in bf16 with fp32 "
+                             "master weights")
     parser.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], help="default adam")
     parser.add_argument("--lr", type=float, help="learning rate (default 1e-3)")
     parser.add_argument("--seed", type=int, help="initial weights, data order, dispatch ties (default 0)")

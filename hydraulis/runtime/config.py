@@ -21,6 +21,8 @@ class DeviceKind(str, Enum):
 
 
 class Precision(str, Enum):
+    AUTO = "auto"
+    """bf16 on CUDA, fp32 on the CPU."""
     FP32 = "fp32"
     BF16 = "bf16"
     """bf16 weights and activations for compute; fp32 master weights, gradients and loss."""
@@ -38,7 +40,7 @@ class RuntimeOptions:
     number of intra-op CPU threads per process."""
 
     device: DeviceKind = DeviceKind.AUTO
-    precision: Precision = Precision.FP32
+    precision: Precision = Precision.AUTO
     optimizer: OptimizerKind = OptimizerKind.ADAM
     lr: float = 1e-3
     seed: int = 0

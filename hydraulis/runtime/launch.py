@@ -45,6 +45,13 @@ TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER
 DTYPES = {Precision.FP32: torch.float32, Precision.BF16: torch.bfloat16}
 
 
+def compute_dtype(options: RuntimeOptions, device: torch.device) -> torch.dtype:
+    """The compute dtype of ``options.precision`` on ``device`` (auto: bf16 on CUDA, fp32 on the CPU)."""
+    if options.precision is Precision.AUTO:
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return DTYPES[options.precision]
+
+
 class RankFailure(RuntimeError):
     """A rank of a local job ended with an error."""
 
@@ -65,7 +72,8 @@ class RankContext:
     @classmethod
     def single(cls, options: RuntimeOptions) -> RankContext:
         """One process, no ``torch.distributed`` (the single-device reference)."""
-        return cls(0, 1, _device(options, 0), DTYPES[options.precision])
+        device = _device(options, 0)
+        return cls(0, 1, device, compute_dtype(options, device))
 
 
 Job = Callable[..., None]
@@ -129,7 +137,7 @@ def _rank_main(local_rank: int, rank: int, world_size: int, init_method: str, jo
         torch.cuda.set_device(device)
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size,
                             timeout=timedelta(seconds=options.timeout_s))
-    context = RankContext(rank, world_size, device, DTYPES[options.precision])
+    context = RankContext(rank, world_size, device, compute_dtype(options, device))
     context.world.all_reduce(torch.zeros(1, device=device))
     log.debug("rank %d of %d on %s (%s)", rank, world_size, device, backend)
     try:

@@ -14,7 +14,7 @@ from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.runtime.resume import find_checkpoint
 from hydraulis.types import Cluster
-from tests.conftest import SERVICE_TOKEN
+from tests.conftest import SERVICE_TOKEN, free_port
 from tests.data.conftest import write_code_corpus
 
 ACCEPTANCE = ("check-equivalence", "--model", "tiny", "--strategy", "1,2,1+1,1,2", "--strategy", "1,1,2x2",
@@ -93,3 +93,13 @@ def test_train_on_a_corpus_under_a_proposal_planned_by_the_service(tmp_path, pla
     assert len(records) == 2 and all(0 < r.tokens <= 512 and r.predicted_step_ms > 0 for r in records)
     saved = find_checkpoint(tmp_path / "checkpoints").manifest
     assert saved.step == 2 and saved.data_fingerprint.startswith("corpus sha256:")
+
+
+@pytest.mark.distributed
+def test_a_planning_service_that_is_down_ends_every_rank_with_its_error():
+    url = f"http://127.0.0.1:{free_port()}"
+    result = hydraulis("train", "--model", "tiny", "--strategy", "1,1,1", "--nproc", "2", "--steps", "2",
+                       "--device", "cpu", "--planner-url", url)
+    assert result.returncode == 1
+    assert f"planner service {url}/v1/step-plans: no step plan after 3 attempts" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("hydraulis: error: rank ")
