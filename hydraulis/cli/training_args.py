@@ -55,7 +55,7 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="default auto: bf16 on CUDA, fp32 on the CPU; bf16 computes in bf16 with fp32 "
                              "master weights")
     parser.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], help="default adam")
-    parser.add_argument("--lr", type=float, help="learning rate (default 1e-3)")
+    parser.add_argument("--lr", type=float, help="learning rate (default 1e-3; check-equivalence: 1e-4)")
     parser.add_argument("--seed", type=int, help="initial weights, data order, dispatch ties (default 0)")
     parser.add_argument("--timeout-s", type=float,
                         help="seconds a rank waits for a peer before failing (default 60)")

@@ -36,6 +36,7 @@ from hydraulis.runtime.broadcast import share_plan
 from hydraulis.runtime.checkpoint import restore, save_checkpoint
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job, world_size
+from hydraulis.runtime.layout import StrategyLayout
 from hydraulis.runtime.master import gather_canonical
 from hydraulis.runtime.planning import PlanAhead
 from hydraulis.runtime.run import TrainingRun
@@ -148,6 +149,6 @@ def _optimizer_layout(run: TrainingRun, context: RankContext, reference: bool) -
     return run.optimizer_layout or OptimizerLayout(context.world_size, 1, 1)
 
 
-def _single_device_layout(run: TrainingRun):
+def _single_device_layout(run: TrainingRun) -> StrategyLayout:
     return strategy_layout((SpecGroup(Scheme(1, 1, 1), 1),), run.model, lambda _: TimeCoefficients(0.0, 0.0, 0.0),
                            max_seq_len=1)
