@@ -30,7 +30,20 @@ hydraulis simulate --space bundled:7b --devices 32 --token-budget 131072 --max-s
     --lengths "$root/examples/data/longtail.txt" --steps 20 --no-progress -o "$out/simulation_7b"
 
 echo
-echo "== 5. The paper's settings, simulated (python paper_exp/run_all.py regenerates them)"
+echo "== 5. Train the tiny model on 4 CPU processes: the scheme space measured here by hydraulis profile"
+echo "     (examples/spaces/tiny_cpu.json), a proposal, 3 steps"
+echo "     under the proposal (dispatch plans each step, rank 0 broadcasts it), a checkpoint from the"
+echo "     optimizer layout, then 3 more steps resumed from it with three strategies switching step by step"
+hydraulis propose --space "$root/examples/spaces/tiny_cpu.json" --devices 4 --devices-per-node 4 --token-budget 512 \
+    --max-seq-len 128 --lengths "$root/examples/data/longtail.txt" --strategies 4 -o "$out/proposal_tiny.json"
+rm -rf "$out/checkpoints"
+hydraulis train --model tiny --proposal "$out/proposal_tiny.json" --steps 3 --device cpu \
+    --checkpoint-dir "$out/checkpoints" --output-dir "$out/train_proposal"
+hydraulis train --model tiny --strategy 1,2,1+1,1,2 --strategy 1,1,2x2 --strategy 2,1,1+1,1,1x2 --steps 6 \
+    --token-budget 512 --max-seq-len 128 --device cpu --resume "$out/checkpoints" --output-dir "$out/train_switching"
+
+echo
+echo "== 6. The paper's settings, simulated (python paper_exp/run_all.py regenerates them)"
 cat "$root/paper_exp/results/summary.md"
 
 echo

@@ -48,3 +48,10 @@ def require_number(value: Any, field: str, minimum: float | None = None, maximum
     if maximum is not None and value > maximum:
         raise HydraulisError(field, value, f"must be <= {maximum}")
     return float(value)
+
+
+def require_http_url(value: Any, field: str) -> str:
+    """Check that ``value`` is an ``http://`` or ``https://`` URL."""
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise HydraulisError(field, value, "must start with http:// or https://")
+    return value

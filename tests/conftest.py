@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -50,3 +53,35 @@ def space_13b() -> SchemeSpace:
 @pytest.fixture(scope="session")
 def space_32b_analytic() -> SchemeSpace:
     return analytic_space()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+SERVICE_TOKEN = "service-test-token"
+
+
+@pytest.fixture(scope="session")
+def planning_service() -> str:
+    """A planning service (``hydraulis serve``'s app, bearer token :data:`SERVICE_TOKEN`) on a
+    loopback port, in a thread of the test process; its URL."""
+    import uvicorn
+
+    from hydraulis.service.app import create_app
+    from hydraulis.service.settings import ServiceSettings
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(ServiceSettings(auth_token=SERVICE_TOKEN)), host="127.0.0.1",
+                                           port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the planning service did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)

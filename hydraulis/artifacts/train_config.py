@@ -1,12 +1,18 @@
 """The training-config artifact: what ``hydraulis train --config`` reads and writes back resolved.
 
-Layout (``schema_version`` 1; every field but ``model``, ``strategies`` and ``steps`` optional)::
+Layout (``schema_version`` 2; every field but ``model``, ``steps`` and one of ``strategies``
+and ``proposal_file`` optional; version 1, without the fields from ``proposal_file`` on, is
+read too)::
 
-    {"schema_version": 1, "kind": "train_config", "model": "tiny",
+    {"schema_version": 2, "kind": "train_config", "model": "tiny",
      "strategies": ["1,2,1+1,1,2", "1,1,2x2"], "steps": 10, "token_budget": 256,
      "max_seq_len": 64, "micro_batch_tokens": 96, "nproc": 4,
      "lengths_file": null, "space_file": null,
-     "runtime": {"device": "auto", "precision": "fp32", "optimizer": "adam", "lr": 0.001,
+     "proposal_file": null, "method": "dispatch_balanced_packing", "planner_url": null,
+     "corpus": null, "tokenizer": null, "cache_dir": null,
+     "optimizer_layout": null | {"dp", "tp", "pp"},
+     "checkpoint_dir": null, "checkpoint_every": 0, "resume": null,
+     "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
                  "seed": 0, "timeout_s": 60.0, "threads": 1}}
 """
 
@@ -19,35 +25,46 @@ from pathlib import Path
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.errors import HydraulisError
 from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, RuntimeOptions, TrainConfig
+from hydraulis.types import BatchingMethod, OptimizerLayout
 
 KIND = "train_config"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_OPTIONAL_STRINGS = ("lengths_file", "space_file", "proposal_file", "planner_url", "corpus", "tokenizer", "cache_dir",
+                     "checkpoint_dir", "resume")
 _ENUMS = {"device": DeviceKind, "precision": Precision, "optimizer": OptimizerKind}
 
 
 def train_config_to_dict(config: TrainConfig) -> dict:
     document = {"schema_version": SCHEMA_VERSION, "kind": KIND, **asdict(config)}
     document["strategies"] = list(config.strategies)
+    document["method"] = config.method.value
     document["runtime"] = {k: v.value if isinstance(v, Enum) else v for k, v in asdict(config.runtime).items()}
     return document
 
 
 def train_config_from_dict(document: object) -> TrainConfig:
     record = Record(document)
-    check_header(record, KIND, (SCHEMA_VERSION,))
-    defaults = TrainConfig("-", ("-",), 1)
-    runtime = record.optional_sub("runtime")
+    check_header(record, KIND, (1, SCHEMA_VERSION))
+    runtime, layout = record.optional_sub("runtime"), record.optional_sub("optimizer_layout")
+    method = record.str("method", BatchingMethod.DISPATCH_BALANCED_PACKING.value)
+    try:
+        batching = BatchingMethod(method)
+    except ValueError:
+        raise HydraulisError("method", method, f"must be one of {[m.value for m in BatchingMethod]}") from None
     return build("", TrainConfig,
         model=record.str("model"),
-        strategies=record.strs("strategies"),
+        strategies=record.strs("strategies", []),
         steps=record.int("steps"),
-        token_budget=record.int("token_budget", defaults.token_budget),
-        max_seq_len=record.int("max_seq_len", defaults.max_seq_len),
-        micro_batch_tokens=record.int("micro_batch_tokens", defaults.micro_batch_tokens),
-        nproc=record.int("nproc", defaults.nproc),
-        lengths_file=_optional_str(record, "lengths_file"),
-        space_file=_optional_str(record, "space_file"),
+        token_budget=_optional_int(record, "token_budget"),
+        max_seq_len=_optional_int(record, "max_seq_len"),
+        micro_batch_tokens=_optional_int(record, "micro_batch_tokens"),
+        nproc=record.int("nproc", 0),
+        method=batching,
+        optimizer_layout=None if layout is None else build(layout.path, OptimizerLayout, dp=layout.int("dp"),
+                                                           tp=layout.int("tp"), pp=layout.int("pp")),
+        checkpoint_every=record.int("checkpoint_every", 0),
         runtime=RuntimeOptions() if runtime is None else _runtime_from_record(runtime),
+        **{key: _optional_str(record, key) for key in _OPTIONAL_STRINGS},
     )
 
 
@@ -76,6 +93,10 @@ def _runtime_from_record(record: Record) -> RuntimeOptions:
         else:
             values[spec.name] = record.int(spec.name, default)
     return build(record.path, RuntimeOptions, **values)
+
+
+def _optional_int(record: Record, key: str) -> int | None:
+    return None if record.raw(key, None) is None else record.int(key)
 
 
 def _optional_str(record: Record, key: str) -> str | None:

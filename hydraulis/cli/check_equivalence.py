@@ -8,13 +8,15 @@ import sys
 from hydraulis.cli.output import emit, table
 from hydraulis.cli.training_args import add_training_arguments, training_config
 from hydraulis.errors import HydraulisError
-from hydraulis.runtime.config import OptimizerKind, RuntimeOptions, TrainConfig
+from hydraulis.runtime.config import OptimizerKind, Precision, RuntimeOptions, TrainConfig
 from hydraulis.runtime.run import resolve_run
 
-DEFAULT_RUNTIME = RuntimeOptions(optimizer=OptimizerKind.SGD, lr=1.0)
-"""SGD is linear in the gradient, so any gradient error shows in the weights; Adam normalises
-each element's step and would hide, e.g., a gradient counted twice. lr 1 moves the tiny
-model's weights by 0.05–10 % a step, enough for a gradient error to show."""
+DEFAULT_RUNTIME = RuntimeOptions(precision=Precision.FP32, optimizer=OptimizerKind.ADAM, lr=1e-4)
+"""Adam at lr 1e-4: each step moves every weight by about 1e-4 (0.5 % of the initial 0.02), so a
+wrong gradient shows as a difference of ~1e-2 of the weights, while fp32 rounding amplified by
+Adam stays below ~1.5e-6 (see :mod:`hydraulis.runtime.equivalence`; at lr 1e-3 it reaches
+1.7e-5); fp32 on every device (bf16 rounding is ~1e-3). ``--optimizer sgd --lr 1`` makes every gradient error show in proportion: SGD is linear
+in the gradient, Adam hides a gradient's scale."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -24,16 +26,18 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "on a single process on the same batches from the same initial weights, then compare "
                     "every parameter: rel = ||p_dist - p_ref|| / ||p_ref|| (whole-tensor 2-norms). Prints "
                     "per-step losses of both sides and, as the last line, max_rel_diff=<max over parameters>; "
-                    "exits 1 when it exceeds --tolerance. Defaults: model tiny, 2 steps, SGD with lr 1.")
+                    "exits 1 when it exceeds --tolerance. Defaults: model tiny, 2 steps, Adam with lr 1e-4.")
     add_training_arguments(check)
     check.add_argument("--tolerance", type=float, default=1e-5, help="largest accepted max_rel_diff (default 1e-5)")
     check.set_defaults(run=_check)
 
 
 def _check(args: argparse.Namespace) -> None:
-    if not args.strategy:
-        raise HydraulisError("--strategy", None, "is required: give one or more strategy SPECs, e.g. 1,2,1+1,1,2")
-    config = training_config(args, TrainConfig("tiny", tuple(args.strategy), 2, runtime=DEFAULT_RUNTIME))
+    if not args.strategy and not args.proposal:
+        raise HydraulisError("--strategy", None, "is required: give one or more strategy SPECs, e.g. 1,2,1+1,1,2 "
+                                                 "(or a --proposal)")
+    base = TrainConfig("tiny", tuple(args.strategy or ()), 2, proposal_file=args.proposal, runtime=DEFAULT_RUNTIME)
+    config = training_config(args, base)
     run = resolve_run(config)
     from hydraulis.runtime.equivalence import check_equivalence
     from hydraulis.runtime.launch import RankFailure

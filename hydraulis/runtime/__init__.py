@@ -1,9 +1,11 @@
 """The PyTorch runtime that executes step plans (DESIGN §7).
 
 Pipelines of different schemes run side by side in one job (gloo on CPU, NCCL on CUDA); each
-rank runs one stage of one pipeline, sharded for its tp and cp rank; gradients from all
-pipelines are summed in the canonical layout; fp32 master weights are updated and re-sliced
-for whatever strategy computes the next step.
+rank runs one stage of one pipeline, sharded for its tp and cp rank. fp32 master weights and
+Adam moments live once, sharded, in the optimizer layout (ZeRO-1); every step the weights go out
+to whatever strategy the dispatcher chose, the gradients come back and the optimizer steps
+there — a strategy switch is a redistribution, never a restart. Checkpoints are written from
+the optimizer layout.
 
 ==========================  ==================================================================
 module                      concept
@@ -12,6 +14,7 @@ module                      concept
 ``layout``                  stages as contiguous layer ranges; a strategy as the runtime runs it
 ``strategy_spec``           the ``cp,tp,pp[:L1/…][xN]+…`` SPEC syntax
 ``run``                     a config resolved into what every rank needs (no torch)
+``data``                    documents (a corpus or synthetic), batches filled to a token budget
 ``rank_map``                rank → pipeline, stage, cp rank, tp rank; process groups
 ``sharding``                canonical parameters and each rank's shards
 ``model``                   the Llama-style decoder, one stage of one rank
@@ -21,12 +24,16 @@ module                      concept
 ``parallel.context``        load-balanced context-parallel chunks, K/V all-gather
 ``parallel.pipeline``       1F1B over micro-batches of different lengths, shapes ahead of tensors
 ``loss``                    normalisation by the whole batch's loss tokens
-``grad_sync``               gradient reduction across different shardings
-``master``                  fp32 master weights and optimizer
+``placement``               who owns which element in the optimizer layout; compute shards' elements
+``master``                  one rank's buffer: fp32 master weights, moments, the update rule
+``redistribute``            gradients into the optimizer layout, weights out of it (all-to-all)
+``planning``                step plans from the dispatcher or the service, one step ahead
+``broadcast``               rank 0's plan to every rank
 ``step``                    one training step on one rank
-``trainer``                 the training loop and its per-step log line
-``simple_plan``             a greedy stand-in for the dispatcher
-``data``                    synthetic lengths and token documents
+``records``                 step records, the log line, the table and the summary (no torch)
+``trainer``                 the training loop
+``manifest``, ``resume``    what a checkpoint holds; finding and checking one (no torch)
+``checkpoint``              writing checkpoints atomically, restoring them under any layout
 ``equivalence``             distributed vs single-device training
 ``launch``                  local processes or torchrun; process-group timeouts
 ==========================  ==================================================================

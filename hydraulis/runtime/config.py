@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from hydraulis.errors import require, require_int, require_number
+from hydraulis.errors import require, require_http_url, require_int, require_number
+from hydraulis.types import BatchingMethod, OptimizerLayout
 
 
 class DeviceKind(str, Enum):
@@ -20,6 +21,8 @@ class DeviceKind(str, Enum):
 
 
 class Precision(str, Enum):
+    AUTO = "auto"
+    """bf16 on CUDA, fp32 on the CPU."""
     FP32 = "fp32"
     BF16 = "bf16"
     """bf16 weights and activations for compute; fp32 master weights, gradients and loss."""
@@ -37,7 +40,7 @@ class RuntimeOptions:
     number of intra-op CPU threads per process."""
 
     device: DeviceKind = DeviceKind.AUTO
-    precision: Precision = Precision.FP32
+    precision: Precision = Precision.AUTO
     optimizer: OptimizerKind = OptimizerKind.ADAM
     lr: float = 1e-3
     seed: int = 0
@@ -59,28 +62,64 @@ class RuntimeOptions:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """``steps`` global batches of about ``token_budget`` tokens (documents of at most
-    ``max_seq_len``, lengths drawn from ``lengths_file`` or a synthetic long-tailed
-    distribution), the ``strategies`` (SPECs) cycled per step, micro-batches packed to at most
-    ``micro_batch_tokens``. ``nproc`` processes (0: the most devices any strategy uses);
-    ``space_file`` gives the time coefficients of the predicted times (default: analytic CPU)."""
+    """What to train and how.
+
+    Strategies: either ``strategies`` (SPECs, cycled per step, each planned as a one-strategy
+    proposal whose pipelines hold micro-batches of at most ``micro_batch_tokens``) or
+    ``proposal_file`` (dispatch chooses among its strategies every step). ``method`` is the
+    batching method, ``planner_url`` a planning service to ask instead of dispatching
+    in-process. ``steps`` is the step count to reach (a resumed job continues from its
+    checkpoint's step). Global batches of at most ``token_budget`` tokens cut to
+    ``max_seq_len`` (both default to the proposal's, else 256 and 64) come from ``corpus``
+    (tokenized with ``tokenizer``, or a byte-level BPE of the model's vocabulary trained and
+    cached under ``cache_dir``) or from synthetic documents (lengths from ``lengths_file`` or a
+    long tail). ``nproc`` processes (0: the most devices a strategy or the proposal uses);
+    ``space_file`` gives SPEC strategies their time coefficients (default: analytic CPU);
+    ``optimizer_layout`` is ``(dp, tp, pp)`` (default: the proposal's, else ZeRO-1 over all
+    ranks). Checkpoints go to ``checkpoint_dir`` every ``checkpoint_every`` steps (0: at the
+    end only); ``resume`` is a checkpoint folder or root to continue from.
+    """
 
     model: str
     strategies: tuple[str, ...]
     steps: int
-    token_budget: int = 256
-    max_seq_len: int = 64
-    micro_batch_tokens: int = 96
+    token_budget: int | None = None
+    max_seq_len: int | None = None
+    micro_batch_tokens: int | None = None
     nproc: int = 0
     lengths_file: str | None = None
     space_file: str | None = None
+    proposal_file: str | None = None
+    method: BatchingMethod = BatchingMethod.DISPATCH_BALANCED_PACKING
+    planner_url: str | None = None
+    corpus: str | None = None
+    tokenizer: str | None = None
+    cache_dir: str | None = None
+    optimizer_layout: OptimizerLayout | None = None
+    checkpoint_dir: str | None = None
+    checkpoint_every: int = 0
+    resume: str | None = None
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
     def __post_init__(self) -> None:
         require(bool(self.model), "model", self.model, "must name a model preset")
-        require(len(self.strategies) > 0, "strategies", [], "must list at least one strategy SPEC")
+        require(bool(self.strategies) != bool(self.proposal_file), "strategies", list(self.strategies),
+                "give strategy SPECs or a proposal file, exactly one of them")
         require_int(self.steps, "steps", minimum=1)
-        require_int(self.max_seq_len, "max_seq_len", minimum=1)
-        require_int(self.token_budget, "token_budget", minimum=self.max_seq_len)
-        require_int(self.micro_batch_tokens, "micro_batch_tokens", minimum=1)
+        for name in ("token_budget", "max_seq_len", "micro_batch_tokens"):
+            if getattr(self, name) is not None:
+                require_int(getattr(self, name), name, minimum=2)
+        if self.token_budget is not None and self.max_seq_len is not None:
+            require(self.token_budget >= self.max_seq_len, "token_budget", self.token_budget,
+                    f"is smaller than one sequence of max_seq_len = {self.max_seq_len} tokens")
         require_int(self.nproc, "nproc", minimum=0)
+        require(isinstance(self.method, BatchingMethod), "method", self.method,
+                f"must be one of {[m.value for m in BatchingMethod]}")
+        if self.planner_url is not None:
+            require_http_url(self.planner_url, "planner_url")
+        require(self.corpus is None or self.lengths_file is None, "lengths_file", self.lengths_file,
+                "gives synthetic documents' lengths; a corpus has its own")
+        require(self.tokenizer is None or self.corpus is not None, "tokenizer", self.tokenizer, "needs a corpus")
+        require_int(self.checkpoint_every, "checkpoint_every", minimum=0)
+        require(self.checkpoint_every == 0 or self.checkpoint_dir is not None, "checkpoint_every",
+                self.checkpoint_every, "needs a checkpoint_dir")

@@ -2,9 +2,10 @@
 
 Both sides start from the same seed (so the same initial weights, :mod:`.master`), see the same
 global batches (:mod:`.data`) and use the same optimizer. The distributed side runs the
-configured strategies, cycled per step, on ``nproc`` processes with plans from
-:mod:`.simple_plan`; the reference runs every batch as one packed micro-batch on one device in
-this process. After the last step, for every parameter tensor ``p``::
+configured strategies (cycled per step) or the proposal's on ``nproc`` processes with plans from
+the dispatcher, gradients reduced into and weights propagated from the optimizer layout; the
+reference runs every batch as one packed micro-batch on one device in this process (optimizer
+layout ``dp1·tp1·pp1``, the same update code). After the last step, for every parameter tensor ``p``::
 
     rel(p)       = ‖θ_dist(p) − θ_ref(p)‖₂ / ‖θ_ref(p)‖₂
     max_rel_diff = max_p rel(p)
@@ -18,10 +19,19 @@ reported too.
 
 The optimizer matters: SGD is linear in the gradient, so a gradient error shows in the weights
 in proportion; Adam divides each element's step by its gradient's running magnitude, which
-hides scale errors (a gradient counted twice changes nothing) and amplifies fp32 rounding in
-elements whose first moment nearly cancels. Measured on ``tiny`` (seed 2, 5 steps, lr 1e-3):
-one such element of one tensor moved ``max_rel_diff`` to 1.3e-5 while every other element
-agreed to 2e-7. ``hydraulis check-equivalence`` therefore defaults to SGD.
+hides scale errors (a gradient counted twice changes nothing) and turns the *absolute* fp32
+rounding of a gradient into a *relative* error of the element's step. Both sides compute the
+update with the same elementwise code (:mod:`.master`), so all that differs is the order in
+which partial gradients were summed — but where partial gradients nearly cancel (elements with
+``|g| ≈ 1e-7`` summed from parts of ``1e-3``) that order changes ``g`` by up to 1e-3 of itself,
+and Adam passes that on to the step. It is not the distribution: one process that only cuts the
+batch into three micro-batches differs from the reference by 5.8e-6 (tiny, seed 2, 5 steps,
+Adam lr 1e-3). Measured with the acceptance strategies (``1,2,1+1,1,2``, ``1,1,2x2``,
+``2,1,1+1,1,1x2`` cycled, 5 steps), seeds 0–5: ``max_rel_diff`` 5.8e-6, 2.6e-6, 1.7e-5, 2.4e-6,
+1.4e-5, 5.3e-6 at lr 1e-3 and 5.7e-7, 2.6e-7, 1.5e-6, 2.2e-7, 3.6e-7, 5.3e-7 at lr 1e-4 (the
+difference scales with the step size, the signal of a wrong gradient too: it moves a weight by
+``~lr`` per step, ≫ 1e-5 of the weights). ``hydraulis check-equivalence`` therefore runs Adam
+at lr 1e-4 by default.
 
 Several cases (each a config of its own strategies) can share one distributed job, which pays
 the process start-up once; each case starts again from the seed's initial weights.
@@ -39,8 +49,8 @@ import torch
 
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job
-from hydraulis.runtime.master import MasterWeights
-from hydraulis.runtime.step import StepRecord
+from hydraulis.runtime.master import initial_weights
+from hydraulis.runtime.records import StepRecord
 from hydraulis.runtime.run import TrainingRun
 from hydraulis.runtime.trainer import train
 
@@ -80,8 +90,8 @@ def check_equivalence(runs: Sequence[TrainingRun], options: RuntimeOptions, npro
     results = []
     with _threads(options.threads):
         for run, outcome in zip(runs, outcomes):
-            reference = train(reference_context, run, options, reference=True)
-            initial = MasterWeights(run.model, options.seed, torch.device("cpu")).state()
+            reference = train(reference_context, run, options, reference=True, canonical=True)
+            initial = initial_weights(run.model, options.seed)
             records = tuple(StepRecord(**record) for record in outcome["records"])
             results.append(_compare(run, records, outcome["params"], reference.params,
                                     tuple(r.loss for r in reference.records), initial))
@@ -102,7 +112,7 @@ def _threads(count: int) -> Iterator[None]:
 
 def _distributed_job(context: RankContext, runs: tuple[TrainingRun, ...], options: RuntimeOptions, folder: str) -> None:
     for index, run in enumerate(runs):
-        result = train(context, run, options)
+        result = train(context, run, options, canonical=True)
         if context.rank == 0:
             torch.save({"params": result.params, "records": [asdict(r) for r in result.records]},
                        Path(folder) / f"case{index}.pt")

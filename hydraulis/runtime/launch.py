@@ -45,6 +45,13 @@ TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER
 DTYPES = {Precision.FP32: torch.float32, Precision.BF16: torch.bfloat16}
 
 
+def compute_dtype(options: RuntimeOptions, device: torch.device) -> torch.dtype:
+    """The compute dtype of ``options.precision`` on ``device`` (auto: bf16 on CUDA, fp32 on the CPU)."""
+    if options.precision is Precision.AUTO:
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return DTYPES[options.precision]
+
+
 class RankFailure(RuntimeError):
     """A rank of a local job ended with an error."""
 
@@ -65,7 +72,8 @@ class RankContext:
     @classmethod
     def single(cls, options: RuntimeOptions) -> RankContext:
         """One process, no ``torch.distributed`` (the single-device reference)."""
-        return cls(0, 1, _device(options, 0), DTYPES[options.precision])
+        device = _device(options, 0)
+        return cls(0, 1, device, compute_dtype(options, device))
 
 
 Job = Callable[..., None]
@@ -82,16 +90,24 @@ def run_job(job: Job, args: tuple, options: RuntimeOptions, nproc: int = 0, devi
     torchrun), else on ``nproc`` local processes (default ``devices``). The world must hold at
     least ``devices`` ranks (the most any strategy of the job uses)."""
     torchrun = launched_by_torchrun()
-    world = int(os.environ["WORLD_SIZE"]) if torchrun else nproc or devices
-    if torchrun and nproc and nproc != world:
-        raise HydraulisError("nproc", nproc, f"differs from torchrun's WORLD_SIZE = {world}")
-    if world < devices:
-        raise HydraulisError("nproc", world, f"is fewer than the {devices} devices a strategy uses")
+    world = world_size(nproc, devices)
     if torchrun:
         _rank_main(int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), world, "env://", job, args, options,
                    log_level)
     else:
         _spawn(world, job, args, options, log_level)
+
+
+def world_size(nproc: int = 0, devices: int = 1) -> int:
+    """The ranks of the job: torchrun's ``WORLD_SIZE``, else ``nproc`` (default ``devices``);
+    an error when it cannot hold ``devices``."""
+    torchrun = launched_by_torchrun()
+    world = int(os.environ["WORLD_SIZE"]) if torchrun else nproc or devices
+    if torchrun and nproc and nproc != world:
+        raise HydraulisError("nproc", nproc, f"differs from torchrun's WORLD_SIZE = {world}")
+    if world < devices:
+        raise HydraulisError("nproc", world, f"is fewer than the {devices} devices a strategy uses")
+    return world
 
 
 def _spawn(world: int, job: Job, args: tuple, options: RuntimeOptions, log_level: str) -> None:
@@ -121,7 +137,7 @@ def _rank_main(local_rank: int, rank: int, world_size: int, init_method: str, jo
         torch.cuda.set_device(device)
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size,
                             timeout=timedelta(seconds=options.timeout_s))
-    context = RankContext(rank, world_size, device, DTYPES[options.precision])
+    context = RankContext(rank, world_size, device, compute_dtype(options, device))
     context.world.all_reduce(torch.zeros(1, device=device))
     log.debug("rank %d of %d on %s (%s)", rank, world_size, device, backend)
     try:

@@ -97,3 +97,11 @@ class StrategyLayout:
         for spec, count in runs:
             parts.append(spec if count == 1 else f"{spec}x{count}")
         return "+".join(parts)
+
+
+def even_layout(strategy: Strategy, model: ModelSpec) -> StrategyLayout:
+    """``strategy`` with every pipeline split evenly (a proposal's strategies)."""
+    layout = StrategyLayout(strategy, tuple(PipelineLayout(g.scheme, even_split(model.layers, g.scheme.pp))
+                                            for g in strategy.expanded()))
+    layout.check(model)
+    return layout

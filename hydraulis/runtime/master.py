@@ -1,50 +1,130 @@
-"""fp32 master weights and the optimizer that updates them.
+"""fp32 master weights and optimizer states of one rank's share of the optimizer layout.
 
-For this runtime every rank keeps a full fp32 copy of the canonical parameters
-(:func:`hydraulis.runtime.sharding.parameter_specs`) and steps an identical optimizer on the
-identical reduced gradient, so the copies stay equal; each step copies the shards its compute
-layout needs out of them (:meth:`hydraulis.runtime.model.StageModel.load`). Because the copy is
-whole, any strategy can compute any step: switching strategy is re-slicing, never a restart.
-(A sharded, ZeRO-1 style optimizer layout replaces the full copy in the next step of the
-project.)
+Each rank keeps only its **buffer** of the optimizer layout (:mod:`.placement`): flat fp32
+tensors of the master weights ``θ``, of the reduced gradient ``g`` and, for Adam, of the moments
+``m`` and ``v`` — ``12`` (SGD: ``4``) bytes per owned element besides the gradient, ZeRO-1 style,
+whatever strategy computes the step (the compute layout's weights are copies in the compute
+dtype, refreshed every step by :mod:`.redistribute`).
 
-Initialisation is a function of the seed only, so all ranks and the single-device reference
-start equal: norm weights 1, every matrix ``N(0, 0.02²)`` (GPT-2 / Llama), drawn on the CPU in
-canonical order from one generator.
+Update rules, element by element (Kingma & Ba 2015 for Adam; β₁ = 0.9, β₂ = 0.999,
+ε = 1e-8, no weight decay; step ``k`` counts from 1)::
+
+    SGD:   θ ← θ − (g·η)
+    Adam:  m ← m·β₁ + g·(1 − β₁)
+           v ← v·β₂ + (g·g)·(1 − β₂)
+           θ ← θ − (m/(1 − β₁ᵏ)) / (√(v/(1 − β₂ᵏ)) + ε) · η
+
+Every operation is a separate, correctly rounded elementwise operation (no fused
+multiply-add, no ``lerp``/``addcdiv``), so an element's update depends on its own values only —
+not on the length of the buffer or where the element sits in it: a distributed run and the
+single-device reference given equal gradients compute bit-identical updates, and what differs
+between them is the order in which partial gradients were summed. (``torch.optim.Adam`` computes
+the same formula with fused kernels, equal up to rounding.)
+
+Initialisation is a function of the seed only, so every layout and the single-device reference
+start equal: norm weights 1, every matrix ``N(0, 0.02²)`` (GPT-2 / Llama) drawn on the CPU from a
+generator seeded by ``(seed, parameter index)``; a rank draws the parameters it owns part of and
+keeps its part.
 """
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from collections.abc import Callable, Mapping
 
-from hydraulis.runtime.config import OptimizerKind
-from hydraulis.runtime.sharding import parameter_specs
+import numpy as np
+import torch
+
+from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
+from hydraulis.runtime.parallel.group import ParallelGroup
+from hydraulis.runtime.placement import OptimizerPlacement
+from hydraulis.runtime.sharding import ParameterSpec, parameter_specs
 from hydraulis.types import ModelSpec
 
 INIT_STD = 0.02
+BETAS = (0.9, 0.999)
+EPS = 1e-8
+STATE_NAMES = {OptimizerKind.SGD: ("master",), OptimizerKind.ADAM: ("master", "exp_avg", "exp_avg_sq")}
+"""The flat tensors a buffer keeps per optimizer (and writes to checkpoints)."""
 
 
-class MasterWeights:
-    """``params``: canonical name → fp32 ``nn.Parameter`` of full shape, on ``device``."""
+class OptimizerShard:
+    """This rank's buffer: ``master`` (θ), ``grad`` (g) and the optimizer's moments, flat fp32."""
 
-    def __init__(self, model: ModelSpec, seed: int, device: torch.device) -> None:
-        generator = torch.Generator().manual_seed(seed)
-        self.params: dict[str, nn.Parameter] = {}
-        for spec in parameter_specs(model):
-            if spec.tp_dim is None and len(spec.shape) == 1:
-                value = torch.ones(spec.shape)
-            else:
-                value = torch.randn(spec.shape, generator=generator) * INIT_STD
-            self.params[spec.name] = nn.Parameter(value.to(device))
+    def __init__(self, placement: OptimizerPlacement, rank: int, options: RuntimeOptions,
+                 device: torch.device) -> None:
+        self.placement, self.rank, self.options = placement, rank, options
+        self.runs = placement.owned_runs(rank)
+        size = placement.buffer_size(rank)
+        self.tensors = {name: torch.zeros(size, dtype=torch.float32, device=device)
+                        for name in STATE_NAMES[options.optimizer]}
+        self.grad = torch.zeros(size, dtype=torch.float32, device=device)
+        self.steps = 0
+        self._initialise()
 
-    def state(self) -> dict[str, torch.Tensor]:
-        """A CPU copy of every parameter."""
-        return {name: p.detach().cpu().clone() for name, p in self.params.items()}
+    @property
+    def master(self) -> torch.Tensor:
+        return self.tensors["master"]
+
+    def step(self) -> None:
+        """One update of ``master`` with ``grad`` (module docstring)."""
+        self.steps += 1
+        theta, g, lr = self.master, self.grad, self.options.lr
+        if self.options.optimizer is OptimizerKind.SGD:
+            theta.sub_(g * lr)
+            return
+        (beta1, beta2), m, v = BETAS, self.tensors["exp_avg"], self.tensors["exp_avg_sq"]
+        m.mul_(beta1).add_(g * (1.0 - beta1))
+        v.mul_(beta2).add_((g * g) * (1.0 - beta2))
+        m_hat = m / (1.0 - beta1 ** self.steps)
+        v_hat = v / (1.0 - beta2 ** self.steps)
+        theta.sub_(m_hat / (v_hat.sqrt() + EPS) * lr)
+
+    def load(self, tensors: Mapping[str, torch.Tensor], steps: int) -> None:
+        """Replace the buffer's tensors (from a checkpoint) and the step count."""
+        for name, tensor in self.tensors.items():
+            tensor.copy_(tensors[name])
+        self.steps = steps
+
+    def _initialise(self) -> None:
+        drawn: dict[str, torch.Tensor] = {}
+        for run in self.runs:
+            if run.spec.name not in drawn:
+                drawn = {run.spec.name: initial_value(run.spec, self.placement.specs.index(run.spec),
+                                                      self.options.seed)}
+            part = drawn[run.spec.name].reshape(-1)[torch.from_numpy(run.indices)]
+            self.master[run.offset:run.offset + run.indices.size].copy_(part)
 
 
-def make_optimizer(kind: OptimizerKind, params: list[nn.Parameter], lr: float) -> torch.optim.Optimizer:
-    """SGD (no momentum) or Adam (β = (0.9, 0.999), ε = 1e-8, no weight decay)."""
-    if kind is OptimizerKind.SGD:
-        return torch.optim.SGD(params, lr=lr)
-    return torch.optim.Adam(params, lr=lr)
+def initial_value(spec: ParameterSpec, index: int, seed: int) -> torch.Tensor:
+    """Parameter ``spec`` (canonical position ``index``) at initialisation, full shape, on the CPU."""
+    if spec.tp_dim is None and len(spec.shape) == 1:
+        return torch.ones(spec.shape)
+    state = int(np.random.SeedSequence([seed, index]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+    return torch.randn(spec.shape, generator=torch.Generator().manual_seed(state)) * INIT_STD
+
+
+def initial_weights(model: ModelSpec, seed: int) -> dict[str, torch.Tensor]:
+    """Every parameter at initialisation, full shape, on the CPU (the reference's starting point)."""
+    return {spec.name: initial_value(spec, index, seed) for index, spec in enumerate(parameter_specs(model))}
+
+
+def gather_canonical(shard: OptimizerShard, name: str, world: ParallelGroup) -> dict[str, torch.Tensor]:
+    """Every rank's ``name`` tensor (e.g. ``master``) assembled into full canonical tensors on
+    the CPU, on every rank — one all-gather of ``P`` elements per rank: for checks and small
+    models, not for training at scale (checkpoints are written per buffer instead)."""
+    placement = shard.placement
+    sizes = [placement.buffer_size(r) for r in range(world.size)]
+    padded = torch.zeros(max(sizes), dtype=torch.float32, device=shard.master.device)
+    padded[:sizes[world.rank]].copy_(shard.tensors[name])
+    every = world.all_gather(padded.unsqueeze(0)).cpu()
+    return assemble_canonical(placement, lambda rank: every[rank])
+
+
+def assemble_canonical(placement: OptimizerPlacement, buffer: Callable[[int], torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Full canonical tensors (CPU) from every owner's buffer, ``buffer(rank)``."""
+    full = {spec.name: torch.empty(spec.numel, dtype=torch.float32) for spec in placement.specs}
+    for rank in range(placement.owners):
+        values = buffer(rank)
+        for run in placement.owned_runs(rank):
+            full[run.spec.name][torch.from_numpy(run.indices)] = values[run.offset:run.offset + run.indices.size]
+    return {spec.name: full[spec.name].view(spec.shape) for spec in placement.specs}

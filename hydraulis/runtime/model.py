@@ -19,8 +19,6 @@ equivalence check's reference runs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -162,12 +160,9 @@ class StageModel(nn.Module):
         logits = self.head(copy_to_group(self.norm(x), self.tp))
         return vocab_parallel_cross_entropy(logits, batch.labels, self.tp, self.vocab_start)
 
-    @torch.no_grad()
-    def load(self, full: Mapping[str, torch.Tensor], shards: tuple[Shard, ...]) -> None:
-        """Copy this stage's shards out of the full (canonical) tensors, casting to the
-        compute dtype."""
+    def shard_parameters(self, shards: tuple[Shard, ...]) -> list[nn.Parameter]:
+        """This stage's parameters in the order of ``shards`` (its shards, :func:`~hydraulis.runtime.sharding.stage_shards`)."""
         params = dict(self.named_parameters())
         if set(params) != {s.name for s in shards}:
             raise RuntimeError(f"stage parameters {sorted(params)} differ from its shards")
-        for shard in shards:
-            params[shard.name].copy_(shard.of(full[shard.name]))
+        return [params[shard.name] for shard in shards]

@@ -1,51 +1,142 @@
 """A training config resolved into what every rank needs (no torch here).
 
-:func:`resolve_run` reads presets and files, parses every strategy SPEC and draws every step's
-lengths once — in the launching process, before any rank starts, so bad input fails fast with a
-:class:`~hydraulis.errors.HydraulisError` and the ranks need no file access of their own.
+:func:`resolve_run` reads presets and files, parses every strategy SPEC or the proposal, loads
+and tokenizes the corpus (or prepares synthetic documents) and reads the checkpoint to resume
+from — in the launching process, before any rank starts, so bad input fails fast with a
+:class:`~hydraulis.errors.HydraulisError` and the ranks need no file access of their own (but
+for the checkpoint shards they read and write).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 
-from hydraulis.artifacts import read_lengths, read_scheme_space
+from hydraulis.artifacts import read_lengths, read_proposal, read_scheme_space
+from hydraulis.data.corpus import CorpusSource
+from hydraulis.data.loader import LoaderConfig
+from hydraulis.data.measure import measure_corpus
+from hydraulis.data.tokenizer import TokenizerSpec
+from hydraulis.dispatch import DispatchOptions
+from hydraulis.errors import require
 from hydraulis.presets import model_preset
 from hydraulis.runtime.config import TrainConfig
-from hydraulis.runtime.data import step_lengths, synthetic_lengths
-from hydraulis.runtime.layout import StrategyLayout
+from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_lengths
+from hydraulis.runtime.layout import StrategyLayout, even_layout
+from hydraulis.runtime.planning import Planning, spec_proposal
+from hydraulis.runtime.resume import Resume, check_resumable, find_checkpoint
 from hydraulis.runtime.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
-from hydraulis.types import ModelSpec, PipelineModel
+from hydraulis.types import ModelSpec, OptimizerLayout, PipelineModel
+
+DEFAULT_TOKEN_BUDGET = 256
+DEFAULT_MAX_SEQ_LEN = 64
+DEFAULT_CACHE = Path.home() / ".cache" / "hydraulis"
+
+
+@dataclass(frozen=True)
+class CheckpointPolicy:
+    """Write a checkpoint under ``root`` after every ``every`` steps (0: none before the end)
+    and after the last step."""
+
+    root: str
+    every: int
+
+    def due(self, completed: int, last: int) -> bool:
+        return completed == last or (self.every > 0 and completed % self.every == 0)
 
 
 @dataclass(frozen=True)
 class TrainingRun:
-    """Model, strategies in cycle order, each step's sequence lengths, micro-batch capacity and
-    the pipeline model of predicted times."""
+    """Model; the strategies a step may run (a plan's ``strategy_index`` indexes ``layouts``)
+    and how steps are planned; the data; the step count to reach; the optimizer layout (None:
+    ZeRO-1 over all ranks); checkpoints to write and the one to resume from."""
 
     model: ModelSpec
     layouts: tuple[StrategyLayout, ...]
-    lengths: tuple[tuple[int, ...], ...]
-    micro_batch_tokens: int
-    pipeline_model: PipelineModel
+    planning: Planning
+    data: TrainingData
+    steps: int
+    optimizer_layout: OptimizerLayout | None = None
+    checkpoint: CheckpointPolicy | None = None
+    resume: Resume | None = None
 
     @property
     def devices(self) -> int:
-        return max(layout.devices for layout in self.layouts)
+        """The fewest processes that can run it."""
+        layout = self.optimizer_layout.devices if self.optimizer_layout else 1
+        return max([layout] + [strategy.devices for strategy in self.layouts])
+
+    @property
+    def first_step(self) -> int:
+        return self.resume.manifest.step if self.resume else 0
 
 
 def resolve_run(config: TrainConfig) -> TrainingRun:
-    """Read presets and files, parse every strategy SPEC, draw every step's lengths."""
+    """Read presets and files, parse every strategy, prepare the data and the resume point."""
     model = model_preset(config.model)
+    options = DispatchOptions(seed=config.runtime.seed)
+    if config.proposal_file:
+        proposal = read_proposal(config.proposal_file)
+        require(proposal.model.name == model.name, "proposal.model", proposal.model.name,
+                f"differs from the trained model {model.name}")
+        token_budget = config.token_budget or proposal.token_budget
+        max_seq_len = config.max_seq_len or proposal.max_seq_len
+        layouts = tuple(even_layout(p.strategy, model) for p in proposal.strategies)
+        planning = Planning((proposal,), False, config.method, options, config.planner_url)
+        optimizer_layout = config.optimizer_layout or proposal.optimizer_layout
+    else:
+        token_budget = config.token_budget or DEFAULT_TOKEN_BUDGET
+        max_seq_len = config.max_seq_len or DEFAULT_MAX_SEQ_LEN
+        layouts, planning = _cycled_strategies(config, model, token_budget, max_seq_len, options)
+        optimizer_layout = config.optimizer_layout
+    require(token_budget >= max_seq_len, "token_budget", token_budget,
+            f"is smaller than one sequence of max_seq_len = {max_seq_len} tokens")
+    data = _training_data(config, model, LoaderConfig(token_budget, max_seq_len, config.runtime.seed))
+    resume = None
+    if config.resume:
+        resume = find_checkpoint(config.resume)
+        check_resumable(resume.manifest, model.name, config.runtime.optimizer, data)
+        require(resume.manifest.step < config.steps, "steps", config.steps,
+                f"is already reached: the checkpoint {resume.folder} is after step {resume.manifest.step}")
+    checkpoint = CheckpointPolicy(config.checkpoint_dir, config.checkpoint_every) if config.checkpoint_dir else None
+    return TrainingRun(model, layouts, planning, data, config.steps, optimizer_layout, checkpoint, resume)
+
+
+def _cycled_strategies(config: TrainConfig, model: ModelSpec, token_budget: int, max_seq_len: int,
+                       options: DispatchOptions) -> tuple[tuple[StrategyLayout, ...], Planning]:
+    """Every SPEC as a layout and a one-strategy proposal; micro-batches of at most
+    ``micro_batch_tokens`` (default ``1.5·max_seq_len``)."""
+    capacity = config.micro_batch_tokens or max_seq_len * 3 // 2
+    require(capacity >= max_seq_len, "micro_batch_tokens", capacity,
+            f"is smaller than one sequence of max_seq_len = {max_seq_len} tokens")
     fields = [f"strategies[{i}]" for i in range(len(config.strategies))]
     devices = max([config.nproc] + [sum(g.count * g.scheme.devices for g in parse_strategy_spec(text, field))
                                      for text, field in zip(config.strategies, fields)])
     space = read_scheme_space(config.space_file) if config.space_file else None
     times = scheme_times(model, devices, space)
-    layouts = tuple(parse_strategy(text, model, times, config.max_seq_len, field)
-                    for text, field in zip(config.strategies, fields))
-    seed = config.runtime.seed
-    pool = read_lengths(config.lengths_file) if config.lengths_file else synthetic_lengths(config.max_seq_len, seed)
-    lengths = step_lengths(pool, config.token_budget, config.steps, config.max_seq_len, seed)
-    return TrainingRun(model, layouts, tuple(lengths), config.micro_batch_tokens,
-                       space.pipeline_model if space else PipelineModel())
+    layouts = tuple(parse_strategy(text, model, times, capacity, field) for text, field in zip(config.strategies, fields))
+    pipeline_model = space.pipeline_model if space else PipelineModel()
+    reduce_gbps = space.reduce_gbps if space else 0.0
+    proposals = tuple(spec_proposal(layout, model, devices, token_budget, max_seq_len, pipeline_model, reduce_gbps)
+                      for layout in layouts)
+    return layouts, Planning(proposals, True, config.method, options, config.planner_url)
+
+
+def _training_data(config: TrainConfig, model: ModelSpec, loader: LoaderConfig) -> TrainingData:
+    if config.corpus is None:
+        pool = read_lengths(config.lengths_file) if config.lengths_file else synthetic_lengths(loader.max_seq_len,
+                                                                                              loader.seed)
+        source = config.lengths_file or "a synthetic long tail"
+        fingerprint = (f"synthetic documents of {source} ({len(pool)} documents, {int(pool.sum())} tokens), "
+                       f"vocabulary {model.vocab}")
+        return TrainingData(SyntheticCorpus(pool, model.vocab, loader.seed), loader, fingerprint)
+    cache = Path(config.cache_dir) if config.cache_dir else DEFAULT_CACHE
+    spec = TokenizerSpec(config.tokenizer, model.vocab, cache / "tokenizers")
+    measured = measure_corpus(CorpusSource(Path(config.corpus)), spec, cache / "datasets")
+    vocabulary = measured.tokenizer.vocab_size
+    require(vocabulary <= model.vocab, "tokenizer", str(measured.tokenizer.path),
+            f"has {vocabulary} entries, more than model.vocab = {model.vocab}")
+    digest = hashlib.sha256(measured.tokenizer.tokenizer.to_str().encode("utf-8")).hexdigest()[:16]
+    fingerprint = f"corpus {measured.corpus.content_hash}, tokenizer {digest} ({vocabulary} entries)"
+    return TrainingData(measured.tokenized.documents, loader, fingerprint)

@@ -1,19 +1,25 @@
-"""One training step on one rank: execute a step plan, reduce gradients, update.
+"""One training step on one rank: weights in, execute a step plan, gradients out, update.
 
 Recipe (every rank, whatever its place):
 
 1. find the rank's place under the step's strategy (:mod:`.rank_map`); the first time a
-   strategy is seen, create its process groups and its stage model (kept for later steps);
-2. copy the stage's shards out of the master weights (:meth:`StageModel.load`);
+   strategy is seen, create its process groups, its stage model and its :class:`~.redistribute.Route`
+   (kept for later steps);
+2. **propagate**: the owners of the optimizer layout send the current weights to the rank's
+   shards (:meth:`Route.propagate`, in the compute dtype);
 3. pack the rank's micro-batches of its pipeline's plan (:mod:`.packing`) and run them under
    1F1B (:mod:`.parallel.pipeline`), each back-propagating its part of the loss normalised by
    the whole batch's loss tokens (:mod:`.loss`);
-4. reduce gradients into the canonical layout over all ranks (:mod:`.grad_sync`) and step the
-   optimizer on the master weights;
-5. gather per-rank figures: each pipeline's measured time is its slowest rank's compute time
-   (steps 2–3), the loss is the sum of the last stages' parts.
+4. **reduce** the shards' gradients into the owners' buffers (:meth:`Route.reduce`) and step the
+   optimizer there (:mod:`.master`);
+5. gather per-rank figures: each pipeline's measured compute time is its slowest rank's (step 3),
+   the step's time the slowest rank's steps 2–4, the reduction's what the step took beyond
+   step 2 and the slowest pipeline; the loss is the sum of the last stages' parts.
 
-A rank the strategy leaves idle does steps 4–5 only.
+A rank the strategy leaves idle (or whose pipeline the plan gives no micro-batch) computes
+nothing but still owns its share of the optimizer layout and takes part in steps 2 and 4. Only
+the current strategy's compute weights are allocated: switching strategy frees the previous
+one's (its modules, groups and routes stay, built once).
 """
 
 from __future__ import annotations
@@ -27,31 +33,22 @@ import torch.distributed as dist
 from hydraulis.errors import require
 from hydraulis.runtime.attention import use_varlen_kernel
 from hydraulis.runtime.config import RuntimeOptions
-from hydraulis.runtime.grad_sync import GradientReducer
 from hydraulis.runtime.launch import RankContext
 from hydraulis.runtime.layout import StrategyLayout
 from hydraulis.runtime.loss import loss_tokens
-from hydraulis.runtime.master import MasterWeights, make_optimizer
+from hydraulis.runtime.master import OptimizerShard
 from hydraulis.runtime.model import StageModel
 from hydraulis.runtime.packing import Documents, pack_micro_batch
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
+from hydraulis.runtime.placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import ProcessGroups, RankMap, RankPlace
-from hydraulis.runtime.sharding import Shard, stage_shards
-from hydraulis.types import ModelSpec, StepPlan
+from hydraulis.runtime.records import StepRecord
+from hydraulis.runtime.redistribute import Route
+from hydraulis.runtime.sharding import stage_shards
+from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 
-
-@dataclass(frozen=True)
-class StepRecord:
-    """What a step did: ``measured_ms`` and ``predicted_ms`` per pipeline (compute, forward and
-    backward of its micro-batches), ``reduce_ms`` the gradient reduction and update."""
-
-    step: int
-    strategy: str
-    tokens: int
-    loss: float
-    measured_ms: tuple[float, ...]
-    predicted_ms: tuple[float, ...]
-    reduce_ms: float
+FIGURES = ("compute_ms", "loss", "propagate_ms", "step_ms")
+"""What every rank reports after a step (one all-gather)."""
 
 
 @dataclass(frozen=True)
@@ -62,42 +59,52 @@ class ComputeStage:
     place: RankPlace | None
     groups: ProcessGroups
     model: StageModel | None
-    shards: tuple[Shard, ...]
+    params: list[torch.nn.Parameter]
+    route: Route
     link: StageLink | None
 
 
 class StepRunner:
-    """One rank's training state across steps and strategies."""
+    """One rank's training state across steps and strategies: its optimizer buffer and, per
+    strategy seen, its compute stage."""
 
-    def __init__(self, model: ModelSpec, context: RankContext, options: RuntimeOptions) -> None:
+    def __init__(self, model: ModelSpec, context: RankContext, options: RuntimeOptions,
+                 layout: OptimizerLayout) -> None:
         self.model, self.context = model, context
-        self.master = MasterWeights(model, options.seed, context.device)
-        self.optimizer = make_optimizer(options.optimizer, list(self.master.params.values()), options.lr)
-        self.reducer = GradientReducer(self.master, context.world)
+        self.placement = OptimizerPlacement(model, layout, context.world_size)
+        self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
         self.stages: dict[str, ComputeStage] = {}
+        self.current: ComputeStage | None = None
 
     def run(self, step: int, layout: StrategyLayout, plan: StepPlan, documents: Documents) -> StepRecord:
         """Steps 1–5 of the module docstring."""
         _check_plan(layout, plan)
-        stage = self._stage(layout)
+        stage = self._switch(self._stage(layout))
         tokens = loss_tokens(plan)
         start = time.perf_counter()
+        stage.route.propagate(self.optimizer.master, stage.params)
+        self._synchronize()
+        propagated = time.perf_counter()
         loss_part = 0.0
         if stage.model is not None:
             loss_part = self._compute(stage, plan, documents, tokens)
         self._synchronize()
         computed = time.perf_counter()
-        self.reducer.reduce(stage.model, stage.shards)
+        stage.route.reduce([p.grad for p in stage.params], self.optimizer.grad)
+        for param in stage.params:
+            param.grad = None
         self.optimizer.step()
         self._synchronize()
         done = time.perf_counter()
-        measured, loss = self._gather(stage, (computed - start) * 1e3, loss_part)
-        return StepRecord(step, str(layout), tokens, loss, measured,
-                          tuple(p.predicted_ms for p in plan.pipelines), (done - computed) * 1e3)
+        mine = ((computed - propagated) * 1e3, loss_part, (propagated - start) * 1e3, (done - start) * 1e3)
+        measured, figures = self._gather(stage, mine)
+        reduce = max(0.0, figures["step_ms"] - figures["propagate_ms"] - max(measured))
+        return StepRecord(step, str(layout), tokens, figures["loss"], measured,
+                          tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
+                          figures["step_ms"], plan.predicted_ms, plan.planning_ms)
 
     def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int) -> float:
         place, model = stage.place, stage.model
-        model.load(self.master.params, stage.shards)
         pipeline = plan.pipelines[place.pipeline]
         varlen = use_varlen_kernel(self.context.device, self.context.dtype, pipeline.scheme.cp)
         batches = [pack_micro_batch(documents, mb, plan.alignment, stage.groups.cp, self.context.device, varlen)
@@ -113,24 +120,40 @@ class StepRunner:
             new_group = dist.new_group if self.context.world_size > 1 else None
             groups = ProcessGroups.create(rank_map, self.context.rank, new_group)
             place = rank_map.place(self.context.rank)
-            if place is None:
-                self.stages[key] = ComputeStage(rank_map, None, groups, None, (), None)
-            else:
+            model, params, shards, link = None, [], (), None
+            if place is not None:
                 pipeline = layout.pipelines[place.pipeline]
                 model = StageModel(self.model, pipeline, place.stage, groups.tp, groups.cp, self.context.dtype,
                                    self.context.device)
                 link = StageLink(rank_map.neighbour(place, -1), rank_map.neighbour(place, 1), self.context.device,
                                  self.context.dtype)
                 shards = stage_shards(self.model, pipeline, place.stage, place.tp_rank)
-                self.stages[key] = ComputeStage(rank_map, place, groups, model, shards, link)
+                params = model.shard_parameters(shards)
+            route = Route(self.placement, shards, self.context.world, self.context.device)
+            self.stages[key] = ComputeStage(rank_map, place, groups, model, params, route, link)
         return self.stages[key]
 
-    def _gather(self, stage: ComputeStage, compute_ms: float, loss_part: float) -> tuple[tuple[float, ...], float]:
-        mine = torch.tensor([compute_ms, loss_part], dtype=torch.float64, device=self.context.device)
-        every = self.context.world.all_gather(mine).view(self.context.world_size, 2).cpu()
+    def _switch(self, stage: ComputeStage) -> ComputeStage:
+        """Make ``stage`` the current one: the previous strategy's compute weights are released
+        (their storage freed) and this one's allocated — one strategy's weights at a time."""
+        if stage is not self.current:
+            if self.current is not None:
+                for param in self.current.params:
+                    param.data = param.data.new_empty(0)
+            for param, shard in zip(stage.params, stage.route.shards):
+                if param.numel() == 0:
+                    param.data = param.data.new_empty(shard.shape)
+            self.current = stage
+        return stage
+
+    def _gather(self, stage: ComputeStage, mine: tuple[float, ...]) -> tuple[tuple[float, ...], dict[str, float]]:
+        local = torch.tensor(mine, dtype=torch.float64, device=self.context.device)
+        every = self.context.world.all_gather(local).view(self.context.world_size, len(FIGURES)).cpu()
         pipelines = len(stage.rank_map.pipelines)
         measured = tuple(max(float(every[r, 0]) for r in stage.rank_map.pipeline_ranks(p)) for p in range(pipelines))
-        return measured, float(every[:, 1].sum())
+        figures = {name: float(every[:, i].max()) for i, name in enumerate(FIGURES)}
+        figures["loss"] = float(every[:, FIGURES.index("loss")].sum())
+        return measured, figures
 
     def _synchronize(self) -> None:
         if self.context.device.type == "cuda":

@@ -1,89 +1,154 @@
-"""The training loop: global batches → step plans → steps, one log line per step.
+"""The training loop: global batches → step plans → steps, with checkpoints.
 
-Each step ``t``: the batch's lengths (:mod:`.data`), the strategy ``t mod K`` of the config's
-``K`` strategies, a plan from :mod:`.simple_plan` (a stand-in for the dispatcher), the batch's
-tokens, and :meth:`StepRunner.run`. Rank 0 logs::
+Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the checkpoint resumed, else 0):
 
-    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  ms measured/predicted 41.2/30.5 | 38.0/33.1  reduce 6.4
+1. the loader yields the global batch of step ``t`` (every rank runs the same deterministic
+   loader, :mod:`.data`, so no tokens travel);
+2. rank 0 takes the plan of step ``t`` from its planning thread (:class:`~.planning.PlanAhead`)
+   and broadcasts it (:mod:`.broadcast`); it then hands the batch of step ``t + 1`` to the
+   thread, so planning ``t + 1`` overlaps executing ``t``;
+3. every rank runs the step (:class:`~.step.StepRunner`: propagate, 1F1B, reduce, update) under
+   the strategy the plan chose;
+4. after the steps the policy names, every rank writes its part of a checkpoint
+   (:mod:`.checkpoint`), recording the loader position of the next batch.
 
-(one ``measured/predicted`` pair per pipeline). The ranks get a
-:class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
+Rank 0 logs one line per step::
+
+    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0
+
+(one ``measured/predicted`` compute pair per pipeline, then the whole step against the plan's
+prediction). The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import torch
 
+from hydraulis.data.loader import LoaderPosition
+from hydraulis.runtime.broadcast import share_plan
+from hydraulis.runtime.checkpoint import restore, save_checkpoint
 from hydraulis.runtime.config import RuntimeOptions
-from hydraulis.runtime.data import step_documents
-from hydraulis.runtime.launch import RankContext, run_job
+from hydraulis.runtime.launch import RankContext, run_job, world_size
 from hydraulis.runtime.layout import StrategyLayout
+from hydraulis.runtime.master import gather_canonical
+from hydraulis.runtime.planning import PlanAhead
 from hydraulis.runtime.run import TrainingRun
-from hydraulis.runtime.simple_plan import simple_plan, single_device_plan
-from hydraulis.runtime.step import StepRecord, StepRunner
+from hydraulis.runtime.records import StepRecord, format_record
+from hydraulis.runtime.step import StepRunner
 from hydraulis.runtime.strategy_spec import SpecGroup, strategy_layout
-from hydraulis.types import ModelSpec, Scheme, StepPlan, TimeCoefficients
+from hydraulis.types import OptimizerLayout, Scheme, StepPlan, TimeCoefficients
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class TrainResult:
+    """Every step's record and, when asked for, the final weights in canonical form."""
+
     records: tuple[StepRecord, ...]
-    params: dict[str, torch.Tensor]
+    params: dict[str, torch.Tensor] | None = None
 
 
-def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, reference: bool = False) -> TrainResult:
-    """Every step of ``run`` on this rank; ``reference``: on one device, each batch as one
-    micro-batch (the equivalence check's single-process side)."""
-    runner = StepRunner(run.model, context, options)
-    planner = _reference_planner(run.model) if reference else _cycle_planner(run)
+def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, reference: bool = False,
+          canonical: bool = False) -> TrainResult:
+    """The recipe of the module docstring on this rank; ``reference``: on one device, each batch
+    as one micro-batch (the equivalence check's single-process side, no checkpoints);
+    ``canonical``: gather the final weights on every rank (:func:`~.master.gather_canonical`)."""
+    layouts = (_single_device_layout(run),) if reference else run.layouts
+    layout = _optimizer_layout(run, context, reference)
+    runner = StepRunner(run.model, context, options, layout)
+    position = LoaderPosition()
+    if run.resume and not reference:
+        restore(run.resume.folder, run.resume.manifest, runner.optimizer, context.rank)
+        position = run.resume.manifest.position
+    planner = _planner(run, context, reference)
+    batches = run.data.batches(position)
     records = []
-    for step, lengths in enumerate(run.lengths):
-        layout, plan = planner(step, lengths)
-        record = runner.run(step, layout, plan, step_documents(run.model.vocab, options.seed, step, lengths))
-        if context.rank == 0:
-            log.info(format_record(record))
-        records.append(record)
-    return TrainResult(tuple(records), runner.master.state())
+    try:
+        batch = next(batches)
+        if planner:
+            planner.submit(run.first_step, batch.lengths)
+        for step in range(run.first_step, run.steps):
+            plan, wait_ms = _next_plan(planner, context)
+            following = next(batches) if step + 1 < run.steps else None
+            if planner and following is not None:
+                planner.submit(step + 1, following.lengths)
+            record = replace(runner.run(step, layouts[plan.strategy_index], plan, batch.documents), wait_ms=wait_ms)
+            if context.rank == 0:
+                log.info(format_record(record))
+            records.append(record)
+            if run.checkpoint and not reference and run.checkpoint.due(step + 1, run.steps):
+                folder = save_checkpoint(run.checkpoint.root, step + 1, runner.optimizer, run.data,
+                                         batch.next_position, context)
+                if context.rank == 0:
+                    log.info("checkpoint %s", folder)
+            batch = following
+    finally:
+        if planner:
+            planner.close()
+    params = gather_canonical(runner.optimizer, "master", context.world) if canonical else None
+    return TrainResult(tuple(records), params)
 
 
-def train_job(context: RankContext, run: TrainingRun, options: RuntimeOptions) -> None:
-    """The per-rank body of ``hydraulis train``."""
-    train(context, run, options)
+def train_job(context: RankContext, run: TrainingRun, options: RuntimeOptions, folder: str | None = None) -> None:
+    """The per-rank body of ``hydraulis train``; rank 0 saves the step records in ``folder``."""
+    result = train(context, run, options)
+    if context.rank == 0 and folder is not None:
+        torch.save([asdict(r) for r in result.records], Path(folder) / "records.pt")
 
 
-def run_training(run: TrainingRun, options: RuntimeOptions, nproc: int = 0, log_level: str = "warning") -> None:
-    """Train ``run`` on ``nproc`` local processes (default: the most devices a strategy uses)
-    or, under torchrun, as this process's rank."""
-    run_job(train_job, (run, options), options, nproc, run.devices, log_level)
+def run_training(run: TrainingRun, options: RuntimeOptions, nproc: int = 0,
+                 log_level: str = "warning") -> tuple[StepRecord, ...]:
+    """Train ``run`` on ``nproc`` local processes (default: the fewest it needs) or, under
+    torchrun, as this process's rank; rank 0's step records."""
+    if run.optimizer_layout is not None:
+        run.optimizer_layout.check(run.model, nproc or world_size(nproc, run.devices))
+    with tempfile.TemporaryDirectory(prefix="hydraulis-train-") as folder:
+        run_job(train_job, (run, options, folder), options, nproc, run.devices, log_level)
+        saved = Path(folder) / "records.pt"
+        return tuple(StepRecord(**r) for r in torch.load(saved)) if saved.exists() else ()
 
 
-def format_record(record: StepRecord) -> str:
-    pipelines = " | ".join(f"{m:.1f}/{p:.1f}" for m, p in zip(record.measured_ms, record.predicted_ms))
-    return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
-            f"ms measured/predicted {pipelines}  reduce {record.reduce_ms:.1f}")
+def _next_plan(planner: PlanAhead | None, context: RankContext) -> tuple[StepPlan, float]:
+    """The step's plan on every rank, and how long rank 0 waited for its planning thread (ms)."""
+    outcome: StepPlan | BaseException | None = None
+    started = time.perf_counter()
+    if planner is not None:
+        try:
+            outcome = planner.result()
+        except Exception as error:  # every rank must hear of it: share_plan sends it, then re-raises it
+            outcome = error
+    waited = (time.perf_counter() - started) * 1e3
+    return share_plan(outcome, context.world, context.device), waited
 
 
-Planner = Callable[[int, tuple[int, ...]], tuple[StrategyLayout, StepPlan]]
+def _planner(run: TrainingRun, context: RankContext, reference: bool) -> PlanAhead | None:
+    if context.rank != 0:
+        return None
+    if reference:
+        return PlanAhead(None)
+    client = None
+    if run.planning.planner_url:
+        from hydraulis.service.client import ClientOptions, PlannerClient
+        from hydraulis.service.settings import TOKEN_VARIABLE
+
+        client = PlannerClient(run.planning.planner_url, ClientOptions(token=os.environ.get(TOKEN_VARIABLE) or None))
+    return PlanAhead(run.planning, client)
 
 
-def _cycle_planner(run: TrainingRun) -> Planner:
-    def plan(step: int, lengths: tuple[int, ...]) -> tuple[StrategyLayout, StepPlan]:
-        index = step % len(run.layouts)
-        layout = run.layouts[index]
-        return layout, simple_plan(lengths, layout, run.micro_batch_tokens, run.pipeline_model, index)
-    return plan
+def _optimizer_layout(run: TrainingRun, context: RankContext, reference: bool) -> OptimizerLayout:
+    if reference:
+        return OptimizerLayout(1, 1, 1)
+    return run.optimizer_layout or OptimizerLayout(context.world_size, 1, 1)
 
 
-def _reference_planner(model: ModelSpec) -> Planner:
-    layout = strategy_layout((SpecGroup(Scheme(1, 1, 1), 1),), model, lambda _: TimeCoefficients(0.0, 0.0, 0.0),
-                             max_seq_len=1)
-
-    def plan(step: int, lengths: tuple[int, ...]) -> tuple[StrategyLayout, StepPlan]:
-        return layout, single_device_plan(lengths)
-    return plan
+def _single_device_layout(run: TrainingRun) -> StrategyLayout:
+    return strategy_layout((SpecGroup(Scheme(1, 1, 1), 1),), run.model, lambda _: TimeCoefficients(0.0, 0.0, 0.0),
+                           max_seq_len=1)

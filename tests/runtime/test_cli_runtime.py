@@ -1,14 +1,29 @@
 """``hydraulis train`` and ``hydraulis check-equivalence`` on the command line."""
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
+from hydraulis.artifacts import write_proposal
+from hydraulis.artifacts.train_log import read_train_log
+from hydraulis.planner import PlannerConfig, propose
+from hydraulis.presets import device_preset, model_preset
+from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.runtime.resume import find_checkpoint
+from hydraulis.types import Cluster
+from tests.conftest import SERVICE_TOKEN, free_port
+from tests.data.conftest import write_code_corpus
 
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True, timeout=600)
+ACCEPTANCE = ("check-equivalence", "--model", "tiny", "--strategy", "1,2,1+1,1,2", "--strategy", "1,1,2x2",
+              "--strategy", "2,1,1+1,1,1x2", "--steps", "5")
+
+
+def hydraulis(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True, timeout=600,
+                          env=env)
 
 
 @pytest.mark.parametrize("args, words", [
@@ -18,6 +33,13 @@ def hydraulis(*args: str) -> subprocess.CompletedProcess:
     (("train", "--strategy", "1,1,1", "--steps", "2"), "--model: None is required"),
     (("train", "--config", "missing.json"), "does not exist"),
     (("train", "--model", "tiny", "--strategy", "1,1,1", "--steps", "0"), "steps: 0 must be >= 1"),
+    (("train", "--model", "tiny", "--steps", "2"), "give strategy SPECs or a proposal file"),
+    (("train", "--model", "tiny", "--strategy", "1,1,1", "--steps", "2", "--resume", "nowhere"),
+     "holds no complete checkpoint"),
+    (("train", "--model", "tiny", "--strategy", "1,1,1", "--steps", "2", "--optimizer-layout", "3,1,1", "--nproc", "2"),
+     "does not divide the 2 devices"),
+    (("train", "--model", "tiny", "--strategy", "1,1,1", "--steps", "2", "--planner-url", "localhost:8000"),
+     "must start with http://"),
 ])
 def test_bad_input_exits_2_with_one_line(args, words):
     result = hydraulis(*args)
@@ -26,14 +48,14 @@ def test_bad_input_exits_2_with_one_line(args, words):
 
 
 @pytest.mark.distributed
-def test_check_equivalence_cycles_strategies_and_ends_with_max_rel_diff():
-    result = hydraulis("check-equivalence", "--model", "tiny", "--strategy", "1,2,1", "--strategy", "1,1,2",
-                       "--steps", "2", "--token-budget", "160", "--device", "cpu")
+def test_the_acceptance_check_equivalence_runs_adam_and_ends_with_max_rel_diff():
+    result = hydraulis(*ACCEPTANCE)
     assert result.returncode == 0, result.stderr
     last = result.stdout.strip().splitlines()[-1]
     assert last.startswith("max_rel_diff=") and float(last.split("=")[1]) <= 1e-5
-    assert "1,1,2" in result.stdout
-    assert "strategy 1,2,1 " in result.stderr and "ms measured/predicted" in result.stderr
+    assert result.stdout.startswith("tiny, adam lr 0.0001, seed 0")
+    assert "2,1,1+1,1,1x2" in result.stdout
+    assert "strategy 1,1,2x2 " in result.stderr and "ms measured/predicted" in result.stderr
 
 
 @pytest.mark.distributed
@@ -48,3 +70,36 @@ def test_train_spawns_processes_and_saves_its_resolved_config(tmp_path):
     assert len(steps) == 3 and all("strategy 1,1,1 " in line for line in steps)
     saved = json.loads((tmp_path / "out" / "train_config.json").read_text())
     assert saved["steps"] == 3 and saved["token_budget"] == 128 and saved["runtime"]["optimizer"] == "adam"
+    assert "predicted_ms" in result.stdout and result.stdout.strip().splitlines()[-1].startswith("summary: 3 steps")
+    assert [r.step for r in read_train_log(tmp_path / "out" / "train_log.json")] == [0, 1, 2]
+
+
+@pytest.mark.distributed
+def test_train_on_a_corpus_under_a_proposal_planned_by_the_service(tmp_path, planning_service):
+    corpus = write_code_corpus(tmp_path / "code.jsonl")
+    device = device_preset("cpu")
+    space = analytic_scheme_space(model_preset("tiny"), device, Cluster(2, 2, "cpu"), (1, 2), (1, 2), (1, 2),
+                                  created="2026-01-01T00:00:00+00:00", tool_version="test")
+    config = PlannerConfig(devices=2, devices_per_node=2, token_budget=512, max_seq_len=128, strategies=2,
+                           time_limit_s=5.0)
+    write_proposal(tmp_path / "proposal.json", propose(space, [100, 300, 700, 2000, 40, 60] * 20, config))
+    environment = dict(os.environ, HYDRAULIS_API_TOKEN=SERVICE_TOKEN)
+    result = hydraulis("--log-level", "info", "train", "--model", "tiny", "--proposal", str(tmp_path / "proposal.json"),
+                       "--corpus", str(corpus), "--cache-dir", str(tmp_path / "cache"), "--planner-url",
+                       planning_service, "--steps", "2", "--device", "cpu", "--checkpoint-dir",
+                       str(tmp_path / "checkpoints"), "--output-dir", str(tmp_path / "out"), env=environment)
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = read_train_log(tmp_path / "out" / "train_log.json")
+    assert len(records) == 2 and all(0 < r.tokens <= 512 and r.predicted_step_ms > 0 for r in records)
+    saved = find_checkpoint(tmp_path / "checkpoints").manifest
+    assert saved.step == 2 and saved.data_fingerprint.startswith("corpus sha256:")
+
+
+@pytest.mark.distributed
+def test_a_planning_service_that_is_down_ends_every_rank_with_its_error():
+    url = f"http://127.0.0.1:{free_port()}"
+    result = hydraulis("train", "--model", "tiny", "--strategy", "1,1,1", "--nproc", "2", "--steps", "2",
+                       "--device", "cpu", "--planner-url", url)
+    assert result.returncode == 1
+    assert f"planner service {url}/v1/step-plans: no step plan after 3 attempts" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("hydraulis: error: rank ")

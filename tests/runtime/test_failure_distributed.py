@@ -1,17 +1,21 @@
-"""A rank killed mid-training: every other rank exits with an error, within 60 s, on its own.
+"""A rank that dies or raises: every other rank exits with an error, within 60 s, on its own; a
+checkpoint the failure interrupted is never read, the last complete one still loads.
 
 The ranks are started as separate processes with torchrun's environment variables (no launcher
-that could end them), each running ``hydraulis train``; once steps are running, one is killed
-with SIGKILL. The subprocess timeout is the failure signal for a hang."""
+that could end them), each running ``hydraulis train``. The subprocess timeout is the failure
+signal for a hang."""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
+
+from hydraulis.runtime.checkpoint import read_canonical
+from hydraulis.runtime.resume import find_checkpoint
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.distributed
 
@@ -20,23 +24,50 @@ VICTIM = 1
 START_LIMIT_S = 300
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+FAILING_WRITE = """
+import sys
+import hydraulis.runtime.checkpoint as checkpoint
+from hydraulis.cli import main
+
+write_shard = checkpoint.write_shard
+
+def failing(path, shard):
+    if "step-00000004" in str(path):
+        path.write_bytes(b"half a shard")
+        raise OSError("disk full (injected)")
+    write_shard(path, shard)
+
+checkpoint.write_shard = failing
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def start_ranks(tmp_path, arguments, world, programs=None):
+    """``world`` ranks of ``hydraulis <arguments>``; ``programs[rank]``: python code to run instead."""
+    port = free_port()
+    logs = [tmp_path / f"rank{r}.log" for r in range(world)]
+    ranks = []
+    for rank, log in enumerate(logs):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        program = (programs or {}).get(rank)
+        command = [sys.executable, *(["-c", program] if program else ["-m", "hydraulis"]), *arguments]
+        with log.open("w") as sink:
+            ranks.append(subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT))
+    return ranks, logs
+
+
+def stop(ranks):
+    for process in ranks:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def test_killing_one_rank_ends_every_other_rank_with_an_error(tmp_path):
-    port = free_port()
-    command = [sys.executable, "-m", "hydraulis", "--log-level", "info", "train", "--model", "tiny",
-               "--strategy", "1,1,2+1,1,1", "--steps", "100000", "--device", "cpu", "--timeout-s", "30"]
-    logs = [tmp_path / f"rank{r}.log" for r in range(WORLD)]
-    ranks = []
-    for rank, log in enumerate(logs):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        with log.open("w") as sink:
-            ranks.append(subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT))
+    arguments = ["--log-level", "info", "train", "--model", "tiny", "--strategy", "1,1,2+1,1,1", "--steps", "100000",
+                 "--device", "cpu", "--timeout-s", "30"]
+    ranks, logs = start_ranks(tmp_path, arguments, WORLD)
     try:
         started = time.monotonic()
         while "step 1 " not in logs[0].read_text():
@@ -50,7 +81,28 @@ def test_killing_one_rank_ends_every_other_rank_with_an_error(tmp_path):
             assert process.wait(timeout=60) != 0, logs[rank].read_text()[-2000:]
             assert f"rank {rank} failed" in logs[rank].read_text()
     finally:
-        for process in ranks:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+        stop(ranks)
+
+
+def test_a_rank_raising_while_checkpointing_ends_the_job_and_the_last_checkpoint_loads(tmp_path):
+    root = tmp_path / "checkpoints"
+    arguments = ["--log-level", "info", "train", "--model", "tiny", "--strategy", "1,1,2", "--steps", "100000",
+                 "--device", "cpu", "--timeout-s", "30", "--checkpoint-dir", str(root), "--checkpoint-every", "2"]
+    ranks, logs = start_ranks(tmp_path, arguments, 2, {1: FAILING_WRITE})
+    try:
+        assert ranks[1].wait(timeout=START_LIMIT_S) != 0, logs[1].read_text()[-2000:]
+        assert ranks[0].wait(timeout=60) != 0, logs[0].read_text()[-2000:]
+        assert "OSError: disk full (injected)" in logs[1].read_text()
+        assert "rank 0 failed" in logs[0].read_text()
+    finally:
+        stop(ranks)
+    assert (root / "step-00000004.partial").is_dir()
+    last = find_checkpoint(root)
+    assert last.manifest.step == 2 and last.folder.name == "step-00000002"
+    weights = read_canonical(last.folder, last.manifest)["master"]
+    assert weights["head.weight"].shape == (1024, 64) and bool(weights["head.weight"].isfinite().all())
+    resumed = subprocess.run([sys.executable, "-m", "hydraulis", "--log-level", "info", "train", "--model", "tiny",
+                              "--strategy", "1,1,1", "--steps", "3", "--device", "cpu", "--nproc", "1",
+                              "--resume", str(root)], capture_output=True, text=True, timeout=START_LIMIT_S)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "step 2  strategy 1,1,1 " in resumed.stderr

@@ -8,10 +8,10 @@ import torch
 
 from hydraulis.presets import model_preset
 from hydraulis.runtime.attention import document_causal_mask
-from hydraulis.runtime.data import step_documents
+from hydraulis.runtime.data import SyntheticCorpus
 from hydraulis.runtime.layout import PipelineLayout
 from hydraulis.runtime.loss import part_loss
-from hydraulis.runtime.master import MasterWeights
+from hydraulis.runtime.master import initial_weights
 from hydraulis.runtime.model import StageModel
 from hydraulis.runtime.packing import pack_micro_batch
 from hydraulis.runtime.parallel.context import load_balanced_indices
@@ -61,8 +61,10 @@ def test_mask_is_causal_inside_documents_and_empty_across():
 def _loss_and_grads(micro_batches, lengths, docs):
     layout = PipelineLayout(Scheme(1, 1, 1), (TINY.layers,))
     model = StageModel(TINY, layout, 0, SINGLE, SINGLE, torch.float64, CPU)
-    master = MasterWeights(TINY, 7, CPU)
-    model.load(master.params, stage_shards(TINY, layout, 0, 0))
+    full = initial_weights(TINY, 7)
+    shards = stage_shards(TINY, layout, 0, 0)
+    for param, shard in zip(model.shard_parameters(shards), shards):
+        param.data.copy_(full[shard.name])
     total = 0.0
     for micro_batch in micro_batches:
         loss = part_loss(model(None, pack_micro_batch(docs, micro_batch, 1, SINGLE, CPU)), sum(lengths))
@@ -73,7 +75,8 @@ def _loss_and_grads(micro_batches, lengths, docs):
 
 def test_packed_micro_batch_equals_its_documents_one_by_one():
     lengths = (9, 1, 17, 4, 12)
-    docs = step_documents(TINY.vocab, 5, 0, lengths)
+    corpus = SyntheticCorpus([s + 1 for s in lengths], TINY.vocab, 5)
+    docs = [corpus[i][:] for i in range(len(lengths))]
     sequences = tuple(range(len(lengths)))
     packed_loss, packed = _loss_and_grads([MicroBatch(sequences, lengths)], lengths, docs)
     alone_loss, alone = _loss_and_grads([MicroBatch((i,), (lengths[i],)) for i in sequences], lengths, docs)

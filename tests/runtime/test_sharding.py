@@ -5,7 +5,7 @@ import torch
 
 from hydraulis.presets import model_preset
 from hydraulis.runtime.layout import PipelineLayout
-from hydraulis.runtime.master import MasterWeights
+from hydraulis.runtime.master import initial_weights
 from hydraulis.runtime.model import StageModel
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.sharding import parameter_specs, stage_shards, unit_range
@@ -44,16 +44,17 @@ def test_shards_cover_every_element_as_often_as_the_layout_holds_it(tp, pp):
 @pytest.mark.parametrize("tp", [1, 2, 4])
 def test_stage_model_parameters_have_the_shard_shapes(tp):
     layout = PipelineLayout(Scheme(1, tp, 2), (3, 1))
-    master = MasterWeights(TINY, 0, torch.device("cpu"))
+    full = initial_weights(TINY, 0)
     for stage in range(2):
         for rank in range(tp):
             group = ParallelGroup(None, tp, rank)
             model = StageModel(TINY, layout, stage, group, ParallelGroup.single(), torch.float32, torch.device("cpu"))
             shards = stage_shards(TINY, layout, stage, rank)
-            model.load(master.params, shards)
-            params = dict(model.named_parameters())
-            for shard in shards:
-                assert torch.equal(params[shard.name], shard.of(master.params[shard.name]))
+            params = model.shard_parameters(shards)
+            assert [tuple(p.shape) for p in params] == [shard.shape for shard in shards]
+            for param, shard in zip(params, shards):
+                param.data.copy_(shard.of(full[shard.name]))
+            assert dict(model.named_parameters())[shards[-1].name] is params[-1]
 
 
 def test_rank_with_fewer_kv_heads_than_tp_holds_the_head_of_its_queries():

@@ -47,6 +47,21 @@ class ParallelGroup:
         _all_gather_single(out, tensor, group=self.group)
         return out
 
+    def broadcast(self, tensor: torch.Tensor, source: int = 0) -> torch.Tensor:
+        """In place: every rank's ``tensor`` becomes rank ``source``'s; returns ``tensor``."""
+        if not self.trivial:
+            dist.broadcast(tensor, source, group=self.group)
+        return tensor
+
+    def all_to_all(self, tensor: torch.Tensor, output_splits: list[int], input_splits: list[int]) -> torch.Tensor:
+        """Rank ``i`` receives ``output_splits[j]`` rows from every rank ``j`` (source-major) and
+        sends ``input_splits[i]`` consecutive rows of ``tensor`` to every rank ``i``."""
+        if self.trivial:
+            return tensor.clone()
+        out = tensor.new_empty((sum(output_splits), *tensor.shape[1:]))
+        dist.all_to_all_single(out, tensor.contiguous(), output_splits, input_splits, group=self.group)
+        return out
+
     def reduce_scatter(self, tensor: torch.Tensor) -> torch.Tensor:
         """The sum over ranks of ``tensor``, this rank's block of dim 0 (``1/size`` of it)."""
         if self.trivial:

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# End-to-end training on CPU: the tiny model on 4 processes (gloo, fp32), trained on the CPython
+# standard library with a proposal and the Hydraulis batching method, then a homogeneous baseline
+# on the same batches; each prints a per-step table (strategy, tokens, loss, measured vs predicted
+# ms) and a summary (tokens/s, mean prediction error), and the last lines compare them.
+#
+# Usage: bash examples/e2e_train.sh [--out DIR] [--space SPACE.json] [--steps 8]
+#            [--method dispatch_balanced_packing] [--baseline 1,1,1x4] [--baseline-method fixed_packing]
+#            [--stdlib-root DIR] [--token-budget 2048] [--max-seq-len 512] [--nproc 4]
+#
+# --space: a scheme space for 4 CPU devices (default: the analytic one, whose predictions are far
+#   from measured CPU times; a space measured by `hydraulis profile` makes them meaningful).
+# --stdlib-root: the part of the standard library to train on (default: its idlelib package,
+#   125 files, 1.2 MB — the whole library takes minutes to tokenize on two cores).
+# Runs from a checkout whose .venv README's first command created.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+export PATH="$root/.venv/bin:$PATH"
+stdlib=$(python -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
+
+out=$root/out/e2e space="" steps=8 method=dispatch_balanced_packing baseline=1,1,1x4
+baseline_method=fixed_packing corpus_root=$stdlib/idlelib token_budget=2048 max_seq_len=512 nproc=4
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) out=$2 ;; --space) space=$2 ;; --steps) steps=$2 ;; --method) method=$2 ;;
+    --baseline) baseline=$2 ;; --baseline-method) baseline_method=$2 ;; --stdlib-root) corpus_root=$2 ;;
+    --token-budget) token_budget=$2 ;; --max-seq-len) max_seq_len=$2 ;; --nproc) nproc=$2 ;;
+    *) echo "e2e_train.sh: unknown option $1 (see the usage at the top of the script)" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+mkdir -p "$out"
+started=$(date +%s)
+elapsed() { echo "   ($(( $(date +%s) - started )) s since the start)"; }
+
+echo "== 1. corpus: the standard library under $corpus_root, tokenized with a 1024-entry byte-level BPE"
+hydraulis data build-stdlib --root "$corpus_root" -o "$out/corpus.jsonl"
+hydraulis analyze --corpus "$out/corpus.jsonl" --vocab-size 1024 --cache-dir "$out/cache" \
+    --token-budget "$token_budget" --max-seq-len "$max_seq_len" -o "$out/report"
+elapsed
+
+echo
+echo "== 2. scheme space for $nproc CPU devices"
+if [ -z "$space" ]; then
+  space=$out/space.json
+  hydraulis space analytic --model tiny --device cpu --devices "$nproc" -o "$space"
+fi
+hydraulis space show "$space"
+
+echo
+echo "== 3. proposal for the corpus' lengths"
+hydraulis propose --space "$space" --devices "$nproc" --devices-per-node "$nproc" --token-budget "$token_budget" \
+    --max-seq-len "$max_seq_len" --lengths "$out/report/lengths.txt" --strategies 4 --time-limit 10 \
+    -o "$out/proposal.json"
+elapsed
+
+common=(--model tiny --corpus "$out/corpus.jsonl" --cache-dir "$out/cache" --steps "$steps" --nproc "$nproc"
+        --device cpu --token-budget "$token_budget" --max-seq-len "$max_seq_len")
+
+echo
+echo "== 4. train: the proposal, batching method $method"
+hydraulis train "${common[@]}" --proposal "$out/proposal.json" --method "$method" \
+    --checkpoint-dir "$out/checkpoints" --output-dir "$out/hydraulis" | tee "$out/hydraulis.txt"
+elapsed
+
+echo
+echo "== 5. train: homogeneous baseline $baseline, batching method $baseline_method"
+hydraulis train "${common[@]}" --strategy "$baseline" --space "$space" --micro-batch-tokens "$max_seq_len" \
+    --method "$baseline_method" --output-dir "$out/baseline" | tee "$out/baseline.txt"
+elapsed
+
+echo
+echo "== comparison ($steps steps of at most $token_budget tokens, $nproc processes)"
+printf '%-44s %s\n' "proposal, $method:" "$(grep '^summary:' "$out/hydraulis.txt" | cut -d' ' -f2-)"
+printf '%-44s %s\n' "baseline $baseline, $baseline_method:" "$(grep '^summary:' "$out/baseline.txt" | cut -d' ' -f2-)"
+echo "e2e wall time $(( $(date +%s) - started )) s; artifacts in $out"

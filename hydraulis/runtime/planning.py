@@ -1,0 +1,111 @@
+"""Step plans for the training loop: the dispatcher (in-process or through the planning service),
+one step ahead, on rank 0.
+
+Two ways to choose the step's strategy:
+
+* **proposal** — every step, :func:`hydraulis.dispatch.dispatch` picks the strategy of the
+  proposal with the lowest predicted step time for the batch and plans it with the batching
+  method (Hydraulis: ``dispatch_balanced_packing``);
+* **cycle** — strategy SPECs given on the command line run in turn, step ``t`` the
+  ``t mod K``-th; each is a one-strategy proposal (:func:`spec_proposal`) planned with the
+  batching method (a homogeneous SPEC with ``fixed_packing`` is the Megatron-LM-style baseline).
+
+:class:`PlanAhead` runs the planning of step ``t + 1`` in a worker thread while step ``t``
+executes (dispatch is numpy and Python; the step's torch kernels release the interpreter lock),
+so a step waits for its plan only when planning is slower than the step before it. With a
+planner URL the worker asks a running ``hydraulis serve`` (:class:`hydraulis.service.client.PlannerClient`)
+instead of calling dispatch itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+from hydraulis.cost import reduce_ms
+from hydraulis.dispatch import DispatchOptions, dispatch
+from hydraulis.runtime.layout import StrategyLayout
+from hydraulis.types import (
+    BatchingMethod,
+    MicroBatch,
+    ModelSpec,
+    OptimizerLayout,
+    PipelineModel,
+    PipelinePlan,
+    Proposal,
+    ProposedStrategy,
+    Scheme,
+    SolverReport,
+    StepPlan,
+)
+
+
+@dataclass(frozen=True)
+class Planning:
+    """How steps are planned: ``proposals`` (one, or one per cycled SPEC when ``cycle``), the
+    batching ``method``, dispatch ``options``, and the planning service's ``planner_url``
+    (None: dispatch in-process)."""
+
+    proposals: tuple[Proposal, ...]
+    cycle: bool
+    method: BatchingMethod
+    options: DispatchOptions
+    planner_url: str | None = None
+
+    def plan(self, step: int, lengths: Sequence[int], client=None) -> StepPlan:
+        """The plan of step ``step``; its ``strategy_index`` indexes the run's strategies."""
+        index = step % len(self.proposals) if self.cycle else 0
+        proposal = self.proposals[index]
+        if client is not None:
+            plan = client.step_plan(proposal, lengths, self.method, self.options)
+        else:
+            plan = dispatch(proposal, lengths, self.method, self.options)
+        return replace(plan, strategy_index=index) if self.cycle else plan
+
+
+def spec_proposal(layout: StrategyLayout, model: ModelSpec, devices: int, token_budget: int, max_seq_len: int,
+                  pipeline_model: PipelineModel, reduce_gbps: float = 0.0) -> Proposal:
+    """A strategy given as a SPEC as a proposal of that one strategy on ``devices`` devices,
+    serving every step; its pipelines' ``max_seq_len`` is their micro-batch capacity, its
+    optimizer layout ZeRO-1 over all devices, its reduction time the cost model's
+    (:func:`hydraulis.cost.reduce_ms`, 0 without a bandwidth)."""
+    strategy, optimizer_layout = layout.strategy, OptimizerLayout(devices, 1, 1)
+    reduction = reduce_ms(model.params, [g.scheme for g in strategy.expanded()], optimizer_layout, reduce_gbps)
+    proposed = ProposedStrategy(strategy, 0, max_seq_len, 0.0, reduction, (0,) * len(strategy.pipelines),
+                                f"given as {layout}")
+    return Proposal(model, devices, devices, optimizer_layout, (proposed,), token_budget, max_seq_len,
+                    pipeline_model, SolverReport("given", "strategy SPEC", 0.0))
+
+
+def single_device_plan(lengths: Sequence[int]) -> StepPlan:
+    """The whole batch as one micro-batch on one (1,1,1) pipeline: the reference's plan."""
+    batch = MicroBatch(tuple(range(len(lengths))), tuple(lengths))
+    pipeline = PipelinePlan(Scheme(1, 1, 1), max(lengths), (batch,), 0.0, "reference")
+    return StepPlan(0, BatchingMethod.FIXED_PACKING, 0.0, 0.0, 0.0, (pipeline,))
+
+
+class PlanAhead:
+    """Plans one step at a time in a worker thread (module docstring); ``plan`` None plans
+    every step as :func:`single_device_plan`."""
+
+    def __init__(self, planning: Planning | None, client=None) -> None:
+        self.planning, self.client = planning, client
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hydraulis-plan")
+        self.pending: Future | None = None
+
+    def submit(self, step: int, lengths: Sequence[int]) -> None:
+        if self.planning is None:
+            self.pending = self.pool.submit(single_device_plan, lengths)
+        else:
+            self.pending = self.pool.submit(self.planning.plan, step, lengths, self.client)
+
+    def result(self) -> StepPlan:
+        """The submitted step's plan (waits for it); its exception if planning failed."""
+        pending, self.pending = self.pending, None
+        return pending.result()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.client is not None:
+            self.client.close()

@@ -1,0 +1,96 @@
+"""What training reports: one record per step, the log line, the per-step table and the
+summary (no torch here).
+
+Summary of a run's steps ``t`` with ``n_t`` loss tokens, measured step time ``m_t`` (the slowest
+rank: propagate + compute + reduce + update), time ``w_t`` spent waiting for the plan, and the
+plan's predicted step time ``p_t``::
+
+    tokens/s          = Σ n_t / Σ (m_t + w_t)
+    prediction error  = mean_t |m_t − p_t| / m_t
+
+Worked example: two steps of 200 and 300 tokens measured at 100 and 150 ms (no wait), predicted
+80 and 150 ms: 500 tokens / 0.25 s = 2000 tokens/s, error (0.2 + 0)/2 = 10 %.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What a step did. Per pipeline: ``measured_ms`` (compute, forward and backward of its
+    micro-batches, slowest rank) and ``predicted_ms`` (the plan's). For the step:
+    ``propagate_ms`` (weights to the compute layout, slowest rank), ``step_ms`` (all of it,
+    slowest rank), ``reduce_ms`` (gradients to the optimizer layout and the update: what the
+    step took beyond propagation and the slowest pipeline) and the plan's
+    ``predicted_step_ms`` and ``planning_ms``; ``wait_ms`` is how long the step waited for its
+    plan after the previous step ended (0 when planning kept ahead)."""
+
+    step: int
+    strategy: str
+    tokens: int
+    loss: float
+    measured_ms: tuple[float, ...]
+    predicted_ms: tuple[float, ...]
+    propagate_ms: float
+    reduce_ms: float
+    step_ms: float
+    predicted_step_ms: float
+    planning_ms: float
+    wait_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class TrainSummary:
+    """The module docstring's figures, the losses of the first and last steps and how many
+    steps ran each strategy."""
+
+    steps: int
+    tokens: int
+    seconds: float
+    tokens_per_s: float
+    prediction_error: float
+    first_loss: float
+    last_loss: float
+    strategies: tuple[tuple[str, int], ...]
+
+
+def summarize(records: Sequence[StepRecord]) -> TrainSummary:
+    tokens = sum(r.tokens for r in records)
+    seconds = sum(r.step_ms + r.wait_ms for r in records) / 1e3
+    error = sum(abs(r.step_ms - r.predicted_step_ms) / r.step_ms for r in records) / len(records)
+    used = Counter(r.strategy for r in records)
+    return TrainSummary(len(records), tokens, seconds, tokens / seconds, error, records[0].loss, records[-1].loss,
+                        tuple(used.most_common()))
+
+
+def format_record(record: StepRecord) -> str:
+    """The per-step log line (module :mod:`hydraulis.runtime.trainer`)."""
+    pipelines = " | ".join(f"{m:.1f}/{p:.1f}" for m, p in zip(record.measured_ms, record.predicted_ms))
+    return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
+            f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
+            f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}  "
+            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}")
+
+
+STEP_COLUMNS = ("step", "strategy", "tokens", "loss", "measured_ms", "predicted_ms", "error", "compute_ms",
+                "propagate_ms", "reduce_ms", "plan_ms", "wait_ms")
+
+
+def step_rows(records: Sequence[StepRecord]) -> list[list[object]]:
+    """One row per step under :data:`STEP_COLUMNS` (compute: measured/predicted per pipeline)."""
+    return [[r.step, r.strategy, r.tokens, round(r.loss, 4), round(r.step_ms, 1), round(r.predicted_step_ms, 1),
+             f"{abs(r.step_ms - r.predicted_step_ms) / r.step_ms:.0%}",
+             " ".join(f"{m:.0f}/{p:.0f}" for m, p in zip(r.measured_ms, r.predicted_ms)),
+             round(r.propagate_ms, 1), round(r.reduce_ms, 1), round(r.planning_ms, 1), round(r.wait_ms, 1)]
+            for r in records]
+
+
+def summary_line(summary: TrainSummary) -> str:
+    used = ", ".join(f"{strategy} ×{count}" for strategy, count in summary.strategies)
+    return (f"summary: {summary.steps} steps, {summary.tokens} tokens in {summary.seconds:.2f} s: "
+            f"{summary.tokens_per_s:.0f} tokens/s; mean prediction error {summary.prediction_error:.0%}; "
+            f"loss {summary.first_loss:.4f} → {summary.last_loss:.4f}; strategies {used}")

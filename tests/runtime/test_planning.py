@@ -1,0 +1,70 @@
+"""Step planning for the loop: SPEC strategies as one-strategy proposals for the dispatcher,
+cycled per step; a proposal's choice kept; the reference's single micro-batch; the summary."""
+
+from dataclasses import replace
+
+import pytest
+
+from hydraulis.artifacts import proposal_from_dict, proposal_to_dict
+from hydraulis.dispatch import DispatchOptions
+from hydraulis.planner import validate_proposal
+from hydraulis.presets import model_preset
+from hydraulis.runtime.loss import loss_tokens
+from hydraulis.runtime.planning import PlanAhead, Planning, single_device_plan, spec_proposal
+from hydraulis.runtime.records import StepRecord, summarize
+from hydraulis.runtime.strategy_spec import parse_strategy, scheme_times
+from hydraulis.types import BatchingMethod, PipelineModel
+
+TINY = model_preset("tiny")
+TIMES = scheme_times(TINY, 4)
+LENGTHS = (60, 41, 33, 20, 17, 9, 5, 3)
+
+
+def proposals(*specs: str):
+    return tuple(spec_proposal(parse_strategy(spec, TINY, TIMES, 96), TINY, 4, 256, 64, PipelineModel())
+                 for spec in specs)
+
+
+def test_a_spec_proposal_is_a_valid_proposal_that_survives_its_artifact():
+    proposal = proposals("1,2,1+1,1,2")[0]
+    assert validate_proposal(proposal) is proposal
+    assert proposal_from_dict(proposal_to_dict(proposal)) == proposal
+
+
+@pytest.mark.parametrize("method", list(BatchingMethod))
+def test_cycled_strategies_plan_every_sequence_once(method):
+    planning = Planning(proposals("1,2,1+1,1,2", "1,1,2x2", "2,1,1+1,1,1x2"), True, method, DispatchOptions())
+    for step in range(3):
+        plan = planning.plan(step, LENGTHS)
+        assert plan.strategy_index == step
+        assert len(plan.pipelines) == (2, 2, 3)[step]
+        placed = sorted(i for p in plan.pipelines for mb in p.micro_batches for i in mb.sequences)
+        assert placed == list(range(len(LENGTHS)))
+        assert all(mb.tokens <= 96 for p in plan.pipelines for mb in p.micro_batches)
+        assert loss_tokens(plan) == sum(LENGTHS) == loss_tokens(single_device_plan(LENGTHS))
+
+
+def test_a_proposal_keeps_the_strategy_dispatch_chose():
+    proposal = proposals("1,1,1x4")[0]
+    two = replace(proposal, strategies=proposal.strategies + proposals("1,4,1")[0].strategies)
+    plan = Planning((two,), False, BatchingMethod.DISPATCH_BALANCED_PACKING, DispatchOptions()).plan(5, LENGTHS)
+    assert plan.strategy_index in (0, 1) and plan.method is BatchingMethod.DISPATCH_BALANCED_PACKING
+
+
+def test_plan_ahead_returns_the_plan_or_its_error():
+    ahead = PlanAhead(Planning(proposals("1,1,1"), True, BatchingMethod.FIXED_PACKING, DispatchOptions()))
+    ahead.submit(0, LENGTHS)
+    assert loss_tokens(ahead.result()) == sum(LENGTHS)
+    ahead.submit(1, (500,))
+    with pytest.raises(Exception, match="lengths"):
+        ahead.result()
+    ahead.close()
+
+
+def test_summary_worked_example():
+    records = [StepRecord(0, "a", 200, 2.0, (90.0,), (70.0,), 1.0, 9.0, 100.0, 80.0, 1.0),
+               StepRecord(1, "a", 300, 1.0, (140.0,), (140.0,), 1.0, 9.0, 150.0, 150.0, 1.0)]
+    summary = summarize(records)
+    assert summary.tokens_per_s == pytest.approx(2000.0)
+    assert summary.prediction_error == pytest.approx(0.1)
+    assert summary.strategies == (("a", 2),)

@@ -1,0 +1,51 @@
+"""The training loop's client of the planning service, against a real server on loopback:
+the same plan as in-process dispatch, bearer tokens, bounded retries, errors that name the field."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from hydraulis.artifacts import read_proposal
+from hydraulis.dispatch import DispatchOptions, dispatch
+from hydraulis.errors import HydraulisError
+from hydraulis.service.client import ClientOptions, PlannerClient, PlannerUnavailable
+from hydraulis.types import BatchingMethod
+from tests.conftest import SERVICE_TOKEN, free_port
+
+PROPOSAL = read_proposal(Path(__file__).resolve().parents[2] / "examples" / "proposals" / "7b_32dev.json")
+LENGTHS = [32768, 9000, 4000, 3000, 2000] + [700] * 200
+TOKEN = SERVICE_TOKEN
+
+
+def test_the_service_plans_as_dispatch_does(planning_service):
+    client = PlannerClient(planning_service, ClientOptions(token=TOKEN))
+    options = DispatchOptions(seed=3)
+    for method in (BatchingMethod.DISPATCH_BALANCED_PACKING, BatchingMethod.FIXED_PACKING):
+        remote = client.step_plan(PROPOSAL, LENGTHS, method, options)
+        local = dispatch(PROPOSAL, LENGTHS, method, options)
+        assert remote.strategy_index == local.strategy_index
+        assert remote.pipelines == local.pipelines
+    client.close()
+
+
+def test_a_bad_request_names_the_field_without_retrying(planning_service):
+    client = PlannerClient(planning_service, ClientOptions(token=TOKEN, attempts=3, backoff_s=5.0))
+    started = time.monotonic()
+    with pytest.raises(HydraulisError, match="lengths"):
+        client.step_plan(PROPOSAL, [10 ** 6], BatchingMethod.FIXED_PACKING, DispatchOptions())
+    assert time.monotonic() - started < 5.0
+    with pytest.raises(HydraulisError, match="401"):
+        PlannerClient(planning_service).step_plan(PROPOSAL, LENGTHS, BatchingMethod.FIXED_PACKING, DispatchOptions())
+
+
+def test_no_service_fails_after_the_attempts_with_the_url():
+    url = f"http://127.0.0.1:{free_port()}"
+    client = PlannerClient(url, ClientOptions(timeout_s=0.5, attempts=2, backoff_s=0.05))
+    with pytest.raises(PlannerUnavailable, match=f"{url}/v1/step-plans: no step plan after 2 attempts"):
+        client.step_plan(PROPOSAL, LENGTHS, BatchingMethod.FIXED_PACKING, DispatchOptions())
+
+
+def test_the_url_must_be_http():
+    with pytest.raises(HydraulisError, match="planner_url"):
+        PlannerClient("127.0.0.1:8000")
