@@ -8,8 +8,9 @@
 #            [--method dispatch_balanced_packing] [--baseline 1,1,1x4] [--baseline-method fixed_packing]
 #            [--stdlib-root DIR] [--token-budget 2048] [--max-seq-len 512] [--nproc 4]
 #
-# --space: a scheme space for 4 CPU devices (default: the analytic one, whose predictions are far
-#   from measured CPU times; a space measured by `hydraulis profile` makes them meaningful).
+# --space: a scheme space for 4 CPU devices (default: examples/spaces/tiny_cpu.json, measured on a
+#   2-core machine by `hydraulis profile`; its times are each rank's busy time, so with more
+#   processes than idle cores the measured wall time exceeds them — see examples/spaces/README.md).
 # --stdlib-root: the part of the standard library to train on (default: its idlelib package,
 #   125 files, 1.2 MB — the whole library takes minutes to tokenize on two cores).
 # Runs from a checkout whose .venv README's first command created.
@@ -18,7 +19,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 export PATH="$root/.venv/bin:$PATH"
 stdlib=$(python -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
 
-out=$root/out/e2e space="" steps=8 method=dispatch_balanced_packing baseline=1,1,1x4
+out=$root/out/e2e space=$root/examples/spaces/tiny_cpu.json steps=8 method=dispatch_balanced_packing baseline=1,1,1x4
 baseline_method=fixed_packing corpus_root=$stdlib/idlelib token_budget=2048 max_seq_len=512 nproc=4
 while [ $# -gt 0 ]; do
   case $1 in
@@ -41,10 +42,6 @@ elapsed
 
 echo
 echo "== 2. scheme space for $nproc CPU devices"
-if [ -z "$space" ]; then
-  space=$out/space.json
-  hydraulis space analytic --model tiny --device cpu --devices "$nproc" -o "$space"
-fi
 hydraulis space show "$space"
 
 echo
