@@ -28,7 +28,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--lengths", required=True, help="document lengths: .txt, .txt.gz or .npy, one per line")
     parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
     parser.add_argument("--time-limit", type=float, default=20.0,
-                        help="seconds for all integer programs together (default 20)")
+                        help="seconds for all integer programs and local searches together (default 20)")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
                         help="integer-program solver (default cbc)")
     parser.add_argument("--steps", type=int, default=64, help="steps sampled to specialise and predict (default 64)")

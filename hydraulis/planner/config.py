@@ -28,9 +28,9 @@ class PlannerConfig:
     ``token_budget`` is a step's global token count, ``max_seq_len`` the longest sequence
     (documents are cut to it); ``strategies`` is the most strategies proposed (K);
     ``bucket_width`` the histogram bucket in tokens; ``steps`` how many steps are sampled
-    (by ``seed``) to specialise and predict; ``time_limit_s`` bounds all integer programs
-    together; ``tolerance`` is the relative gap at which the makespan bisection stops;
-    ``min_gain`` the relative step-time gain a strategy must bring over its neighbour on the
+    (by ``seed``) to specialise and predict; ``time_limit_s`` bounds all integer programs and
+    local searches together; ``tolerance`` is the relative gap at which the makespan bisection
+    stops; ``min_gain`` the relative step-time gain a strategy must bring over its neighbour on the
     steps it serves to be kept; ``work_classes`` caps the length classes an integer program
     sees; ``search_steps`` is how many of a range's sampled steps the local search judges
     strategies on and ``search_evaluations`` how many distinct strategies it may judge per

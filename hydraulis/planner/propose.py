@@ -153,7 +153,7 @@ def design_range(lo: int, hi: int, stats: StepStatistics, options: Sequence[Sche
     answer = optimise_counts(problem, config.solver, deadline, config.tolerance)
     starts = dict(answer.found)
     starts.setdefault(counts_of(options, baseline), BASELINE)
-    descents = search_counts(list(starts), indices, hi, stats, options, judge, space, config)
+    descents = search_counts(list(starts), indices, hi, stats, options, judge, space, config, deadline)
     placeable = {strategy_of(options, counts): source for counts, source in starts.items()
                  if not node_placement(strategy_of(options, counts), config.devices, config.devices_per_node)}
     for descent in descents:
@@ -162,7 +162,8 @@ def design_range(lo: int, hi: int, stats: StepStatistics, options: Sequence[Sche
     source = placeable[strategy]
     judged = ", ".join(f"{s} {judge.mean_ms(s, indices):.0f} ms ({origin})" for s, origin in placeable.items())
     searched = "; ".join(f"{strategy_of(options, d.start)} {d.start_ms:.0f} → {strategy_of(options, d.counts)} "
-                         f"{d.mean_ms:.0f} ms" for d in descents)
+                         f"{d.mean_ms:.0f} ms" + (", stopped by the time limit" if d.stopped else "")
+                         for d in descents)
     note = (f"For ({lo}, {hi}] ({len(indices)} steps) {answer.solves} integer programs reached a fluid makespan of "
             f"{answer.makespan_ms:.0f} ms (proven ≥ {answer.lower_bound_ms:.0f} ms, {answer.status}); the local search "
             f"judged {sum(d.evaluations for d in descents)} strategies on {min(len(indices), config.search_steps)} "
@@ -172,7 +173,7 @@ def design_range(lo: int, hi: int, stats: StepStatistics, options: Sequence[Sche
 
 def search_counts(starts: list[tuple[int, ...]], indices: np.ndarray, longest: int, stats: StepStatistics,
                   options: Sequence[SchemeOption], judge: Judge, space: SchemeSpace,
-                  config: PlannerConfig) -> list[Descent]:
+                  config: PlannerConfig, deadline: float) -> list[Descent]:
     """Local search (planner/search.py) from the best :data:`SEARCH_STARTS` of ``starts``, judged on
     the first ``search_steps`` of the range's steps; active options: those of the starts and the
     :data:`ACTIVE_BY_THROUGHPUT` best by spread work (planner/specialise.py)."""
@@ -190,7 +191,7 @@ def search_counts(starts: list[tuple[int, ...]], indices: np.ndarray, longest: i
     active = {int(k) for counts in starts for k in np.flatnonzero(counts)}
     active |= {int(k) for k in np.argsort(spread, kind="stable")[:ACTIVE_BY_THROUGHPUT]}
     search = CountsSearch([o.devices for o in options], config.devices, sorted(active), score,
-                          config.search_evaluations)
+                          config.search_evaluations, deadline)
     ordered = sorted(starts, key=lambda counts: (search.judge(counts), counts))[:SEARCH_STARTS]
     return [search.descend(counts) for counts in ordered if np.isfinite(search.judge(counts))]
 

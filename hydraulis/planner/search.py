@@ -39,7 +39,8 @@ strategies (half the devices to a cheaper scheme), the last ones tune the counts
 pipeline. ``J`` falls at every accepted move and ``F`` is finite, so the descent ends, and its
 answer is never worse than its start: ``J(n_end) ≤ J(n_start)``. A search judges at most
 ``max_evaluations`` new neighbours over all its descents (each costs ``|I|`` judged steps; ``J``
-is memoised per count vector); past that, a descent only moves to counts already judged.
+is memoised per count vector) and none anew past its deadline (the planner's time limit); past
+either, a descent only moves to counts already judged.
 
 Worked example (LLaMA-32B analytic on H100s, 1024 devices, 1.6M tokens, ``J`` over 64
 sampled steps, active (1,8,1), (2,8,1), (4,8,1), (8,8,1)): from 32×(4,8,1), ``J`` = 1687 ms,
@@ -50,6 +51,8 @@ more than ``ε``; 40 strategies judged.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -62,7 +65,8 @@ IMPROVEMENT = 1e-3
 @dataclass(frozen=True)
 class Descent:
     """Where a descent started and ended (count vectors and their ``J``), how many counts it
-    judged that no earlier descent had, and how many moves it took."""
+    judged that no earlier descent had, how many moves it took, and whether the deadline
+    stopped it."""
 
     start: tuple[int, ...]
     start_ms: float
@@ -70,6 +74,7 @@ class Descent:
     mean_ms: float
     evaluations: int
     moves: int
+    stopped: bool
 
 
 class CountsSearch:
@@ -77,12 +82,13 @@ class CountsSearch:
     ``devices`` devices; ``score`` is ``J`` (∞ outside ``F``), memoised here."""
 
     def __init__(self, sizes: Sequence[int], devices: int, active: Sequence[int],
-                 score: Callable[[tuple[int, ...]], float], max_evaluations: int) -> None:
+                 score: Callable[[tuple[int, ...]], float], max_evaluations: int, deadline: float = math.inf) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self.devices = devices
         self.active = tuple(sorted(set(active)))
         self.score = score
         self.left = max_evaluations
+        self.deadline = deadline
         self.memo: dict[tuple[int, ...], float] = {}
 
     def judge(self, counts: tuple[int, ...]) -> float:
@@ -93,21 +99,24 @@ class CountsSearch:
 
     def descend(self, start: Sequence[int]) -> Descent:
         """The descent of the module docstring from ``start``; the neighbours it judges count
-        against the search's ``max_evaluations`` (shared by all descents)."""
+        against the search's ``max_evaluations`` (shared by all descents), and none is judged
+        anew past ``deadline`` (``time.monotonic``)."""
         start = tuple(int(n) for n in start)
         current, current_ms = start, self.judge(start)
-        judged, moves = len(self.memo), 0
+        judged, moves, stopped = len(self.memo), 0, False
         for delta in self.step_sizes():
             while True:
                 neighbours = self.neighbours(current, delta)
                 fresh = [n for n in neighbours if n not in self.memo][:self.left]
+                if fresh and time.monotonic() > self.deadline:
+                    fresh, stopped = [], True
                 self.left -= len(fresh)
                 scored = [(self.judge(n), n) for n in neighbours if n in self.memo or n in fresh]
                 if not scored or min(scored)[0] >= current_ms * (1.0 - IMPROVEMENT):
                     break
                 current_ms, current = min(scored)
                 moves += 1
-        return Descent(start, self.memo[start], current, current_ms, len(self.memo) - judged, moves)
+        return Descent(start, self.memo[start], current, current_ms, len(self.memo) - judged, moves, stopped)
 
     def step_sizes(self) -> list[int]:
         """``N/2, N/4, …`` down to the smallest pipeline's devices."""

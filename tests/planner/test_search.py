@@ -56,6 +56,14 @@ def test_a_descent_never_ends_worse_than_it_starts(start, seed, budget):
     assert len(search.memo) <= budget + 1
 
 
+def test_past_the_deadline_a_descent_judges_nothing_new():
+    search = CountsSearch(SIZES, 32, range(4), lambda c: 100.0 - sum(c), 100, deadline=0.0)
+    descent = search.descend((0, 0, 0, 2))
+    assert descent.stopped and descent.counts == (0, 0, 0, 2) and list(search.memo) == [(0, 0, 0, 2)]
+    unhurried = CountsSearch(SIZES, 32, range(4), lambda c: 100.0 - sum(c), 100).descend((0, 0, 0, 2))
+    assert not unhurried.stopped and unhurried.moves > 0
+
+
 # A small cluster where long sequences need the large scheme and short ones are cheapest on
 # the small one: every step holds three 24K sequences and many short ones.
 BIG = option(1, 8, 1, 6e-7, 0.020, 20.0, 30000, 0.0)
