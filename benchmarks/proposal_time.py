@@ -6,7 +6,8 @@ strategy on the same sampled steps and cost model.
 Settings: LLaMA-7B reference pool (imported, A800), 32 devices, 8 per node, 32K maximum, the
 bundled long-tail lengths at 64K and 128K tokens per step; LLaMA-32B analytic space (H100),
 1024 devices, 1.6M tokens per step, 32K maximum. The time is that of :func:`propose` alone
-(scheme space and lengths already loaded), best of ``--repeat`` runs.
+(scheme space and lengths already loaded), best of ``--repeat`` runs, and the spread (fastest–slowest)
+of those runs: the machine may be shared.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def main() -> None:
         ("llama-7b pool, 32 GPUs, 128K tokens", reference_7b(), PlannerConfig(32, 8, 131_072, 32_768)),
         ("llama-32b analytic, 1024 GPUs, 1.6M tokens", analytic_32b(), PlannerConfig(1024, 8, 1_600_000, 32_768)),
     ]
-    header = (f"{'setting':44s} {'wall_s':>7s} {'K':>2s} {'status':>10s} {'proposal_ms':>11s} "
+    header = (f"{'setting':44s} {'wall_s':>7s} {'spread_s':>13s} {'K':>2s} {'status':>10s} {'proposal_ms':>11s} "
               f"{'homog_ms':>9s} {'ratio':>6s}  best homogeneous / strategies")
     print(header)
     print("-" * len(header))
@@ -94,7 +95,7 @@ def main() -> None:
             proposal = propose(space, lengths, config)
             walls.append(time.perf_counter() - started)
         proposal_ms, best_ms, best = homogeneous_comparison(space, lengths, config, proposal)
-        print(f"{name:44s} {min(walls):7.2f} {len(proposal.strategies):2d} {proposal.solver.status:>10s} "
+        print(f"{name:44s} {min(walls):7.2f} {min(walls):6.2f}–{max(walls):6.2f} {len(proposal.strategies):2d} {proposal.solver.status:>10s} "
               f"{proposal_ms:11.1f} {best_ms:9.1f} {proposal_ms / best_ms:6.3f}  {best}")
         for p in proposal.strategies:
             print(f"{'':44s}   ({p.serves_from}, {p.serves_to}]: {p.strategy}  {p.predicted_ms:.0f} ms")

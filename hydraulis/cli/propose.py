@@ -18,7 +18,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "propose", help="propose heterogeneous strategies for a length distribution",
         description="Propose at most K heterogeneous strategies sharing one optimizer layout, each serving the "
                     "steps whose longest sequence lies in its range, with predicted step time and memory "
-                    "headroom (integer programs with PuLP; see hydraulis.planner).")
+                    "headroom (integer programs with PuLP, then a local search judged on sampled steps; see "
+                    "hydraulis.planner).")
     parser.add_argument("--space", required=True, help="scheme-space JSON")
     parser.add_argument("--devices", type=int, required=True, help="devices to plan for, N")
     parser.add_argument("--devices-per-node", type=int, help="default: the scheme space's")
@@ -27,10 +28,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--lengths", required=True, help="document lengths: .txt, .txt.gz or .npy, one per line")
     parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
     parser.add_argument("--time-limit", type=float, default=20.0,
-                        help="seconds for all integer programs together (default 20)")
+                        help="seconds for all integer programs and local searches together (default 20)")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
                         help="integer-program solver (default cbc)")
     parser.add_argument("--steps", type=int, default=64, help="steps sampled to specialise and predict (default 64)")
+    parser.add_argument("--search-evaluations", type=int, default=PlannerConfig.search_evaluations,
+                        help="strategies the local search may judge per range, 0: integer programs only "
+                             f"(default {PlannerConfig.search_evaluations})")
     parser.add_argument("--bucket-width", type=int, default=128, help="length histogram bucket (default 128)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     parser.add_argument("--optimizer-layout", metavar="DP,TP,PP", help="fix the optimizer layout (default: chosen)")
@@ -48,7 +52,7 @@ def _propose(args: argparse.Namespace) -> None:
         devices_per_node=args.devices_per_node or space.cluster.devices_per_node,
         token_budget=args.token_budget, max_seq_len=args.max_seq_len, strategies=args.strategies,
         bucket_width=args.bucket_width, steps=args.steps, seed=args.seed, solver=SolverName(args.solver),
-        time_limit_s=args.time_limit,
+        time_limit_s=args.time_limit, search_evaluations=args.search_evaluations,
         optimizer_layout=optimizer_layout(args.optimizer_layout) if args.optimizer_layout else None,
     )
     proposal = propose(space, lengths, config)

@@ -28,11 +28,13 @@ class PlannerConfig:
     ``token_budget`` is a step's global token count, ``max_seq_len`` the longest sequence
     (documents are cut to it); ``strategies`` is the most strategies proposed (K);
     ``bucket_width`` the histogram bucket in tokens; ``steps`` how many steps are sampled
-    (by ``seed``) to specialise and predict; ``time_limit_s`` bounds all integer programs
-    together; ``tolerance`` is the relative gap at which the makespan bisection stops;
-    ``min_gain`` the relative step-time gain a strategy must bring over its neighbour on the
+    (by ``seed``) to specialise and predict; ``time_limit_s`` bounds all integer programs and
+    local searches together; ``tolerance`` is the relative gap at which the makespan bisection
+    stops; ``min_gain`` the relative step-time gain a strategy must bring over its neighbour on the
     steps it serves to be kept; ``work_classes`` caps the length classes an integer program
-    sees; ``optimizer_layout`` fixes the layout instead of choosing it.
+    sees; ``search_steps`` is how many of a range's sampled steps the local search judges
+    strategies on and ``search_evaluations`` how many distinct strategies it may judge per
+    range (0: no local search); ``optimizer_layout`` fixes the layout instead of choosing it.
     """
 
     devices: int
@@ -48,6 +50,8 @@ class PlannerConfig:
     tolerance: float = 0.002
     min_gain: float = 0.01
     work_classes: int = 24
+    search_steps: int = 16
+    search_evaluations: int = 120
     optimizer_layout: OptimizerLayout | None = None
 
     def __post_init__(self) -> None:
@@ -72,6 +76,8 @@ class PlannerConfig:
         require(value > 0, "tolerance", value, "must be > 0")
         require_number(self.min_gain, "min_gain", minimum=0.0, maximum=1.0)
         require_int(self.work_classes, "work_classes", minimum=1)
+        require_int(self.search_steps, "search_steps", minimum=1)
+        require_int(self.search_evaluations, "search_evaluations", minimum=0)
 
     @property
     def node_size(self) -> int:
@@ -87,5 +93,6 @@ class PlannerConfig:
             "strategies": self.strategies, "bucket_width": self.bucket_width, "steps": self.steps,
             "seed": self.seed, "solver": self.solver.value, "time_limit_s": self.time_limit_s,
             "tolerance": self.tolerance, "min_gain": self.min_gain, "work_classes": self.work_classes,
+            "search_steps": self.search_steps, "search_evaluations": self.search_evaluations,
             "optimizer_layout": None if layout is None else {"dp": layout.dp, "tp": layout.tp, "pp": layout.pp},
         }

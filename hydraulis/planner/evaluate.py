@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.cost import reduce_ms, simulate_1f1b, step_time_ms
+from hydraulis.cost import pipeline_times_1f1b, reduce_ms, step_time_ms
 from hydraulis.errors import HydraulisError
 from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Strategy
 
@@ -58,33 +58,27 @@ def estimate_step(strategy: Strategy, lengths: np.ndarray, context: CostContext)
     shares = _dispatch(strategy.pipelines, order)
     times, peaks = [], []
     for group, pipelines in zip(strategy.pipelines, shares):
-        peak = 0
-        for sequences in pipelines:
-            if sequences:
-                pipe_ms, tokens = _pipeline(group, sequences, context.pipeline_model)
-                times.append(pipe_ms)
-                peak = max(peak, tokens)
-        peaks.append(peak)
+        timed = _pipelines(group, [p for p in pipelines if p], context.pipeline_model)
+        times += [pipe_ms for pipe_ms, _ in timed]
+        peaks.append(max((tokens for _, tokens in timed), default=0))
     return StepEstimate(step_time_ms(times, context.reduction_ms(strategy)), tuple(peaks))
 
 
 def _dispatch(groups: tuple[PipelineGroup, ...], order: np.ndarray) -> list[list[list[int]]]:
     """Stage 1: per group, per pipeline, the lengths it gets (longest first)."""
     s = order.astype(np.float64)
-    work = [(g.time.a * s * s + g.time.b * s).tolist() for g in groups]
     heaps = [[(0.0, i) for i in range(g.count)] for g in groups]
     shares: list[list[list[int]]] = [[[] for _ in range(g.count)] for g in groups]
+    columns = [(gi, g.max_seq_len, g.scheme.pp - 1, g.scheme.pp * g.time.c, heaps[gi], shares[gi],
+                (g.time.a * s * s + g.time.b * s).tolist()) for gi, g in enumerate(groups)]
     for index, length in enumerate(order.tolist()):
         best, best_estimate = -1, math.inf
-        for gi, group in enumerate(groups):
-            if group.max_seq_len < length:
+        for gi, capacity, bubble, fixed, heap, share, work in columns:
+            if capacity < length:
                 continue
-            _, i = heaps[gi][0]
-            w = work[gi][index]
-            if shares[gi][i]:
-                estimate = heaps[gi][0][0] + w
-            else:
-                estimate = w + group.scheme.pp * group.time.c + (group.scheme.pp - 1) * w
+            top, i = heap[0]
+            w = work[index]
+            estimate = top + w if share[i] else w + fixed + bubble * w
             if estimate < best_estimate:
                 best, best_estimate = gi, estimate
         if best < 0:
@@ -95,29 +89,44 @@ def _dispatch(groups: tuple[PipelineGroup, ...], order: np.ndarray) -> list[list
     return shares
 
 
-def _pipeline(group: PipelineGroup, lengths: list[int], model: PipelineModel) -> tuple[float, int]:
-    """Stage 2 for one pipeline: its time and its largest micro-batch in tokens."""
-    s = np.asarray(lengths, dtype=np.float64)
-    work = (group.time.a * s * s + group.time.b * s).tolist()
+def _pipelines(group: PipelineGroup, shares: list[list[int]], model: PipelineModel) -> list[tuple[float, int]]:
+    """Stage 2 for the pipelines of one group (each share non-empty): per pipeline its time and
+    its largest micro-batch in tokens. ``pp = 1``: ``v·c + Σ work``, what the 1F1B simulation of
+    one stage gives; ``pp > 1``: every candidate packing of every pipeline simulated at once
+    (:func:`hydraulis.cost.pipeline_times_1f1b`), the first fastest kept."""
     pp, c = group.scheme.pp, group.time.c
-    packings = [_first_fit(lengths, group.max_seq_len)]
-    if pp > 1:
-        total = sum(work)
-        target = len(lengths) if c == 0 else round(math.sqrt((pp - 1) * total / c))
+    timed, candidates = [], []
+    for lengths in shares:
+        s = np.asarray(lengths, dtype=np.float64)
+        work = (group.time.a * s * s + group.time.b * s).tolist()
+        packings = [_first_fit(lengths, group.max_seq_len)]
+        if pp == 1:
+            timed.append((c * len(packings[0]) + sum(work), max(sum(lengths[i] for i in b) for b in packings[0])))
+            continue
+        target = len(lengths) if c == 0 else round(math.sqrt((pp - 1) * sum(work) / c))
         micro_batches = min(len(lengths), max(len(packings[0]), target))
         if micro_batches != len(packings[0]):
             packings.append(_balanced(lengths, work, group.max_seq_len, micro_batches))
-    best = (math.inf, 0)
-    for bins in packings:
-        times = sorted((c + sum(work[i] for i in members) for members in bins), reverse=True)
-        makespan = simulate_1f1b(times, pp, model).makespan_ms
-        if makespan < best[0]:
-            best = (makespan, max(sum(lengths[i] for i in members) for members in bins))
-    return best
+        candidates.append([(sorted((c + sum(work[i] for i in b) for b in bins), reverse=True),
+                            max(sum(lengths[i] for i in b) for b in bins)) for bins in packings])
+    if pp == 1:
+        return timed
+    rows = [(p, k) for p, packings in enumerate(candidates) for k in range(len(packings))]
+    makespans = {}
+    for v in sorted({len(candidates[p][k][0]) for p, k in rows}):
+        batch = [(p, k) for p, k in rows if len(candidates[p][k][0]) == v]
+        for key, ms in zip(batch, pipeline_times_1f1b(np.array([candidates[p][k][0] for p, k in batch]), pp, model)):
+            makespans[key] = float(ms)
+    for p, packings in enumerate(candidates):
+        best = min(range(len(packings)), key=lambda k: (makespans[p, k], k))
+        timed.append((makespans[p, best], packings[best][1]))
+    return timed
 
 
 def _first_fit(lengths: list[int], capacity: int) -> list[list[int]]:
-    """First-fit decreasing by tokens (``lengths`` arrive longest first)."""
+    """First-fit decreasing by tokens (``lengths`` arrive longest first); one bin when all fit."""
+    if sum(lengths) <= capacity:
+        return [list(range(len(lengths)))]
     bins: list[list[int]] = []
     room: list[int] = []
     for i, length in enumerate(lengths):

@@ -78,14 +78,22 @@ def homogeneous_step_ms(stats: StepStatistics, options: Sequence[SchemeOption], 
                         model: PipelineModel) -> np.ndarray:
     """``r_k + max(τ*_k(W_k(i)/⌊N/D_k⌋), h_k(m_i))`` for every option ``k`` (rows) and sampled
     step ``i`` (columns); ∞ where ``S_k < m_i``."""
-    q1, q2 = stats.tokens.sum(axis=1), stats.squares.sum(axis=1)
+    spread = spread_step_ms(stats, options, devices, model)
     rows = []
-    for option in options:
-        pipelines = devices // option.devices
-        pipe = pipeline_time_ms(option, (option.time.a * q2 + option.time.b * q1) / pipelines, model)
-        value = option.reduce_ms + np.maximum(pipe, single_sequence_ms(option, stats.maxima, model))
+    for option, row in zip(options, spread):
+        value = np.maximum(row, option.reduce_ms + single_sequence_ms(option, stats.maxima, model))
         rows.append(np.where(option.capacity >= stats.maxima, value, np.inf))
     return np.array(rows)
+
+
+def spread_step_ms(stats: StepStatistics, options: Sequence[SchemeOption], devices: int,
+                   model: PipelineModel) -> np.ndarray:
+    """``r_k + τ*_k(W_k(i)/⌊N/D_k⌋)``: step ``i``'s work spread evenly over ``⌊N/D_k⌋`` pipelines of
+    option ``k``, whatever their capacity — the throughput side of the proxy."""
+    q1, q2 = stats.tokens.sum(axis=1), stats.squares.sum(axis=1)
+    return np.array([option.reduce_ms + pipeline_time_ms(option, (option.time.a * q2 + option.time.b * q1)
+                                                         / (devices // option.devices), model)
+                     for option in options])
 
 
 def _candidate_points(stats: StepStatistics, options: Sequence[SchemeOption], strategies: int) -> np.ndarray:

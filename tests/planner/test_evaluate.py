@@ -1,12 +1,15 @@
 """The planner's yardstick: every sequence placed once, within capacity, never below the bound."""
 
+import math
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from hydraulis.cost import lower_bound_ms
+from hydraulis.cost import lower_bound_ms, simulate_1f1b
 from hydraulis.errors import HydraulisError
-from hydraulis.planner.evaluate import CostContext, _dispatch, estimate_step
+from hydraulis.planner.evaluate import CostContext, _balanced, _dispatch, _first_fit, estimate_step
 from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme, Strategy, TimeCoefficients
 
 SMALL = PipelineGroup(Scheme(1, 2, 1), 3, 4000, TimeCoefficients(2e-6, 0.09, 10.0))
@@ -44,6 +47,24 @@ def test_one_pipeline_without_stages_is_fixed_costs_plus_work():
     estimate = estimate_step(alone, values, CONTEXT)
     assert estimate.step_ms == pytest.approx(2 * 10.0 + work)  # first-fit: (3000, 1000), (2500, 400)
     assert estimate.peak_tokens == (4000,)
+
+
+@given(lengths)
+@settings(max_examples=40, deadline=None)
+def test_a_many_stage_pipeline_takes_its_faster_packing_by_exact_simulation(values):
+    """The packings of all pipelines are simulated together; each must get the time the
+    event simulation gives its own faster packing (first-fit or time-balanced)."""
+    alone = Strategy((replace(LARGE, count=1),))
+    order = sorted(values, reverse=True)
+    s = np.array(order, dtype=float)
+    work = (LARGE.time.a * s * s + LARGE.time.b * s).tolist()
+    packings = [_first_fit(order, LARGE.max_seq_len)]
+    target = min(len(order), max(len(packings[0]), round(math.sqrt(sum(work) / LARGE.time.c))))
+    if target != len(packings[0]):
+        packings.append(_balanced(order, work, LARGE.max_seq_len, target))
+    best = min(simulate_1f1b(sorted((LARGE.time.c + sum(work[i] for i in b) for b in bins), reverse=True), 2,
+                             CONTEXT.pipeline_model).makespan_ms for bins in packings)
+    assert estimate_step(alone, np.array(values), CONTEXT).step_ms == pytest.approx(best, rel=1e-12)
 
 
 def test_reduction_is_added():
