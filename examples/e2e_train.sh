@@ -9,8 +9,9 @@
 #            [--stdlib-root DIR] [--token-budget 2048] [--max-seq-len 512] [--nproc 4]
 #
 # --space: a scheme space for 4 CPU devices (default: examples/spaces/tiny_cpu.json, measured on a
-#   2-core machine by `hydraulis profile`; its times are each rank's busy time, so with more
-#   processes than idle cores the measured wall time exceeds them — see examples/spaces/README.md).
+#   2-core machine by `hydraulis profile` with the node filled by 4 processes, as training fills
+#   it, and the reduction fitted to the runtime's own; predictions within ~20 % of measured steps
+#   on a quiet machine — see examples/spaces/README.md).
 # --stdlib-root: the part of the standard library to train on (default: its idlelib package,
 #   125 files, 1.2 MB — the whole library takes minutes to tokenize on two cores).
 # Runs from a checkout whose .venv README's first command created.

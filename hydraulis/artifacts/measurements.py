@@ -3,14 +3,23 @@
 A killed sweep keeps every line it completed; rerunning the same command reads them back and
 measures only the rest. A line is the point's **key** — everything that changes its result:
 the model's shape (not its layer count: the stage depth is part of the key), scheme, depth,
-lengths, repeats, warm-up runs, device, torch version, precision, threads and clock — and its
-result::
+lengths, repeats, warm-up runs, device, torch version, precision, threads, clock and whether
+the node was filled with replicas — and its result::
 
     {"schema_version": 1, "kind": "profile_measurement",
      "key": {"model": {...}, "scheme": [cp, tp, pp], "depth", "lengths": [...], "repeats",
-             "warmup", "device_kind", "device", "torch", "precision", "threads", "clock"},
+             "warmup", "device_kind", "device", "torch", "precision", "threads", "clock",
+             "fill_node"},
      "status": "ok" | "out_of_memory", "time_ms", "forward_ms", "activation_bytes",
      "samples_ms": [...]}
+
+The reduction (:class:`~hydraulis.profiler.measurement.ReductionMeasurement`) is one more line,
+its key the same settings with the whole model (its layer count sets the parameters moved) and
+the number of devices instead of a point::
+
+    {"schema_version": 1, "kind": "profile_reduction",
+     "key": {"model": {...}, "reduction_devices", "repeats", "warmup", "device_kind", ...},
+     "time_ms", "propagate_ms", "reduce_ms", "samples_ms": [...]}
 
 A last line cut short by a kill is skipped with a warning; a line that parses but is not a
 measurement is an error naming the line.
@@ -26,12 +35,13 @@ from pathlib import Path
 
 from hydraulis.artifacts.record import Record, check_header
 from hydraulis.errors import HydraulisError
-from hydraulis.profiler.measurement import Measurement, MeasureSettings, MeasureStatus
+from hydraulis.profiler.measurement import Measurement, MeasureSettings, MeasureStatus, ReductionMeasurement
 from hydraulis.profiler.sweep import SweepPoint
 
 log = logging.getLogger(__name__)
 
 KIND = "profile_measurement"
+REDUCTION_KIND = "profile_reduction"
 SCHEMA_VERSION = 1
 FILE_NAME = "measurements.jsonl"
 
@@ -39,12 +49,22 @@ FILE_NAME = "measurements.jsonl"
 def point_key(point: SweepPoint, settings: MeasureSettings) -> str:
     """The canonical text of ``point``'s key (sorted JSON)."""
     shape = {k: v for k, v in asdict(settings.model).items() if k != "layers"}
-    env = settings.environment
     key = {"model": shape, "scheme": [point.scheme.cp, point.scheme.tp, point.scheme.pp], "depth": point.depth,
-           "lengths": list(point.lengths), "repeats": settings.repeats, "warmup": settings.warmup,
-           "device_kind": env.device_kind, "device": env.device_name, "torch": env.torch_version,
-           "precision": env.precision, "threads": env.threads, "clock": env.clock.value}
+           "lengths": list(point.lengths), **_settings_key(settings)}
     return json.dumps(key, sort_keys=True)
+
+
+def reduction_key(devices: int, settings: MeasureSettings) -> str:
+    """The canonical text of the key of the reduction on ``devices`` ranks (sorted JSON)."""
+    key = {"model": asdict(settings.model), "reduction_devices": devices, **_settings_key(settings)}
+    return json.dumps(key, sort_keys=True)
+
+
+def _settings_key(settings: MeasureSettings) -> dict:
+    env = settings.environment
+    return {"repeats": settings.repeats, "warmup": settings.warmup, "device_kind": env.device_kind,
+            "device": env.device_name, "torch": env.torch_version, "precision": env.precision,
+            "threads": env.threads, "clock": env.clock.value, "fill_node": env.fill_node}
 
 
 class MeasurementCache:
@@ -60,13 +80,24 @@ class MeasurementCache:
         entry = self.entries.get(point_key(point, settings))
         return None if entry is None else _measurement(point, entry)
 
+    def find_reduction(self, devices: int, settings: MeasureSettings) -> ReductionMeasurement | None:
+        entry = self.entries.get(reduction_key(devices, settings))
+        return None if entry is None else _reduction(devices, entry)
+
     def append(self, measurement: Measurement, settings: MeasureSettings) -> None:
         """Add one line and flush it to disk (one ``write`` of a whole line)."""
-        key = point_key(measurement.point, settings)
-        line = {"schema_version": SCHEMA_VERSION, "kind": KIND, "key": json.loads(key),
-                "status": measurement.status.value, "time_ms": measurement.time_ms,
-                "forward_ms": measurement.forward_ms, "activation_bytes": measurement.activation_bytes,
-                "samples_ms": list(measurement.samples_ms)}
+        self._write(KIND, point_key(measurement.point, settings),
+                    {"status": measurement.status.value, "time_ms": measurement.time_ms,
+                     "forward_ms": measurement.forward_ms, "activation_bytes": measurement.activation_bytes,
+                     "samples_ms": list(measurement.samples_ms)})
+
+    def append_reduction(self, measurement: ReductionMeasurement, settings: MeasureSettings) -> None:
+        self._write(REDUCTION_KIND, reduction_key(measurement.devices, settings),
+                    {"time_ms": measurement.time_ms, "propagate_ms": measurement.propagate_ms,
+                     "reduce_ms": measurement.reduce_ms, "samples_ms": list(measurement.samples_ms)})
+
+    def _write(self, kind: str, key: str, result: dict) -> None:
+        line = {"schema_version": SCHEMA_VERSION, "kind": kind, "key": json.loads(key), **result}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(line) + "\n")
@@ -87,8 +118,19 @@ class MeasurementCache:
                     continue
                 raise HydraulisError(f"{self.path}:{number}", text[:60], "is not a JSON line") from None
             record = Record(document, f"{self.path.name}:{number}")
-            check_header(record, KIND, (SCHEMA_VERSION,))
+            check_header(record, REDUCTION_KIND if record.raw("kind", None) == REDUCTION_KIND else KIND,
+                         (SCHEMA_VERSION,))
             self.entries[json.dumps(record.sub("key").data, sort_keys=True)] = document
+
+
+def _samples(record: Record) -> tuple[float, ...]:
+    return tuple(Record({"v": v}, "samples_ms").float("v") for v in record.raw("samples_ms", []))
+
+
+def _reduction(devices: int, entry: dict) -> ReductionMeasurement:
+    record = Record(entry)
+    return ReductionMeasurement(devices, record.float("time_ms"), record.float("propagate_ms"),
+                                record.float("reduce_ms"), _samples(record))
 
 
 def _measurement(point: SweepPoint, entry: dict) -> Measurement:
@@ -98,7 +140,5 @@ def _measurement(point: SweepPoint, entry: dict) -> Measurement:
         kind = MeasureStatus(status)
     except ValueError:
         raise HydraulisError("status", status, f"must be one of {[s.value for s in MeasureStatus]}") from None
-    samples = record.raw("samples_ms", [])
     return Measurement(point, kind, time_ms=record.float("time_ms"), forward_ms=record.float("forward_ms"),
-                       activation_bytes=record.float("activation_bytes"),
-                       samples_ms=tuple(Record({"v": v}, "samples_ms").float("v") for v in samples))
+                       activation_bytes=record.float("activation_bytes"), samples_ms=_samples(record))

@@ -23,8 +23,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Measure forward + backward of one pipeline stage of every (cp, tp, pp) scheme that fits "
                     "the local devices, with the runtime's own parallel layers, on packed micro-batches of "
                     "several token counts and length mixes; fit a, b, c >= 0 and the activation memory; "
-                    "write a measured scheme space. Finished points are cached (--cache), so a killed sweep "
-                    "resumes where it stopped. See hydraulis.profiler.")
+                    "write a measured scheme space. Also measures the runtime's step without compute "
+                    "(propagate, reduce, update) on all local devices and fits the space's reduce_gbps to it. "
+                    "Finished points are cached (--cache), so a killed sweep resumes where it stopped. "
+                    "See hydraulis.profiler.")
     parser.add_argument("--model", required=True, help="model preset, e.g. tiny or llama-7b")
     parser.add_argument("--layers", type=int, help="override the preset's layer count (e.g. 4 for a quick look)")
     parser.add_argument("--cp", type=int_list("--cp"), default=(1, 2), help="cp degrees (default 1,2)")
@@ -39,9 +41,13 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="most processes (devices) a scheme may use (default and limit: the GPUs, or 2 per "
                              "CPU core)")
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads per process (default 1)")
+    parser.add_argument("--fill-node", action=argparse.BooleanOptionalAction, default=None,
+                        help="run every point on as many replicas of its scheme as fill the local devices, as a "
+                             "training step that fills the node loads it (default: on for CPU, where a device is "
+                             "a process sharing the cores, off for CUDA; see hydraulis.profiler.device)")
     parser.add_argument("--clock", choices=[c.value for c in Clock],
-                        help="wall: elapsed time; cpu: each rank's busy time (default wall on CUDA, cpu on CPU, "
-                             "see hydraulis.profiler.device)")
+                        help="wall: elapsed time; cpu: each rank's busy time (default wall, but cpu on CPU with "
+                             "--no-fill-node; see hydraulis.profiler.device)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per point, median kept (default 3)")
     parser.add_argument("--warmup", type=int, default=1,
                         help="discarded runs per point; the first also sets the micro-batches per run (default 1)")
@@ -68,7 +74,7 @@ def _profile(args: argparse.Namespace) -> None:
     from hydraulis.profiler.measure import run_measure_job
 
     local = local_devices(DeviceKind(args.device), args.max_procs, args.threads,
-                          Clock(args.clock) if args.clock else None)
+                          Clock(args.clock) if args.clock else None, args.fill_node)
     sweep = SweepConfig(model, args.cp, args.tp, args.pp, token_counts, local.environment.devices, args.repeats,
                         args.warmup, args.block_layers, args.check_full_stage)
     device = device_preset(args.device_preset or PRESET_OF_DEVICE[local.kind])
@@ -85,6 +91,11 @@ def _print(outcome: ProfileOutcome) -> None:
          f"{space.provenance.software}")
     emit(f"{len(outcome.fits)} schemes, {outcome.reused + outcome.measured} points: reused {outcome.reused} "
          f"from the cache, measured {outcome.measured}, in {outcome.wall_s:.1f} s")
+    reduction = outcome.reduction
+    if reduction:
+        emit(f"reduction on {reduction.devices} devices ({reduction.devices}×(1,1,1), ZeRO-1): "
+             f"{reduction.time_ms:.1f} ms per step (propagate {reduction.propagate_ms:.1f}, reduce and update "
+             f"{reduction.reduce_ms:.1f}) → reduce_gbps {space.reduce_gbps:.4g}")
     for skipped in outcome.skipped:
         emit(f"skipped {skipped.scheme}: {skipped.reason}")
     for limit in outcome.capacity_limits:

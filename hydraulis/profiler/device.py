@@ -1,20 +1,35 @@
-"""The local devices a profile runs on: which, how many processes, what they are called, and
-which clock times them.
+"""The local devices a profile runs on: which, how many processes, what they are called, how
+loaded the node is while a point runs, and which clock times it.
 
 * CUDA (``--device cuda``, or ``auto`` with a GPU): one process per GPU, bf16, NCCL, the
   **wall** clock (after synchronising the GPU); the device's memory is the GPU's
   (``torch.cuda.get_device_properties``).
-* CPU: gloo, fp32, one intra-op thread per process by default, at most
-  :data:`PROCESSES_PER_CORE` processes per core (a 2-core machine profiles schemes of up to 4
-  devices), and by default the **cpu** clock: each rank's busy time (its process's CPU time).
-  A CPU device is a core; with more processes than cores, and on a machine shared with other
-  work, the wall time of a rank is mostly the time it waits for a core — on the 2-core
-  reference machine under a load average of 8, repeats of one point spread 4× in wall time and
-  about ±10 % in busy time. Busy time is what the rank would take on a core of its own, less the
-  waits for its peers (loopback latency, small next to a micro-batch). Compare a training run
-  with it as such: its wall time on ``N`` processes over ``C < N`` idle cores is at least
-  ``N/C`` times the busy time. ``--clock wall`` measures elapsed time instead (a quiet machine
-  with a core per process).
+* CPU: gloo, fp32, one intra-op thread per process by default — the trainer's default too
+  (:class:`~hydraulis.runtime.config.RuntimeOptions`; each rank calls
+  ``torch.set_num_threads``, :mod:`hydraulis.runtime.launch`), and a space predicts training
+  only at the thread count it was measured with — at most :data:`PROCESSES_PER_CORE` processes
+  per core (a 2-core machine profiles schemes of up to 4 devices).
+
+**Filling the node** (``--fill-node``, the default on CPU). A training step that fills ``N``
+devices runs ``N`` ranks at once; on a CPU a device is a process, and ``N`` processes over
+``C < N`` cores each get about ``C/N`` of a core, so a rank's step takes ``N/C`` times its busy
+time or more. A scheme of ``d`` devices measured alone on an otherwise idle CPU gets a core per
+rank and predicts ``N/C`` times too little. With ``fill_node`` every point runs on
+``⌊N/d⌋`` replicas of its scheme at once — data-parallel pipelines, as in a homogeneous
+strategy of that scheme — all running the same micro-batches, and is timed by the **wall**
+clock: the time a pipeline of the scheme takes while the node is as loaded as by a training
+step that fills it; the slowest rank of all replicas is kept. A strategy that leaves devices
+idle runs faster than so predicted (an idle rank waiting in gloo takes no CPU), and so does a
+heterogeneous one whose other pipelines idle in their pipeline bubbles. On GPUs each replica
+has its own device and the figures hardly change (shared host, power), so filling is off there
+by default.
+
+``--no-fill-node`` measures one scheme at a time, by default with the **cpu** clock on CPU:
+each rank's busy time (its process's CPU time), which excludes the waits for a core on an
+oversubscribed or shared CPU — repeats of one point spread 4× in wall time on the 2-core
+reference machine under a load average of 8, about ±10 % in busy time. It is what a rank would
+take on a core of its own (a machine with a core per process); ``--clock wall`` times elapsed
+time instead.
 """
 
 from __future__ import annotations
@@ -44,9 +59,11 @@ class LocalDevices:
     options: RuntimeOptions
 
 
-def local_devices(kind: DeviceKind, max_procs: int | None, threads: int, clock: Clock | None) -> LocalDevices:
+def local_devices(kind: DeviceKind, max_procs: int | None, threads: int, clock: Clock | None,
+                  fill_node: bool | None = None) -> LocalDevices:
     """Resolve ``auto``, check ``max_procs`` (default: the limit) against :func:`process_limit`,
-    choose the clock (default :func:`default_clock`) and the precision (bf16 on CUDA, fp32 on CPU)."""
+    choose whether to fill the node (default :func:`default_fill_node`), the clock (default
+    :func:`default_clock`) and the precision (bf16 on CUDA, fp32 on CPU)."""
     require(threads >= 1, "threads", threads, "must be >= 1")
     kind = resolve_device(kind)
     limit = process_limit(kind)
@@ -54,7 +71,8 @@ def local_devices(kind: DeviceKind, max_procs: int | None, threads: int, clock: 
     require(processes >= 1, "max_procs", processes, "must be >= 1")
     allowed = "one per GPU" if kind is DeviceKind.CUDA else f"{PROCESSES_PER_CORE} per CPU core"
     require(processes <= limit, "max_procs", processes, f"exceeds the {limit} processes allowed here ({allowed})")
-    environment = local_environment(kind, threads, processes, clock or default_clock(kind))
+    fill = default_fill_node(kind) if fill_node is None else fill_node
+    environment = local_environment(kind, threads, processes, clock or default_clock(kind, fill), fill)
     options = RuntimeOptions(device=kind, precision=Precision(environment.precision), threads=threads,
                              timeout_s=TIMEOUT_S)
     return LocalDevices(kind, environment, options)
@@ -76,20 +94,26 @@ def process_limit(kind: DeviceKind) -> int:
     return PROCESSES_PER_CORE * _cores()
 
 
-def default_clock(kind: DeviceKind) -> Clock:
-    """Wall on CUDA, busy time on CPU (module docstring)."""
-    return Clock.WALL if kind is DeviceKind.CUDA else Clock.CPU
+def default_fill_node(kind: DeviceKind) -> bool:
+    """Fill the node on CPU, not on CUDA (module docstring)."""
+    return kind is DeviceKind.CPU
 
 
-def local_environment(kind: DeviceKind, threads: int, processes: int, clock: Clock) -> Environment:
+def default_clock(kind: DeviceKind, fill_node: bool) -> Clock:
+    """Wall on CUDA and on a filled node, busy time for one scheme at a time on CPU (module docstring)."""
+    return Clock.WALL if kind is DeviceKind.CUDA or fill_node else Clock.CPU
+
+
+def local_environment(kind: DeviceKind, threads: int, processes: int, clock: Clock,
+                      fill_node: bool = False) -> Environment:
     """The facts of the resolved device ``kind`` that measurements depend on."""
     if kind is DeviceKind.CUDA:
         require(clock is Clock.WALL, "clock", clock.value, "must be wall on CUDA (kernels run asynchronously)")
         name = torch.cuda.get_device_name(0)
         return Environment("cuda", name, torch.__version__, Precision.BF16.value, threads, processes,
-                           torch.cuda.get_device_properties(0).total_memory, clock)
+                           torch.cuda.get_device_properties(0).total_memory, clock, fill_node)
     return Environment("cpu", f"{_cpu_name()}, {_cores()} cores", torch.__version__, Precision.FP32.value, threads,
-                       processes, 0, clock)
+                       processes, 0, clock, fill_node)
 
 
 def _cores() -> int:

@@ -32,6 +32,15 @@ at ``d = L_s``, ``p`` is the scheme's activation bytes per token and ``o`` its f
 
 Worked example: points ``t = 2 + 1e-4·s² + 0.01·s`` at one depth for ``s = 100, 200, 400``
 (3, 8 and 22 ms) give back ``a = 1e-4, b = 0.01, c = 2`` exactly.
+
+**Reduction.** The cost model's ``T_reduce = 4·P/(tp·pp) / (β·10⁶)`` ms
+(:mod:`hydraulis.cost.step`) for the least sharded pipelines ``(1,1,1)`` is ``4·P/(β·10⁶)``;
+the reduction measured under ``N × (1,1,1)`` (:mod:`hydraulis.profiler.reduction`, time
+``t_r``) gives the **effective** bandwidth ``β = 4·P / (t_r·10⁶)`` GB/s (:func:`fit_reduce_gbps`),
+so that the cost model predicts the measured ``t_r`` for that strategy. It folds latency,
+the optimizer's update and the propagation into one figure: for a small model it is
+latency-bound and holds for that model only. Worked example, ``tiny`` (P = 315,968) with
+``t_r`` = 8 ms: ``β = 1,263,872 / 8e6 ≈ 0.158`` GB/s.
 """
 
 from __future__ import annotations
@@ -141,6 +150,12 @@ class SchemeFit:
     activation_fixed_bytes: float
     forward_fraction: float
     extrapolation: Extrapolation | None
+
+
+def fit_reduce_gbps(params: int, reduction_ms: float) -> float:
+    """``β = 4·P / (t_r·10⁶)`` GB/s (module docstring)."""
+    require(reduction_ms > 0, "reduction_ms", reduction_ms, "must be > 0")
+    return 4.0 * params / (reduction_ms * 1e6)
 
 
 def fit_scheme(scheme: Scheme, stage_layers: int, measurements: Sequence[Measurement]) -> SchemeFit:

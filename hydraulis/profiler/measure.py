@@ -1,17 +1,22 @@
 """Measuring points on the runtime's own layers, one process per device (the per-rank job).
 
 Every rank walks the same list of points. For a point of scheme ``(cp, tp, pp)`` the first
-``cp·tp·pp`` ranks form one pipeline (:class:`~hydraulis.runtime.rank_map.RankMap`), each
+``r·cp·tp·pp`` ranks form ``r`` pipelines of the scheme
+(:class:`~hydraulis.runtime.rank_map.RankMap`; ``r`` = :meth:`Environment.replicas
+<hydraulis.profiler.measurement.Environment.replicas>`: as many as fill the node, or 1), each
 rank building its stage of ``depth`` decoder layers
 (:class:`~hydraulis.runtime.model.StageModel`, tp- and cp-sharded, with the embedding on stage 0
-and the head on the last), the remaining ranks wait. One **run** is the runtime's 1F1B
+and the head on the last), the remaining ranks wait. Every replica runs the same micro-batches. One **run** is the runtime's 1F1B
 schedule (:func:`~hydraulis.runtime.parallel.pipeline.run_1f1b`) over ``v ≥ pp`` copies of the
 point's packed micro-batch (:func:`~hydraulis.runtime.packing.pack_micro_batch`), so every
 stage reaches its steady state and 1F1B's ``pp − stage`` micro-batches are in flight on each
 stage. Each rank times its own forward and backward calls only (not the waits for its
 neighbours), by the job's clock (:class:`~hydraulis.profiler.measurement.Clock`), and divides
-by ``v``; a run's time is its slowest rank's; the point's time is the median over ``repeats``
-runs after ``warmup`` discarded ones, all ranks starting each run together.
+by ``v``; a run's time is its slowest rank's (of all replicas); the point's time is the median
+over ``repeats`` runs after ``warmup`` discarded ones, all ranks starting each run together.
+
+After the points, a job whose ``reduction`` is set measures it on all its ranks
+(:mod:`hydraulis.profiler.reduction`).
 
 Noise on a shared machine is fought three ways:
 
@@ -38,8 +43,8 @@ Noise on a shared machine is fought three ways:
 point as a capacity limit in the cache and ends the job; the profiler restarts the rest
 (:mod:`hydraulis.profiler.profile`).
 
-Rank 0 appends each finished point to the cache (:mod:`hydraulis.artifacts.measurements`) and
-draws the progress bar.
+Rank 0 appends each finished point (and the reduction) to the cache
+(:mod:`hydraulis.artifacts.measurements`) and draws the progress bar.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from tqdm import tqdm
 
 from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus
+from hydraulis.profiler.reduction import measure_reduction
 from hydraulis.profiler.sweep import SweepPoint, points_by_scheme
 from hydraulis.runtime.attention import use_varlen_kernel
 from hydraulis.runtime.config import RuntimeOptions
@@ -90,12 +96,13 @@ class StageUnderTest:
     cp: ParallelGroup
 
 
-def measure_job(context: RankContext, job: MeasureJob) -> None:
-    """The per-rank body: every point of ``job`` (module docstring)."""
+def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) -> None:
+    """The per-rank body: every point of ``job``, then its reduction (module docstring)."""
     cache = MeasurementCache(job.cache) if context.rank == 0 else None
     bar = tqdm(total=job.total, initial=job.done, disable=context.rank != 0, desc="profile", unit="point")
     for scheme, points in points_by_scheme(job.points).items():
-        rank_map = RankMap((PipelineLayout(scheme, (1,) * scheme.pp),), context.world_size)
+        replicas = job.settings.environment.replicas(scheme)
+        rank_map = RankMap((PipelineLayout(scheme, (1,) * scheme.pp),) * replicas, context.world_size)
         groups = ProcessGroups.create(rank_map, context.rank, dist.new_group)
         place = rank_map.place(context.rank)
         for depth, at_depth in itertools.groupby(points, key=lambda p: p.depth):
@@ -109,6 +116,10 @@ def measure_job(context: RankContext, job: MeasureJob) -> None:
                         cache.append(measurement, job.settings)
                 bar.update(len(chunk))
     bar.close()
+    if job.reduction:
+        reduction = measure_reduction(context, job.settings.model, options, job.reduction)
+        if cache is not None:
+            cache.append_reduction(reduction, job.settings)
 
 
 def _stage(job: MeasureJob, context: RankContext, rank_map: RankMap, groups: ProcessGroups, place: RankPlace,
@@ -265,4 +276,4 @@ def _saved_bytes_in_flight(stage: StageUnderTest | None, batch: PackedMicroBatch
 
 def run_measure_job(job: MeasureJob, processes: int, options: RuntimeOptions, log_level: str = "warning") -> None:
     """:func:`measure_job` on ``processes`` local processes (a :data:`hydraulis.profiler.profile.Runner`)."""
-    run_job(measure_job, (job,), options, nproc=processes, devices=processes, log_level=log_level)
+    run_job(measure_job, (job, options), options, nproc=processes, devices=processes, log_level=log_level)

@@ -1,10 +1,16 @@
 """What one measured point gave, and the environment it was measured in (no torch here).
 
 A point's **time** is the median over repeats of the slowest rank's forward + backward time per
-micro-batch (the slowest rank sets the pace of a pipeline stage); its **activation bytes** the
-peak activation memory of the most loaded rank with the micro-batches 1F1B keeps in flight
+micro-batch (the slowest rank sets the pace of a pipeline stage — of every replica of the scheme
+when the node is filled, :attr:`Environment.fill_node`); its **activation bytes** the peak
+activation memory of the most loaded rank with the micro-batches 1F1B keeps in flight
 (:mod:`hydraulis.profiler.measure` says how each device measures it). A point that ran out of
 memory is a capacity limit of the scheme, not a failure of the profile.
+
+A **reduction** measurement is what a training step costs beyond its pipelines' compute — the
+cost model's ``T_reduce`` (:mod:`hydraulis.cost.step`): the runtime's propagation of the weights
+to the compute layout, the reduction of the gradients into the optimizer layout and the
+optimizer's update (:mod:`hydraulis.profiler.reduction`).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hydraulis.profiler.sweep import SweepPoint
-from hydraulis.types import ModelSpec
+from hydraulis.types import ModelSpec, Scheme
 
 
 class Clock(str, Enum):
@@ -34,10 +40,12 @@ class MeasureStatus(str, Enum):
 
 @dataclass(frozen=True)
 class Environment:
-    """Where and how points are measured: device kind and name, torch, precision, threads and
-    clock are part of every cache key, so a point measured otherwise is measured again. ``devices`` is the
-    number of local devices (processes) a scheme may use, ``memory_bytes`` one device's memory
-    (0: not known, e.g. a CPU process)."""
+    """Where and how points are measured: device kind and name, torch, precision, threads, clock
+    and ``fill_node`` are part of every cache key, so a point measured otherwise is measured
+    again. ``devices`` is the number of local devices (processes) a scheme may use,
+    ``memory_bytes`` one device's memory (0: not known, e.g. a CPU process). With ``fill_node``
+    every point runs on :meth:`replicas` copies of its scheme at once, the node as loaded as by a
+    training step that fills it (:mod:`hydraulis.profiler.device` says why)."""
 
     device_kind: str
     device_name: str
@@ -47,6 +55,12 @@ class Environment:
     devices: int
     memory_bytes: int = 0
     clock: Clock = Clock.WALL
+    fill_node: bool = False
+
+    def replicas(self, scheme: Scheme) -> int:
+        """Copies of ``scheme`` measured at once: ``⌊devices / (cp·tp·pp)⌋`` when filling the
+        node (4 devices: 4 of (1,1,1), 2 of (1,2,1), 1 of (2,1,2)), else 1."""
+        return self.devices // scheme.devices if self.fill_node else 1
 
     @property
     def description(self) -> str:
@@ -55,8 +69,9 @@ class Environment:
     @property
     def software(self) -> str:
         backend = "nccl" if self.device_kind == "cuda" else "gloo"
+        load = "node filled with replicas" if self.fill_node else "one scheme at a time"
         return (f"torch {self.torch_version}, {backend}, {self.precision}, {self.threads} threads per process, "
-                f"{self.clock.value} clock")
+                f"{self.clock.value} clock, {load}")
 
 
 @dataclass(frozen=True)
@@ -76,6 +91,19 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class ReductionMeasurement:
+    """The runtime's step with no micro-batch on ``devices`` ranks (module docstring): medians
+    over the timed steps of the whole step (slowest rank), of its propagation and of the rest
+    (reduction and update); ``samples_ms`` holds every timed step."""
+
+    devices: int
+    time_ms: float
+    propagate_ms: float
+    reduce_ms: float
+    samples_ms: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
 class MeasureSettings:
     """What, besides the point, a measurement depends on."""
 
@@ -88,7 +116,8 @@ class MeasureSettings:
 @dataclass(frozen=True)
 class MeasureJob:
     """The points one job measures in order, how, the cache folder it appends them to, and the
-    progress so far (``done`` of ``total`` points)."""
+    progress so far (``done`` of ``total`` points); then, when ``reduction`` > 0, the reduction
+    on that many ranks."""
 
     points: tuple[SweepPoint, ...]
     settings: MeasureSettings
@@ -96,3 +125,4 @@ class MeasureJob:
     done: int
     total: int
     seed: int = 0
+    reduction: int = 0

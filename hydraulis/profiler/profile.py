@@ -4,15 +4,20 @@ Recipe:
 
 1. plan the points (:func:`~hydraulis.profiler.sweep.sweep_plan`): schemes needing more
    devices than are here are listed with the reason;
-2. look every point up in the measurement cache (:mod:`hydraulis.artifacts.measurements`);
-3. measure the rest on local processes (:mod:`hydraulis.profiler.measure`); a point that runs
+2. look every point, and the reduction on all local devices (when there are at least 2), up in
+   the measurement cache (:mod:`hydraulis.artifacts.measurements`);
+3. measure the rest on local processes (:mod:`hydraulis.profiler.measure`,
+   :mod:`hydraulis.profiler.reduction`), each point on as many replicas of its scheme as fill
+   the node when the environment says so (:mod:`hydraulis.profiler.device`); a point that runs
    out of memory ends that job — it is recorded as the scheme's capacity limit, its larger
    points are not tried, and a new job measures what is left;
 4. fit each scheme (:mod:`hydraulis.profiler.fit`) and assemble the scheme space: measured
    time coefficients and activation memory, model-state memory from the analytic terms (16 bytes
    per parameter, :func:`~hydraulis.profiler.analytic.analytic_memory_model`: not measurable
-   without the optimizer), the measured forward share of a micro-batch, and the device preset's
-   runtime overhead, safety margin, link latency and bandwidth.
+   without the optimizer), the measured forward share of a micro-batch, the reduction's
+   bandwidth fitted to the measured reduction (:func:`~hydraulis.profiler.fit.fit_reduce_gbps`;
+   the device preset's intra-node bandwidth on a single device), and the device preset's
+   runtime overhead, safety margin and link latency.
 
 Without a cache folder the cache lives in a temporary folder for the one run.
 """
@@ -30,8 +35,14 @@ import numpy as np
 from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.errors import HydraulisError
 from hydraulis.profiler.analytic import analytic_memory_model
-from hydraulis.profiler.fit import SchemeFit, fit_scheme
-from hydraulis.profiler.measurement import Environment, Measurement, MeasureJob, MeasureSettings
+from hydraulis.profiler.fit import SchemeFit, fit_reduce_gbps, fit_scheme
+from hydraulis.profiler.measurement import (
+    Environment,
+    Measurement,
+    MeasureJob,
+    MeasureSettings,
+    ReductionMeasurement,
+)
 from hydraulis.profiler.sweep import SkippedScheme, SweepConfig, SweepPlan, SweepPoint, stage_layers, sweep_plan
 from hydraulis.types import (
     Cluster,
@@ -83,6 +94,7 @@ class ProfileOutcome:
     reused: int
     measured: int
     wall_s: float
+    reduction: ReductionMeasurement | None = None
 
 
 def profile_scheme_space(request: ProfileRequest, runner: Runner) -> ProfileOutcome:
@@ -90,21 +102,30 @@ def profile_scheme_space(request: ProfileRequest, runner: Runner) -> ProfileOutc
     started = time.perf_counter()
     plan = sweep_plan(request.sweep)
     settings = MeasureSettings(request.sweep.model, request.environment, request.sweep.repeats, request.sweep.warmup)
+    devices = reduction_devices(request.environment)
     with tempfile.TemporaryDirectory(prefix="hydraulis-profile-") as scratch:
         cache = MeasurementCache(request.cache_dir or scratch)
         reused = sum(cache.find(p, settings) is not None for p in plan.points)
         log.info("%d of %d points found in %s", reused, len(plan.points), cache.path)
-        cache = _measure_pending(plan, settings, cache, runner)
+        cache = _measure_pending(plan, settings, devices, cache, runner)
         found = {p: cache.find(p, settings) for p in plan.points}
+        reduction = cache.find_reduction(devices, settings) if devices else None
     limits = _capacity_limits(found.values())
     measured = sum(m is not None for m in found.values()) - reused
     fits, skipped = _fit_schemes(request, plan, found, limits)
-    space = measured_space(request, fits)
+    space = measured_space(request, fits, reduction)
     return ProfileOutcome(space, fits, plan.skipped + skipped, limits, reused, measured,
-                          time.perf_counter() - started)
+                          time.perf_counter() - started, reduction)
 
 
-def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...]) -> SchemeSpace:
+def reduction_devices(environment: Environment) -> int:
+    """The ranks the reduction is measured on: all local devices, or 0 (none) on a single one,
+    where the cost model has nothing to reduce (one pipeline in the optimizer's layout)."""
+    return environment.devices if environment.devices >= 2 else 0
+
+
+def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
+                   reduction: ReductionMeasurement | None = None) -> SchemeSpace:
     """Step 4: the scheme space of the fitted schemes."""
     env, device = request.environment, request.device
     profiles = tuple(
@@ -126,22 +147,26 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...]) -> Sche
                               request.command, env.software),
         pipeline_model=PipelineModel(forward_fraction=float(np.median([f.forward_fraction for f in fits])),
                                      p2p_ms=device.collective_latency_us / 1e3),
-        reduce_gbps=device.intra_node_gbps,
+        reduce_gbps=(fit_reduce_gbps(request.sweep.model.params, reduction.time_ms) if reduction
+                     else device.intra_node_gbps),
     )
 
 
-def _measure_pending(plan: SweepPlan, settings: MeasureSettings, cache: MeasurementCache,
+def _measure_pending(plan: SweepPlan, settings: MeasureSettings, reduction: int, cache: MeasurementCache,
                      runner: Runner) -> MeasurementCache:
-    """Run jobs until every point is measured or beyond a capacity limit (step 3)."""
+    """Run jobs until every point is measured or beyond a capacity limit, and the reduction on
+    ``reduction`` ranks (0: none) is measured (step 3)."""
+    env = settings.environment
     while True:
         found = {p: cache.find(p, settings) for p in plan.points}
         limits = _capacity_limits(found.values())
         pending = tuple(p for p, m in found.items() if m is None and not _beyond(p, limits))
-        if not pending:
+        missing = reduction if reduction and cache.find_reduction(reduction, settings) is None else 0
+        if not pending and not missing:
             return cache
         job = MeasureJob(pending, settings, str(cache.path.parent), done=len(plan.points) - len(pending),
-                         total=len(plan.points))
-        processes = max(p.scheme.devices for p in pending)
+                         total=len(plan.points), reduction=missing)
+        processes = max([missing] + [p.scheme.devices * env.replicas(p.scheme) for p in pending])
         try:
             runner(job, processes)
         except Exception:
@@ -152,7 +177,11 @@ def _measure_pending(plan: SweepPlan, settings: MeasureSettings, cache: Measurem
                 continue
             log.error("the measuring job failed after %d new points", len(cache.entries) - before)
             raise
+        before = len(cache.entries)
         cache = MeasurementCache(cache.path.parent)
+        if len(cache.entries) == before:
+            raise HydraulisError("measuring job", f"{len(pending)} points, reduction on {missing} ranks",
+                                 f"finished without recording any of them in {cache.path}")
 
 
 def _capacity_limits(measurements) -> tuple[CapacityLimit, ...]:

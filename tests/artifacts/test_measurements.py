@@ -7,7 +7,13 @@ import pytest
 from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
-from hydraulis.profiler.measurement import Environment, Measurement, MeasureSettings, MeasureStatus
+from hydraulis.profiler.measurement import (
+    Environment,
+    Measurement,
+    MeasureSettings,
+    MeasureStatus,
+    ReductionMeasurement,
+)
 from hydraulis.profiler.sweep import SweepPoint
 from hydraulis.types import Scheme
 
@@ -30,6 +36,7 @@ def test_an_appended_point_is_found_by_a_new_reader(tmp_path):
     lambda s: replace(s, environment=replace(s.environment, torch_version="2.1")),
     lambda s: replace(s, environment=replace(s.environment, device_name="other cpu")),
     lambda s: replace(s, model=replace(s.model, hidden=128, heads=4)),
+    lambda s: replace(s, environment=replace(s.environment, fill_node=True)),
 ])
 def test_a_point_measured_under_other_settings_is_not_found(tmp_path, change):
     MeasurementCache(tmp_path).append(_ok(), SETTINGS)
@@ -62,3 +69,15 @@ def test_a_broken_line_in_the_middle_is_an_error_naming_it(tmp_path):
 def test_out_of_memory_is_kept(tmp_path):
     MeasurementCache(tmp_path).append(Measurement(POINT, MeasureStatus.OUT_OF_MEMORY), SETTINGS)
     assert MeasurementCache(tmp_path).find(POINT, SETTINGS).status is MeasureStatus.OUT_OF_MEMORY
+
+
+def test_a_reduction_is_found_beside_the_points_and_keyed_by_its_devices_and_layers(tmp_path):
+    reduction = ReductionMeasurement(4, 8.0, 3.0, 5.0, (7.5, 8.0, 9.0))
+    cache = MeasurementCache(tmp_path)
+    cache.append(_ok(), SETTINGS)
+    cache.append_reduction(reduction, SETTINGS)
+    again = MeasurementCache(tmp_path)
+    assert again.find_reduction(4, SETTINGS) == reduction and again.find(POINT, SETTINGS) == _ok()
+    assert again.find_reduction(2, SETTINGS) is None
+    deeper = replace(SETTINGS, model=replace(SETTINGS.model, layers=SETTINGS.model.layers + 1))
+    assert again.find_reduction(4, deeper) is None

@@ -1,6 +1,7 @@
 """``hydraulis profile`` and ``hydraulis space compare``: bad input, a killed sweep resumed, and
 the committed measured space going through ``space show``, ``propose`` and ``plan-step``."""
 
+import json
 import os
 import signal
 import subprocess
@@ -46,8 +47,11 @@ def _profile_command(cache, output):
             "-o", str(output)]
 
 
-def _lines(path):
-    return [line for line in path.read_text().splitlines() if line.endswith("}")] if path.is_file() else []
+def _lines(path, kind="profile_measurement"):
+    """The cache's complete lines of ``kind`` (points; ``profile_reduction``: the reduction)."""
+    if not path.is_file():
+        return []
+    return [line for line in path.read_text().splitlines() if line.endswith("}") and json.loads(line)["kind"] == kind]
 
 
 @pytest.mark.distributed
@@ -69,6 +73,7 @@ def test_a_killed_sweep_resumes_without_measuring_finished_points(tmp_path):
     total = len(_lines(measurements))
     assert finished < total
     assert f"reused {finished} from the cache, measured {total - finished}" in resumed.stdout
+    assert len(_lines(measurements, "profile_reduction")) == 1 and "reduce_gbps" in resumed.stdout
     space = read_scheme_space(output)
     assert space.provenance.source is SpaceSource.MEASURED and len(space.profiles) == 2
     assert "held-out med" in resumed.stdout and "extrap. med" in resumed.stdout

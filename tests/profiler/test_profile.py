@@ -8,13 +8,15 @@ from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.cost import scheme_capacities
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import device_preset, model_preset
-from hydraulis.profiler.measurement import Environment, Measurement, MeasureStatus
+from hydraulis.profiler.fit import fit_reduce_gbps
+from hydraulis.profiler.measurement import Environment, Measurement, MeasureStatus, ReductionMeasurement
 from hydraulis.profiler.profile import ProfileRequest, profile_scheme_space
 from hydraulis.profiler.sweep import SweepConfig
 from hydraulis.types import OptimizerLayout, Scheme, SpaceSource
 
 TINY = model_preset("tiny")
 ENVIRONMENT = Environment("cpu", "test cpu", "2.0", "fp32", 1, 4)
+REDUCTION_MS = 8.0
 
 
 def true_time(point):
@@ -25,15 +27,18 @@ def true_time(point):
 
 
 class FakeRunner:
-    """Appends every point of a job to its cache like rank 0 does; can run out of memory."""
+    """Appends every point of a job, then its reduction, to its cache like rank 0 does; can run
+    out of memory, fail, or record nothing."""
 
-    def __init__(self, out_of_memory_from=None, fail=False):
-        self.out_of_memory_from, self.fail = out_of_memory_from, fail
+    def __init__(self, out_of_memory_from=None, fail=False, silent=False):
+        self.out_of_memory_from, self.fail, self.silent = out_of_memory_from, fail, silent
         self.jobs = []
 
     def __call__(self, job, processes):
         self.jobs.append((job, processes))
         cache = MeasurementCache(job.cache)
+        if self.silent:
+            return
         for point in job.points:
             if self.fail:
                 raise RuntimeError("rank 1 exited with status 1")
@@ -44,12 +49,15 @@ class FakeRunner:
             time = true_time(point)
             cache.append(Measurement(point, MeasureStatus.OK, time, time / 3, 100.0 * point.depth * point.tokens,
                                      (time,)), job.settings)
+        if job.reduction:
+            cache.append_reduction(ReductionMeasurement(job.reduction, REDUCTION_MS, 3.0, 5.0, (REDUCTION_MS,)),
+                                   job.settings)
 
 
-def _request(cache_dir, tps=(1, 2), token_counts=(64, 128, 256), pps=(1, 2)):
+def _request(cache_dir, tps=(1, 2), token_counts=(64, 128, 256), pps=(1, 2), environment=ENVIRONMENT):
     sweep = SweepConfig(TINY, (1,), tps, pps, token_counts, max_procs=4, repeats=1, warmup=0,
                         check_full_stage=True)
-    return ProfileRequest(sweep, ENVIRONMENT, device_preset("cpu"), cache_dir, "2026-01-01T00:00:00+00:00",
+    return ProfileRequest(sweep, environment, device_preset("cpu"), cache_dir, "2026-01-01T00:00:00+00:00",
                           "test", "hydraulis profile --model tiny")
 
 
@@ -68,6 +76,8 @@ def test_a_profile_fits_the_made_up_device_and_a_rerun_measures_nothing(tmp_path
     extrapolated = [f for f in outcome.fits if f.extrapolation]
     assert extrapolated and all(f.extrapolation.max_rel_error < 1e-6 for f in extrapolated)
     assert all(c.max_seq_len > 0 for c in scheme_capacities(space, OptimizerLayout(4, 1, 1)))
+    assert runner.jobs[0][0].reduction == 4 and outcome.reduction.devices == 4
+    assert space.reduce_gbps == pytest.approx(fit_reduce_gbps(TINY.params, REDUCTION_MS))
 
     again = profile_scheme_space(_request(str(tmp_path)), runner)
     assert len(runner.jobs) == 1 and again.reused == outcome.measured and again.measured == 0
@@ -105,3 +115,27 @@ def test_without_a_cache_folder_everything_is_measured(tmp_path):
 def test_no_scheme_left_to_fit_is_an_error(tmp_path):
     with pytest.raises(HydraulisError, match="none could be measured"):
         profile_scheme_space(_request(str(tmp_path), tps=(2,), pps=(1,)), FakeRunner(out_of_memory_from=(Scheme(1, 2, 1), 8)))
+
+
+def test_filling_the_node_runs_replicas_and_is_cached_apart(tmp_path):
+    filled = Environment("cpu", "test cpu", "2.0", "fp32", 1, 4, fill_node=True)
+    assert [filled.replicas(Scheme(1, t, p)) for t, p in ((1, 1), (2, 1), (2, 2))] == [4, 2, 1]
+    assert ENVIRONMENT.replicas(Scheme(1, 1, 1)) == 1
+    runner = FakeRunner()
+    profile_scheme_space(_request(str(tmp_path), tps=(1,), pps=(1,)), runner)
+    outcome = profile_scheme_space(_request(str(tmp_path), tps=(1,), pps=(1,), environment=filled), runner)
+    assert outcome.reused == 0 and outcome.measured > 0
+    assert "node filled with replicas" in outcome.space.provenance.software
+
+
+def test_a_single_device_measures_no_reduction_and_keeps_the_preset_bandwidth(tmp_path):
+    single = Environment("cpu", "test cpu", "2.0", "fp32", 1, 1)
+    runner = FakeRunner()
+    outcome = profile_scheme_space(_request(str(tmp_path), tps=(1,), pps=(1,), environment=single), runner)
+    assert runner.jobs[0][0].reduction == 0 and outcome.reduction is None
+    assert outcome.space.reduce_gbps == device_preset("cpu").intra_node_gbps
+
+
+def test_a_job_that_records_nothing_is_an_error_not_a_loop(tmp_path):
+    with pytest.raises(HydraulisError, match="without recording"):
+        profile_scheme_space(_request(str(tmp_path)), FakeRunner(silent=True))

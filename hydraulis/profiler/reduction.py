@@ -1,0 +1,48 @@
+"""Measuring what a training step costs beyond its pipelines' compute (the per-rank job).
+
+A training step (:class:`~hydraulis.runtime.step.StepRunner`) propagates the weights from the
+optimizer layout to the compute layout, runs the pipelines, reduces the gradients into the
+optimizer layout and updates there. The cost model counts the first and the last two as the
+step's reduction ``T_reduce`` (:mod:`hydraulis.cost.step`). This job measures them with the
+runtime's own step on ``N`` ranks, under the strategy that moves the most —
+``N × (1,1,1)``, every rank holding the whole model, the least sharded pipelines of the cost
+model's formula — with ZeRO-1 over all ranks (``dp_o = N``, the trainer's default optimizer
+layout) and the trainer's default optimizer: a step plan that gives every pipeline no
+micro-batch (:data:`REDUCTION_WARMUP` discarded steps, then :data:`REDUCTION_STEPS` timed ones;
+medians of the slowest rank's figures).
+
+The profile fits the cost model's bandwidth to it (:func:`hydraulis.profiler.fit.fit_reduce_gbps`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hydraulis.profiler.measurement import ReductionMeasurement
+from hydraulis.runtime.config import RuntimeOptions
+from hydraulis.runtime.launch import RankContext
+from hydraulis.runtime.step import StepRunner
+from hydraulis.runtime.strategy_spec import SpecGroup, strategy_layout
+from hydraulis.types import BatchingMethod, ModelSpec, OptimizerLayout, PipelinePlan, Scheme, StepPlan, TimeCoefficients
+
+REDUCTION_WARMUP = 3
+"""Discarded steps (first use of the route and the optimizer's state)."""
+REDUCTION_STEPS = 10
+"""Timed steps."""
+LEAST_SHARDED = Scheme(1, 1, 1)
+
+
+def measure_reduction(context: RankContext, model: ModelSpec, options: RuntimeOptions,
+                      devices: int) -> ReductionMeasurement:
+    """The module docstring's measurement on ``devices`` pipelines of one rank each."""
+    layout = strategy_layout((SpecGroup(LEAST_SHARDED, devices),), model, lambda _: TimeCoefficients(0.0, 0.0, 0.0),
+                             max_seq_len=1)
+    runner = StepRunner(model, context, options, OptimizerLayout(context.world_size, 1, 1))
+    idle = PipelinePlan(LEAST_SHARDED, 1, (), 0.0)
+    plan = StepPlan(0, BatchingMethod.DISPATCH_BALANCED_PACKING, 0.0, 0.0, 0.0, (idle,) * devices)
+    records = [runner.run(step, layout, plan, ()) for step in range(REDUCTION_WARMUP + REDUCTION_STEPS)]
+    timed = records[REDUCTION_WARMUP:]
+    return ReductionMeasurement(devices, float(np.median([r.step_ms for r in timed])),
+                                float(np.median([r.propagate_ms for r in timed])),
+                                float(np.median([r.reduce_ms for r in timed])),
+                                tuple(r.step_ms for r in timed))
