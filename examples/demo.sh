@@ -40,7 +40,8 @@ rm -rf "$out/checkpoints"
 hydraulis train --model tiny --proposal "$out/proposal_tiny.json" --steps 3 --device cpu \
     --checkpoint-dir "$out/checkpoints" --output-dir "$out/train_proposal"
 hydraulis train --model tiny --strategy 1,2,1+1,1,2 --strategy 1,1,2x2 --strategy 2,1,1+1,1,1x2 --steps 6 \
-    --token-budget 512 --max-seq-len 128 --device cpu --resume "$out/checkpoints" --output-dir "$out/train_switching"
+    --token-budget 512 --max-seq-len 128 --device cpu --space "$root/examples/spaces/tiny_cpu.json" \
+    --resume "$out/checkpoints" --output-dir "$out/train_switching"
 
 echo
 echo "== 6. The paper's settings, simulated (python paper_exp/run_all.py regenerates them)"

@@ -4,7 +4,8 @@
 Layout (``schema_version`` 1)::
 
     {"schema_version": 1, "kind": "train_log",
-     "summary": {"steps", "tokens", "seconds", "tokens_per_s", "prediction_error", "first_loss",
+     "summary": {"steps", "tokens", "seconds", "tokens_per_s", "prediction_error",
+                 "warm_prediction_error" (null: no step after a strategy's first), "first_loss",
                  "last_loss", "strategies": [[SPEC, steps], ...]},
      "steps": [{"step", "strategy", "tokens", "loss", "measured_ms": [...], "predicted_ms": [...],
                 "propagate_ms", "reduce_ms", "step_ms", "predicted_step_ms", "planning_ms",

@@ -23,7 +23,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "planning service (--planner-url). fp32 master weights and Adam moments live in one optimizer "
                     "layout whatever strategy computes a step. Rank 0 logs one line per step; at the end a "
                     "table per step (strategy, tokens, loss, measured vs predicted ms) and a summary (tokens/s, "
-                    "mean prediction error). Without torchrun it spawns --nproc local processes; under torchrun "
+                    "mean prediction error, also without each strategy's first step). Without torchrun it spawns "
+                    "--nproc local processes; under torchrun "
                     "(RANK, WORLD_SIZE, ... set) this process is one rank: torchrun --nproc-per-node N -m "
                     "hydraulis train ...")
     train.add_argument("--config", help="training config JSON (kind train_config); flags override it")

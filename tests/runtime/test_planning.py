@@ -11,7 +11,7 @@ from hydraulis.planner import validate_proposal
 from hydraulis.presets import model_preset
 from hydraulis.runtime.loss import loss_tokens
 from hydraulis.runtime.planning import PlanAhead, Planning, single_device_plan, spec_proposal
-from hydraulis.runtime.records import StepRecord, summarize
+from hydraulis.runtime.records import StepRecord, summarize, summary_line
 from hydraulis.runtime.strategy_spec import parse_strategy, scheme_times
 from hydraulis.types import BatchingMethod, PipelineModel
 
@@ -67,4 +67,19 @@ def test_summary_worked_example():
     summary = summarize(records)
     assert summary.tokens_per_s == pytest.approx(2000.0)
     assert summary.prediction_error == pytest.approx(0.1)
+    assert summary.warm_prediction_error == pytest.approx(0.0)
     assert summary.strategies == (("a", 2),)
+    assert "(0% after each strategy's first step)" in summary_line(summary)
+
+
+def test_the_warm_error_leaves_out_each_strategys_first_step():
+    def step(t, strategy, measured, predicted):
+        return StepRecord(t, strategy, 100, 1.0, (measured,), (predicted,), 0.0, 0.0, measured, predicted, 0.0)
+
+    records = [step(0, "a", 500.0, 50.0), step(1, "b", 400.0, 40.0), step(2, "a", 50.0, 40.0),
+               step(3, "b", 40.0, 30.0)]
+    summary = summarize(records)
+    assert summary.warm_prediction_error == pytest.approx((0.2 + 0.25) / 2)
+    assert summary.prediction_error == pytest.approx((0.9 + 0.9 + 0.2 + 0.25) / 4)
+    assert summarize(records[:2]).warm_prediction_error is None
+    assert "after each strategy" not in summary_line(summarize(records[:2]))

@@ -3,13 +3,10 @@
 Bounded: a fixed number of examples per operation, no deadline per example, derandomized so
 CI sees the same inputs every run."""
 
-import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
 
-schemathesis = pytest.importorskip("schemathesis")
-
-from hypothesis import HealthCheck, settings  # noqa: E402
-
-from hydraulis.service.app import create_app  # noqa: E402
+from hydraulis.service.app import create_app
 
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app())
 
