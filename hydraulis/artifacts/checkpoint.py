@@ -11,7 +11,7 @@ Layout (``schema_version`` 1)::
      "shards": [{"rank": 0, "file": "shard-00000.pt", "elements": 78976}, ...],
      "created", "tool_version"}
 
-The folder's other files are described in :mod:`hydraulis.runtime.manifest`.
+The folder's other files are described in :mod:`hydraulis.runtime.checkpoint.manifest`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hydraulis.artifacts.scheme_space import model_from_record, model_to_dict
 from hydraulis.data.loader import LoaderConfig, LoaderPosition
 from hydraulis.errors import HydraulisError
 from hydraulis.runtime.config import OptimizerKind
-from hydraulis.runtime.manifest import CheckpointManifest, ShardFile
+from hydraulis.runtime.checkpoint.manifest import CheckpointManifest, ShardFile
 from hydraulis.types import OptimizerLayout
 
 KIND = "checkpoint"

@@ -5,10 +5,10 @@ Every rank walks the same list of points. For a point of scheme ``(cp, tp, pp)``
 (:class:`~hydraulis.runtime.rank_map.RankMap`; ``r`` = :meth:`Environment.replicas
 <hydraulis.profiler.measurement.Environment.replicas>`: as many as fill the node, or 1), each
 rank building its stage of ``depth`` decoder layers
-(:class:`~hydraulis.runtime.model.StageModel`, tp- and cp-sharded, with the embedding on stage 0
+(:class:`~hydraulis.runtime.model.decoder.StageModel`, tp- and cp-sharded, with the embedding on stage 0
 and the head on the last), the remaining ranks wait. Every replica runs the same micro-batches. One **run** is the runtime's 1F1B
 schedule (:func:`~hydraulis.runtime.parallel.pipeline.run_1f1b`) over ``v ≥ pp`` copies of the
-point's packed micro-batch (:func:`~hydraulis.runtime.packing.pack_micro_batch`), so every
+point's packed micro-batch (:func:`~hydraulis.runtime.model.packing.pack_micro_batch`), so every
 stage reaches its steady state and 1F1B's ``pp − stage`` micro-batches are in flight on each
 stage. Each rank times its own forward and backward calls only (not the waits for its
 neighbours), by the job's clock (:class:`~hydraulis.profiler.measurement.Clock`), and divides
@@ -62,12 +62,12 @@ from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus
 from hydraulis.profiler.reduction import measure_reduction
 from hydraulis.profiler.sweep import SweepPoint, points_by_scheme
-from hydraulis.runtime.attention import use_varlen_kernel
+from hydraulis.runtime.model.attention import use_varlen_kernel
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.layout import PipelineLayout
-from hydraulis.runtime.model import StageModel
-from hydraulis.runtime.packing import PackedMicroBatch, pack_micro_batch
+from hydraulis.runtime.model.decoder import StageModel
+from hydraulis.runtime.model.packing import PackedMicroBatch, pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.runtime.rank_map import ProcessGroups, RankMap, RankPlace

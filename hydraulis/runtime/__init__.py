@@ -16,24 +16,25 @@ module                      concept
 ``run``                     a config resolved into what every rank needs (no torch)
 ``data``                    documents (a corpus or synthetic), batches filled to a token budget
 ``rank_map``                rank → pipeline, stage, cp rank, tp rank; process groups
-``sharding``                canonical parameters and each rank's shards
-``model``                   the Llama-style decoder, one stage of one rank
-``attention``               document-causal attention over packed sequences
-``packing``                 a plan's micro-batch → this rank's tensors
+``model.decoder``           the Llama-style decoder, one stage of one rank
+``model.attention``         document-causal attention over packed sequences
+``model.packing``           a plan's micro-batch → this rank's tensors
+``model.loss``              normalisation by the whole batch's loss tokens
 ``parallel.tensor``         column/row-parallel linears, vocab-parallel embedding and loss
 ``parallel.context``        load-balanced context-parallel chunks, K/V all-gather
 ``parallel.pipeline``       1F1B over micro-batches of different lengths, shapes ahead of tensors
-``loss``                    normalisation by the whole batch's loss tokens
-``placement``               who owns which element in the optimizer layout; compute shards' elements
-``master``                  one rank's buffer: fp32 master weights, moments, the update rule
-``redistribute``            gradients into the optimizer layout, weights out of it (all-to-all)
+``optimizer.sharding``      canonical parameters and each rank's shards
+``optimizer.placement``     who owns which element in the optimizer layout; compute shards' elements
+``optimizer.master``        one rank's buffer: fp32 master weights, moments, the update rule
+``optimizer.routes``        gradients into the optimizer layout, weights out of it (all-to-all)
 ``planning``                step plans from the dispatcher or the service, one step ahead
 ``broadcast``               rank 0's plan to every rank
 ``step``                    one training step on one rank
 ``records``                 step records, the log line, the table and the summary (no torch)
 ``trainer``                 the training loop
-``manifest``, ``resume``    what a checkpoint holds; finding and checking one (no torch)
-``checkpoint``              writing checkpoints atomically, restoring them under any layout
+``checkpoint.manifest``,    what a checkpoint holds; finding and checking one (no torch)
+``checkpoint.resume``
+``checkpoint.store``        writing checkpoints atomically, restoring them under any layout
 ``equivalence``             distributed vs single-device training
 ``launch``                  local processes or torchrun; process-group timeouts
 ==========================  ==================================================================

@@ -11,7 +11,7 @@ Either way the :class:`~hydraulis.data.loader.TokenBudgetLoader` cuts documents 
 at most ``S`` tokens and fills global batches of at most ``T`` tokens, epoch after epoch, from a
 :class:`~hydraulis.data.loader.LoaderPosition` (saved in checkpoints). A piece of ``n`` tokens
 ``t₀ … t_{n−1}`` is one training sequence of length ``n − 1`` (inputs ``t₀ … t_{n−2}``, labels
-``t₁ … t_{n−1}``; :mod:`.packing`); a piece of a single token has nothing to predict and is
+``t₁ … t_{n−1}``; :mod:`.model.packing`); a piece of a single token has nothing to predict and is
 left out. Worked example: ``T = 8``, ``S = 4``, documents of 6 and 2 tokens give pieces 4, 2, 2:
 one batch of sequence lengths (3, 1, 1), 5 loss tokens.
 """

@@ -1,6 +1,6 @@
 """The equivalence check: distributed training against single-device training.
 
-Both sides start from the same seed (so the same initial weights, :mod:`.master`), see the same
+Both sides start from the same seed (so the same initial weights, :mod:`.optimizer.master`), see the same
 global batches (:mod:`.data`) and use the same optimizer. The distributed side runs the
 configured strategies (cycled per step) or the proposal's on ``nproc`` processes with plans from
 the dispatcher, gradients reduced into and weights propagated from the optimizer layout; the
@@ -21,7 +21,7 @@ The optimizer matters: SGD is linear in the gradient, so a gradient error shows 
 in proportion; Adam divides each element's step by its gradient's running magnitude, which
 hides scale errors (a gradient counted twice changes nothing) and turns the *absolute* fp32
 rounding of a gradient into a *relative* error of the element's step. Both sides compute the
-update with the same elementwise code (:mod:`.master`), so all that differs is the order in
+update with the same elementwise code (:mod:`.optimizer.master`), so all that differs is the order in
 which partial gradients were summed — but where partial gradients nearly cancel (elements with
 ``|g| ≈ 1e-7`` summed from parts of ``1e-3``) that order changes ``g`` by up to 1e-3 of itself,
 and Adam passes that on to the step. It is not the distribution: one process that only cuts the
@@ -49,7 +49,7 @@ import torch
 
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job
-from hydraulis.runtime.master import initial_weights
+from hydraulis.runtime.optimizer.master import initial_weights
 from hydraulis.runtime.records import StepRecord
 from hydraulis.runtime.run import TrainingRun
 from hydraulis.runtime.trainer import train

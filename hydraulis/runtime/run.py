@@ -25,7 +25,7 @@ from hydraulis.runtime.config import TrainConfig
 from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_lengths
 from hydraulis.runtime.layout import StrategyLayout, even_layout
 from hydraulis.runtime.planning import Planning, spec_proposal
-from hydraulis.runtime.resume import Resume, check_resumable, find_checkpoint
+from hydraulis.runtime.checkpoint.resume import Resume, check_resumable, find_checkpoint
 from hydraulis.runtime.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
 from hydraulis.types import ModelSpec, OptimizerLayout, PipelineModel
 

@@ -3,15 +3,15 @@
 Recipe (every rank, whatever its place):
 
 1. find the rank's place under the step's strategy (:mod:`.rank_map`); the first time a
-   strategy is seen, create its process groups, its stage model and its :class:`~.redistribute.Route`
+   strategy is seen, create its process groups, its stage model and its :class:`~.optimizer.routes.Route`
    (kept for later steps);
 2. **propagate**: the owners of the optimizer layout send the current weights to the rank's
    shards (:meth:`Route.propagate`, in the compute dtype);
-3. pack the rank's micro-batches of its pipeline's plan (:mod:`.packing`) and run them under
+3. pack the rank's micro-batches of its pipeline's plan (:mod:`.model.packing`) and run them under
    1F1B (:mod:`.parallel.pipeline`), each back-propagating its part of the loss normalised by
-   the whole batch's loss tokens (:mod:`.loss`);
+   the whole batch's loss tokens (:mod:`.model.loss`);
 4. **reduce** the shards' gradients into the owners' buffers (:meth:`Route.reduce`) and step the
-   optimizer there (:mod:`.master`);
+   optimizer there (:mod:`.optimizer.master`);
 5. gather per-rank figures: each pipeline's measured compute time is its slowest rank's (step 3),
    the step's time the slowest rank's steps 2–4, the reduction's what the step took beyond
    step 2 and the slowest pipeline; the loss is the sum of the last stages' parts.
@@ -31,20 +31,20 @@ import torch
 import torch.distributed as dist
 
 from hydraulis.errors import require
-from hydraulis.runtime.attention import use_varlen_kernel
+from hydraulis.runtime.model.attention import use_varlen_kernel
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext
 from hydraulis.runtime.layout import StrategyLayout
-from hydraulis.runtime.loss import loss_tokens
-from hydraulis.runtime.master import OptimizerShard
-from hydraulis.runtime.model import StageModel
-from hydraulis.runtime.packing import Documents, pack_micro_batch
+from hydraulis.runtime.model.loss import loss_tokens
+from hydraulis.runtime.optimizer.master import OptimizerShard
+from hydraulis.runtime.model.decoder import StageModel
+from hydraulis.runtime.model.packing import Documents, pack_micro_batch
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
-from hydraulis.runtime.placement import OptimizerPlacement
+from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import ProcessGroups, RankMap, RankPlace
 from hydraulis.runtime.records import StepRecord
-from hydraulis.runtime.redistribute import Route
-from hydraulis.runtime.sharding import stage_shards
+from hydraulis.runtime.optimizer.routes import Route
+from hydraulis.runtime.optimizer.sharding import stage_shards
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 
 FIGURES = ("compute_ms", "loss", "propagate_ms", "step_ms")

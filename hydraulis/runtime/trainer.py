@@ -10,7 +10,7 @@ Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the chec
 3. every rank runs the step (:class:`~.step.StepRunner`: propagate, 1F1B, reduce, update) under
    the strategy the plan chose;
 4. after the steps the policy names, every rank writes its part of a checkpoint
-   (:mod:`.checkpoint`), recording the loader position of the next batch.
+   (:mod:`.checkpoint.store`), recording the loader position of the next batch.
 
 Rank 0 logs one line per step::
 
@@ -33,11 +33,11 @@ import torch
 
 from hydraulis.data.loader import LoaderPosition
 from hydraulis.runtime.broadcast import share_plan
-from hydraulis.runtime.checkpoint import restore, save_checkpoint
+from hydraulis.runtime.checkpoint.store import restore, save_checkpoint
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job, world_size
 from hydraulis.runtime.layout import StrategyLayout
-from hydraulis.runtime.master import gather_canonical
+from hydraulis.runtime.optimizer.master import gather_canonical
 from hydraulis.runtime.planning import PlanAhead
 from hydraulis.runtime.run import TrainingRun
 from hydraulis.runtime.records import StepRecord, format_record
@@ -60,7 +60,7 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
           canonical: bool = False) -> TrainResult:
     """The recipe of the module docstring on this rank; ``reference``: on one device, each batch
     as one micro-batch (the equivalence check's single-process side, no checkpoints);
-    ``canonical``: gather the final weights on every rank (:func:`~.master.gather_canonical`)."""
+    ``canonical``: gather the final weights on every rank (:func:`~.optimizer.master.gather_canonical`)."""
     layouts = (_single_device_layout(run),) if reference else run.layouts
     layout = _optimizer_layout(run, context, reference)
     runner = StepRunner(run.model, context, options, layout)

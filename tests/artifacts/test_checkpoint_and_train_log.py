@@ -14,9 +14,9 @@ from hydraulis.data.loader import LoaderConfig, LoaderPosition
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
 from hydraulis.runtime.config import OptimizerKind
-from hydraulis.runtime.manifest import MANIFEST_FILE, CheckpointManifest, ShardFile
+from hydraulis.runtime.checkpoint.manifest import MANIFEST_FILE, CheckpointManifest, ShardFile
 from hydraulis.runtime.records import StepRecord
-from hydraulis.runtime.resume import find_checkpoint, latest_checkpoint
+from hydraulis.runtime.checkpoint.resume import find_checkpoint, latest_checkpoint
 from hydraulis.types import OptimizerLayout
 
 MANIFEST = CheckpointManifest(3, model_preset("tiny"), OptimizerLayout(2, 1, 1), 4, OptimizerKind.ADAM, 1e-3, 3,

@@ -12,7 +12,7 @@ from hydraulis.artifacts.train_log import read_train_log
 from hydraulis.planner import PlannerConfig, propose
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.runtime.resume import find_checkpoint
+from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from hydraulis.types import Cluster
 from tests.conftest import SERVICE_TOKEN, free_port
 from tests.data.conftest import write_code_corpus

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from hydraulis.runtime.checkpoint import read_canonical
-from hydraulis.runtime.resume import find_checkpoint
+from hydraulis.runtime.checkpoint.store import read_canonical
+from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.distributed
@@ -26,7 +26,7 @@ START_LIMIT_S = 300
 
 FAILING_WRITE = """
 import sys
-import hydraulis.runtime.checkpoint as checkpoint
+import hydraulis.runtime.checkpoint.store as checkpoint
 from hydraulis.cli import main
 
 write_shard = checkpoint.write_shard

@@ -9,7 +9,7 @@ from hydraulis.artifacts import proposal_from_dict, proposal_to_dict
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.planner import validate_proposal
 from hydraulis.presets import model_preset
-from hydraulis.runtime.loss import loss_tokens
+from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.planning import PlanAhead, Planning, single_device_plan, spec_proposal
 from hydraulis.runtime.records import StepRecord, summarize, summary_line
 from hydraulis.runtime.strategy_spec import parse_strategy, scheme_times

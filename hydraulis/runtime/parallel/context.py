@@ -14,7 +14,7 @@ Attention needs every key and value of a document: each rank computes K and V fo
 tokens (with their true positions, so rotary embeddings are unchanged), then they are
 all-gathered over the cp group (backward: reduce-scatter of their gradients). Per layer and
 micro-batch a rank receives ``(cp − 1)/cp`` of the micro-batch's K and V, ``2·T·kv_dim/tp``
-values. Queries stay local; the document-causal mask (:mod:`hydraulis.runtime.attention`) reads
+values. Queries stay local; the document-causal mask (:mod:`hydraulis.runtime.model.attention`) reads
 each token's document and position, so the gathered order does not matter.
 """
 

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 import torch
 import torch.distributed as dist
 
-from hydraulis.runtime.loss import part_loss
-from hydraulis.runtime.model import StageModel
-from hydraulis.runtime.packing import PackedMicroBatch
+from hydraulis.runtime.model.loss import part_loss
+from hydraulis.runtime.model.decoder import StageModel
+from hydraulis.runtime.model.packing import PackedMicroBatch
 
 MAX_DIMS = 4
 
@@ -89,7 +89,7 @@ def _post(sends: list[tuple[torch.Tensor, int]], recvs: list[tuple[torch.Tensor,
 class StageWork:
     """Forward and backward of one stage's micro-batches; keeps each micro-batch's input and
     output until its backward. On the last stage the output is the micro-batch's part of the
-    normalised loss (:func:`hydraulis.runtime.loss.part_loss`), summed into ``loss``."""
+    normalised loss (:func:`hydraulis.runtime.model.loss.part_loss`), summed into ``loss``."""
 
     def __init__(self, model: StageModel, batches: Sequence[PackedMicroBatch], loss_tokens: int) -> None:
         self.model, self.batches, self.loss_tokens = model, batches, loss_tokens

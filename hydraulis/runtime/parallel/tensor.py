@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
-from hydraulis.runtime.sharding import unit_range
+from hydraulis.runtime.optimizer.sharding import unit_range
 
 IGNORE_INDEX = -100
 """Label of a position without loss (padding)."""

@@ -4,7 +4,7 @@ Each rank keeps only its **buffer** of the optimizer layout (:mod:`.placement`):
 tensors of the master weights ``θ``, of the reduced gradient ``g`` and, for Adam, of the moments
 ``m`` and ``v`` — ``12`` (SGD: ``4``) bytes per owned element besides the gradient, ZeRO-1 style,
 whatever strategy computes the step (the compute layout's weights are copies in the compute
-dtype, refreshed every step by :mod:`.redistribute`).
+dtype, refreshed every step by :mod:`.routes`).
 
 Update rules, element by element (Kingma & Ba 2015 for Adam; β₁ = 0.9, β₂ = 0.999,
 ε = 1e-8, no weight decay; step ``k`` counts from 1)::
@@ -36,8 +36,8 @@ import torch
 
 from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.runtime.placement import OptimizerPlacement
-from hydraulis.runtime.sharding import ParameterSpec, parameter_specs
+from hydraulis.runtime.optimizer.placement import OptimizerPlacement
+from hydraulis.runtime.optimizer.sharding import ParameterSpec, parameter_specs
 from hydraulis.types import ModelSpec
 
 INIT_STD = 0.02

@@ -12,7 +12,7 @@ query heads; SwiGLU MLP (Shazeer 2020). The token embedding and the output head 
 ``V × H`` matrices; the loss is the per-token cross-entropy of the next token.
 
 A :class:`StageModel` holds the layers of one stage, sharded for its tp rank
-(:mod:`hydraulis.runtime.sharding`), and communicates through its tp and cp groups; with
+(:mod:`hydraulis.runtime.optimizer.sharding`), and communicates through its tp and cp groups; with
 trivial groups and one stage of all layers it is the single-device model, which is how the
 equivalence check's reference runs.
 """
@@ -23,9 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hydraulis.runtime.attention import packed_attention
+from hydraulis.runtime.model.attention import packed_attention
 from hydraulis.runtime.layout import PipelineLayout
-from hydraulis.runtime.packing import PackedMicroBatch
+from hydraulis.runtime.model.packing import PackedMicroBatch
 from hydraulis.runtime.parallel.context import gather_from_context
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import (
@@ -35,7 +35,7 @@ from hydraulis.runtime.parallel.tensor import (
     copy_to_group,
     vocab_parallel_cross_entropy,
 )
-from hydraulis.runtime.sharding import Shard, unit_range
+from hydraulis.runtime.optimizer.sharding import Shard, unit_range
 from hydraulis.types import ModelSpec
 
 ROPE_THETA = 10000.0
@@ -161,7 +161,7 @@ class StageModel(nn.Module):
         return vocab_parallel_cross_entropy(logits, batch.labels, self.tp, self.vocab_start)
 
     def shard_parameters(self, shards: tuple[Shard, ...]) -> list[nn.Parameter]:
-        """This stage's parameters in the order of ``shards`` (its shards, :func:`~hydraulis.runtime.sharding.stage_shards`)."""
+        """This stage's parameters in the order of ``shards`` (its shards, :func:`~hydraulis.runtime.optimizer.sharding.stage_shards`)."""
         params = dict(self.named_parameters())
         if set(params) != {s.name for s in shards}:
             raise RuntimeError(f"stage parameters {sorted(params)} differ from its shards")

@@ -5,8 +5,8 @@ A checkpoint is a folder ``step-00000003/`` (the number of completed steps) unde
 root, holding ``manifest.json`` (:mod:`hydraulis.artifacts.checkpoint`), one
 ``shard-RRRRR.pt`` per rank that owns part of the optimizer layout (``torch.save`` of its flat
 fp32 buffers by name: ``master``, and ``exp_avg``, ``exp_avg_sq`` under Adam,
-:mod:`hydraulis.runtime.master`) and one ``rng-RRRRR.pt`` per rank (its torch, numpy and Python
-random states). :mod:`hydraulis.runtime.checkpoint` writes and reads them.
+:mod:`hydraulis.runtime.optimizer.master`) and one ``rng-RRRRR.pt`` per rank (its torch, numpy and Python
+random states). :mod:`hydraulis.runtime.checkpoint.store` writes and reads them.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from hydraulis.runtime.attention import document_causal_mask, packed_attention
-from hydraulis.runtime.packing import pack_micro_batch
+from hydraulis.runtime.model.attention import document_causal_mask, packed_attention
+from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.context import load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.types import MicroBatch

@@ -5,10 +5,10 @@ import torch
 
 from hydraulis.presets import model_preset
 from hydraulis.runtime.layout import PipelineLayout
-from hydraulis.runtime.master import initial_weights
-from hydraulis.runtime.model import StageModel
+from hydraulis.runtime.optimizer.master import initial_weights
+from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.runtime.sharding import parameter_specs, stage_shards, unit_range
+from hydraulis.runtime.optimizer.sharding import parameter_specs, stage_shards, unit_range
 from hydraulis.types import Scheme
 
 TINY = model_preset("tiny")

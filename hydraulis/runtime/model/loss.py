@@ -2,7 +2,7 @@
 
 With ``ℓ_t`` the cross-entropy of token ``t`` and ``N`` the number of tokens with a label in the
 global batch (every position of every sequence: ``N = Σ_i s_i``, see
-:mod:`hydraulis.runtime.packing`)::
+:mod:`hydraulis.runtime.model.packing`)::
 
     L = (1/N) · Σ_t ℓ_t = Σ_pipelines Σ_micro-batches Σ_{cp ranks} (1/N) · Σ_{t ∈ part} ℓ_t
 

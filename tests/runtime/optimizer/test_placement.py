@@ -7,8 +7,8 @@ import pytest
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
 from hydraulis.runtime.layout import PipelineLayout, even_split
-from hydraulis.runtime.placement import OptimizerPlacement, shard_indices
-from hydraulis.runtime.sharding import parameter_specs, stage_shards
+from hydraulis.runtime.optimizer.placement import OptimizerPlacement, shard_indices
+from hydraulis.runtime.optimizer.sharding import parameter_specs, stage_shards
 from hydraulis.types import OptimizerLayout, Scheme
 
 TINY = model_preset("tiny")

@@ -1,9 +1,9 @@
 """Gradients from a compute layout into the optimizer layout, weights back out: one route per
 (strategy, rank), two all-to-all exchanges per step.
 
-Under a strategy, rank ``r`` holds the shards of its stage (:func:`~hydraulis.runtime.sharding.stage_shards`,
+Under a strategy, rank ``r`` holds the shards of its stage (:func:`~hydraulis.runtime.optimizer.sharding.stage_shards`,
 nothing when the strategy leaves it idle); every element of a shard has one owner and one
-position in the owner's buffer (:meth:`~hydraulis.runtime.placement.OptimizerPlacement.locate`).
+position in the owner's buffer (:meth:`~hydraulis.runtime.optimizer.placement.OptimizerPlacement.locate`).
 A :class:`Route` is that map, built once per strategy when the strategy is first used:
 
 1. rank ``r`` flattens its shards in order (``n_r`` elements), locates each element and sorts
@@ -13,12 +13,12 @@ A :class:`Route` is that map, built once per strategy when the strategy is first
 
 **Reduce** (every step, after the backward passes): rank ``r`` sends its shards' gradients (fp32)
 in ``order`` — zeros for shards that only repeat tp rank 0's identical gradient
-(:attr:`~hydraulis.runtime.sharding.Shard.contributes`, the RMSNorm weights) — with one
+(:attr:`~hydraulis.runtime.optimizer.sharding.Shard.contributes`, the RMSNorm weights) — with one
 ``all_to_all_single``; each owner zeroes its gradient buffer and adds the incoming parts source by
 source (``index_add_`` per source: no position repeats within one source, so the sum is
 deterministic on every device, in rank order). The buffer then holds, for each element, the sum
 over every pipeline, cp rank, tp rank and micro-batch that computed it — the single-device
-gradient up to the order of the sums (:mod:`.loss` normalises by the whole batch). A reduce-scatter
+gradient up to the order of the sums (:mod:`..model.loss` normalises by the whole batch). A reduce-scatter
 in effect, for any mix of layouts.
 
 **Propagate** (every step, before the forward passes, for the step's strategy): the reverse
@@ -52,8 +52,8 @@ import numpy as np
 import torch
 
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.runtime.placement import OptimizerPlacement, shard_indices
-from hydraulis.runtime.sharding import Shard
+from hydraulis.runtime.optimizer.placement import OptimizerPlacement, shard_indices
+from hydraulis.runtime.optimizer.sharding import Shard
 
 
 class Route:

@@ -13,7 +13,7 @@ divide the world) own nothing. Rank ``(s, d, t)`` owns:
    ``pp_o`` stages (:func:`~hydraulis.runtime.layout.even_split`), the embedding on stage 0, the
    final norm and the head on the last;
 2. **tp slice** ``t``: of each such parameter, the tensor-parallel slice of
-   :mod:`hydraulis.runtime.sharding` — except that every element has exactly one owner: a
+   :mod:`hydraulis.runtime.optimizer.sharding` — except that every element has exactly one owner: a
    parameter without a tp dimension (RMSNorm weights) belongs to ``t = 0``, and a kv head that
    ``tp_o/U`` ranks would share (``U`` heads < ``tp_o``) to the first of them;
 3. **dp chunk** ``d`` (ZeRO-1): the stage's tp slices of rank ``t``, flattened and
@@ -28,7 +28,7 @@ each. Worked example, ``tiny`` (L = 4, H = 64, V = 1024, P = 315,968) under ``dp
 rank 0 the first 78,976 of them, rank 1 the rest; ranks 2 and 3 split layers 2–3, the final norm
 and the head (158,016 elements) into 79,008 each.
 
-A compute shard (:class:`~hydraulis.runtime.sharding.Shard`) is addressed the same way:
+A compute shard (:class:`~hydraulis.runtime.optimizer.sharding.Shard`) is addressed the same way:
 :func:`shard_indices` lists the canonical flat index of each of its elements in the order of
 the shard's own flattening. Indices are canonical flat indices into one parameter
 (row-major). Only numpy here: the maps are built once per strategy and reused every step.
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hydraulis.runtime.layout import even_split
-from hydraulis.runtime.sharding import Holder, ParameterSpec, Shard, parameter_specs, unit_range
+from hydraulis.runtime.optimizer.sharding import Holder, ParameterSpec, Shard, parameter_specs, unit_range
 from hydraulis.types import ModelSpec, OptimizerLayout
 
 

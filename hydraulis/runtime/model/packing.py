@@ -7,7 +7,7 @@ under context parallelism, see :mod:`hydraulis.runtime.parallel.context`); paddi
 label ``IGNORE_INDEX`` and come after their document's tokens, so no real token attends to them
 (causal) and their outputs carry no loss. Positions restart at 0 in every document.
 
-Attention runs document by document (:class:`~hydraulis.runtime.attention.DocumentBlock`): a
+Attention runs document by document (:class:`~hydraulis.runtime.model.attention.DocumentBlock`): a
 rank keeps its tokens document by document, so each document's queries are consecutive rows;
 under context parallelism its keys are one run of rows in every cp rank's part of the gathered
 keys (rank-major), and its mask is the document-causal mask of those rows.
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from hydraulis.errors import require
-from hydraulis.runtime.attention import DocumentBlock, document_causal_mask
+from hydraulis.runtime.model.attention import DocumentBlock, document_causal_mask
 from hydraulis.runtime.parallel.context import load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX

@@ -1,6 +1,6 @@
 """Finding the checkpoint a job resumes from, and checking that the job can continue it (no
 torch here: the launching process does this before any rank starts; the ranks then read their
-parts with :func:`hydraulis.runtime.checkpoint.restore`)."""
+parts with :func:`hydraulis.runtime.checkpoint.store.restore`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hydraulis.artifacts.checkpoint import read_checkpoint_manifest
 from hydraulis.errors import require
 from hydraulis.runtime.config import OptimizerKind
 from hydraulis.runtime.data import TrainingData
-from hydraulis.runtime.manifest import MANIFEST_FILE, CheckpointManifest
+from hydraulis.runtime.checkpoint.manifest import MANIFEST_FILE, CheckpointManifest
 
 _COMPLETE = re.compile(r"^step-\d{8}$")
 
@@ -47,7 +47,7 @@ def find_checkpoint(path: str | Path) -> Resume:
 
 def check_resumable(manifest: CheckpointManifest, model_name: str, optimizer: OptimizerKind, data: TrainingData) -> None:
     """Raise unless a job of this model, optimizer and data can continue the checkpoint
-    (what may change: :mod:`hydraulis.runtime.checkpoint`)."""
+    (what may change: :mod:`hydraulis.runtime.checkpoint.store`)."""
     require(manifest.model.name == model_name, "model", model_name,
             f"differs from the checkpoint's {manifest.model.name}")
     require(manifest.optimizer is optimizer, "optimizer", optimizer.value,

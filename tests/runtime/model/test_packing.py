@@ -7,17 +7,17 @@ positions restart per document; the positions themselves are checked in the work
 import torch
 
 from hydraulis.presets import model_preset
-from hydraulis.runtime.attention import document_causal_mask
+from hydraulis.runtime.model.attention import document_causal_mask
 from hydraulis.runtime.data import SyntheticCorpus
 from hydraulis.runtime.layout import PipelineLayout
-from hydraulis.runtime.loss import part_loss
-from hydraulis.runtime.master import initial_weights
-from hydraulis.runtime.model import StageModel
-from hydraulis.runtime.packing import pack_micro_batch
+from hydraulis.runtime.model.loss import part_loss
+from hydraulis.runtime.optimizer.master import initial_weights
+from hydraulis.runtime.model.decoder import StageModel
+from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.context import load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
-from hydraulis.runtime.sharding import stage_shards
+from hydraulis.runtime.optimizer.sharding import stage_shards
 from hydraulis.types import MicroBatch, Scheme
 
 TINY = model_preset("tiny")

@@ -1,6 +1,6 @@
 """Checkpoints written from the optimizer layout, independent of the compute strategy.
 
-**Format** (:mod:`hydraulis.runtime.manifest`): a folder per checkpoint, ``step-00000003/``
+**Format** (:mod:`hydraulis.runtime.checkpoint.manifest`): a folder per checkpoint, ``step-00000003/``
 under the checkpoint root, with the manifest, one shard file per owner of the optimizer layout
 (its flat fp32 buffers: master weights and moments) and one random-state file per rank. The
 compute layout appears nowhere: weights of the compute shards are copies that the next step
@@ -10,13 +10,13 @@ propagates from the buffers anyway.
 files are written and flushed to disk), rank 0 writes the manifest and renames the folder to
 ``step-00000003`` — one ``rename``, atomic on a POSIX file system (the root must be one file
 system that every rank sees, e.g. a shared mount for many nodes). A job that dies while writing
-leaves a ``.partial`` folder that is never read; :func:`~hydraulis.runtime.resume.latest_checkpoint` only sees folders
+leaves a ``.partial`` folder that is never read; :func:`~hydraulis.runtime.checkpoint.resume.latest_checkpoint` only sees folders
 with a manifest, so the last complete checkpoint stays the one a new job resumes from
-(:mod:`hydraulis.runtime.resume`).
+(:mod:`hydraulis.runtime.checkpoint.resume`).
 
 **Resuming** (:func:`restore`): each rank of the new job takes, for every element of its new
 buffer, the value at that element's old owner and position (both layouts' placements locate
-every element, :meth:`~hydraulis.runtime.placement.OptimizerPlacement.locate`), reading only the
+every element, :meth:`~hydraulis.runtime.optimizer.placement.OptimizerPlacement.locate`), reading only the
 shard files it needs (memory-mapped). So the new job may run another proposal, other
 strategies, another batching method or planner, another number of processes — and even
 another optimizer layout, at the price that a rank then reads parts of several shard files.
@@ -45,9 +45,9 @@ from hydraulis.data.loader import LoaderPosition
 from hydraulis.errors import HydraulisError, require
 from hydraulis.runtime.data import TrainingData
 from hydraulis.runtime.launch import RankContext
-from hydraulis.runtime.manifest import MANIFEST_FILE, RNG_FILE, SHARD_FILE, CheckpointManifest, ShardFile
-from hydraulis.runtime.master import OptimizerShard, assemble_canonical
-from hydraulis.runtime.placement import OptimizerPlacement
+from hydraulis.runtime.checkpoint.manifest import MANIFEST_FILE, RNG_FILE, SHARD_FILE, CheckpointManifest, ShardFile
+from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical
+from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 
 PARTIAL = ".partial"
 

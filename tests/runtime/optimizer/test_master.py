@@ -8,8 +8,8 @@ import torch
 
 from hydraulis.presets import model_preset
 from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
-from hydraulis.runtime.master import OptimizerShard, initial_weights
-from hydraulis.runtime.placement import OptimizerPlacement
+from hydraulis.runtime.optimizer.master import OptimizerShard, initial_weights
+from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 from hydraulis.types import OptimizerLayout
 
 TINY = model_preset("tiny")

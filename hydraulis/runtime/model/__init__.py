@@ -1,0 +1,3 @@
+"""The model one rank runs: the Llama-style decoder stage (:mod:`.decoder`), document-causal
+attention over packed sequences (:mod:`.attention`), a plan's micro-batch as tensors
+(:mod:`.packing`) and the loss normalised by the whole batch (:mod:`.loss`)."""
