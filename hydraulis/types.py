@@ -61,24 +61,52 @@ class SpaceSource(str, Enum):
     IMPORTED = "imported"
 
 
+class Recompute(str, Enum):
+    """Which activations a pipeline recomputes in backward instead of keeping from forward."""
+
+    NONE = "none"
+    """Keep every activation autograd needs."""
+    SELECTIVE = "selective"
+    """Recompute the attention core (Korthikanti et al. 2022): keep its inputs, not its internals."""
+    FULL = "full"
+    """Keep only each layer's input; recompute the whole layer in backward."""
+
+
 @dataclass(frozen=True, order=True)
 class Scheme:
-    """One parallel layout of a model replica: context, tensor and pipeline parallel degrees."""
+    """One parallel layout of a model replica: context, tensor and pipeline parallel degrees,
+    plus its options — Megatron-style sequence parallelism ``sp`` (needs ``tp > 1``) and
+    activation recomputation. Two schemes with the same degrees and other options are two
+    schemes: they differ in time and in the longest sequence they hold."""
 
     cp: int
     tp: int
     pp: int
+    sp: bool = False
+    recompute: Recompute = Recompute.NONE
 
     def __post_init__(self) -> None:
         for name in ("cp", "tp", "pp"):
             require_int(getattr(self, name), f"scheme.{name}", minimum=1)
+        require(isinstance(self.sp, bool), "scheme.sp", self.sp, "must be true or false")
+        require(not self.sp or self.tp > 1, "scheme.sp", self.sp,
+                f"needs scheme.tp > 1 (sequence parallelism shards over the tp group), tp = {self.tp}")
+        require(isinstance(self.recompute, Recompute), "scheme.recompute", self.recompute,
+                f"must be one of {', '.join(r.value for r in Recompute)}")
 
     @property
     def devices(self) -> int:
         return self.cp * self.tp * self.pp
 
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The non-default options in SPEC order, e.g. ``("sp", "recompute=full")``."""
+        return (("sp",) if self.sp else ()) + (
+            (f"recompute={self.recompute.value}",) if self.recompute is not Recompute.NONE else ())
+
     def __str__(self) -> str:
-        return f"({self.cp},{self.tp},{self.pp})"
+        options = f"[{','.join(self.options)}]" if self.options else ""
+        return f"({self.cp},{self.tp},{self.pp}){options}"
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from hydraulis.artifacts.scheme_space import (
     model_to_dict,
     pipeline_model_from_record,
     scheme_from_record,
+    scheme_to_dict,
     time_from_record,
 )
 from hydraulis.errors import HydraulisError
@@ -97,7 +98,7 @@ def write_proposal(path: str | Path, proposal: Proposal, config: dict | None = N
 def _strategy_to_dict(proposed: ProposedStrategy) -> dict:
     return {
         "pipelines": [
-            {"scheme": asdict(g.scheme), "count": g.count, "max_seq_len": g.max_seq_len, "time": asdict(g.time)}
+            {"scheme": scheme_to_dict(g.scheme), "count": g.count, "max_seq_len": g.max_seq_len, "time": asdict(g.time)}
             for g in proposed.strategy.pipelines
         ],
         "devices": proposed.strategy.devices,

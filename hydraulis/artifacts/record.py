@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime, timezone
+from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
 from hydraulis.errors import HydraulisError
 
 T = TypeVar("T")
+E = TypeVar("E", bound=Enum)
 _MISSING = object()
 
 
@@ -52,11 +54,26 @@ class Record:
             raise HydraulisError(self._where(key), _short(value), "must be a number")
         return float(value)
 
+    def bool(self, key: str, default: Any = _MISSING) -> bool:
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            raise HydraulisError(self._where(key), _short(value), "must be true or false")
+        return value
+
     def str(self, key: str, default: Any = _MISSING) -> str:
         value = self.raw(key, default)
         if not isinstance(value, str):
             raise HydraulisError(self._where(key), _short(value), "must be a string")
         return value
+
+    def enum(self, key: str, kind: type[E], default: Any = _MISSING) -> E:
+        """The string at ``key`` as a member of the string enum ``kind``."""
+        value = self.str(key, default.value if isinstance(default, Enum) else default)
+        try:
+            return kind(value)
+        except ValueError:
+            raise HydraulisError(self._where(key), value,
+                                 f"must be one of {', '.join(m.value for m in kind)}") from None
 
     def ints(self, key: str, default: Any = _MISSING) -> tuple[int, ...]:
         values = self.raw(key, default)

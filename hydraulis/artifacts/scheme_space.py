@@ -30,6 +30,7 @@ from hydraulis.types import (
     ModelSpec,
     PipelineModel,
     Provenance,
+    Recompute,
     Scheme,
     SchemeProfile,
     SchemeSpace,
@@ -113,8 +114,17 @@ def pipeline_model_from_record(record: Record) -> PipelineModel:
                  p2p_ms=record.float("p2p_ms"))
 
 
+def scheme_to_dict(scheme: Scheme) -> dict:
+    """``{"cp", "tp", "pp"}``, plus ``"sp"`` and ``"recompute"`` when they are not the defaults."""
+    options = {"sp": scheme.sp} if scheme.sp else {}
+    if scheme.recompute is not Recompute.NONE:
+        options["recompute"] = scheme.recompute.value
+    return {"cp": scheme.cp, "tp": scheme.tp, "pp": scheme.pp, **options}
+
+
 def scheme_from_record(record: Record) -> Scheme:
-    return build(record.path, Scheme, cp=record.int("cp"), tp=record.int("tp"), pp=record.int("pp"))
+    return build(record.path, Scheme, cp=record.int("cp"), tp=record.int("tp"), pp=record.int("pp"),
+                 sp=record.bool("sp", False), recompute=record.enum("recompute", Recompute, Recompute.NONE))
 
 
 def time_from_record(record: Record) -> TimeCoefficients:
@@ -123,7 +133,7 @@ def time_from_record(record: Record) -> TimeCoefficients:
 
 def _profile_to_dict(profile: SchemeProfile) -> dict:
     return {
-        **asdict(profile.scheme),
+        **scheme_to_dict(profile.scheme),
         **asdict(profile.time),
         "activation_bytes_per_token": profile.activation_bytes_per_token,
         "overhead_bytes": profile.overhead_bytes,

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
-from hydraulis.artifacts.scheme_space import scheme_from_record
+from hydraulis.artifacts.scheme_space import scheme_from_record, scheme_to_dict
 from hydraulis.errors import HydraulisError
 from hydraulis.types import BatchingMethod, MicroBatch, PipelinePlan, StepPlan
 
@@ -39,7 +39,7 @@ def step_plan_to_dict(plan: StepPlan) -> dict:
         "notes": list(plan.notes),
         "pipelines": [
             {
-                "scheme": asdict(p.scheme),
+                "scheme": scheme_to_dict(p.scheme),
                 "max_seq_len": p.max_seq_len,
                 "predicted_ms": p.predicted_ms,
                 "solver_status": p.solver_status,
