@@ -99,3 +99,25 @@ class StepPlanRequest(Body):
     time_limit_s: float = Field(default=0.0, ge=0, description="seconds for the packing ILP (0 skips it)")
     alignment: int = Field(default=1, ge=1, le=65536)
     oversize: OversizePolicy = OversizePolicy.ERROR
+
+
+class SyntheticLengthsRequest(Body):
+    """A synthetic long tail (:mod:`hydraulis.data.synth`): a lognormal body with a Pareto tail."""
+
+    docs: int = Field(ge=1, description="how many document lengths to draw")
+    seed: int = Field(default=0, ge=0)
+    body_mu: float = 6.0
+    body_sigma: float = 1.0
+    tail_start: int = 8192
+    tail_alpha: float = 1.5
+    tail_share: float = 0.01
+    max_len: int = 1 << 20
+
+
+class StepComparisonRequest(Body):
+    scheme_space: dict[str, Any] = Field(description="the scheme space the proposal was made from")
+    proposal: dict[str, Any] = Field(description="a proposal document (POST /v1/proposals, hydraulis propose)")
+    lengths: list[Int64] | None = Field(default=None, description="document lengths to draw the step from "
+                                                                  "(give this or histogram)")
+    histogram: Histogram | None = Field(default=None, description="document counts per length")
+    seed: int = Field(default=0, ge=0, description="draws the step's documents")
