@@ -177,7 +177,7 @@ function showProposal(proposal) {
 function showStep(comparison) {
   const plan = comparison.plan;
   const strategy = state.proposal.strategies[plan.strategy_index];
-  const longest = Math.max(...comparison.lengths);
+  const longest = comparison.lengths.reduce((most, s) => Math.max(most, s), 0);
   $("step-summary").textContent =
     `${formatInt(comparison.lengths.length)} sequences, ${formatInt(comparison.tokens)} tokens, the longest ` +
     `${formatInt(longest)}. Hydraulis runs strategy ${plan.strategy_index}: ${strategyLabel(strategy)} with ` +

@@ -16,8 +16,8 @@ const SEQUENCES_SHOWN = 12;
 export function renderGantt(container, details, comparison) {
   const {rows, ops} = layout(comparison);
   const pipelines = comparison.plan.pipelines;
-  const slowest = Math.max(0, ...pipelines.map((p) => p.predicted_ms));
-  const horizon = Math.max(slowest, ...ops.map((op) => op.end), 1e-9) * 1.02;
+  const slowest = pipelines.reduce((most, p) => Math.max(most, p.predicted_ms), 0);
+  const horizon = ops.reduce((most, op) => Math.max(most, op.end), Math.max(slowest, 1e-9)) * 1.02;
   const width = Math.max(MIN_WIDTH, container.clientWidth - LABEL - 64);
   const x = (ms) => LABEL + (ms / horizon) * width;
   const height = AXIS + rows.length * ROW + 8;
