@@ -107,3 +107,16 @@ def test_api_error_is_shown_next_to_the_field_it_names(browser_page):
     assert page.evaluate("document.activeElement.id") == "max-seq-len"
     assert page.inner_text("#form-error") == ""
     assert not errors
+
+
+def test_a_bad_lengths_file_is_named_next_to_its_field(browser_page):
+    page, _, errors = browser_page
+    page.fill("#max-seq-len", "16384")
+    page.check("input[name='lengths-source'][value='file']")
+    page.set_input_files("#lengths-file", files=[{"name": "lengths.txt", "mimeType": "text/plain",
+                                                  "buffer": b"# lengths\n300\nmany\n"}])
+    page.click("#propose")
+    page.wait_for_selector("#lengths-file-error:not(:empty)")
+    assert page.inner_text("#lengths-file-error").startswith('lengths.txt:3: "many"')
+    assert page.is_hidden("#docs")
+    assert not errors
