@@ -31,7 +31,7 @@ from hydraulis.artifacts import (
 )
 from hydraulis.dispatch import DispatchOptions, dispatch
 from hydraulis.planner import PlannerConfig, propose, validate_proposal
-from hydraulis.data.synth import LongTail, synth_lengths
+from hydraulis.data.synth import synth_lengths
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import device_names, device_preset, model_names, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
@@ -157,9 +157,7 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
         check_sequences(body.docs, settings)
 
         def work() -> dict[str, Any]:
-            shape = LongTail(body.body_mu, body.body_sigma, body.tail_start, body.tail_alpha, body.tail_share,
-                             body.max_len)
-            return {"lengths": synth_lengths(body.docs, shape, body.seed).tolist()}
+            return {"lengths": synth_lengths(body.docs, body.shape(), body.seed).tolist()}
         return await off_loop(work, settings.default_time_limit_s)
 
     @router.post("/step-comparisons")

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hydraulis.data.synth import LongTail
 from hydraulis.dispatch import OversizePolicy
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
@@ -106,12 +107,15 @@ class SyntheticLengthsRequest(Body):
 
     docs: int = Field(ge=1, description="how many document lengths to draw")
     seed: int = Field(default=0, ge=0)
-    body_mu: float = 6.0
-    body_sigma: float = 1.0
-    tail_start: int = 8192
-    tail_alpha: float = 1.5
-    tail_share: float = 0.01
-    max_len: int = 1 << 20
+    body_mu: float = Field(LongTail.body_mu, description="μ of the lognormal body: its median is e^μ tokens")
+    body_sigma: float = Field(LongTail.body_sigma, description="σ of the lognormal body")
+    tail_start: int = Field(LongTail.tail_start, description="where the Pareto tail starts, in tokens")
+    tail_alpha: float = Field(LongTail.tail_alpha, description="index α of the tail: P(s > x) = (tail_start/x)^α")
+    tail_share: float = Field(LongTail.tail_share, description="probability that a document comes from the tail")
+    max_len: int = Field(LongTail.max_len, description="every length is capped here")
+
+    def shape(self) -> LongTail:
+        return LongTail(self.body_mu, self.body_sigma, self.tail_start, self.tail_alpha, self.tail_share, self.max_len)
 
 
 class StepComparisonRequest(Body):
