@@ -101,7 +101,8 @@ class StepRunner:
         reduce = max(0.0, figures["step_ms"] - figures["propagate_ms"] - max(measured))
         return StepRecord(step, str(layout), tokens, figures["loss"], measured,
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
-                          figures["step_ms"], plan.predicted_ms, plan.planning_ms)
+                          figures["step_ms"], plan.predicted_ms, plan.planning_ms,
+                          strategy_index=plan.strategy_index)
 
     def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int) -> float:
         place, model = stage.place, stage.model
