@@ -121,22 +121,22 @@ def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
 
 def stage_shards(model: ModelSpec, layout: PipelineLayout, stage: int, tp_rank: int) -> tuple[Shard, ...]:
     """The shards held by tp rank ``tp_rank`` of ``stage`` of a pipeline laid out as ``layout``."""
-    tp = layout.scheme.tp
-    shards = []
-    for spec in parameter_specs(model):
-        if not _held(spec, layout, stage):
-            continue
-        if spec.tp_dim is None:
-            shards.append(Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0))
-            continue
-        first, count = unit_range(spec.units, tp, tp_rank)
-        shards.append(Shard(spec, spec.tp_dim, first * spec.unit, count * spec.unit, contributes=True))
-    return tuple(shards)
+    return tuple(shard_of(spec, layout.scheme.tp, tp_rank) for spec in parameter_specs(model)
+                 if holding_stage(spec, layout) == stage)
 
 
-def _held(spec: ParameterSpec, layout: PipelineLayout, stage: int) -> bool:
+def shard_of(spec: ParameterSpec, tp: int, tp_rank: int) -> Shard:
+    """The shard of ``spec`` that tp rank ``tp_rank`` of ``tp`` holds."""
+    if spec.tp_dim is None:
+        return Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0)
+    first, count = unit_range(spec.units, tp, tp_rank)
+    return Shard(spec, spec.tp_dim, first * spec.unit, count * spec.unit, contributes=True)
+
+
+def holding_stage(spec: ParameterSpec, layout: PipelineLayout) -> int:
+    """The stage of a pipeline laid out as ``layout`` that holds ``spec``."""
     if spec.holder is Holder.EMBEDDING:
-        return stage == 0
+        return 0
     if spec.holder is Holder.OUTPUT:
-        return stage == layout.scheme.pp - 1
-    return spec.layer in layout.stage_range(stage)
+        return layout.scheme.pp - 1
+    return next(stage for stage in range(layout.scheme.pp) if spec.layer in layout.stage_range(stage))
