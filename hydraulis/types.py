@@ -1,6 +1,6 @@
 """Core types of Hydraulis and the glossary they spell out.
 
-Every part of the system speaks these words (DESIGN §2); each is one frozen dataclass below,
+Every part of the system speaks these words (design §2); each is one frozen dataclass below,
 validated at construction so that a value that exists is a valid value.
 
 =====================  =====================================================================
@@ -41,7 +41,7 @@ from hydraulis.errors import HydraulisError, require, require_int, require_numbe
 
 
 class BatchingMethod(str, Enum):
-    """How one global batch becomes micro-batches (DESIGN §2, the paper's baselines)."""
+    """How one global batch becomes micro-batches (design §2, the paper's baselines)."""
 
     PADDING = "padding"
     """Pad every sequence to the batch's longest; a fixed number of sequences per micro-batch."""
@@ -245,7 +245,7 @@ class OptimizerLayout:
 
 @dataclass(frozen=True)
 class TimeCoefficients:
-    """Time of one micro-batch on one pipeline stage, forward + backward, in ms (DESIGN §4):
+    """Time of one micro-batch on one pipeline stage, forward + backward, in ms (design §4):
     ``t(mb) = c + Σ_i (a·s_i² + b·s_i)``."""
 
     a: float
@@ -294,7 +294,7 @@ class SchemeProfile:
 
 @dataclass(frozen=True)
 class MemoryModel:
-    """Model-state memory facts shared by all schemes of a space (DESIGN §4).
+    """Model-state memory facts shared by all schemes of a space (design §4).
 
     ``layer_state_bytes`` is one layer's unsharded model-state bytes (≈ 16 bytes/param:
     bf16 params + grads, fp32 master + two Adam moments), ``embedding_state_bytes`` the same for

@@ -109,7 +109,7 @@ def _many_steps(args: argparse.Namespace, proposal: Proposal, lengths, options: 
         return
     baseline = next(s.mean_ms for s in summaries if s.method is BatchingMethod.FIXED_PACKING)
     emit(f"{args.steps} steps of {args.token_budget} tokens sampled from {args.lengths} (seed {args.seed}); "
-         f"ratio = predicted / lower bound, work ratio = predicted / DESIGN §4 work bound")
+         f"ratio = predicted / lower bound, work ratio = predicted / design §4 work bound")
     emit(table(("method", "mean_ms", "median_ms", "ratio_median", "ratio_p90", "work_ratio_median",
                 "speedup_vs_fixed", "plan_ms_median", "plan_ms_p90", "strategies_chosen"),
                [[s.method.value, s.mean_ms, s.median_ms, s.median_ratio, s.p90_ratio, s.median_work_ratio,

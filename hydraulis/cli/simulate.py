@@ -102,7 +102,7 @@ def report(simulation: Simulation, summaries: tuple[ContenderSummary, ...]) -> s
     ]
     lines += [f"  strategy {i}: {p.strategy}  serves ({p.serves_from}, {p.serves_to}]  ran on {n} steps"
               for i, (p, n) in enumerate(zip(proposal.strategies, hydraulis.figures.chosen))]
-    lines.append("ratio = predicted / the plan's lower bound; work ratio = predicted / DESIGN §4 work bound; "
+    lines.append("ratio = predicted / the plan's lower bound; work ratio = predicted / design §4 work bound; "
                  "speedup = Hydraulis' over the contender (ratio of mean step times)")
     lines.append(table(("contender", "strategy", "mean_ms", "median_ms", "ratio_med", "ratio_p90", "work_ratio_med",
                         "plan_ms_med", "plan_ms_p90", "speedup"),
