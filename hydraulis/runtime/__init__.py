@@ -24,8 +24,8 @@ module                      concept
 ``parallel.context``        load-balanced context-parallel chunks, K/V all-gather
 ``parallel.pipeline``       1F1B over micro-batches of different lengths, shapes ahead of tensors
 ``optimizer.sharding``      canonical parameters and each rank's shards
-``optimizer.ranges``        pieces of parameters and the strided blocks two pieces share
-``optimizer.placement``     who owns which piece of which parameter in the optimizer layout
+``optimizer.ranges``        regions of parameters and the strided blocks two regions share
+``optimizer.placement``     who owns which region of which parameter in the optimizer layout
 ``optimizer.master``        one rank's buffer: fp32 master weights, moments, the update rule
 ``optimizer.routes``        gradients into the optimizer layout, weights out of it (all-to-all
                             of blocks)

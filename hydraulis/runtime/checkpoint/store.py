@@ -16,7 +16,7 @@ with a manifest, so the last complete checkpoint stays the one a new job resumes
 
 **Resuming** (:func:`restore`): each rank of the new job takes, for every element of its new
 buffer, the value at that element's old owner and position — block by block, where its new
-pieces overlap the old owners' (:meth:`~hydraulis.runtime.optimizer.placement.OptimizerPlacement.owner_pieces`,
+regions overlap the old owners' (:meth:`~hydraulis.runtime.optimizer.placement.OptimizerPlacement.owner_regions`,
 :func:`~hydraulis.runtime.optimizer.ranges.overlap`) — reading only the shard files it needs
 (memory-mapped). So the new job may run another proposal, other
 strategies, another batching method or planner, another number of processes — and even
@@ -87,9 +87,9 @@ def restore(folder: str | Path, manifest: CheckpointManifest, shard: OptimizerSh
     files = {s.rank: s for s in manifest.shards}
     loaded: dict[int, dict[str, torch.Tensor]] = {}
     values = {name: torch.empty_like(tensor, device="cpu") for name, tensor in shard.tensors.items()}
-    for piece in shard.pieces:
-        for source, stored in old.owner_pieces(piece.spec):
-            blocks = overlap(stored, piece)
+    for region in shard.regions:
+        for source, stored in old.owner_regions(region.spec):
+            blocks = overlap(stored, region)
             if blocks and source not in loaded:
                 loaded[source] = _load_shard(folder, files[source])
             for name, value in values.items():

@@ -37,7 +37,7 @@ import torch
 from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.ranges import Piece, overlap
+from hydraulis.runtime.optimizer.ranges import Region, overlap
 from hydraulis.runtime.optimizer.sharding import ParameterSpec, parameter_specs
 from hydraulis.types import ModelSpec
 
@@ -54,7 +54,7 @@ class OptimizerShard:
     def __init__(self, placement: OptimizerPlacement, rank: int, options: RuntimeOptions,
                  device: torch.device) -> None:
         self.placement, self.rank, self.options = placement, rank, options
-        self.pieces = placement.owned_pieces(rank)
+        self.regions = placement.owned_regions(rank)
         size = placement.buffer_size(rank)
         self.tensors = {name: torch.zeros(size, dtype=torch.float32, device=device)
                         for name in STATE_NAMES[options.optimizer]}
@@ -87,10 +87,10 @@ class OptimizerShard:
         self.steps = steps
 
     def _initialise(self) -> None:
-        for piece in self.pieces:
-            index = self.placement.specs.index(piece.spec)
-            full = initial_value(piece.spec, index, self.options.seed).reshape(-1)
-            for block in overlap(Piece.whole(piece.spec), piece):
+        for region in self.regions:
+            index = self.placement.specs.index(region.spec)
+            full = initial_value(region.spec, index, self.options.seed).reshape(-1)
+            for block in overlap(Region.whole(region.spec), region):
                 block.b_view(self.master).copy_(block.a_view(full))
 
 
@@ -124,7 +124,7 @@ def assemble_canonical(placement: OptimizerPlacement, buffer: Callable[[int], to
     full = {spec.name: torch.empty(spec.numel, dtype=torch.float32) for spec in placement.specs}
     for rank in range(placement.owners):
         values = buffer(rank)
-        for piece in placement.owned_pieces(rank):
-            for block in overlap(piece, Piece.whole(piece.spec)):
-                block.b_view(full[piece.spec.name]).copy_(block.a_view(values))
+        for region in placement.owned_regions(rank):
+            for block in overlap(region, Region.whole(region.spec)):
+                block.b_view(full[region.spec.name]).copy_(block.a_view(values))
     return {spec.name: full[spec.name].view(spec.shape) for spec in placement.specs}

@@ -28,11 +28,11 @@ layers 0–1 (65,536 + 2·46,208 = 157,952 elements), rank 0 the first 78,976 of
 rest; ranks 2 and 3 split layers 2–3, the final norm and the head (158,016 elements) into
 79,008 each.
 
-An owner's part of one parameter is a :class:`~hydraulis.runtime.optimizer.ranges.Piece` (its tp
-slice cut to its dp chunk): :meth:`OptimizerPlacement.owned_pieces` lists a buffer's pieces,
-:meth:`OptimizerPlacement.owner_pieces` every owner's piece of one parameter — ``O(tp_o + chunks
+An owner's part of one parameter is a :class:`~hydraulis.runtime.optimizer.ranges.Region` (its tp
+slice cut to its dp chunk): :meth:`OptimizerPlacement.owned_regions` lists a buffer's regions,
+:meth:`OptimizerPlacement.owner_regions` every owner's region of one parameter — ``O(tp_o + chunks
 crossed)`` entries, never one per element. Maps to other holders (compute shards, another
-layout's buffers, canonical tensors) are their pieces' overlaps (:mod:`.ranges`).
+layout's buffers, canonical tensors) are their regions' overlaps (:mod:`.ranges`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from hydraulis.runtime.layout import even_split
-from hydraulis.runtime.optimizer.ranges import Piece
+from hydraulis.runtime.optimizer.ranges import Region
 from hydraulis.runtime.optimizer.sharding import Holder, ParameterSpec, parameter_specs, unit_range
 from hydraulis.types import ModelSpec, OptimizerLayout
 
@@ -57,15 +57,15 @@ class OwnerPlace:
 
 @dataclass(frozen=True)
 class _Slice:
-    """The tp slice a tp rank owns of ``spec`` (a whole :class:`Piece`), at ``offset`` in the
+    """The tp slice a tp rank owns of ``spec`` (a whole :class:`Region`), at ``offset`` in the
     stage's flattening."""
 
-    piece: Piece
+    region: Region
     offset: int
 
     @property
     def numel(self) -> int:
-        return self.piece.hi
+        return self.region.hi
 
 
 class OptimizerPlacement:
@@ -79,7 +79,7 @@ class OptimizerPlacement:
         self._stage_layers = [range(sum(split[:s]), sum(split[:s + 1])) for s in range(layout.pp)]
         self._slices: dict[tuple[int, int], dict[str, _Slice]] = {}
         self._bounds: dict[tuple[int, int], list[int]] = {}
-        self._owners: dict[str, tuple[tuple[int, Piece], ...]] = {}
+        self._owners: dict[str, tuple[tuple[int, Region], ...]] = {}
         for stage in range(layout.pp):
             for tp_rank in range(layout.tp):
                 slices, offset = {}, 0
@@ -122,23 +122,23 @@ class OptimizerPlacement:
         start, stop = self._chunk(place)
         return stop - start
 
-    def owned_pieces(self, rank: int) -> tuple[Piece, ...]:
-        """The pieces of ``rank``'s buffer, in buffer order (empty when it owns nothing)."""
+    def owned_regions(self, rank: int) -> tuple[Region, ...]:
+        """The regions of ``rank``'s buffer, in buffer order (empty when it owns nothing)."""
         place = self.place(rank)
         if place is None:
             return ()
         start, stop = self._chunk(place)
-        pieces = []
+        regions = []
         for owned in self._slices[place.stage, place.tp_rank].values():
-            piece = _cut(owned, start, stop)
-            if piece is not None:
-                pieces.append(piece)
-        return tuple(pieces)
+            region = _cut(owned, start, stop)
+            if region is not None:
+                regions.append(region)
+        return tuple(regions)
 
-    def owner_pieces(self, spec: ParameterSpec) -> tuple[tuple[int, Piece], ...]:
-        """``(owner rank, its piece)`` for every owner of a part of ``spec``."""
+    def owner_regions(self, spec: ParameterSpec) -> tuple[tuple[int, Region], ...]:
+        """``(owner rank, its region)`` for every owner of a part of ``spec``."""
         if spec.name not in self._owners:
-            stage, pieces = self.stage_of(spec), []
+            stage, regions = self.stage_of(spec), []
             for tp_rank in range(self.layout.tp):
                 owned = self._slices[stage, tp_rank].get(spec.name)
                 if owned is None:
@@ -146,31 +146,31 @@ class OptimizerPlacement:
                 bounds = self._bounds[stage, tp_rank]
                 dp_rank = bisect_right(bounds, owned.offset) - 1
                 while dp_rank < self.layout.dp and bounds[dp_rank] < owned.offset + owned.numel:
-                    piece = _cut(owned, bounds[dp_rank], bounds[dp_rank + 1])
-                    if piece is not None:
-                        pieces.append((self.rank(OwnerPlace(stage, dp_rank, tp_rank)), piece))
+                    region = _cut(owned, bounds[dp_rank], bounds[dp_rank + 1])
+                    if region is not None:
+                        regions.append((self.rank(OwnerPlace(stage, dp_rank, tp_rank)), region))
                     dp_rank += 1
-            self._owners[spec.name] = tuple(pieces)
+            self._owners[spec.name] = tuple(regions)
         return self._owners[spec.name]
 
-    def _owned_slice(self, spec: ParameterSpec, tp_rank: int) -> Piece | None:
+    def _owned_slice(self, spec: ParameterSpec, tp_rank: int) -> Region | None:
         if spec.tp_dim is None:
-            return Piece.whole(spec) if tp_rank == 0 else None
+            return Region.whole(spec) if tp_rank == 0 else None
         units, tp = spec.units, self.layout.tp
         if units < tp and tp_rank % (tp // units):
             return None
         first, count = unit_range(units, tp, tp_rank)
-        return Piece.slice(spec, first * spec.unit, count * spec.unit)
+        return Region.slice(spec, first * spec.unit, count * spec.unit)
 
     def _chunk(self, place: OwnerPlace) -> tuple[int, int]:
         bounds = self._bounds[place.stage, place.tp_rank]
         return bounds[place.dp_rank], bounds[place.dp_rank + 1]
 
 
-def _cut(owned: _Slice, start: int, stop: int) -> Piece | None:
+def _cut(owned: _Slice, start: int, stop: int) -> Region | None:
     """The part of ``owned`` in the stage-flat chunk ``[start, stop)``, positioned in the chunk."""
     lo, hi = max(0, start - owned.offset), min(owned.numel, stop - owned.offset)
     if lo >= hi:
         return None
-    piece = owned.piece
-    return Piece(piece.spec, piece.start, piece.length, lo, hi, owned.offset - start)
+    region = owned.region
+    return Region(region.spec, region.start, region.length, lo, hi, owned.offset - start)

@@ -1,7 +1,7 @@
 """Where two holders' parts of one parameter meet, as ranges: never one entry per element.
 
 Every holder of parameter elements — a compute shard (:mod:`.sharding`), an owner's buffer in
-the optimizer layout (:mod:`.placement`), the canonical full tensor — keeps a **piece** of each
+the optimizer layout (:mod:`.placement`), the canonical full tensor — keeps a **region** of each
 parameter: a tensor-parallel slice, flattened row-major, possibly cut to an interval of that
 flattening, at an offset in the holder's flat memory. View the parameter as a matrix of ``R``
 rows and ``C`` columns (a vector is one row) sliced along dimension ``d`` (its tp dimension; a
@@ -10,15 +10,15 @@ parameter without one along the rows, whole). The slice ``[s, s + l)`` flattens 
     d = 0:  element (r, c) at (r − s)·C + c          (rows s … s+l−1, contiguous)
     d = 1:  element (r, c) at r·l + (c − s)           (columns s … s+l−1, one run per row)
 
-A piece keeps the flattened positions ``[lo, hi)`` of its slice, position ``p`` at ``offset + p``.
+A region keeps the flattened positions ``[lo, hi)`` of its slice, position ``p`` at ``offset + p``.
 
-Two pieces ``A`` and ``B`` of one parameter share the elements of the slices' intersection
+Two regions ``A`` and ``B`` of one parameter share the elements of the slices' intersection
 ``[s, e)`` within both intervals: a few **blocks** — ``count`` runs of ``length`` elements, run
 ``i`` at ``a + i·a_stride`` in ``A``'s memory and ``b + i·b_stride`` in ``B``'s
 (:func:`overlap`). Along rows the shared elements are one run; along columns one run per row
 (``R`` runs, strides ``l_A`` and ``l_B``), and each interval cuts a strided block into at most
-three: a partial first run, whole runs, a partial last run. So two pieces share at most nine
-blocks whatever their sizes, and a map between two layouts is ``O(pieces)``.
+three: a partial first run, whole runs, a partial last run. So two regions share at most nine
+blocks whatever their sizes, and a map between two layouts is ``O(regions)``.
 
 Worked example: a ``4 × 6`` matrix sliced along columns; ``A`` holds columns 0–2 whole
 (``l_A = 3``), ``B`` columns 2–5 (``l_B = 4``) but only the positions ``[2, 10)`` of its
@@ -38,7 +38,7 @@ from hydraulis.runtime.optimizer.sharding import ParameterSpec, Shard
 
 
 @dataclass(frozen=True)
-class Piece:
+class Region:
     """Positions ``[lo, hi)`` of the slice ``[start, start + length)`` of ``spec`` (module
     docstring), position ``p`` at ``offset + p`` in its holder's flat memory."""
 
@@ -50,19 +50,19 @@ class Piece:
     offset: int
 
     @classmethod
-    def whole(cls, spec: ParameterSpec) -> Piece:
+    def whole(cls, spec: ParameterSpec) -> Region:
         """The canonical tensor: every element at its canonical flat index."""
         rows, columns, dim = grid(spec)
         return cls.slice(spec, 0, rows if dim == 0 else columns)
 
     @classmethod
-    def slice(cls, spec: ParameterSpec, start: int, length: int, offset: int = 0) -> Piece:
+    def slice(cls, spec: ParameterSpec, start: int, length: int, offset: int = 0) -> Region:
         """The whole slice ``[start, start + length)``, position ``p`` at ``offset + p``."""
         rows, columns, dim = grid(spec)
         return cls(spec, start, length, 0, length * (columns if dim == 0 else rows), offset)
 
     @classmethod
-    def of_shard(cls, shard: Shard) -> Piece:
+    def of_shard(cls, shard: Shard) -> Region:
         """A compute shard, flattened in its own tensor."""
         return cls.whole(shard.spec) if shard.dim is None else cls.slice(shard.spec, shard.start, shard.length)
 
@@ -136,8 +136,8 @@ def grid(spec: ParameterSpec) -> tuple[int, int, int]:
     return rows, columns, spec.tp_dim or 0
 
 
-def overlap(first: Piece, second: Piece) -> list[Block]:
-    """The blocks of the elements both pieces hold (``a``: in ``first``'s memory, ``b``: in
+def overlap(first: Region, second: Region) -> list[Block]:
+    """The blocks of the elements both regions hold (``a``: in ``first``'s memory, ``b``: in
     ``second``'s), in order of ``a``, adjacent contiguous blocks merged."""
     start, stop = max(first.start, second.start), min(first.stop, second.stop)
     if start >= stop:

@@ -3,14 +3,14 @@
 
 Under a strategy, rank ``r`` holds the shards of its stage (:func:`~hydraulis.runtime.optimizer.sharding.stage_shards`,
 nothing when the strategy leaves it idle) and owns a buffer of the optimizer layout
-(:mod:`.placement`). Both are pieces of parameters, and what a shard and a buffer share is a
+(:mod:`.placement`). Both are regions of parameters, and what a shard and a buffer share is a
 few strided blocks (:func:`~hydraulis.runtime.optimizer.ranges.overlap`). A :class:`RoutePlan`
 lists them, built once per strategy from the layouts alone — no communication, no per-element
 array:
 
 * **held**: for each shard ``k`` of ``r`` and each owner ``o`` of a part of its parameter,
   the blocks (offset in the shard, count, length, stride);
-* **owned**: for each piece of ``r``'s buffer and each rank ``h`` holding a shard of its
+* **owned**: for each region of ``r``'s buffer and each rank ``h`` holding a shard of its
   parameter (every pipeline, tp rank and cp rank), the blocks (offset in the buffer, …).
 
 Both sides order a peer's blocks by (parameter, offset in the shard), so a sender packs and a
@@ -32,8 +32,8 @@ exchange — each owner packs its blocks of ``θ`` in the compute dtype and send
 copies what it receives into its shards. A strategy switch between steps is therefore just
 another route: no restart, no full copy of the model anywhere.
 
-**Size of a route**: ``O(shards × owners crossed + pieces × holders)`` blocks of 7 integers.
-Each (shard, owner piece) pair shares at most nine blocks (:mod:`.ranges`); in practice one
+**Size of a route**: ``O(shards × owners crossed + regions × holders)`` blocks of 7 integers.
+Each (shard, owner region) pair shares at most nine blocks (:mod:`.ranges`); in practice one
 (parameters cut along rows) or one strided block per dp-chunk boundary crossed (along
 columns). Worked example, Llama-7B under ``1,8,1x8`` on 64 ranks with the optimizer layout
 ``64,1,1``: a rank's 291 shards meet ≈ 2 owners each, its buffer of ``P/64`` elements ≈ 3
@@ -69,7 +69,7 @@ import numpy as np
 import torch
 
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.ranges import Piece, overlap, strided
+from hydraulis.runtime.optimizer.ranges import Region, overlap, strided
 from hydraulis.runtime.optimizer.sharding import ParameterSpec, Shard, holding_stage, shard_of, stage_shards
 from hydraulis.runtime.rank_map import RankMap, RankPlace
 
@@ -113,15 +113,15 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int) -> R
     index = {spec.name: i for i, spec in enumerate(placement.specs)}
     held = []
     for k, shard in enumerate(shards):
-        mine = Piece.of_shard(shard)
-        for owner, piece in placement.owner_pieces(shard.spec):
+        mine = Region.of_shard(shard)
+        for owner, region in placement.owner_regions(shard.spec):
             held += [(owner, index[shard.name], block.a, k, block.count, block.length, block.a_stride,
-                      shard.contributes) for block in overlap(mine, piece)]
+                      shard.contributes) for block in overlap(mine, region)]
     owned = []
-    for piece in placement.owned_pieces(rank):
-        for holders, shard in _holders(rank_map, piece.spec):
-            blocks = overlap(Piece.of_shard(shard), piece)
-            owned += [(holder, index[piece.spec.name], block.a, block.b, block.count, block.length, block.b_stride,
+    for region in placement.owned_regions(rank):
+        for holders, shard in _holders(rank_map, region.spec):
+            blocks = overlap(Region.of_shard(shard), region)
+            owned += [(holder, index[region.spec.name], block.a, block.b, block.count, block.length, block.b_stride,
                        shard.contributes) for holder in holders for block in blocks]
     return RoutePlan(rank, rank_map.world_size, shards, _table(held, HELD), _table(owned, OWNED))
 

@@ -10,7 +10,7 @@ from hydraulis.presets import model_preset
 from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical, initial_weights
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.ranges import Piece, overlap
+from hydraulis.runtime.optimizer.ranges import Region, overlap
 from hydraulis.types import OptimizerLayout
 
 TINY = model_preset("tiny")
@@ -47,9 +47,9 @@ def test_updates_are_elementwise_identical_under_any_layout(optimizer):
                                              * 10.0 ** rng.integers(-12, -1, spec.numel))
                  for spec in one[0].placement.specs}
         for shard in one + many:
-            for piece in shard.pieces:
-                for block in overlap(Piece.whole(piece.spec), piece):
-                    block.b_view(shard.grad).copy_(block.a_view(grads[piece.spec.name]))
+            for region in shard.regions:
+                for block in overlap(Region.whole(region.spec), region):
+                    block.b_view(shard.grad).copy_(block.a_view(grads[region.spec.name]))
             shard.step()
     for name in ("master",) + (("exp_avg", "exp_avg_sq") if optimizer is OptimizerKind.ADAM else ()):
         a, b = canonical(one, name), canonical(many, name)

@@ -1,22 +1,22 @@
-"""Pieces and blocks against brute force: every shared element appears in exactly one block, at
-both holders' positions; blocks stay few however large the pieces are."""
+"""Regions and blocks against brute force: every shared element appears in exactly one block, at
+both holders' positions; blocks stay few however large the regions are."""
 
 import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.runtime.optimizer.ranges import Block, Piece, overlap
+from hydraulis.runtime.optimizer.ranges import Block, Region, overlap
 from hydraulis.runtime.optimizer.sharding import Holder, ParameterSpec
 
 
-def positions(piece: Piece) -> dict[int, int]:
+def positions(region: Region) -> dict[int, int]:
     """Canonical flat index → position in the holder's memory, element by element."""
-    rows, columns = piece.spec.shape
+    rows, columns = region.spec.shape
     full = np.arange(rows * columns).reshape(rows, columns)
-    part = full[piece.start:piece.stop] if piece.spec.tp_dim == 0 else full[:, piece.start:piece.stop]
+    part = full[region.start:region.stop] if region.spec.tp_dim == 0 else full[:, region.start:region.stop]
     flat = part.reshape(-1)
-    return {int(flat[p]): piece.offset + p for p in range(piece.lo, piece.hi)}
+    return {int(flat[p]): region.offset + p for p in range(region.lo, region.hi)}
 
 
 def expanded(blocks: list[Block]) -> list[tuple[int, int]]:
@@ -25,23 +25,23 @@ def expanded(blocks: list[Block]) -> list[tuple[int, int]]:
 
 
 @st.composite
-def piece_pairs(draw):
+def region_pairs(draw):
     rows, columns, dim = draw(st.integers(1, 7)), draw(st.integers(1, 7)), draw(st.sampled_from([0, 1]))
     spec = ParameterSpec("w", (rows, columns), Holder.LAYER, 0, dim)
     extent = rows if dim == 0 else columns
 
-    def piece():
+    def region():
         start = draw(st.integers(0, extent - 1))
         length = draw(st.integers(1, extent - start))
-        whole = Piece.slice(spec, start, length)
+        whole = Region.slice(spec, start, length)
         lo = draw(st.integers(0, whole.hi - 1))
-        return Piece(spec, start, length, lo, draw(st.integers(lo + 1, whole.hi)), draw(st.integers(-5, 50)))
+        return Region(spec, start, length, lo, draw(st.integers(lo + 1, whole.hi)), draw(st.integers(-5, 50)))
 
-    return piece(), piece()
+    return region(), region()
 
 
 @settings(max_examples=300, deadline=None)
-@given(piece_pairs())
+@given(region_pairs())
 def test_blocks_pair_every_shared_element_once(pair):
     first, second = pair
     a, b = positions(first), positions(second)
@@ -55,15 +55,15 @@ def test_blocks_pair_every_shared_element_once(pair):
 
 def test_worked_example_of_the_docstring():
     spec = ParameterSpec("w", (4, 6), Holder.LAYER, 0, 1)
-    first = Piece.slice(spec, 0, 3)
-    second = Piece(spec, 2, 4, 2, 10, 0)
+    first = Region.slice(spec, 0, 3)
+    second = Region(spec, 2, 4, 2, 10, 0)
     assert overlap(first, second) == [Block(5, 4, 2, 1, 3, 4)]
 
 
-def test_blocks_stay_few_for_large_pieces_and_views_move_them():
+def test_blocks_stay_few_for_large_regions_and_views_move_them():
     spec = ParameterSpec("w", (4096, 11008), Holder.LAYER, 0, 1)
-    shard = Piece.slice(spec, 1376, 1376)
-    owner = Piece(spec, 0, 11008, 5_000_000, 29_999_000, -5_000_000)
+    shard = Region.slice(spec, 1376, 1376)
+    owner = Region(spec, 0, 11008, 5_000_000, 29_999_000, -5_000_000)
     blocks = overlap(shard, owner)
     assert len(blocks) == 3
     starts = np.arange(4096) * 11008 + 1376
@@ -72,6 +72,6 @@ def test_blocks_stay_few_for_large_pieces_and_views_move_them():
     small = ParameterSpec("v", (3, 4), Holder.LAYER, 0, 1)
     full = torch.arange(12.0)
     column = torch.zeros(6)
-    for block in overlap(Piece.whole(small), Piece.slice(small, 1, 2)):
+    for block in overlap(Region.whole(small), Region.slice(small, 1, 2)):
         block.b_view(column).copy_(block.a_view(full))
     assert column.tolist() == [1, 2, 5, 6, 9, 10]

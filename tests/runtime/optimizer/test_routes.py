@@ -8,7 +8,7 @@ import torch
 from hydraulis.presets import model_preset
 from hydraulis.runtime.optimizer.master import assemble_canonical
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.ranges import Piece, overlap
+from hydraulis.runtime.optimizer.ranges import Region, overlap
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.runtime.optimizer.sharding import parameter_specs
 from hydraulis.runtime.rank_map import RankMap
@@ -72,9 +72,9 @@ def test_propagate_gives_every_shard_its_canonical_values(spec, layout, world, d
     masters = []
     for rank in range(world):
         master = torch.full((placement.buffer_size(rank),), float("nan"))
-        for piece in placement.owned_pieces(rank):
-            for block in overlap(Piece.whole(piece.spec), piece):
-                block.b_view(master).copy_(block.a_view(weights[piece.spec.name].reshape(-1)))
+        for region in placement.owned_regions(rank):
+            for block in overlap(Region.whole(region.spec), region):
+                block.b_view(master).copy_(block.a_view(weights[region.spec.name].reshape(-1)))
         masters.append(master)
     outgoing = [route.pack_weights(master, dtype) for route, master in zip(every, masters)]
     incoming = exchange(outgoing, [route.received[False] for route in every])
