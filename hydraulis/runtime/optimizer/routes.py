@@ -219,15 +219,14 @@ class Route:
 
 
 def _holders(rank_map: RankMap, spec: ParameterSpec) -> list[tuple[list[int], Shard]]:
-    """Every rank holding a shard of ``spec`` under ``rank_map``, grouped by shard: (ranks, shard)
-    in rank order of their first rank."""
-    groups: dict[tuple[int, int], list[int]] = {}
+    """Every rank holding a shard of ``spec`` under ``rank_map``, grouped by the shard they hold."""
+    groups: dict[Shard, list[int]] = {}
     for p, layout in enumerate(rank_map.pipelines):
         scheme, stage = layout.scheme, holding_stage(spec, layout)
         for c in range(scheme.cp):
             for t in range(scheme.tp):
-                groups.setdefault((scheme.tp, t), []).append(rank_map.rank(RankPlace(p, stage, c, t)))
-    return [(ranks, shard_of(spec, tp, t)) for (tp, t), ranks in groups.items()]
+                groups.setdefault(shard_of(spec, scheme, t), []).append(rank_map.rank(RankPlace(p, stage, c, t)))
+    return [(ranks, shard) for shard, ranks in groups.items()]
 
 
 def _table(rows: list[tuple], columns: tuple[str, ...]) -> np.ndarray:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hydraulis.runtime.layout import PipelineLayout
-from hydraulis.types import ModelSpec
+from hydraulis.types import ModelSpec, Scheme
 
 
 class Holder(str, Enum):
@@ -121,15 +121,15 @@ def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
 
 def stage_shards(model: ModelSpec, layout: PipelineLayout, stage: int, tp_rank: int) -> tuple[Shard, ...]:
     """The shards held by tp rank ``tp_rank`` of ``stage`` of a pipeline laid out as ``layout``."""
-    return tuple(shard_of(spec, layout.scheme.tp, tp_rank) for spec in parameter_specs(model)
+    return tuple(shard_of(spec, layout.scheme, tp_rank) for spec in parameter_specs(model)
                  if holding_stage(spec, layout) == stage)
 
 
-def shard_of(spec: ParameterSpec, tp: int, tp_rank: int) -> Shard:
-    """The shard of ``spec`` that tp rank ``tp_rank`` of ``tp`` holds."""
+def shard_of(spec: ParameterSpec, scheme: Scheme, tp_rank: int) -> Shard:
+    """The shard of ``spec`` that tp rank ``tp_rank`` of a pipeline of ``scheme`` holds."""
     if spec.tp_dim is None:
         return Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0)
-    first, count = unit_range(spec.units, tp, tp_rank)
+    first, count = unit_range(spec.units, scheme.tp, tp_rank)
     return Shard(spec, spec.tp_dim, first * spec.unit, count * spec.unit, contributes=True)
 
 
