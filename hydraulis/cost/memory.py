@@ -20,7 +20,7 @@ the same for the owner, and ``m_tok`` the scheme's activation bytes per token on
 (the first 1F1B stage keeps up to ``pp`` micro-batches of ``L/pp`` layers). ``S_max`` bounds both
 the longest sequence and a micro-batch's tokens. :func:`device_memory` predicts any one device:
 its own stage and buffer, and ``m_tok`` scaled by the runtime's accounting of its stage
-(:mod:`hydraulis.runtime.memory.activations`) against the most loaded one.
+(:mod:`hydraulis.runtime.memory.activations`) against the most loaded one of the even split.
 
 Worked example, reference LLaMA-7B pool (``B = 210·H²``, α = 0.75, H = 4096, L = 32, V = 30592,
 ``A_tp1 = 38``), scheme (1,1,2), layout dp8·tp4·pp1: states ≈ 14.09 + 2.64 + 0.50 + 0.09 = 17.33 GB;
@@ -187,12 +187,15 @@ def _embedding_matrices(pp: int) -> int:
 @lru_cache(maxsize=256)
 def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int, ...], dtype_bytes: int
                       ) -> tuple[float, ...]:
-    """Each stage's activation bytes per token relative to the most loaded stage's, by the
-    runtime's accounting (in-flight micro-batches included)."""
-    per_stage = [stage_bytes_per_token(model, scheme, (scheme.recompute,) * layers, stage, dtype_bytes)
-                 for stage, layers in enumerate(stage_layers)]
-    most = max(per_stage)
-    return tuple(value / most for value in per_stage)
+    """Each stage's activation bytes per token relative to those of the most loaded stage of the
+    even split (what a profile's ``m_tok`` describes), by the runtime's accounting."""
+
+    def per_stage(split: tuple[int, ...]) -> list[float]:
+        return [stage_bytes_per_token(model, scheme, (scheme.recompute,) * layers, stage, dtype_bytes)
+                for stage, layers in enumerate(split)]
+
+    most = max(per_stage(even_split(model.layers, scheme.pp)))
+    return tuple(value / most for value in per_stage(stage_layers))
 
 
 def _dtype_bytes(memory: MemoryModel, model: ModelSpec) -> int:
