@@ -106,7 +106,8 @@ class StepRunner:
         place, model = stage.place, stage.model
         pipeline = plan.pipelines[place.pipeline]
         varlen = use_varlen_kernel(self.context.device, self.context.dtype, pipeline.scheme.cp)
-        batches = [pack_micro_batch(documents, mb, plan.alignment, stage.groups.cp, self.context.device, varlen)
+        batches = [pack_micro_batch(documents, mb, plan.alignment, stage.groups.cp, self.context.device, varlen,
+                                    model.sequence_shards)
                    for mb in pipeline.micro_batches]
         work = StageWork(model, batches, tokens)
         run_1f1b(work, stage.link, len(batches), pipeline.scheme.pp, place.stage)

@@ -45,6 +45,7 @@ class SchemeRow(BaseModel):
     cp: int
     tp: int
     pp: int
+    options: list[str] = Field(description="non-default scheme options, e.g. [\"sp\", \"recompute=full\"]")
     devices: int
     a: float
     b: float

@@ -18,8 +18,10 @@ and rank ``r``'s query heads ``r·H_q/4 …`` all map to exactly that kv head.
 Gradient contributions. The gradient of a parameter is the sum of its shards' gradients over
 all pipelines, with one exception: a parameter that every tp rank holds whole and computes from
 the same replicated activations (the RMSNorm weights) has the *same* gradient on every tp rank,
-so only tp rank 0 contributes it (:attr:`Shard.contributes`). Replicated kv heads, on the
-contrary, receive different partial gradients (from different query heads) and all contribute.
+so only tp rank 0 contributes it (:attr:`Shard.contributes`) — unless the pipeline runs sequence
+parallelism (:mod:`hydraulis.runtime.parallel.sequence`): each tp rank then normalises its own
+tokens and every tp rank contributes its partial gradient. Replicated kv heads receive
+different partial gradients (from different query heads) and all contribute.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def stage_shards(model: ModelSpec, layout: PipelineLayout, stage: int, tp_rank: 
 def shard_of(spec: ParameterSpec, scheme: Scheme, tp_rank: int) -> Shard:
     """The shard of ``spec`` that tp rank ``tp_rank`` of a pipeline of ``scheme`` holds."""
     if spec.tp_dim is None:
-        return Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0)
+        return Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0 or scheme.sp)
     first, count = unit_range(spec.units, scheme.tp, tp_rank)
     return Shard(spec, spec.tp_dim, first * spec.unit, count * spec.unit, contributes=True)
 
