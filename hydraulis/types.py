@@ -37,7 +37,12 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
+from typing import TYPE_CHECKING
+
 from hydraulis.errors import HydraulisError, require, require_int, require_number
+
+if TYPE_CHECKING:
+    from hydraulis.segments import Segments
 
 
 class BatchingMethod(str, Enum):
@@ -459,7 +464,11 @@ class SchemeSpace:
     """Every profiled scheme of one model on one cluster.
 
     ``reduce_gbps`` is the bandwidth (GB/s per device) of the gradient reduction into the
-    optimizer layout; 0 leaves the reduction out of step times.
+    optimizer layout; 0 leaves the reduction out of step times. A space with ``segments``
+    (:mod:`hydraulis.segments`: the decoder layer and the blocks around it per ``(cp, tp, sp)``)
+    also holds every *variant* of its schemes — sequence parallelism, recomputation of any
+    number of layers per stage — composed on demand by :meth:`profile`; its ``profiles`` are
+    the plain schemes (the compositions without options).
     """
 
     model: ModelSpec
@@ -469,6 +478,7 @@ class SchemeSpace:
     provenance: Provenance
     pipeline_model: PipelineModel = field(default_factory=PipelineModel)
     reduce_gbps: float = 0.0
+    segments: tuple[Segments, ...] = ()
 
     def __post_init__(self) -> None:
         require(len(self.profiles) > 0, "schemes", [], "must list at least one scheme")
@@ -478,12 +488,36 @@ class SchemeSpace:
             seen.add(profile.scheme)
             self.model.check_scheme(profile.scheme, f"schemes[{i}]")
         require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
+        keys = [s.key for s in self.segments]
+        for i, key in enumerate(keys):
+            require(key not in keys[:i], f"segments[{i}]", list(key), "is listed twice")
+        for i, profile in enumerate(self.profiles):
+            scheme = profile.scheme
+            require(not self.segments or (scheme.cp, scheme.tp, scheme.sp) in keys, f"schemes[{i}]", str(scheme),
+                    "has no segments (cp, tp, sp) to compose its variants from")
+
+    @property
+    def has_variants(self) -> bool:
+        """Whether the space composes variants of its schemes from segments."""
+        return bool(self.segments)
+
+    def segments_of(self, cp: int, tp: int, sp: bool) -> Segments | None:
+        return next((s for s in self.segments if s.key == (cp, tp, sp)), None)
 
     def profile(self, scheme: Scheme) -> SchemeProfile:
+        """The listed profile of ``scheme``, or in a space with segments its composition
+        (with the overhead of the plain scheme of its degrees)."""
         for profile in self.profiles:
             if profile.scheme == scheme:
                 return profile
-        raise HydraulisError("scheme", str(scheme), "is not in the scheme space")
+        segments = self.segments_of(scheme.cp, scheme.tp, scheme.sp)
+        plain = next((p for p in self.profiles if p.scheme == Scheme(scheme.cp, scheme.tp, scheme.pp)), None)
+        if segments is None or plain is None:
+            raise HydraulisError("scheme", str(scheme), "is not in the scheme space")
+        from hydraulis.segments import compose_profile
+
+        self.model.check_scheme(scheme)
+        return compose_profile(segments, self.model, scheme, self.cluster.devices_per_node, plain.overhead_bytes)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The scheme-space artifact: versioned JSON, validated on load.
 
-Layout (``schema_version`` 2)::
+Layout (``schema_version`` 3)::
 
     {"schema_version": 2, "kind": "scheme_space",
      "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
@@ -10,15 +10,23 @@ Layout (``schema_version`` 2)::
                 "embedding_state_bytes", "sharded_state_fraction"},
      "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps",
      "provenance": {"source", "device", "created", "tool_version", "command", "software"},
-     "schemes": [{"cp", "tp", "pp", "sp", "recompute", "a", "b", "c", "activation_bytes_per_token",
-                  "overhead_bytes", "utilization_tokens",
-                  "fit": null | {"r2", "median_rel_error", "max_rel_error", "points"}}]}
+     "schemes": [{"cp", "tp", "pp", "sp", "recompute", "recompute_layers", "a", "b", "c",
+                  "activation_bytes_per_token", "overhead_bytes", "utilization_tokens",
+                  "fit": null | {"r2", "median_rel_error", "max_rel_error", "points"}}],
+     "segments": [{"cp", "tp", "sp", "layer", "selective", "full", "first", "middle", "last", "only",
+                   "network_hand_off": {"a", "b", "c"}}]}          (a space with variants only)
+
+each block of ``segments`` (:class:`~hydraulis.segments.Block`) being
+``{"a", "b", "c", "kept_bytes_per_token", "transient_bytes_per_token"}``.
 
 A scheme's options (:class:`~hydraulis.types.SchemeOptions`) are written only when they are not
-the defaults: ``"sp": true`` (sequence parallelism) and ``"recompute": "selective" | "full"``;
-the same degrees with other options are another entry of ``schemes``. Version 2 added them;
-a version-1 file still loads, every scheme with the defaults (no sp, no recomputation), which is
-what the runtime of version 1 ran. ``provenance.software`` is optional (absent: empty).
+the defaults: ``"sp": true`` (sequence parallelism), ``"recompute": "selective" | "full"`` and
+``"recompute_layers": [K, …]`` (full recomputation of the first K layers of each stage); the
+same degrees with other options are another entry of ``schemes``. Version 2 added the options,
+version 3 the segments (:mod:`hydraulis.segments`) of a space whose variants are composed
+rather than listed. A version-1 file still loads, every scheme with the defaults (no sp, no
+recomputation), which is what the runtime of version 1 ran; a version-2 file loads without
+segments. ``provenance.software`` is optional (absent: empty).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.errors import HydraulisError
+from hydraulis.segments import Block, Segments
 from hydraulis.types import (
     Cluster,
     FitQuality,
@@ -44,8 +53,9 @@ from hydraulis.types import (
 )
 
 KIND = "scheme_space"
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+BLOCKS = ("layer", "selective", "full", "first", "middle", "last", "only")
 
 _MODEL_DEFAULTS = {f.name: f.default for f in fields(ModelSpec) if f.default is not MISSING}
 """Model fields written only when they differ from these (files without them still load)."""
@@ -62,6 +72,7 @@ def scheme_space_to_dict(space: SchemeSpace) -> dict:
         "reduce_gbps": space.reduce_gbps,
         "provenance": {**asdict(space.provenance), "source": space.provenance.source.value},
         "schemes": [_profile_to_dict(p) for p in space.profiles],
+        **({"segments": [_segments_to_dict(s) for s in space.segments]} if space.segments else {}),
     }
 
 
@@ -96,6 +107,8 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
                               software=provenance.str("software", "")),
         pipeline_model=pipeline_model_from_record(record.sub("pipeline_model")),
         reduce_gbps=record.float("reduce_gbps", 0.0),
+        segments=tuple(_segments_from_record(r) for r in record.records("segments"))
+        if record.raw("segments", None) is not None else (),
     )
 
 
@@ -175,3 +188,23 @@ def _profile_from_record(record: Record) -> SchemeProfile:
                                                 max_rel_error=fit.float("max_rel_error"),
                                                 points=fit.int("points")),
     )
+
+
+def _segments_to_dict(segments: Segments) -> dict:
+    return {"cp": segments.cp, "tp": segments.tp, "sp": segments.sp,
+            **{name: {**asdict(getattr(segments, name).time),
+                      "kept_bytes_per_token": getattr(segments, name).kept_bytes_per_token,
+                      "transient_bytes_per_token": getattr(segments, name).transient_bytes_per_token}
+               for name in BLOCKS},
+            "network_hand_off": asdict(segments.network_hand_off)}
+
+
+def _segments_from_record(record: Record) -> Segments:
+    def block(part: Record) -> Block:
+        return build(part.path, Block, time=time_from_record(part),
+                     kept_bytes_per_token=part.float("kept_bytes_per_token"),
+                     transient_bytes_per_token=part.float("transient_bytes_per_token"))
+
+    return build(record.path, Segments, cp=record.int("cp"), tp=record.int("tp"), sp=record.bool("sp"),
+                 network_hand_off=time_from_record(record.sub("network_hand_off")),
+                 **{name: block(record.sub(name)) for name in BLOCKS})

@@ -191,7 +191,7 @@ def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int,
     even split (what a profile's ``m_tok`` describes), by the runtime's accounting."""
 
     def per_stage(split: tuple[int, ...]) -> list[float]:
-        return [stage_bytes_per_token(model, scheme, (scheme.recompute,) * layers, stage, dtype_bytes)
+        return [stage_bytes_per_token(model, scheme, scheme.stage_recompute(stage, layers), stage, dtype_bytes)
                 for stage, layers in enumerate(split)]
 
     most = max(per_stage(even_split(model.layers, scheme.pp)))

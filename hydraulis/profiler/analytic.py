@@ -2,52 +2,61 @@
 
 Every coefficient follows from the model shape and the device's figures (``presets.json``).
 Notation: ``H`` hidden, ``F`` MLP hidden, ``V`` vocabulary, ``kv`` key/value width,
-``P_l`` parameters per layer, ``L_s = ⌈L/pp⌉`` layers per stage, ``R`` peak FLOP/s,
-``η_m``/``η_a`` achievable fractions for matmuls/attention, ``β_tp``, ``β_cp``, ``β_pp`` link
-bandwidths (NVLink inside a node, the network when a group spans nodes), ``λ`` collective
-latency, ``o`` the fixed time per layer per micro-batch. Per stage, forward + backward:
+``P_l`` parameters per layer, ``R`` peak FLOP/s, ``η_m``/``η_a`` achievable fractions for
+matmuls/attention, ``β_tp``, ``β_cp``, ``β_pp`` link bandwidths (NVLink inside a node, the
+network when a group spans nodes), ``λ`` collective latency, ``o`` the fixed time per layer per
+micro-batch. The space is composed from **segments** (:mod:`hydraulis.segments`): one decoder
+layer per ``(cp, tp, sp, recompute)`` and the ends of a stage by its position, forward +
+backward per micro-batch:
 
-* dense work, 6 FLOPs per parameter per token (forward 2, backward 4), the output head
-  counted on every stage (the last stage is the slowest and sets the 1F1B pace)::
+* a layer's dense work, 6 FLOPs per parameter per token (forward 2, backward 4)::
 
-      b_flop = 6·(L_s·P_l + H·V) / (tp·cp·R·η_m)
+      b_flop = 6·P_l / (tp·cp·R·η_m)
 
-* causal attention, ``2·H·s²`` FLOPs forward per layer, ×3.5 with the backward's recompute
+* its causal attention, ``2·H·s²`` FLOPs forward, ×3.5 with the backward's recompute
   (FlashAttention-2, Dao 2023)::
 
-      a = 7·H·L_s / (tp·cp·R·η_a)
+      a = 7·H / (tp·cp·R·η_a)
 
-* tensor parallelism with sequence parallelism: per layer two all-gathers and two
-  reduce-scatters of ``2H`` bytes per token forward, as many backward, each moving a share
-  ``(tp−1)/tp`` (Korthikanti et al. 2022)::
+* tensor parallelism with sequence parallelism: two all-gathers and two reduce-scatters of
+  ``2H`` bytes per token forward, as many backward, each moving a share ``(tp−1)/tp``
+  (Korthikanti et al. 2022)::
 
-      b_tp = L_s·16·H·(tp−1)/tp / (cp·β_tp)
+      b_tp = 16·H·(tp−1)/tp / (cp·β_tp)
 
 * context parallelism as a ring passing K and V (forward) and K, V, dK, dV (backward)::
 
-      b_cp = L_s·12·kv·(cp−1)/cp / (tp·β_cp)
+      b_cp = 12·kv·(cp−1)/cp / (tp·β_cp)
 
-* pipeline hand-offs of ``2H`` bytes per token each way, sharded over tp and cp::
+* a layer's fixed cost per micro-batch: ``c = o + λ·(8·[tp>1] + 3·(cp−1))``;
 
-      b_pp = 4·H / (tp·cp·β_pp)            (pp > 1)
+* the ends: the output head on the last stage, ``b = 6·H·V / (tp·cp·R·η_m)``; a pipeline
+  hand-off per neighbour of a stage, ``2H`` bytes per token each way sharded over tp and cp,
+  ``b_pp = 4·H / (tp·cp·β_pp)`` and ``c = 2·λ`` (``β_pp`` the network's when the pipeline
+  spans nodes); the embedding's lookup is free.
 
-* fixed cost per micro-batch: ``c = L_s·(o + λ·(8·[tp>1] + 3·(cp−1))) + 2·λ·[pp>1]``.
+A stage of ``L_s = ⌈L/pp⌉`` plain layers on the last stage thus has ``b = 6·(L_s·P_l + H·V)/(tp·cp·R·η_m)
++ L_s·(b_tp + b_cp) + [pp>1]·b_pp``, ``a = 7·H·L_s/(tp·cp·R·η_a)`` and
+``c = L_s·(o + λ·(8·[tp>1] + 3·(cp−1))) + 2·λ·[pp>1]``; the scheme takes the slowest stage's
+coefficients (:func:`~hydraulis.segments.compose_profile`).
 
 Recomputation (:class:`~hydraulis.types.Recompute`) runs forward work again in the backward:
-``selective`` the attention core (``a``: 7 → 9); ``full`` every layer's forward — its 2 of the 6
-dense FLOPs per parameter (the head's are not recomputed: ``6·L_s·P_l → 8·L_s·P_l``), the
-attention (``a``: 7 → 9) and the forward half of the layer's tp and cp traffic and collectives
-(×3/2 and ×4/3). Sequence parallelism changes no time term: its all-gathers and reduce-scatters
-are the ones assumed above.
+a ``selective`` layer its attention core (``a``: 7 → 9); a ``full`` layer its whole forward —
+its 2 of the 6 dense FLOPs per parameter (``6·P_l → 8·P_l``), the attention (``a``: 7 → 9) and
+the forward half of its tp and cp traffic and collectives (×3/2 and ×4/3). Sequence
+parallelism changes no time term: its all-gathers and reduce-scatters are the ones assumed
+above. A scheme recomputing ``k_σ`` of its stage's layers in full (``recompute=full:K``) has
+``k_σ`` full layers and ``L_σ − k_σ`` plain ones on stage ``σ``.
 
 Memory is the runtime's own accounting (:mod:`hydraulis.runtime.memory`), at the precision the
 runtime picks on the device (bf16 on an accelerator, fp32 on the ``cpu`` preset): model states
 of ``w + g`` bytes per parameter in the compute layout (weights and their gradients, 4 under
 bf16) and 16 in the optimizer layout (fp32 master, reduced gradient and Adam moments), so
-``α = 16/20``; activations of the most loaded stage ``σ`` (1F1B keeps ``pp − σ`` micro-batches
-in flight, the last stage holds the loss's logits), with what the runtime really keeps per
-layer and per option — no sequence parallelism, recomputation or ring attention assumed where
-the scheme does not run them::
+``α = 16/20``; a layer keeps what the runtime keeps for it under its option
+(:func:`~hydraulis.runtime.memory.activations.layer_bytes_per_token`), the ends of a stage what
+they keep at their position and the working set of a backward
+(:func:`~hydraulis.runtime.memory.activations.micro_batch_bytes_per_token`,
+:func:`~hydraulis.runtime.memory.activations.transient_bytes_per_token`), so that::
 
       m_tok = max_σ ((pp − σ)·kept(σ) + transient(σ)) / cp
 
@@ -59,14 +68,18 @@ NVLink adds ``4·4096 B / 200 GB/s ≈ 0.0001`` ms, so ``b ≈ 0.0926``; the mea
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterable
 
 from hydraulis.errors import HydraulisError, require
 from hydraulis.runtime.config import OptimizerKind
-from hydraulis.runtime.layout import even_split
-from hydraulis.runtime.memory.activations import stage_bytes_per_token
+from hydraulis.runtime.memory.activations import (
+    Widths,
+    layer_bytes_per_token,
+    micro_batch_bytes_per_token,
+    transient_bytes_per_token,
+)
 from hydraulis.runtime.memory.states import DTYPE_BYTES, device_precision, state_bytes
+from hydraulis.segments import Block, Segments, compose_profile
 from hydraulis.types import (
     Cluster,
     DeviceSpec,
@@ -84,7 +97,6 @@ from hydraulis.types import (
 )
 
 
-
 def analytic_scheme_space(
     model: ModelSpec,
     device: DeviceSpec,
@@ -96,16 +108,23 @@ def analytic_scheme_space(
     tool_version: str,
     command: str = "",
     variants: Iterable[SchemeOptions] = (SchemeOptions(),),
+    segments: bool = False,
 ) -> SchemeSpace:
     """Every ``(cp, tp, pp)`` from the given degrees that shards ``model`` and fits the cluster,
-    under each of ``variants`` (an ``sp`` variant where ``tp > 1``)."""
+    under each of ``variants`` (an ``sp`` variant where ``tp > 1``); with ``segments``, the plain
+    schemes and the segments of every ``(cp, tp, sp)`` they use, from which the space composes
+    every variant (:class:`~hydraulis.types.SchemeSpace`)."""
+    variants = tuple(dict.fromkeys(variants))
+    require(not segments or variants == (SchemeOptions(),), "options", [str(v) for v in variants],
+            "are all in a space with variants: list none")
     schemes = [
         variant.scheme(cp, tp, pp)
         for cp, tp, pp in itertools.product(sorted(set(cps)), sorted(set(tps)), sorted(set(pps)))
         if cp * tp * pp <= cluster.devices and _shards(model, Scheme(cp, tp, pp))
-        for variant in dict.fromkeys(variants) if tp > 1 or not variant.sp
+        for variant in variants if tp > 1 or not variant.sp
     ]
     require(bool(schemes), "schemes", [], f"none of the degrees shards {model.name} on {cluster.devices} devices")
+    degrees = {(s.cp, s.tp): None for s in schemes}
     multi_node = cluster.devices > cluster.devices_per_node
     return SchemeSpace(
         model=model,
@@ -115,6 +134,8 @@ def analytic_scheme_space(
         provenance=Provenance(SpaceSource.ANALYTIC, device.name, created, tool_version, command),
         pipeline_model=PipelineModel(p2p_ms=device.collective_latency_us / 1e3),
         reduce_gbps=device.inter_node_gbps if multi_node else device.intra_node_gbps,
+        segments=tuple(analytic_segments(model, device, cluster, cp, tp, sp)
+                       for cp, tp in degrees for sp in (False, True) if tp > 1 or not sp) if segments else (),
     )
 
 
@@ -133,38 +154,47 @@ def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_by
 
 
 def analytic_profile(model: ModelSpec, device: DeviceSpec, cluster: Cluster, scheme: Scheme) -> SchemeProfile:
-    """The formulas of the module docstring for one scheme."""
-    cp, tp, pp = scheme.cp, scheme.tp, scheme.pp
+    """One scheme composed from its analytic segments (module docstring)."""
+    return compose_profile(analytic_segments(model, device, cluster, scheme.cp, scheme.tp, scheme.sp), model, scheme,
+                           cluster.devices_per_node, device.runtime_overhead_bytes)
+
+
+def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp: int, tp: int, sp: bool) -> Segments:
+    """The layer of every recompute mode and the ends of a stage at every position, for
+    ``(cp, tp, sp)`` (module docstring)."""
     h, kv, v = model.hidden, model.kv_dim, model.vocab
-    stage_layers = math.ceil(model.layers / pp)
-    rate_ms = device.peak_tflops * 1e12 / 1e3
     per_node = cluster.devices_per_node
+    rate_ms = device.peak_tflops * 1e12 / 1e3
     beta_tp = _bytes_per_ms(device, tp <= per_node)
     beta_cp = _bytes_per_ms(device, tp * cp <= per_node)
-    beta_pp = _bytes_per_ms(device, scheme.devices <= per_node)
-    full = scheme.recompute is Recompute.FULL
-    layer_flops = 8.0 if full else 6.0
-    b = (layer_flops * stage_layers * model.params_per_layer + 6.0 * h * v) / (
-        tp * cp * rate_ms * device.matmul_efficiency)
-    b += stage_layers * (24.0 if full else 16.0) * h * (tp - 1) / tp / (cp * beta_tp)
-    b += stage_layers * (16.0 if full else 12.0) * kv * (cp - 1) / cp / (tp * beta_cp)
-    if pp > 1:
-        b += 4.0 * h / (tp * cp * beta_pp)
-    attention_flops = 7.0 if scheme.recompute is Recompute.NONE else 9.0
-    a = attention_flops * h * stage_layers / (tp * cp * rate_ms * device.attention_efficiency)
     latency_ms = device.collective_latency_us / 1e3
-    collectives = (12 if full else 8) * (tp > 1) + (4 if full else 3) * (cp - 1)
-    c = stage_layers * (device.layer_overhead_us / 1e3 + latency_ms * collectives) + 2 * latency_ms * (pp > 1)
     dtype_bytes = DTYPE_BYTES[device_precision(device.name)]
-    split = even_split(model.layers, pp)
-    activations = max(stage_bytes_per_token(model, scheme, (scheme.recompute,) * layers, stage, dtype_bytes)
-                      for stage, layers in enumerate(split))
-    return SchemeProfile(
-        scheme=scheme,
-        time=TimeCoefficients(a=a, b=b, c=c),
-        activation_bytes_per_token=activations,
-        overhead_bytes=device.runtime_overhead_bytes,
-    )
+    widths = Widths.of(model, Scheme(cp, tp, 1, sp))
+
+    def layer(recompute: Recompute) -> Block:
+        full = recompute is Recompute.FULL
+        b = (8.0 if full else 6.0) * model.params_per_layer / (tp * cp * rate_ms * device.matmul_efficiency)
+        b += (24.0 if full else 16.0) * h * (tp - 1) / tp / (cp * beta_tp)
+        b += (16.0 if full else 12.0) * kv * (cp - 1) / cp / (tp * beta_cp)
+        a = (7.0 if recompute is Recompute.NONE else 9.0) * h / (tp * cp * rate_ms * device.attention_efficiency)
+        c = device.layer_overhead_us / 1e3 + latency_ms * ((12 if full else 8) * (tp > 1) + (4 if full else 3) * (cp - 1))
+        return Block(TimeCoefficients(a, b, c), layer_bytes_per_token(widths, recompute, dtype_bytes) / cp)
+
+    def hand_off(inside_node: bool) -> TimeCoefficients:
+        return TimeCoefficients(0.0, 4.0 * h / (tp * cp * _bytes_per_ms(device, inside_node)), 2.0 * latency_ms)
+
+    head = TimeCoefficients(0.0, 6.0 * h * v / (tp * cp * rate_ms * device.matmul_efficiency), 0.0)
+    inside, across = hand_off(True), hand_off(False)
+
+    def ends(first: bool, last: bool) -> Block:
+        neighbours = (not first) + (not last)
+        time = TimeCoefficients(0.0, neighbours * inside.b + last * head.b, neighbours * inside.c)
+        return Block(time, micro_batch_bytes_per_token(widths, (), first, last, dtype_bytes) / cp,
+                     transient_bytes_per_token(widths, last, dtype_bytes) / cp)
+
+    return Segments(cp, tp, sp, layer(Recompute.NONE), layer(Recompute.SELECTIVE), layer(Recompute.FULL),
+                    first=ends(True, False), middle=ends(False, False), last=ends(False, True), only=ends(True, True),
+                    network_hand_off=TimeCoefficients(0.0, across.b - inside.b, 0.0))
 
 
 def _bytes_per_ms(device: DeviceSpec, inside_node: bool) -> float:

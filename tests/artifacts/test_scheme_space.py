@@ -91,3 +91,46 @@ def test_an_unknown_recompute_value_names_the_field(space_7b):
     document["schemes"][0]["recompute"] = "half"
     with pytest.raises(HydraulisError, match=r"schemes\[0\]\.recompute: 'half' must be one of none, selective, full"):
         scheme_space_from_dict(document)
+
+
+def _variant_space():
+    from hydraulis.presets import device_preset, model_preset
+    from hydraulis.profiler.analytic import analytic_scheme_space
+    from hydraulis.types import Cluster
+
+    return analytic_scheme_space(model_preset("llama-7b"), device_preset("h100-80g"), Cluster(16, 8, "h100-80g"),
+                                 (1, 2), (1, 2), (1, 2), "2026-01-01T00:00:00+00:00", "test", segments=True)
+
+
+def test_a_space_with_segments_round_trips_and_composes_its_variants(tmp_path):
+    from hydraulis.types import Recompute, Scheme
+
+    space = _variant_space()
+    path = tmp_path / "space.json"
+    write_scheme_space(path, space)
+    document = json.loads(path.read_text())
+    assert document["schema_version"] == 3 and len(document["segments"]) == 6
+    assert set(document["segments"][0]) == {"cp", "tp", "sp", "layer", "selective", "full", "first", "middle",
+                                            "last", "only", "network_hand_off"}
+    loaded = read_scheme_space(path)
+    assert loaded == space and loaded.has_variants
+    variant = Scheme(1, 2, 2, True, Recompute.FULL, (4, 1))
+    assert loaded.profile(variant).activation_bytes_per_token < loaded.profile(Scheme(1, 2, 2)).activation_bytes_per_token
+
+
+def test_a_version_2_file_loads_without_segments(space_7b):
+    document = _document(space_7b)
+    document["schema_version"] = 2
+    space = scheme_space_from_dict(document)
+    assert space == space_7b and not space.has_variants
+
+
+def test_segments_missing_a_block_or_not_monotone_name_the_field():
+    document = _document(_variant_space())
+    document["segments"][1].pop("full")
+    with pytest.raises(HydraulisError, match=r"segments\[1\]\.full"):
+        scheme_space_from_dict(document)
+    document = _document(_variant_space())
+    document["segments"][0]["full"]["b"] = 0.0
+    with pytest.raises(HydraulisError, match=r"segments\[0\]\.b: 0\.0 \(full recomputation\) must be >= the layer's"):
+        scheme_space_from_dict(document)

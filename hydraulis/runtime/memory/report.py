@@ -163,7 +163,7 @@ def _rank_memory(config: MemoryConfig, space: SchemeSpace, placement: OptimizerP
         params = list(_stage_model(model, pipeline, place, DTYPES[precision]).parameters())
         weights = sum(_bytes(p) for p in params)
         grads = sum(_bytes(grad) for grad in gradient_buffers(params))
-        layers = (pipeline.scheme.recompute,) * pipeline.stage_layers[place.stage]
+        layers = pipeline.scheme.stage_recompute(place.stage, pipeline.stage_layers[place.stage])
         activations = stage_activation_bytes(model, pipeline.scheme, layers, place.stage, tokens[place.pipeline],
                                              torch.finfo(DTYPES[precision]).bits // 8)
         running = StagePlace(pipeline.scheme, pipeline.stage_layers, place.stage)
