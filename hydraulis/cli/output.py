@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from hydraulis.errors import HydraulisError
+from hydraulis.planner.config import Variants
 from hydraulis.types import OptimizerLayout, SchemeOptions
 
 OPTIONS_HELP = ("scheme options to measure every degree under, as in a SPEC's brackets: none (the plain scheme), "
@@ -74,6 +75,13 @@ def scheme_variants(texts: Sequence[str] | None) -> tuple[SchemeOptions, ...]:
     """``--options`` values (``none`` for the plain scheme) → variants; default the plain scheme."""
     return tuple(SchemeOptions.parse("" if text.strip() == "none" else text, "--options")
                  for text in texts or ["none"])
+
+
+def add_variants_argument(parser: argparse.ArgumentParser, default: Variants, help_text: str) -> None:
+    """``--variants none|all`` (scheme variants: sequence parallelism, recomputation of k layers
+    per stage; see hydraulis.planner.variants)."""
+    parser.add_argument("--variants", choices=[v.value for v in Variants], default=default.value,
+                        help=f"{help_text} (default {default.value})")
 
 
 def options_cell(options: Sequence[str]) -> str:

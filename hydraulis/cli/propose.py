@@ -6,8 +6,8 @@ import argparse
 import time
 
 from hydraulis.artifacts import read_lengths, read_scheme_space, write_proposal
-from hydraulis.cli.output import emit, optimizer_layout, table
-from hydraulis.planner import PlannerConfig, SolverName, propose
+from hydraulis.cli.output import add_variants_argument, emit, optimizer_layout, table
+from hydraulis.planner import PlannerConfig, SolverName, Variants, propose
 from hydraulis.planner.report import STRATEGY_COLUMNS, proposal_heading, strategy_rows
 from hydraulis.types import Proposal
 
@@ -42,7 +42,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--bucket-width", type=int, default=128, help="length histogram bucket (default 128)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     parser.add_argument("--optimizer-layout", metavar="DP,TP,PP", help="fix the optimizer layout (default: chosen)")
-    parser.add_argument("--explain", action="store_true", help="print why: layout, ranges, solver, comparison")
+    add_variants_argument(parser, Variants.ALL,
+                          "none: the space's plain schemes only; all: every variant, and in a space with segments "
+                          "each scheme's fastest variant (sequence parallelism, recomputing k layers per stage) for "
+                          "each longest sequence the ranges may need")
+    parser.add_argument("--explain", action="store_true",
+                        help="print why: layout, ranges, solver, comparison, and which variant each pipeline uses")
     parser.add_argument("-o", "--output", required=True, help="proposal JSON to write")
     parser.set_defaults(run=_propose)
 
@@ -58,6 +63,7 @@ def _propose(args: argparse.Namespace) -> None:
         bucket_width=args.bucket_width, steps=args.steps, seed=args.seed, solver=SolverName(args.solver),
         time_limit_s=args.time_limit, solver_nodes=args.solver_nodes, search_evaluations=args.search_evaluations,
         optimizer_layout=optimizer_layout(args.optimizer_layout) if args.optimizer_layout else None,
+        variants=Variants(args.variants),
     )
     proposal = propose(space, lengths, config)
     write_proposal(args.output, proposal, {**config.to_dict(), "space": args.space, "lengths": args.lengths})

@@ -10,10 +10,10 @@ from hydraulis import __version__
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.simulation import write_simulation
 from hydraulis.cli.analyze import DEFAULT_CACHE
-from hydraulis.cli.output import command_line, emit, table
+from hydraulis.cli.output import add_variants_argument, command_line, emit, table
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.errors import HydraulisError
-from hydraulis.planner import PlannerConfig, SolverName
+from hydraulis.planner import PlannerConfig, SolverName, Variants
 from hydraulis.presets import device_names, model_names
 from hydraulis.simulation import Contender, ContenderSummary, Simulation, SimulationConfig, simulate, summarise
 from hydraulis.simulation.inputs import scheme_space_for, workload_lengths
@@ -56,6 +56,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                              f"defaults (hydraulis propose) (default {PlannerConfig.time_limit_s:g})")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value)
     parser.add_argument("--planner-steps", type=int, default=64, help="steps the planner samples (default 64)")
+    add_variants_argument(parser, Variants.ALL,
+                          "scheme variants the planner and the baselines may use (hydraulis propose --variants); "
+                          "all: an analytic space gets segments to compose them from")
     parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("-o", "--output", required=True, help="output directory")
@@ -68,13 +71,16 @@ def _simulate(args: argparse.Namespace) -> None:
         for flag, value in (("--model", args.model), ("--device", args.device)):
             if value is not None:
                 raise HydraulisError(flag, value, "describes an analytic space; leave it out with --space")
+    variants = Variants(args.variants)
     space, space_facts = scheme_space_for(args.space, args.model or DEFAULT_MODEL, args.device or DEFAULT_DEVICE,
-                                          args.devices, args.devices_per_node, command_line())
+                                          args.devices, args.devices_per_node, command_line(),
+                                          segments=variants is Variants.ALL)
     config = SimulationConfig(
         planner=PlannerConfig(
             devices=args.devices, devices_per_node=args.devices_per_node or space.cluster.devices_per_node,
             token_budget=args.token_budget, max_seq_len=args.max_seq_len, strategies=args.strategies,
-            steps=args.planner_steps, seed=args.seed, solver=SolverName(args.solver), time_limit_s=args.time_limit),
+            steps=args.planner_steps, seed=args.seed, solver=SolverName(args.solver), time_limit_s=args.time_limit,
+            variants=variants),
         steps=args.steps, dispatch=DispatchOptions(seed=args.seed))
     lengths, workload_facts = workload_lengths(args.lengths, args.corpus, args.synthetic_docs, args.seed, DEFAULT_CACHE)
     simulation = simulate(space, lengths, config, progress=not args.no_progress)

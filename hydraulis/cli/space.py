@@ -9,6 +9,7 @@ from hydraulis import __version__
 from hydraulis.artifacts import read_json, read_scheme_space, timestamp, write_scheme_space
 from hydraulis.cli.output import (
     OPTIONS_HELP,
+    add_variants_argument,
     command_line,
     emit,
     emit_json,
@@ -23,6 +24,7 @@ from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.compare import compare_spaces
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
 from hydraulis.profiler.report import space_rows
+from hydraulis.planner.config import Variants
 from hydraulis.types import Cluster, OptimizerLayout
 
 DEFAULT_COMPARE_LENGTHS = (128, 512, 1024, 4096, 16384)
@@ -59,14 +61,25 @@ def register(commands: argparse._SubParsersAction) -> None:
     ana.add_argument("--tp", type=int_list("--tp"), default=(1, 2, 4, 8), help="tp degrees (default 1,2,4,8)")
     ana.add_argument("--pp", type=int_list("--pp"), default=(1, 2, 4, 8), help="pp degrees (default 1,2,4,8)")
     ana.add_argument("--options", action="append", metavar="OPTIONS", help=OPTIONS_HELP)
+    add_variants_argument(ana, Variants.ALL,
+                          "all: also write the segments (one decoder layer per cp, tp, sp and recompute mode, the "
+                          "ends of a stage) from which every variant of every scheme is composed — sequence "
+                          "parallelism, recomputation of k layers per stage; none: the plain schemes (and "
+                          "--options) only")
     ana.add_argument("-o", "--output", required=True, help="scheme-space JSON to write")
     ana.set_defaults(run=_analytic)
 
     show = verbs.add_parser("show", help="one row per scheme with its longest sequence",
                             description="One row per scheme: cp, tp, pp, options (sequence parallelism, "
                                         "recomputation), devices, a, b, c, the longest sequence it can hold "
-                                        "under the optimizer layout and what limits it.")
+                                        "under the optimizer layout and what limits it. In a space with variants, "
+                                        "each plain scheme is followed by its variants with sequence parallelism "
+                                        "and with selective and full recomputation (JSON keys sp, recompute, "
+                                        "recompute_layers).")
     show.add_argument("space", help="scheme-space JSON")
+    add_variants_argument(show, Variants.ALL, "none: the plain schemes only; all: also their variants")
+    show.add_argument("--longest", type=int, metavar="TOKENS",
+                      help="also show each scheme's fastest variant holding a sequence of TOKENS tokens")
     show.add_argument("--optimizer-layout", metavar="DP,TP,PP",
                       help="optimizer layout (default: ZeRO-1 over all devices, N,1,1)")
     show.add_argument("--format", choices=("table", "json"), default="table")
@@ -101,17 +114,19 @@ def _analytic(args: argparse.Namespace) -> None:
     cluster = Cluster(args.devices, args.devices_per_node or device.devices_per_node, device.name)
     space = analytic_scheme_space(model_preset(args.model), device, cluster, args.cp, args.tp, args.pp,
                                   created=timestamp(), tool_version=__version__, command=command_line(),
-                                  variants=scheme_variants(args.options))
+                                  variants=scheme_variants(args.options),
+                                  segments=Variants(args.variants) is Variants.ALL and not args.options)
     write_scheme_space(args.output, space)
+    segments = f" and the segments of {len(space.segments)} (cp, tp, sp) for their variants" if space.segments else ""
     emit(f"wrote {args.output}: {len(space.profiles)} analytic schemes of {args.model} on "
-         f"{args.devices} × {device.name}")
+         f"{args.devices} × {device.name}{segments}")
 
 
 def _show(args: argparse.Namespace) -> None:
     space = read_scheme_space(args.space)
     layout = (optimizer_layout(args.optimizer_layout) if args.optimizer_layout
               else OptimizerLayout(space.cluster.devices, 1, 1))
-    rows = space_rows(space, layout)
+    rows = space_rows(space, layout, Variants(args.variants), args.longest)
     if args.format == "json":
         emit_json(rows)
         return

@@ -4,8 +4,9 @@ heterogeneous strategies sharing one optimizer layout. Pure: no torch, no I/O.
 :func:`propose` is the recipe (planner/propose.py); :func:`validate_proposal` checks any proposal.
 """
 
-from hydraulis.planner.config import PlannerConfig, SolverName
+from hydraulis.planner.config import PlannerConfig, SolverName, Variants
 from hydraulis.planner.propose import propose
 from hydraulis.planner.validate import Violation, proposal_violations, validate_proposal
 
-__all__ = ["PlannerConfig", "SolverName", "Violation", "propose", "proposal_violations", "validate_proposal"]
+__all__ = ["PlannerConfig", "SolverName", "Variants", "Violation", "propose", "proposal_violations",
+           "validate_proposal"]

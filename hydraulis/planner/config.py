@@ -30,10 +30,20 @@ the safety stop is far above them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from hydraulis.errors import require, require_int, require_number
 from hydraulis.solver import SolverName
 from hydraulis.types import OptimizerLayout
+
+
+class Variants(str, Enum):
+    """Which variants of its schemes the planner may use (planner/variants.py)."""
+
+    NONE = "none"
+    """The plain schemes only: no sequence parallelism, no recomputation."""
+    ALL = "all"
+    """Every listed scheme, and in a space with segments each scheme's chosen variants."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,7 @@ class PlannerConfig:
     search_steps: int = 16
     search_evaluations: int = 120
     optimizer_layout: OptimizerLayout | None = None
+    variants: Variants = Variants.ALL
 
     def __post_init__(self) -> None:
         require_int(self.devices, "devices", minimum=1)
@@ -96,6 +107,8 @@ class PlannerConfig:
         require_int(self.work_classes, "work_classes", minimum=1)
         require_int(self.search_steps, "search_steps", minimum=1)
         require_int(self.search_evaluations, "search_evaluations", minimum=0)
+        require(isinstance(self.variants, Variants), "variants", self.variants,
+                f"must be one of {[v.value for v in Variants]}")
 
     @property
     def node_size(self) -> int:
@@ -113,4 +126,5 @@ class PlannerConfig:
             "tolerance": self.tolerance, "solver_nodes": self.solver_nodes, "min_gain": self.min_gain, "work_classes": self.work_classes,
             "search_steps": self.search_steps, "search_evaluations": self.search_evaluations,
             "optimizer_layout": None if layout is None else {"dp": layout.dp, "tp": layout.tp, "pp": layout.pp},
+            "variants": self.variants.value,
         }

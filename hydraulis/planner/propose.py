@@ -2,9 +2,10 @@
 
 Recipe:
 
-1. plan on the requested cluster; choose the optimizer layout (planner/layout.py) and the
-   usable schemes (planner/options.py);
+1. plan on the requested cluster; choose the optimizer layout (planner/layout.py);
 2. sample steps filled to the token budget and take their statistics (planner/distribution.py);
+   in a space with variants, add each scheme's fastest variant for each longest sequence the
+   ranges may need (planner/variants.py); the usable schemes (planner/options.py);
 3. find the best homogeneous strategy that holds ``S`` — the baseline every range may fall back to;
 4. split the longest-sequence range ``(0, S]`` into at most ``K`` serving ranges
    (planner/specialise.py);
@@ -66,6 +67,7 @@ from hydraulis.planner.program import HEURISTIC, BisectionStatus, CountsAnswer, 
 from hydraulis.planner.search import CountsSearch, Descent
 from hydraulis.planner.specialise import homogeneous_step_ms, serving_ranges, spread_step_ms
 from hydraulis.planner.validate import node_placement
+from hydraulis.planner.variants import choose_variants, explain_variants, plain_space, variant_targets, variants_note
 from hydraulis.types import PipelineGroup, Proposal, ProposedStrategy, SchemeSpace, SolverReport, Strategy
 from hydraulis.workload import cut_to_max, sample_batches
 
@@ -81,19 +83,20 @@ ACTIVE_BY_THROUGHPUT = 4
 def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: PlannerConfig) -> Proposal:
     """The proposal of the module docstring for documents of ``lengths`` tokens."""
     started, deadline = time.perf_counter(), time.monotonic() + config.time_limit_s
-    space = planning_space(space, config.devices, config.devices_per_node)
+    space = plain_space(planning_space(space, config.devices, config.devices_per_node), config.variants)
     layout, layout_note = choose_optimizer_layout(space, config.max_seq_len, config.optimizer_layout)
-    options, left_out = scheme_options(space, layout, config.node_size)
     steps = sample_batches(lengths, config.token_budget, config.steps, config.max_seq_len, config.seed)
     stats = step_statistics(steps, config.bucket_width, config.max_seq_len)
+    space, variants = choose_variants(space, layout, variant_targets(stats, config.strategies))
+    options, left_out = scheme_options(space, layout, config.node_size)
     judge = Judge(steps, CostContext(space.model.params, layout, space.reduce_gbps, space.pipeline_model))
     baseline = best_homogeneous(options, stats, judge, space, config)
     ranges = serving_ranges(stats, options, config.devices, space.pipeline_model, config.strategies,
                             config.min_gain)
     designs = [design_range(lo, hi, stats, options, judge, baseline, space, config, deadline) for lo, hi in ranges]
     kept = prune(designs, judge, config.min_gain, baseline)
-    strategies = tuple(_proposed(d, options, judge, config) for d in kept)
-    notes = _notes(lengths, stats, kept, judge, baseline, config)
+    strategies = explain_variants(tuple(_proposed(d, options, judge, config) for d in kept), variants)
+    notes = _notes(lengths, stats, kept, judge, baseline, config) + [variants_note(space, config.variants, variants)]
     return Proposal(
         model=space.model, devices=config.devices, devices_per_node=config.devices_per_node,
         optimizer_layout=layout, strategies=strategies, token_budget=config.token_budget,

@@ -21,6 +21,10 @@ coefficient of the stage rises (recomputation adds work and keeps less, :class:`
 The profile's coefficients are maxima over stages, each non-decreasing in every ``k_σ``; so the
 smallest ``k_σ`` that fits, stage by stage, is best for every ``W`` at once —
 ``k_σ = ⌈(m_σ(0) − free/h) / (m_σ(0) − m_σ(1))⌉`` clamped to ``[0, L_σ]``, infeasible beyond.
+Then each stage recomputes as many more layers as keep its coefficients within the slowest
+stage's: that recomputation hides under the pipeline's pace, costs no time and lets the
+variant hold longer sequences (the first stage, with the cheap embedding instead of the
+head, often recomputes several layers for free).
 That leaves at most four candidates, ``{no sp, sp} × {k, selective}``, compared on ``W``. A
 brute force over every ``(sp, mode, k_0 … k_{pp−1})`` agrees (tests/planner/test_variants.py).
 
@@ -39,15 +43,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from enum import Enum
 
 import numpy as np
 
 from hydraulis.cost import memory_breakdown
 from hydraulis.errors import HydraulisError
+from hydraulis.planner.config import Variants
 from hydraulis.planner.distribution import StepStatistics
 from hydraulis.runtime.layout import even_split
-from hydraulis.segments import Segments, stage_block, stage_bytes_per_token
+from hydraulis.segments import Segments, max_time, stage_block, stage_bytes_per_token
 from hydraulis.types import (
     OptimizerLayout,
     ProposedStrategy,
@@ -57,15 +61,6 @@ from hydraulis.types import (
     SchemeSpace,
     TimeCoefficients,
 )
-
-
-class Variants(str, Enum):
-    """Which variants of its schemes the planner may use."""
-
-    NONE = "none"
-    """The plain schemes only: no sequence parallelism, no recomputation."""
-    ALL = "all"
-    """Every listed scheme, and in a space with segments each scheme's chosen variants."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +156,7 @@ def _candidates(space: SchemeSpace, segments: Segments, plain: Scheme, free: flo
             break
         counts.append(k)
     else:
+        counts = _hidden_full_layers(segments, plain, counts, split, plain.devices > per_node)
         found.append(_with_full_layers(plain, segments.sp, tuple(counts), split))
     selective = Scheme(plain.cp, plain.tp, plain.pp, segments.sp, Recompute.SELECTIVE)
     if all(_fits(segments, selective, stage, layers, budget, plain.devices > per_node)
@@ -185,6 +181,27 @@ def _fewest_full_layers(segments: Segments, plain: Scheme, stage: int, layers: i
     while k > 1 and kept - (k - 1) * saving <= budget:
         k -= 1
     return k if k <= layers else None
+
+
+def _hidden_full_layers(segments: Segments, plain: Scheme, counts: list[int], split: tuple[int, ...],
+                        across: bool) -> list[int]:
+    """``counts`` raised, stage by stage, as far as the stage's coefficients stay within the
+    slowest stage's: recomputation hidden under the pipeline's pace costs no time and frees memory."""
+    def stage_time(stage: int, k: int) -> TimeCoefficients:
+        scheme = _with_full_layers(plain, segments.sp, tuple(k if s == stage else 0 for s in range(plain.pp)), split)
+        return stage_block(segments, scheme, stage, split[stage], across).time
+
+    pace = max_time([stage_time(stage, k) for stage, k in enumerate(counts)])
+    raised = []
+    for stage, k in enumerate(counts):
+        while k < split[stage] and _within(stage_time(stage, k + 1), pace):
+            k += 1
+        raised.append(k)
+    return raised
+
+
+def _within(time: TimeCoefficients, pace: TimeCoefficients) -> bool:
+    return time.a <= pace.a and time.b <= pace.b and time.c <= pace.c
 
 
 def _fits(segments: Segments, scheme: Scheme, stage: int, layers: int, budget: float, across: bool) -> bool:
@@ -243,6 +260,13 @@ def choose_variants(space: SchemeSpace, layout: OptimizerLayout,
                 choices.setdefault(choice.scheme, choice)
     profiles = tuple(c.profile for c in choices.values())
     return replace(space, profiles=space.profiles + profiles), tuple(choices.values())
+
+
+def with_schemes(space: SchemeSpace, schemes: Sequence[Scheme]) -> SchemeSpace:
+    """``space`` listing also ``schemes`` (variants it composes, e.g. those a proposal uses)."""
+    listed = {p.scheme for p in space.profiles}
+    extra = tuple(space.profile(s) for s in dict.fromkeys(schemes) if s not in listed)
+    return replace(space, profiles=space.profiles + extra) if extra else space
 
 
 def explain_variants(strategies: Sequence[ProposedStrategy],

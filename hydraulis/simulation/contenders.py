@@ -33,6 +33,7 @@ from enum import Enum
 
 from hydraulis.planner.evaluate import CostContext
 from hydraulis.planner.options import SchemeOption, planning_space, scheme_options
+from hydraulis.planner.variants import with_schemes
 from hydraulis.planner.propose import strategy_of
 from hydraulis.types import BatchingMethod, Proposal, ProposedStrategy, SchemeSpace, SolverReport
 
@@ -102,7 +103,8 @@ def contender_families(space: SchemeSpace, proposal: Proposal,
 
 def usable_options(space: SchemeSpace, proposal: Proposal) -> tuple[SchemeOption, ...]:
     """The schemes the planner could use for ``proposal``'s cluster and optimizer layout."""
-    planning = planning_space(space, proposal.devices, proposal.devices_per_node)
+    proposed = [g.scheme for p in proposal.strategies for g in p.strategy.pipelines]
+    planning = planning_space(with_schemes(space, proposed), proposal.devices, proposal.devices_per_node)
     options, _ = scheme_options(planning, proposal.optimizer_layout, min(proposal.devices, proposal.devices_per_node))
     return options
 

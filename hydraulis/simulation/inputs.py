@@ -34,15 +34,17 @@ POOL_DEVICE = "a800-80g"
 
 
 def scheme_space_for(space: str | None, model: str, device: str, devices: int, devices_per_node: int | None,
-                     command: str = "") -> tuple[SchemeSpace, dict]:
-    """The scheme space of the module docstring for ``devices`` devices, and its description."""
+                     command: str = "", segments: bool = False) -> tuple[SchemeSpace, dict]:
+    """The scheme space of the module docstring for ``devices`` devices, and its description;
+    an analytic one with ``segments`` composes every variant of its schemes."""
     require_int(devices, "devices", minimum=1)
     if space is None:
         spec = device_preset(device)
         cluster = Cluster(devices, devices_per_node or spec.devices_per_node, spec.name)
         made = analytic_scheme_space(model_preset(model), spec, cluster, ANALYTIC_DEGREES, ANALYTIC_DEGREES,
-                                     ANALYTIC_DEGREES, created=timestamp(), tool_version=__version__, command=command)
-        return made, {"source": "analytic", "model": model, "device": device}
+                                     ANALYTIC_DEGREES, created=timestamp(), tool_version=__version__, command=command,
+                                     segments=segments)
+        return made, {"source": "analytic", "model": model, "device": device, "segments": segments}
     if space.startswith("bundled:"):
         document = read_json(pool_location(space))
         spec = device_preset(POOL_DEVICE)

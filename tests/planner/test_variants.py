@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hydraulis.planner.distribution import step_statistics
+from hydraulis.planner.config import Variants
 from hydraulis.planner.variants import (
-    Variants,
     Work,
     capacity,
     choose_variant,

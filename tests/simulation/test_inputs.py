@@ -15,7 +15,7 @@ from tests.simulation.conftest import LENGTHS
 def test_analytic_bundled_and_file_spaces(tmp_path, small_space):
     analytic, facts = scheme_space_for(None, "llama-13b", "a100-80g", 64, None)
     assert (analytic.model.name, analytic.cluster.devices, analytic.cluster.devices_per_node) == ("llama-13b", 64, 8)
-    assert facts == {"source": "analytic", "model": "llama-13b", "device": "a100-80g"}
+    assert facts == {"source": "analytic", "model": "llama-13b", "device": "a100-80g", "segments": False}
     bundled, facts = scheme_space_for("bundled:7b", "ignored", "ignored", 16, None)
     assert bundled.profiles == small_space.profiles and facts["source"] == "bundled:7b"
     path = tmp_path / "space.json"
