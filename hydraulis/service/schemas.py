@@ -47,6 +47,10 @@ class SchemeRow(BaseModel):
     tp: int
     pp: int
     options: list[str] = Field(description="non-default scheme options, e.g. [\"sp\", \"recompute=full\"]")
+    sp: bool = Field(default=False, description="sequence parallelism")
+    recompute: str = Field(default="none", description="recomputation: none, selective or full")
+    recompute_layers: list[int] = Field(default_factory=list,
+                                        description="layers recomputed in full per stage (even split)")
     devices: int
     a: float
     b: float

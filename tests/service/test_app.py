@@ -44,6 +44,7 @@ def test_validate_space_rows(client, space_document):
     body = response.json()
     assert body["valid"] and len(body["schemes"]) == 13
     assert body["schemes"][0]["max_seq_len"] > 0
+    assert {k: body["schemes"][0][k] for k in ("sp", "recompute")} == {"sp": False, "recompute": "none"}
 
 
 def test_validate_names_the_broken_field(client, space_document):
