@@ -7,11 +7,11 @@ lengths, repeats, warm-up runs, device, torch version, precision, threads, clock
 the node was filled with replicas — and its result::
 
     {"schema_version": 1, "kind": "profile_measurement",
-     "key": {"model": {...}, "scheme": [cp, tp, pp], "options": [...], "depth", "lengths": [...], "repeats",
-             "warmup", "device_kind", "device", "torch", "precision", "threads", "clock",
-             "fill_node"},
+     "key": {"model": {...}, "scheme": [cp, tp, pp], "options": [...], "stage", "stage_layers": [...],
+             "depth", "lengths": [...], "repeats", "warmup", "device_kind", "device", "torch", "precision",
+             "threads", "clock", "fill_node"},
      "status": "ok" | "out_of_memory", "time_ms", "forward_ms", "activation_bytes",
-     "samples_ms": [...]}
+     "samples_ms": [...], "wall_s"}
 
 The reduction (:class:`~hydraulis.profiler.measurement.ReductionMeasurement`) is one more line,
 its key the same settings with the whole model (its layer count sets the parameters moved) and
@@ -22,7 +22,9 @@ the number of devices instead of a point::
      "time_ms", "propagate_ms", "reduce_ms", "samples_ms": [...]}
 
 ``options`` (the scheme's non-default options, e.g. ``["sp", "recompute=full"]``) is left out
-for a scheme without any, so lines written before options existed keep their keys. A last line cut short by a kill is skipped with a warning; a line that parses but is not a
+for a scheme without any, and ``stage``, ``stage_layers`` for a point that runs a whole
+pipeline, so lines written before options and stage points existed keep their keys; ``wall_s``
+(absent in older lines: 0) is the point's share of the wall time spent measuring it. A last line cut short by a kill is skipped with a warning; a line that parses but is not a
 measurement is an error naming the line.
 """
 
@@ -51,7 +53,8 @@ def point_key(point: SweepPoint, settings: MeasureSettings) -> str:
     """The canonical text of ``point``'s key (sorted JSON)."""
     shape = {k: v for k, v in asdict(settings.model).items() if k != "layers"}
     options = {"options": list(point.scheme.options)} if point.scheme.options else {}
-    key = {"model": shape, "scheme": [point.scheme.cp, point.scheme.tp, point.scheme.pp], **options,
+    stage = {} if point.stage is None else {"stage": point.stage, "stage_layers": list(point.stage_layers)}
+    key = {"model": shape, "scheme": [point.scheme.cp, point.scheme.tp, point.scheme.pp], **options, **stage,
            "depth": point.depth, "lengths": list(point.lengths), **_settings_key(settings)}
     return json.dumps(key, sort_keys=True)
 
@@ -91,7 +94,7 @@ class MeasurementCache:
         self._write(KIND, point_key(measurement.point, settings),
                     {"status": measurement.status.value, "time_ms": measurement.time_ms,
                      "forward_ms": measurement.forward_ms, "activation_bytes": measurement.activation_bytes,
-                     "samples_ms": list(measurement.samples_ms)})
+                     "samples_ms": list(measurement.samples_ms), "wall_s": measurement.wall_s})
 
     def append_reduction(self, measurement: ReductionMeasurement, settings: MeasureSettings) -> None:
         self._write(REDUCTION_KIND, reduction_key(measurement.devices, settings),
@@ -143,4 +146,5 @@ def _measurement(point: SweepPoint, entry: dict) -> Measurement:
     except ValueError:
         raise HydraulisError("status", status, f"must be one of {[s.value for s in MeasureStatus]}") from None
     return Measurement(point, kind, time_ms=record.float("time_ms"), forward_ms=record.float("forward_ms"),
-                       activation_bytes=record.float("activation_bytes"), samples_ms=_samples(record))
+                       activation_bytes=record.float("activation_bytes"), samples_ms=_samples(record),
+                       wall_s=record.float("wall_s", 0.0))

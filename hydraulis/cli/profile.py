@@ -6,11 +6,27 @@ import argparse
 
 from hydraulis import __version__
 from hydraulis.artifacts import timestamp, write_scheme_space
-from hydraulis.cli.output import OPTIONS_HELP, command_line, emit, int_list, options_cell, scheme_variants, table
+from hydraulis.cli.output import (
+    OPTIONS_HELP,
+    add_variants_argument,
+    command_line,
+    emit,
+    int_list,
+    options_cell,
+    scheme_variants,
+    table,
+)
 from hydraulis.errors import require
+from hydraulis.planner.config import Variants
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.measurement import Clock
-from hydraulis.profiler.profile import ProfileOutcome, ProfileRequest, profile_scheme_space
+from hydraulis.profiler.profile import (
+    ProfileOutcome,
+    ProfileRequest,
+    SegmentProfileOutcome,
+    profile_scheme_space,
+    profile_segment_space,
+)
 from hydraulis.profiler.sweep import SweepConfig, parse_token_counts
 from hydraulis.runtime.config import DeviceKind
 
@@ -33,6 +49,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--tp", type=int_list("--tp"), default=(1, 2, 4), help="tp degrees (default 1,2,4)")
     parser.add_argument("--pp", type=int_list("--pp"), default=(1, 2), help="pp degrees (default 1,2)")
     parser.add_argument("--options", action="append", metavar="OPTIONS", help=OPTIONS_HELP)
+    add_variants_argument(parser, Variants.NONE,
+                          "all: measure the repeated decoder layer once per (cp, tp, sp, recompute mode) and the "
+                          "stage ends once per (cp, tp, sp), each stage alone, and compose every scheme and variant "
+                          "from them (a space with segments); whole stages of every scheme are measured too, held "
+                          "out, and the composition's error and the profiling time saved are printed. none: one "
+                          "pipeline stage per scheme and --options")
     parser.add_argument("--seq-lens", required=True,
                         help="micro-batch token counts: a list 64,128,256 or a range 64:1024 (doubling) or "
                              "128:1024:128 (stepped); each is measured as several length mixes")
@@ -74,15 +96,24 @@ def _profile(args: argparse.Namespace) -> None:
     from hydraulis.profiler.device import local_devices
     from hydraulis.profiler.measure import run_measure_job
 
+    variants = Variants(args.variants)
+    require(variants is Variants.NONE or not (args.options or args.check_full_stage), "--variants", args.variants,
+            "measures every option and holds whole stages out itself: leave out --options and --check-full-stage")
     local = local_devices(DeviceKind(args.device), args.max_procs, args.threads,
                           Clock(args.clock) if args.clock else None, args.fill_node)
     sweep = SweepConfig(model, args.cp, args.tp, args.pp, token_counts, local.environment.devices, args.repeats,
                         args.warmup, args.block_layers, args.check_full_stage, scheme_variants(args.options))
     device = device_preset(args.device_preset or PRESET_OF_DEVICE[local.kind])
     request = ProfileRequest(sweep, local.environment, device, args.cache, timestamp(), __version__, command_line())
-    outcome = profile_scheme_space(request, lambda job, n: run_measure_job(job, n, local.options, args.log_level))
-    write_scheme_space(args.output, outcome.space)
-    _print(outcome)
+    runner = lambda job, n: run_measure_job(job, n, local.options, args.log_level)  # noqa: E731
+    if variants is Variants.ALL:
+        segmented = profile_segment_space(request, runner)
+        write_scheme_space(args.output, segmented.space)
+        _print_segments(segmented)
+    else:
+        outcome = profile_scheme_space(request, runner)
+        write_scheme_space(args.output, outcome.space)
+        _print(outcome)
     emit(f"wrote {args.output}")
 
 
@@ -112,6 +143,37 @@ def _print(outcome: ProfileOutcome) -> None:
                      _percent(extra.median_rel_error) if extra else "-", _percent(extra.max_rel_error) if extra else "-",
                      round(fit.activation_bytes_per_token), round(fit.forward_fraction, 3)])
     emit(table(headers, rows))
+
+
+def _print_segments(outcome: SegmentProfileOutcome) -> None:
+    space = outcome.space
+    emit(f"profiled {space.model.name} ({space.model.layers} layers) with variants on {space.provenance.device}, "
+         f"{space.provenance.software}")
+    emit(f"{len(space.segments)} segments (cp, tp, sp) for {len(space.profiles)} schemes, "
+         f"{outcome.reused + outcome.measured} points: reused {outcome.reused} from the cache, measured "
+         f"{outcome.measured}, in {outcome.wall_s:.1f} s")
+    if outcome.reduction:
+        emit(f"reduction on {outcome.reduction.devices} devices: {outcome.reduction.time_ms:.1f} ms per step → "
+             f"reduce_gbps {space.reduce_gbps:.4g}")
+    for skipped in outcome.skipped:
+        emit(f"skipped {skipped.scheme}: {skipped.reason}")
+    rows = [[s.cp, s.tp, "sp" if s.sp else "-", *(f"{block.time.b:.4g}/{block.kept_bytes_per_token:.0f}"
+                                                  for block in (s.layer, s.selective, s.full))]
+            for s in space.segments]
+    emit("one decoder layer per (cp, tp, sp): b (ms per token) / kept bytes per token")
+    emit(table(("cp", "tp", "sp", "none", "selective", "full"), rows))
+    emit("composed stages against whole stages measured alone, held out of the fit (plain and recomputing about half "
+         "the layers of each stage in full):")
+    rows = [[e.scheme.cp, e.scheme.tp, e.scheme.pp, options_cell(e.scheme.options), e.points, round(e.r2, 4),
+             _percent(e.median_rel_error), _percent(e.max_rel_error)] for e in outcome.held_out]
+    emit(table(("cp", "tp", "pp", "options", "points", "R2", "held-out med", "held-out max"), rows))
+    emit(f"held-out composed-stage error: median over schemes {_percent(outcome.median_error)}, "
+         f"worst scheme median {_percent(outcome.worst_error)}")
+    cost = outcome.time
+    emit(f"profiling time: {cost.segment_points} segment points took {cost.segment_wall_s:.1f} s; measuring every "
+         f"scheme × variant as whole stages would take {cost.whole_stage_points} points ≈ "
+         f"{cost.whole_stage_wall_s:.1f} s (at {cost.whole_stage_point_s:.2f} s per held-out whole-stage point): "
+         f"saved ≈ {cost.saved_s:.1f} s ({cost.whole_stage_wall_s / max(cost.segment_wall_s, 1e-9):.1f}×)")
 
 
 def _percent(value: float) -> str:

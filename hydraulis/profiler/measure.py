@@ -15,6 +15,11 @@ neighbours), by the job's clock (:class:`~hydraulis.profiler.measurement.Clock`)
 by ``v``; a run's time is its slowest rank's (of all replicas); the point's time is the median
 over ``repeats`` runs after ``warmup`` discarded ones, all ranks starting each run together.
 
+A point with a ``stage`` (:mod:`hydraulis.profiler.segment`) measures that one stage alone on
+``cp·tp`` ranks (replicas filling the node as above): a :class:`LoopbackLink` stands in for its
+neighbours, and each run alternates one forward and one backward over its ``v`` copies (one
+micro-batch in flight, so its activation bytes are those one micro-batch keeps).
+
 After the points, a job whose ``reduction`` is set measures it on all its ranks
 (:mod:`hydraulis.profiler.reduction`).
 
@@ -87,13 +92,17 @@ class PointOutOfMemory(RuntimeError):
 
 @dataclass(frozen=True)
 class StageUnderTest:
-    """This rank's stage of the pipeline being measured."""
+    """This rank's stage of the pipeline being measured; ``link`` is None for a stage measured
+    alone (:class:`LoopbackLink` stands in for its neighbours), which runs as a pipeline of
+    ``stages = 1`` (one micro-batch in flight) at ``index`` 0."""
 
     model: StageModel
-    link: StageLink
+    link: StageLink | None
     place: RankPlace
     scheme: Scheme
     cp: ParallelGroup
+    stages: int
+    index: int
 
 
 def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) -> None:
@@ -105,12 +114,14 @@ def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) 
         rank_map = RankMap((PipelineLayout(scheme, (1,) * scheme.pp),) * replicas, context.world_size)
         groups = ProcessGroups.create(rank_map, context.rank, dist.new_group)
         place = rank_map.place(context.rank)
-        for depth, at_depth in itertools.groupby(points, key=lambda p: p.depth):
-            stage = None if place is None else _stage(job, context, rank_map, groups, place, scheme, depth)
-            at_depth = list(at_depth)
-            for first in range(0, len(at_depth), CHUNK_POINTS):
-                chunk = at_depth[first:first + CHUNK_POINTS]
-                bar.set_postfix_str(f"{scheme} depth {depth} {chunk[0].tokens}-{chunk[-1].tokens} tokens")
+        for _, built in itertools.groupby(points, key=_stage_key):
+            built = list(built)
+            stage = None if place is None else _stage(job, context, rank_map, groups, place, built[0])
+            for first in range(0, len(built), CHUNK_POINTS):
+                chunk = built[first:first + CHUNK_POINTS]
+                where = "" if chunk[0].stage is None else f" stage {chunk[0].stage}"
+                bar.set_postfix_str(f"{chunk[0].scheme}{where} depth {chunk[0].depth} "
+                                    f"{chunk[0].tokens}-{chunk[-1].tokens} tokens")
                 for measurement in _measure_chunk(chunk, stage, context, job):
                     if cache is not None:
                         cache.append(measurement, job.settings)
@@ -122,13 +133,22 @@ def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) 
             cache.append_reduction(reduction, job.settings)
 
 
+def _stage_key(point: SweepPoint) -> tuple:
+    """Points with one key run on the same stage model."""
+    return (point.scheme, point.depth) if point.stage is None else (point.scheme, point.stage_layers, point.stage)
+
+
 def _stage(job: MeasureJob, context: RankContext, rank_map: RankMap, groups: ProcessGroups, place: RankPlace,
-           scheme: Scheme, depth: int) -> StageUnderTest:
-    """This rank's stage of ``depth`` layers, weights drawn like the runtime's (norms 1,
-    matrices N(0, 0.02²)) from a seed; the rank map's neighbours do not depend on the depth."""
-    model = _block_model(job.settings.model, scheme, depth)
-    layout = PipelineLayout(scheme, (depth,) * scheme.pp)
-    stage_model = StageModel(model, layout, place.stage, groups.tp, groups.cp, context.dtype, context.device)
+           point: SweepPoint) -> StageUnderTest:
+    """This rank's stage for ``point`` — of a pipeline of ``depth`` layers per stage, or the
+    point's one stage alone — weights drawn like the runtime's (norms 1, matrices N(0, 0.02²))
+    from a seed; the rank map's neighbours do not depend on the depth."""
+    scheme = point.scheme
+    alone = point.stage is not None
+    layout = PipelineLayout(scheme, point.stage_layers if alone else (point.depth,) * scheme.pp)
+    index = point.stage if alone else place.stage
+    model = replace(job.settings.model, layers=layout.layers)
+    stage_model = StageModel(model, layout, index, groups.tp, groups.cp, context.dtype, context.device)
     torch.manual_seed(job.seed)
     with torch.no_grad():
         for parameter in stage_model.parameters():
@@ -136,12 +156,10 @@ def _stage(job: MeasureJob, context: RankContext, rank_map: RankMap, groups: Pro
                 parameter.fill_(1.0)
             else:
                 parameter.normal_(0.0, INIT_STD)
+    if alone:
+        return StageUnderTest(stage_model, None, place, scheme, groups.cp, 1, 0)
     link = StageLink(rank_map.neighbour(place, -1), rank_map.neighbour(place, 1), context.device, context.dtype)
-    return StageUnderTest(stage_model, link, place, scheme, groups.cp)
-
-
-def _block_model(model: ModelSpec, scheme: Scheme, depth: int) -> ModelSpec:
-    return replace(model, layers=depth * scheme.pp)
+    return StageUnderTest(stage_model, link, place, scheme, groups.cp, scheme.pp, place.stage)
 
 
 def _measure_chunk(points: list[SweepPoint], stage: StageUnderTest | None, context: RankContext,
@@ -150,7 +168,8 @@ def _measure_chunk(points: list[SweepPoint], stage: StageUnderTest | None, conte
     starting each run together; then every rank's timings and memory gathered."""
     rounds = job.settings.warmup + job.settings.repeats
     cuda = context.device.type == "cuda"
-    pp = points[0].scheme.pp
+    pp = 1 if points[0].stage is not None else points[0].scheme.pp
+    started = time.perf_counter()
     timings = np.zeros((len(points), rounds, 2))
     memory = np.zeros(len(points))
     micro_batches = np.full(len(points), pp)
@@ -177,7 +196,8 @@ def _measure_chunk(points: list[SweepPoint], stage: StageUnderTest | None, conte
     mine = torch.from_numpy(np.concatenate([timings.ravel(), memory])).to(context.device)
     every = context.world.all_gather(mine).view(context.world_size, -1).cpu().numpy()
     gathered = every[:, :timings.size].reshape(context.world_size, *timings.shape)
-    return [_summary(p, gathered[:, i, job.settings.warmup:], every[:, timings.size + i].max())
+    wall_s = (time.perf_counter() - started) / len(points)
+    return [_summary(p, gathered[:, i, job.settings.warmup:], every[:, timings.size + i].max(), wall_s)
             for i, p in enumerate(points)]
 
 
@@ -188,14 +208,15 @@ def _calibrated_micro_batches(warmup_ms: np.ndarray, pp: int, context: RankConte
     return np.maximum(pp, np.ceil(MIN_RUN_MS / per_micro_batch)).astype(int)
 
 
-def _summary(point: SweepPoint, timed: np.ndarray, activation_bytes: float) -> Measurement:
+def _summary(point: SweepPoint, timed: np.ndarray, activation_bytes: float, wall_s: float) -> Measurement:
     """``timed[rank, run] = (forward, backward)`` ms: the slowest rank per run, median over runs."""
     per_run = timed.sum(axis=2)
     slowest = per_run.argmax(axis=0)
     samples = per_run.max(axis=0)
     forward = timed[slowest, np.arange(timed.shape[1]), 0]
     return Measurement(point, MeasureStatus.OK, time_ms=float(np.median(samples)), forward_ms=float(np.median(forward)),
-                       activation_bytes=float(activation_bytes), samples_ms=tuple(float(v) for v in samples))
+                       activation_bytes=float(activation_bytes), samples_ms=tuple(float(v) for v in samples),
+                       wall_s=wall_s)
 
 
 def _pack(point: SweepPoint, stage: StageUnderTest, context: RankContext, seed: int) -> PackedMicroBatch:
@@ -248,7 +269,7 @@ def _run(stage: StageUnderTest, batch: PackedMicroBatch, context: RankContext, m
         torch.cuda.reset_peak_memory_stats(context.device)
     before = torch.cuda.memory_allocated(context.device) if track_memory else 0
     work = _TimedStageWork(stage.model, [batch] * micro_batches, batch.tokens * micro_batches, clock)
-    run_1f1b(work, stage.link, micro_batches, stage.scheme.pp, stage.place.stage)
+    run_1f1b(work, stage.link or LoopbackLink(stage.model, batch, context), micro_batches, stage.stages, stage.index)
     peak = torch.cuda.max_memory_allocated(context.device) - before if track_memory else 0
     return work.forward_s * 1e3 / micro_batches, work.backward_s * 1e3 / micro_batches, float(peak)
 
@@ -271,7 +292,38 @@ def _saved_bytes_in_flight(stage: StageUnderTest | None, batch: PackedMicroBatch
                                                   requires_grad=True)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
         model(hidden, batch)
-    return float(sum(storages.values()) * (stage.scheme.pp - stage.place.stage))
+    return float(sum(storages.values()) * (stage.stages - stage.index))
+
+
+class LoopbackLink:
+    """Stands in for the neighbours of a stage measured alone: its input (N(0, 1) hidden states
+    of the micro-batch's shape, unless it embeds) and its output gradient (N(0, 1), unless it
+    computes the loss) come from here, what it sends goes nowhere."""
+
+    def __init__(self, model: StageModel, batch: PackedMicroBatch, context: RankContext) -> None:
+        self.model = model
+        generator = torch.Generator(device=context.device).manual_seed(batch.tokens)
+        self.input = torch.randn(batch.hidden_rows, model.model.hidden, generator=generator, device=context.device,
+                                 dtype=context.dtype)
+        self.grad = torch.randn(self.input.shape, generator=generator, device=context.device, dtype=context.dtype)
+
+    def recv_forward(self) -> torch.Tensor | None:
+        return None if self.model.first else self.input.clone()
+
+    def send_forward(self, activation: torch.Tensor | None) -> None:
+        return None
+
+    def recv_backward(self) -> torch.Tensor | None:
+        return None if self.model.last else self.grad
+
+    def send_backward(self, grad: torch.Tensor | None) -> None:
+        return None
+
+    def send_forward_recv_backward(self, activation: torch.Tensor | None) -> torch.Tensor | None:
+        return self.recv_backward()
+
+    def send_backward_recv_forward(self, grad: torch.Tensor | None) -> torch.Tensor | None:
+        return self.recv_forward()
 
 
 def run_measure_job(job: MeasureJob, processes: int, options: RuntimeOptions, log_level: str = "warning") -> None:

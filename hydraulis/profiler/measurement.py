@@ -76,7 +76,8 @@ class Environment:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One point's result; ``samples_ms`` holds every repeat's slowest-rank time."""
+    """One point's result; ``samples_ms`` holds every repeat's slowest-rank time, ``wall_s`` the
+    point's share of the wall time its measuring took (warm-up and repeats; 0: not recorded)."""
 
     point: SweepPoint
     status: MeasureStatus
@@ -84,6 +85,7 @@ class Measurement:
     forward_ms: float = 0.0
     activation_bytes: float = 0.0
     samples_ms: tuple[float, ...] = ()
+    wall_s: float = 0.0
 
     @property
     def ok(self) -> bool:

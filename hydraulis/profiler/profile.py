@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -43,10 +43,28 @@ from hydraulis.profiler.measurement import (
     MeasureSettings,
     ReductionMeasurement,
 )
-from hydraulis.profiler.sweep import SkippedScheme, SweepConfig, SweepPlan, SweepPoint, stage_layers, sweep_plan
+from hydraulis.profiler.segment import (
+    HeldOutError,
+    ProfilingTime,
+    fit_segments,
+    held_out_errors,
+    profiling_time,
+    segment_plan,
+)
+from hydraulis.profiler.sweep import (
+    PointRole,
+    SkippedScheme,
+    SweepConfig,
+    SweepPlan,
+    SweepPoint,
+    stage_layers,
+    sweep_plan,
+)
+from hydraulis.segments import compose_profile
 from hydraulis.types import (
     Cluster,
     DeviceSpec,
+    FitQuality,
     PipelineModel,
     Provenance,
     Scheme,
@@ -118,6 +136,66 @@ def profile_scheme_space(request: ProfileRequest, runner: Runner) -> ProfileOutc
                           time.perf_counter() - started, reduction)
 
 
+@dataclass(frozen=True)
+class SegmentProfileOutcome:
+    """A profile with variants: the space (plain schemes and their segments), how its composed
+    stages predict whole stages held out, and the profiling time saved."""
+
+    space: SchemeSpace
+    held_out: tuple[HeldOutError, ...]
+    time: ProfilingTime
+    skipped: tuple[SkippedScheme, ...]
+    reused: int
+    measured: int
+    wall_s: float
+    reduction: ReductionMeasurement | None = None
+
+    @property
+    def median_error(self) -> float:
+        """The median over schemes of each scheme's held-out median relative error."""
+        return float(np.median([e.median_rel_error for e in self.held_out]))
+
+    @property
+    def worst_error(self) -> float:
+        """The largest of the schemes' held-out median relative errors."""
+        return max(e.median_rel_error for e in self.held_out)
+
+
+def profile_segment_space(request: ProfileRequest, runner: Runner) -> SegmentProfileOutcome:
+    """``hydraulis profile --variants all`` (:mod:`hydraulis.profiler.segment`): measure the
+    segment points, the held-out whole stages and the reduction in one job (every point on the
+    same processes: a rank idle in another point's job would load the cores differently), the
+    held-out stages of a ``(cp, tp, sp)`` right after its segment points; fit the segments of
+    every ``(cp, tp, sp)``, compose the plain schemes, judge the composition on the held-out
+    stages."""
+    started = time.perf_counter()
+    plan = segment_plan(request.sweep)
+    settings = MeasureSettings(request.sweep.model, request.environment, request.sweep.repeats, request.sweep.warmup)
+    devices = reduction_devices(request.environment)
+    with tempfile.TemporaryDirectory(prefix="hydraulis-profile-") as scratch:
+        cache = MeasurementCache(request.cache_dir or scratch)
+        reused = sum(cache.find(p, settings) is not None for p in plan.points)
+        cache = _measure_pending(plan, settings, devices, cache, runner)
+        found = {p: cache.find(p, settings) for p in plan.points}
+        reduction = cache.find_reduction(devices, settings) if devices else None
+    measured = [m for m in found.values() if m is not None]
+    fits = [m for m in measured if m.point.role is PointRole.FIT]
+    checks = [m for m in measured if m.point.role is PointRole.CHECK]
+    segments = tuple(fit_segments(key, [m for m in fits if (m.point.scheme.cp, m.point.scheme.tp, m.point.scheme.sp)
+                                        == key])
+                     for key in dict.fromkeys((s.cp, s.tp, s.sp) for s in plan.schemes))
+    held_out = held_out_errors(segments, checks)
+    quality = {e.scheme: FitQuality(e.r2, e.median_rel_error, e.max_rel_error, e.points) for e in held_out}
+    env, device = request.environment, request.device
+    profiles = tuple(replace(compose_profile(next(s for s in segments if s.key == (scheme.cp, scheme.tp, False)),
+                                             request.sweep.model, scheme, env.devices, device.runtime_overhead_bytes),
+                             fit=quality.get(scheme)) for scheme in plan.schemes if not scheme.sp)
+    space = replace(measured_space(request, (), reduction, profiles, [m.forward_ms / m.time_ms for m in fits]),
+                    segments=segments)
+    return SegmentProfileOutcome(space, held_out, profiling_time(request.sweep, plan.schemes, fits, checks),
+                                 plan.skipped, reused, len(measured) - reused, time.perf_counter() - started, reduction)
+
+
 def reduction_devices(environment: Environment) -> int:
     """The ranks the reduction is measured on: all local devices, or 0 (none) on a single one,
     where the cost model has nothing to reduce (one pipeline in the optimizer's layout)."""
@@ -125,10 +203,12 @@ def reduction_devices(environment: Environment) -> int:
 
 
 def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
-                   reduction: ReductionMeasurement | None = None) -> SchemeSpace:
-    """Step 4: the scheme space of the fitted schemes."""
+                   reduction: ReductionMeasurement | None = None, profiles: tuple[SchemeProfile, ...] = (),
+                   forward_fractions: Sequence[float] = ()) -> SchemeSpace:
+    """Step 4: the scheme space of the fitted schemes (or of ``profiles`` and the measured
+    ``forward_fractions`` when given)."""
     env, device = request.environment, request.device
-    profiles = tuple(
+    profiles = profiles or tuple(
         SchemeProfile(
             scheme=fit.scheme,
             time=fit.time,
@@ -138,6 +218,7 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
         )
         for fit in fits
     )
+    forward_fractions = forward_fractions or [f.forward_fraction for f in fits]
     return SchemeSpace(
         model=request.sweep.model,
         cluster=Cluster(env.devices, env.devices, device.name),
@@ -145,7 +226,7 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
         profiles=profiles,
         provenance=Provenance(SpaceSource.MEASURED, env.description, request.created, request.tool_version,
                               request.command, env.software),
-        pipeline_model=PipelineModel(forward_fraction=float(np.median([f.forward_fraction for f in fits])),
+        pipeline_model=PipelineModel(forward_fraction=float(np.median(forward_fractions)),
                                      p2p_ms=device.collective_latency_us / 1e3),
         reduce_gbps=(fit_reduce_gbps(request.sweep.model.params, reduction.time_ms) if reduction
                      else device.intra_node_gbps),
@@ -166,7 +247,7 @@ def _measure_pending(plan: SweepPlan, settings: MeasureSettings, reduction: int,
             return cache
         job = MeasureJob(pending, settings, str(cache.path.parent), done=len(plan.points) - len(pending),
                          total=len(plan.points), reduction=missing)
-        processes = max([missing] + [p.scheme.devices * env.replicas(p.scheme) for p in pending])
+        processes = max([missing] + [p.rank_scheme.devices * env.replicas(p.rank_scheme) for p in pending])
         try:
             runner(job, processes)
         except Exception:

@@ -60,16 +60,26 @@ class PointRole(str, Enum):
 @dataclass(frozen=True)
 class SweepPoint:
     """One measurement: ``scheme``'s stage of ``depth`` layers running one micro-batch of
-    sequences ``lengths``."""
+    sequences ``lengths`` — every stage of a pipeline of the scheme at once, or with ``stage``
+    set only that stage of a pipeline laid out as ``stage_layers``, alone on ``cp·tp`` ranks
+    (its neighbours' hand-offs stood in for: :mod:`hydraulis.profiler.segment`)."""
 
     scheme: Scheme
     depth: int
     lengths: tuple[int, ...]
     role: PointRole = PointRole.FIT
+    stage: int | None = None
+    stage_layers: tuple[int, ...] = ()
 
     @property
     def tokens(self) -> int:
         return sum(self.lengths)
+
+    @property
+    def rank_scheme(self) -> Scheme:
+        """The degrees of the ranks the point runs on: the scheme's, or one stage's ``(cp, tp, 1)``
+        (recomputation changes no rank or group)."""
+        return Scheme(self.scheme.cp, self.scheme.tp, self.scheme.pp if self.stage is None else 1, self.scheme.sp)
 
 
 @dataclass(frozen=True)
@@ -209,8 +219,9 @@ def parse_token_counts(text: str) -> tuple[int, ...]:
 
 
 def points_by_scheme(points: Iterable[SweepPoint]) -> dict[Scheme, list[SweepPoint]]:
+    """Points grouped by the scheme of the ranks they run on, in order of first appearance."""
     grouped: dict[Scheme, list[SweepPoint]] = {}
     for point in points:
-        grouped.setdefault(point.scheme, []).append(point)
+        grouped.setdefault(point.rank_scheme, []).append(point)
     return grouped
 

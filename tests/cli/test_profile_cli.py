@@ -30,6 +30,8 @@ def hydraulis(*args: str) -> subprocess.CompletedProcess:
     (["--model", "tiny", "--pp", "8"], "exceeds model.layers = 4"),
     (["--model", "tiny", "--max-procs", "99"], "max_procs: 99 exceeds the"),
     (["--model", "tiny", "--cp", "2", "--tp", "4", "--pp", "2"], "all need more than the"),
+    (["--model", "tiny", "--variants", "all", "--options", "sp"], "--variants: 'all' measures every option"),
+    (["--model", "tiny", "--variants", "all", "--cp", "2", "--tp", "4", "--pp", "2"], "all need more than the"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, args, needle):
     base = {"--seq-lens": "64,128", "--max-procs": "2", "-o": str(tmp_path / "s.json")}
@@ -79,6 +81,23 @@ def test_a_killed_sweep_resumes_without_measuring_finished_points(tmp_path):
     assert "held-out med" in resumed.stdout and "extrap. med" in resumed.stdout
     shown = hydraulis("space", "show", str(output))
     assert shown.returncode == 0 and "(measured)" in shown.stdout
+
+
+@pytest.mark.distributed
+def test_variants_profile_the_segments_and_report_held_out_stages_and_the_time_saved(tmp_path):
+    output = tmp_path / "space.json"
+    done = hydraulis("profile", "--model", "tiny", "--variants", "all", "--cp", "1", "--tp", "1", "--pp", "1,2",
+                     "--seq-lens", "32,64", "--repeats", "1", "--warmup", "0", "--device", "cpu", "--max-procs", "2",
+                     "-o", str(output))
+    assert done.returncode == 0, done.stderr
+    assert "held-out composed-stage error: median over schemes" in done.stdout
+    assert "saved ≈" in done.stdout and "as whole stages would take" in done.stdout
+    space = read_scheme_space(output)
+    assert [s.key for s in space.segments] == [(1, 1, False)]
+    assert {str(p.scheme) for p in space.profiles} == {"(1,1,1)", "(1,1,2)"}
+    assert {p.scheme.pp: p.fit.points for p in space.profiles} == {1: 4, 2: 8}
+    shown = hydraulis("space", "show", str(output), "--format", "json", "--longest", "4096")
+    assert shown.returncode == 0 and any(r["recompute"] == "full" for r in json.loads(shown.stdout))
 
 
 def test_the_committed_space_goes_through_show_propose_and_plan_step(tmp_path):
