@@ -15,6 +15,11 @@ the same, largest, memory to activations; ``tp_o`` only regroups the same shards
 3. take the one whose schemes hold the most, ``Σ_k min(S_k, S)``;
 4. break ties by the fewest model-parallel degrees ``tp·pp`` (plain ZeRO-1), then smaller tp.
 
+In a space with variants (:mod:`hydraulis.planner.variants`) a scheme holds, in steps 2 and 3,
+what its most frugal variant holds (:func:`~hydraulis.planner.variants.frugal_space`): the
+planner may pick it for the longest sequences, so a layout under which only recomputation
+holds ``S`` is a layout the proposal can use.
+
 Worked example: LLaMA-7B reference pool, N = 32: dp32·tp1·pp1 and dp8·tp4·pp1 tie in step 3
 ((1,8,1) holds 85,358 tokens under both), dp32·tp1·pp1 wins step 4.
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 from hydraulis.cost import SchemeCapacity, scheme_capacities
 from hydraulis.errors import HydraulisError
+from hydraulis.planner.variants import frugal_space
 from hydraulis.types import OptimizerLayout, Scheme, SchemeSpace
 
 
@@ -34,14 +40,15 @@ def choose_optimizer_layout(space: SchemeSpace, max_seq_len: int,
         given.check(space.model, devices)
         return given, f"optimizer layout {given} as given ({_states_note(space, given)})"
     candidates = []
+    frugal = frugal_space(space)
     for layout in _layouts(space):
-        capacities = scheme_capacities(space, layout)
+        capacities = scheme_capacities(frugal, layout)
         longest = max(c.max_seq_len for c in capacities)
         if longest >= max_seq_len:
             held = sum(min(c.max_seq_len, max_seq_len) for c in capacities)
             candidates.append(((-held, layout.tp * layout.pp, layout.tp), layout, capacities))
     if not candidates:
-        best = max(scheme_capacities(space, OptimizerLayout(devices, 1, 1)), key=lambda c: c.max_seq_len)
+        best = max(scheme_capacities(frugal, OptimizerLayout(devices, 1, 1)), key=lambda c: c.max_seq_len)
         raise HydraulisError("max_seq_len", max_seq_len,
                              f"exceeds the longest sequence any scheme can hold on {devices} devices "
                              f"({best.max_seq_len} tokens, scheme {best.profile.scheme}, optimizer layout "

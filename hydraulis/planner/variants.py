@@ -262,6 +262,21 @@ def choose_variants(space: SchemeSpace, layout: OptimizerLayout,
     return replace(space, profiles=space.profiles + profiles), tuple(choices.values())
 
 
+def frugal_space(space: SchemeSpace) -> SchemeSpace:
+    """``space`` with each plain scheme replaced by its variant keeping the fewest bytes per
+    token — every layer recomputed in full, with sequence parallelism where segments for it
+    exist — beside the variants it lists, or ``space`` itself without segments: what its
+    schemes can hold at most."""
+    if not space.has_variants:
+        return space
+    frugal = []
+    for plain in (p.scheme for p in space.profiles if not p.scheme.options):
+        variants = [space.profile(Scheme(plain.cp, plain.tp, plain.pp, sp, Recompute.FULL)) for sp in (False, True)
+                    if space.segments_of(plain.cp, plain.tp, sp) is not None]
+        frugal.append(min(variants, key=lambda p: p.activation_bytes_per_token, default=space.profile(plain)))
+    return replace(space, profiles=tuple(frugal) + tuple(p for p in space.profiles if p.scheme.options))
+
+
 def with_schemes(space: SchemeSpace, schemes: Sequence[Scheme]) -> SchemeSpace:
     """``space`` listing also ``schemes`` (variants it composes, e.g. those a proposal uses)."""
     listed = {p.scheme for p in space.profiles}

@@ -18,10 +18,13 @@ from hydraulis.planner.variants import (
     choose_variant,
     choose_variants,
     explain_variants,
+    frugal_space,
     plain_space,
     variant_targets,
 )
-from hydraulis.cost import memory_breakdown
+from hydraulis.cost import memory_breakdown, scheme_capacities
+from hydraulis.errors import HydraulisError
+from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.runtime.layout import even_split
@@ -149,3 +152,16 @@ def test_planner_space_gains_chosen_variants_and_none_keeps_the_plain_schemes():
     proposed = ProposedStrategy(Strategy((group,)), 0, 32768, 1.0, 0.0, (0,), "Serves all.")
     (explained,) = explain_variants([proposed], choices)
     assert explained.explanation.startswith("Serves all. ") and choice.reason() in explained.explanation
+
+
+def test_a_layout_under_which_only_recomputation_holds_the_longest_sequence_is_chosen_with_variants():
+    device = device_preset("a800-80g")
+    space = analytic_scheme_space(model_preset("llama-32b"), device, Cluster(32, 8, device.name), (1, 2, 4, 8),
+                                  (1, 2, 4, 8), (1, 2, 4, 8), created=CREATED, tool_version="test", segments=True)
+    with pytest.raises(HydraulisError, match="exceeds the longest sequence any scheme can hold"):
+        choose_optimizer_layout(plain_space(space, Variants.NONE), 32_768)
+    layout, _ = choose_optimizer_layout(space, 32_768)
+    frugal = frugal_space(space)
+    assert len(frugal.profiles) == len(space.profiles)
+    assert all(p.scheme.recompute is Recompute.FULL for p in frugal.profiles)
+    assert max(c.max_seq_len for c in scheme_capacities(frugal, layout)) >= 32_768
