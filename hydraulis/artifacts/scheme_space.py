@@ -131,16 +131,20 @@ def pipeline_model_from_record(record: Record) -> PipelineModel:
 
 
 def scheme_to_dict(scheme: Scheme) -> dict:
-    """``{"cp", "tp", "pp"}``, plus ``"sp"`` and ``"recompute"`` when they are not the defaults."""
+    """``{"cp", "tp", "pp"}``, plus ``"sp"``, ``"recompute"`` and ``"recompute_layers"`` when
+    they are not the defaults."""
     options = {"sp": scheme.sp} if scheme.sp else {}
     if scheme.recompute is not Recompute.NONE:
         options["recompute"] = scheme.recompute.value
+    if scheme.recompute_layers:
+        options["recompute_layers"] = list(scheme.recompute_layers)
     return {"cp": scheme.cp, "tp": scheme.tp, "pp": scheme.pp, **options}
 
 
 def scheme_from_record(record: Record) -> Scheme:
     return build(record.path, Scheme, cp=record.int("cp"), tp=record.int("tp"), pp=record.int("pp"),
-                 sp=record.bool("sp", False), recompute=record.enum("recompute", Recompute, Recompute.NONE))
+                 sp=record.bool("sp", False), recompute=record.enum("recompute", Recompute, Recompute.NONE),
+                 recompute_layers=record.ints("recompute_layers", []))
 
 
 def time_from_record(record: Record) -> TimeCoefficients:

@@ -12,7 +12,8 @@ from hydraulis.errors import HydraulisError
 from hydraulis.types import OptimizerLayout, SchemeOptions
 
 OPTIONS_HELP = ("scheme options to measure every degree under, as in a SPEC's brackets: none (the plain scheme), "
-                "sp, recompute=selective|full or several joined by commas, e.g. sp,recompute=full; repeat for "
+                "sp, recompute=selective|full|full:K (the first K layers of each stage) or several joined by commas, "
+                "e.g. sp,recompute=full; repeat for "
                 "more variants, each a scheme of its own (default: none; sp applies where tp > 1)")
 
 

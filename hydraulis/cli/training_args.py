@@ -26,7 +26,8 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=model_names(), help="model preset, e.g. tiny")
     parser.add_argument("--strategy", action="append", metavar="SPEC",
                         help="strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][[OPTIONS]][xCOUNT] "
-                             "with OPTIONS sp (sequence parallelism, tp > 1) and recompute=none|selective|full, "
+                             "with OPTIONS sp (sequence parallelism, tp > 1) and recompute=none|selective|full "
+                             "(full:K: the first K layers of each stage, full:K1/K2/…: per stage), "
                              "e.g. 1,2,1+1,1,2, 1,1,2x2 or 1,4,1[sp,recompute=full]x2; repeat to cycle strategies "
                              "per step")
     parser.add_argument("--proposal", help="proposal JSON (hydraulis propose): dispatch picks one of its "

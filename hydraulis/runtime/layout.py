@@ -40,6 +40,7 @@ class PipelineLayout:
                 f"must name one layer count per stage (pp = {self.scheme.pp})")
         for stage, count in enumerate(self.stage_layers):
             require_int(count, f"stage_layers[{stage}]", minimum=1)
+            self.scheme.full_layers(stage, count)
 
     @property
     def layers(self) -> int:

@@ -66,13 +66,14 @@ def test_options_make_other_schemes_and_round_trip(space_7b):
     from hydraulis.types import Recompute
 
     first = space_7b.profiles[1]
-    variants = tuple(replace(first, scheme=replace(first.scheme, tp=2, sp=sp, recompute=recompute))
-                     for sp, recompute in ((True, Recompute.NONE), (True, Recompute.FULL), (False, Recompute.SELECTIVE)))
+    variants = tuple(replace(first, scheme=replace(first.scheme, tp=2, sp=sp, recompute=recompute, recompute_layers=k))
+                     for sp, recompute, k in ((True, Recompute.NONE, ()), (True, Recompute.FULL, ()),
+                                              (False, Recompute.SELECTIVE, ()), (False, Recompute.FULL, (3,))))
     space = replace(space_7b, profiles=space_7b.profiles + variants)
     document = _document(space)
-    assert document["schema_version"] == 2
-    assert [{k: s[k] for k in ("sp", "recompute") if k in s} for s in document["schemes"][-3:]] == [
-        {"sp": True}, {"sp": True, "recompute": "full"}, {"recompute": "selective"}]
+    assert [{k: s[k] for k in ("sp", "recompute", "recompute_layers") if k in s} for s in document["schemes"][-4:]] == [
+        {"sp": True}, {"sp": True, "recompute": "full"}, {"recompute": "selective"},
+        {"recompute": "full", "recompute_layers": [3]}]
     assert "sp" not in document["schemes"][0] and "recompute" not in document["schemes"][0]
     assert scheme_space_from_dict(document) == space
 

@@ -20,8 +20,8 @@ equivalence check's reference runs. The scheme's options shape it:
 * ``sp`` (:mod:`hydraulis.runtime.parallel.sequence`): the residual stream, the norms and the
   hand-offs between stages hold ``T/tp`` tokens per tp rank; each block is entered by an
   all-gather and left by a reduce-scatter instead of an identity and an all-reduce;
-* ``recompute`` per layer (:func:`layer_recompute`; every layer of the stage gets the scheme's
-  for now): ``selective`` runs the attention core under :func:`torch.utils.checkpoint.checkpoint`,
+* ``recompute`` per layer (:func:`layer_recompute`: every layer of the stage gets the scheme's,
+  or under ``recompute=full:K`` the stage's first ``K`` layers ``full`` and the others none): ``selective`` runs the attention core under :func:`torch.utils.checkpoint.checkpoint`,
   ``full`` the whole layer — its forward runs again in the backward, collectives included, on
   every rank of the tp and cp groups in the same order.
 
@@ -185,8 +185,11 @@ class DecoderLayer(nn.Module):
 
 
 def layer_recompute(layout: PipelineLayout, stage: int) -> dict[int, Recompute]:
-    """What each decoder layer of ``stage`` recomputes: the scheme's option, for every layer."""
-    return {layer: layout.scheme.recompute for layer in layout.stage_range(stage)}
+    """What each decoder layer of ``stage`` recomputes: the scheme's option, for every layer, or
+    with ``recompute=full:K`` full recomputation for the stage's first ``K`` layers only
+    (:meth:`~hydraulis.types.Scheme.stage_recompute`)."""
+    layers = layout.stage_range(stage)
+    return dict(zip(layers, layout.scheme.stage_recompute(stage, len(layers))))
 
 
 class StageModel(nn.Module):
