@@ -1,0 +1,68 @@
+"""Starting schedules for the search: list schedules by critical-path priority.
+
+Rule *longest tail first* (LTF): an idle device starts, among its ready tasks, the one whose
+micro-batch has the most work left after it (``Q_t``, :func:`hydraulis.fused.bound.chain_heads_tails`;
+Jackson's rule for one machine with tails). Forwards sit on long chains, so LTF fills the
+pipelines as fast as possible: on most uniform problems it meets the lower bound outright, at
+the price of many micro-batches in flight. Variants add noise ``U(0, σ·p̄)`` to the priorities
+(diversity for the multi-start). Under a memory limit a device does not start a forward that
+would hold more than the limit; such a rule can stall (every device waits on memory that only
+a blocked backward would free), and then the *serial* schedule — micro-batch after micro-batch,
+one at a time, never more than one micro-batch's memory on any device — is the fallback that
+always meets a limit ``≥ max μ``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hydraulis.fused.baselines import greedy_order, interleaved_order, list_schedule
+from hydraulis.fused.bound import chain_heads_tails
+from hydraulis.fused.problem import FusedProblem
+from hydraulis.fused.simulate import device_peaks
+from hydraulis.fused.tasks import TaskGraph
+
+NOISE_LEVELS = (0.0, 0.5, 1.0, 2.0)
+"""σ of the LTF variants, in mean task durations."""
+
+
+def starting_orders(problem: FusedProblem, graph: TaskGraph, memory_limit: float, seed: int,
+                    variants: int = 2) -> list[np.ndarray]:
+    """LTF and its noisy variants (``variants`` per noise level), the greedy and interleaved
+    baselines, all under ``memory_limit``; the serial schedule when none of them fits."""
+    _, tail = chain_heads_tails(graph)
+    rng = np.random.default_rng(seed)
+    orders = []
+    for sigma in NOISE_LEVELS:
+        for _ in range(1 if sigma == 0 else variants):
+            priority = tail + rng.random(graph.size) * sigma * graph.duration.mean()
+            orders.append(priority_order(graph, priority, memory_limit))
+    orders += [greedy_order(problem, graph), interleaved_order(problem, graph)]
+    fitting = [o for o in orders if o is not None and _peak(graph, o) <= memory_limit]
+    return fitting or [serial_order(graph)]
+
+
+def priority_order(graph: TaskGraph, priority: np.ndarray, memory_limit: float = float("inf")) -> np.ndarray | None:
+    """List schedule: the ready task of highest ``priority`` whose forward fits the limit."""
+    held = np.zeros(graph.devices)
+
+    def choose(device: int, ready: list[int], now: float) -> int | None:
+        allowed = [t for t in ready if not graph.forward[t] or held[device] + graph.memory[t] <= memory_limit]
+        if not allowed:
+            return None
+        task = max(allowed, key=lambda t: priority[t])
+        held[device] += graph.memory[task] if graph.forward[task] else -graph.memory[task]
+        return task
+
+    return list_schedule(graph, choose)
+
+
+def serial_order(graph: TaskGraph) -> np.ndarray:
+    """Every micro-batch's chain after the previous one's: one micro-batch in flight."""
+    return np.lexsort((np.arange(graph.size), graph.device)).astype(np.int64)
+
+
+def _peak(graph: TaskGraph, order: np.ndarray) -> float:
+    peaks = np.zeros(graph.devices)
+    device_peaks(order, graph.device_start, graph.forward, graph.memory, peaks)
+    return float(peaks.max())
