@@ -99,3 +99,10 @@ class StepPlanRequest(Body):
     time_limit_s: float = Field(default=0.0, ge=0, description="seconds for the packing ILP (0 skips it)")
     alignment: int = Field(default=1, ge=1, le=65536)
     oversize: OversizePolicy = OversizePolicy.ERROR
+
+
+class FusedScheduleRequest(Body):
+    problem: dict[str, Any] = Field(description="a fused problem document (hydraulis fuse --problem)")
+    time_limit_s: float | None = Field(default=None, gt=0, description="search seconds (default: the service's)")
+    seed: int = Field(default=0, ge=0)
+    memory_limit: float | None = Field(default=None, gt=0, description="hard limit on any device's memory")
