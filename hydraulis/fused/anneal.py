@@ -24,7 +24,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from hydraulis.fused.simulate import device_peak, makespan_of, propagate
+from hydraulis.fused.simulate import device_peak, makespan_of, propagate, rewind
 
 MAKESPAN = 0
 MEMORY = 1
@@ -58,25 +58,6 @@ def _apply(order, position, a, b, swap):
             position[order[p]] = p
     order[b] = t
     position[t] = b
-
-
-@numba.njit(cache=True)
-def _rewind(order, device_start, start, end, pointer, moved_device, first_moved):
-    """Point every device at its first task that the move can change (simulate's docstring)."""
-    tau = end[order[first_moved - 1]] if first_moved > device_start[moved_device] else 0.0
-    for d in range(device_start.size - 1):
-        if d == moved_device:
-            pointer[d] = first_moved
-            continue
-        lo = device_start[d]
-        hi = device_start[d + 1]
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if start[order[mid]] < tau:
-                lo = mid + 1
-            else:
-                hi = mid
-        pointer[d] = lo
 
 
 @numba.njit(cache=True)
@@ -246,7 +227,7 @@ def anneal_epoch(order, position, start, end, peaks, device_start, device, durat
             _apply(order, position, b, a, swap)
             continue
         first = a if a < b else b
-        _rewind(order, device_start, start, end, pointer, d, first)
+        rewind(order, device_start, start, end, pointer, d, first)
         saved = _save(order, device_start, pointer, start, end, saved_task, saved_start, saved_end)
         evaluations += 1
         valid = propagate(order, position, device_start, device, duration, chain_prev, chain_next, pointer, start,

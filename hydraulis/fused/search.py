@@ -106,6 +106,7 @@ def fuse(problem: FusedProblem, options: FuseOptions = FuseOptions()) -> FusedRe
     if options.workers == 1:
         outcomes = [_worker(*jobs[0])]
     else:
+        _State(graph, starts[0]).epoch(1, 1.0, 1.0, limit, anneal.MAKESPAN, np.inf, 0.0)  # compile before forking
         context = multiprocessing.get_context("fork")
         stop = context.Event()
         with ProcessPoolExecutor(options.workers, mp_context=context, initializer=_set_stop,

@@ -19,7 +19,7 @@ valid iff every pointer reaches its device's end.
 changes only tasks that start at or after ``τ = end(order_d[i − 1])`` (``0`` for ``i = 0``):
 every task at or after position ``i`` starts at ``≥ τ``, so do all of its descendants, and any
 task whose new start depends on a moved task was, before the move, a descendant of one of them
-(only edges into moved tasks changed). :func:`reevaluate` therefore rewinds every device's
+(only edges into moved tasks changed). :func:`rewind` therefore rewinds every device's
 pointer to its first task starting at ``≥ τ`` (binary search: starts are sorted along a
 device's order) and propagates from there — on average about half the work of a full pass.
 
@@ -94,10 +94,10 @@ def evaluate(order, position, device_start, device, duration, chain_prev, chain_
 
 
 @numba.njit(cache=True)
-def reevaluate(order, position, device_start, device, duration, chain_prev, chain_next, pointer, start, end, stack,
-               moved_device, first_moved):
-    """Re-evaluate after device ``moved_device`` was reordered from flat position
-    ``first_moved`` on (``start``/``end`` hold the previous, valid schedule); −1 if invalid."""
+def rewind(order, device_start, start, end, pointer, moved_device, first_moved):
+    """Incremental re-evaluation, step 1: after device ``moved_device`` was reordered from flat
+    position ``first_moved`` on (``start``/``end`` still hold the previous valid schedule), point
+    every device at its first task that can change; :func:`propagate` then recomputes them."""
     tau = end[order[first_moved - 1]] if first_moved > device_start[moved_device] else 0.0
     for d in range(device_start.size - 1):
         if d == moved_device:
@@ -112,10 +112,6 @@ def reevaluate(order, position, device_start, device, duration, chain_prev, chai
             else:
                 hi = mid
         pointer[d] = lo
-    if not propagate(order, position, device_start, device, duration, chain_prev, chain_next, pointer, start, end,
-                     stack):
-        return -1.0
-    return makespan_of(order, device_start, end)
 
 
 @numba.njit(cache=True)
