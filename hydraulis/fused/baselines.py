@@ -57,19 +57,23 @@ def sequential_order(problem: FusedProblem, graph: TaskGraph) -> np.ndarray:
     return _order_by(graph, graph.model * (keys.max() + 1) + keys)
 
 
-def greedy_order(problem: FusedProblem, graph: TaskGraph) -> np.ndarray:
-    """Model 0 first in 1F1B order; later models fill its bubbles (module docstring)."""
+def greedy_order(problem: FusedProblem, graph: TaskGraph, memory_limit: float = float("inf")) -> np.ndarray | None:
+    """Model 0 first in 1F1B order; later models fill its bubbles (module docstring). Under a
+    ``memory_limit`` a forward that would not fit waits (``None`` if that stalls)."""
     queues = _queues(problem, graph)
 
     def choose(device: int, ready: list[int], now: float) -> int | None:
         heads = [q[device][0] for q in queues if q[device] and q[device][0] in ready]
         return heads[0] if heads else None
 
-    return _never_stalls(list_schedule(graph, _popping(choose, queues)))
+    order = list_schedule(graph, capped(graph, _popping(choose, queues), memory_limit))
+    return _never_stalls(order) if memory_limit == float("inf") else order
 
 
-def interleaved_order(problem: FusedProblem, graph: TaskGraph) -> np.ndarray:
-    """Alternate between the models' 1F1B queues on every device (module docstring)."""
+def interleaved_order(problem: FusedProblem, graph: TaskGraph,
+                      memory_limit: float = float("inf")) -> np.ndarray | None:
+    """Alternate between the models' 1F1B queues on every device (module docstring); a
+    ``memory_limit`` as in :func:`greedy_order`."""
     queues = _queues(problem, graph)
     last = [-1] * graph.devices
 
@@ -82,7 +86,8 @@ def interleaved_order(problem: FusedProblem, graph: TaskGraph) -> np.ndarray:
         last[device] = k
         return task
 
-    return _never_stalls(list_schedule(graph, _popping(choose, queues)))
+    order = list_schedule(graph, capped(graph, _popping(choose, queues), memory_limit))
+    return _never_stalls(order) if memory_limit == float("inf") else order
 
 
 def list_schedule(graph: TaskGraph, choose: Choose) -> np.ndarray | None:
@@ -113,6 +118,21 @@ def list_schedule(graph: TaskGraph, choose: Choose) -> np.ndarray | None:
             ready[graph.device[successor]].append(successor)
     order = np.fromiter((t for d in orders for t in d), dtype=np.int64)
     return order if order.size == graph.size else None
+
+
+def capped(graph: TaskGraph, choose: Choose, memory_limit: float) -> Choose:
+    """``choose`` restricted to tasks that keep the device within ``memory_limit``: a forward
+    adds its micro-batch's memory, a backward frees it (the device is busy until it ends)."""
+    held = np.zeros(graph.devices)
+
+    def pick(device: int, ready: list[int], now: float) -> int | None:
+        allowed = [t for t in ready if not graph.forward[t] or held[device] + graph.memory[t] <= memory_limit]
+        task = choose(device, allowed, now) if allowed else None
+        if task is not None:
+            held[device] += graph.memory[task] if graph.forward[task] else -graph.memory[task]
+        return task
+
+    return pick
 
 
 def _queues(problem: FusedProblem, graph: TaskGraph) -> list[list[deque[int]]]:

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from hydraulis.fused.baselines import greedy_order, interleaved_order, list_schedule
+from hydraulis.fused.baselines import capped, greedy_order, interleaved_order, list_schedule, sequential_order
 from hydraulis.fused.bound import chain_heads_tails
 from hydraulis.fused.problem import FusedProblem
 from hydraulis.fused.simulate import device_peaks
@@ -33,8 +33,9 @@ NOISE_LEVELS = (0.0, 0.5, 1.0, 2.0)
 
 def starting_orders(problem: FusedProblem, graph: TaskGraph, memory_limit: float, seed: int,
                     variants: int = 2) -> list[np.ndarray]:
-    """LTF and its noisy variants (``variants`` per noise level), the greedy and interleaved
-    baselines, all under ``memory_limit``; the serial schedule when none of them fits."""
+    """LTF and reverse LTF with their noisy variants (``variants`` per noise level), the greedy,
+    interleaved and sequential baselines, all under ``memory_limit``; the serial schedule when
+    none of them fits."""
     head, tail = chain_heads_tails(graph)
     rng = np.random.default_rng(seed)
     mirror = mirrored(graph)
@@ -45,24 +46,16 @@ def starting_orders(problem: FusedProblem, graph: TaskGraph, memory_limit: float
             orders.append(priority_order(graph, tail + noise, memory_limit))
             backwards = priority_order(mirror, head + noise, memory_limit)
             orders.append(None if backwards is None else reversed_orders(graph, backwards))
-    orders += [greedy_order(problem, graph), interleaved_order(problem, graph)]
+    orders += [greedy_order(problem, graph, memory_limit), interleaved_order(problem, graph, memory_limit),
+               sequential_order(problem, graph)]
     fitting = [o for o in orders if o is not None and _peak(graph, o) <= memory_limit]
     return fitting or [serial_order(graph)]
 
 
 def priority_order(graph: TaskGraph, priority: np.ndarray, memory_limit: float = float("inf")) -> np.ndarray | None:
     """List schedule: the ready task of highest ``priority`` whose forward fits the limit."""
-    held = np.zeros(graph.devices)
-
-    def choose(device: int, ready: list[int], now: float) -> int | None:
-        allowed = [t for t in ready if not graph.forward[t] or held[device] + graph.memory[t] <= memory_limit]
-        if not allowed:
-            return None
-        task = max(allowed, key=lambda t: priority[t])
-        held[device] += graph.memory[task] if graph.forward[task] else -graph.memory[task]
-        return task
-
-    return list_schedule(graph, choose)
+    return list_schedule(graph, capped(graph, lambda device, ready, now: max(ready, key=lambda t: priority[t]),
+                                       memory_limit))
 
 
 def mirrored(graph: TaskGraph) -> TaskGraph:
