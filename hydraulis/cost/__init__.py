@@ -1,4 +1,4 @@
-"""The cost model (DESIGN §4): pure functions of numbers, numpy only.
+"""The cost model (design §4): pure functions of numbers, numpy only.
 
 * :mod:`.time` — micro-batch time ``t_k(mb) = c_k + Σ_i (a_k·s_i² + b_k·s_i)``;
 * :mod:`.pipeline` — a pipeline's time under 1F1B, closed form and exact event simulation

@@ -1,4 +1,4 @@
-"""The lower bound of any plan of a batch (DESIGN §4), used to report plan quality.
+"""The lower bound of any plan of a batch (design §4), used to report plan quality.
 
     LB = Σ_i min_{k : S_k ≥ s_i} D_k·(a_k·s_i² + b_k·s_i) / N
 

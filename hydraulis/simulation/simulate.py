@@ -8,7 +8,7 @@ Recipe of :func:`simulate`:
    seed the planner did not use (held-out steps, :attr:`SimulationConfig.step_seed`);
 3. list the candidates of each family: the proposal; each proposal strategy holding ``S``
    alone (static); each usable homogeneous strategy holding ``S``;
-4. for every step: its work bound (DESIGN §4, over every usable scheme), then every candidate
+4. for every step: its work bound (design §4, over every usable scheme), then every candidate
    of every contender planned with the contender's batching method
    (:func:`hydraulis.dispatch.dispatch`): chosen strategy, predicted step time, the plan's own
    lower bound and the planning wall time;
@@ -84,7 +84,7 @@ class Run:
 
 @dataclass(frozen=True)
 class SimulatedStep:
-    """One global batch: sequences, tokens, its longest sequence and DESIGN §4's work bound."""
+    """One global batch: sequences, tokens, its longest sequence and design §4's work bound."""
 
     sequences: int
     tokens: int

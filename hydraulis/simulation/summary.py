@@ -3,7 +3,7 @@
 Per contender over the ``n`` simulated steps (:func:`hydraulis.dispatch.summarise_plans`): mean
 and median predicted step time ``T``; the ratio ``T/LB`` to the plan's own lower bound (how
 close dispatch came to what its strategies allow, :mod:`hydraulis.dispatch.dispatcher`) —
-median and 90th percentile; the ratio ``T/LB_work`` to DESIGN §4's work bound over every usable
+median and 90th percentile; the ratio ``T/LB_work`` to design §4's work bound over every usable
 scheme (one yardstick for all contenders) — median; the planning wall time per step — median
 and 90th percentile; how often each strategy of its proposal ran.
 
