@@ -1,18 +1,24 @@
 import pytest
 
 from hydraulis.errors import HydraulisError
-from hydraulis.fused import FuseOptions, StopReason, check_schedule, fuse, scheduled_tasks, simulate
+from hydraulis.fused import FuseOptions, StopReason, check_schedule, fuse, scheduled_tasks, simulate, task_graph
 from hydraulis.fused.baselines import greedy_order, interleaved_order, sequential_order
 from tests.fused.helpers import assert_valid, two_models
 
 BUDGET = FuseOptions(time_limit_s=600.0, evaluations=30_000, seed=3)
 
 
+def test_memory_capped_greedy_honours_the_cap():
+    problem = two_models(8, 4, 6)
+    graph = task_graph(problem)
+    uncapped = simulate(graph, greedy_order(problem, graph))
+    capped = greedy_order(problem, graph, uncapped.peak_memory - 1.0)
+    assert assert_valid(problem, capped, uncapped.peak_memory - 1.0).peak_memory < uncapped.peak_memory
+
+
 @pytest.mark.parametrize("make", [sequential_order, greedy_order, interleaved_order])
 def test_baselines_are_valid(make):
     problem = two_models(8, 4, 5)
-    from hydraulis.fused import task_graph
-
     assert_valid(problem, make(problem, task_graph(problem)))
 
 
