@@ -46,7 +46,7 @@ def draw_fused_gantt(problem: FusedProblem, schedule: FusedSchedule, path: str |
     axes.set_yticklabels([f"device {d}" for d in range(problem.devices)], fontsize=7)
     axes.invert_yaxis()
     axes.set_xlabel("ms (forward light, backward dark; hatched: idle; dashed: lower bound)")
-    handles = [Patch(color=MODEL_COLOURS[k % len(MODEL_COLOURS)], label=f"{m.name} ({m.placement.value})")
+    handles = [Patch(color=MODEL_COLOURS[k % len(MODEL_COLOURS)], label=f"{m.name}, {m.placement.value} placement")
                for k, m in enumerate(problem.models)] + [Patch(facecolor="whitesmoke", hatch="///", label="idle")]
     axes.legend(handles=handles, loc="upper right", fontsize=7)
     axes.set_title(title or f"fused makespan {schedule.makespan_ms:.1f} ms, lower bound {schedule.lower_bound_ms:.1f}, "
