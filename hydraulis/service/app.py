@@ -29,7 +29,9 @@ from hydraulis.artifacts import (
     step_plan_to_dict,
     timestamp,
 )
+from hydraulis.artifacts.fused import fused_problem_from_dict, fused_schedule_to_dict
 from hydraulis.dispatch import DispatchOptions, dispatch
+from hydraulis.fused import FuseOptions, fuse, fused_schedule
 from hydraulis.planner import PlannerConfig, propose, validate_proposal
 from hydraulis.data.synth import synth_lengths
 from hydraulis.errors import HydraulisError
@@ -41,6 +43,7 @@ from hydraulis.service.errors import ServiceError, install_error_handlers
 from hydraulis.service.middleware import BodyLimit, RequestLog
 from hydraulis.service.schemas import (
     AnalyticSpaceRequest,
+    FusedScheduleRequest,
     LayoutBody,
     Presets,
     ProposalRequest,
@@ -153,6 +156,7 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
             return step_plan_to_dict(dispatch(proposal, np.asarray(body.lengths, dtype=np.int64), body.method, options))
         return await off_loop(work, time_limit + settings.default_time_limit_s)
 
+<<<<<<< HEAD
     @router.post("/lengths/synthetic")
     async def synthetic_lengths(body: SyntheticLengthsRequest) -> dict[str, Any]:
         check_sequences(body.docs, settings)
@@ -171,6 +175,18 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
             check_devices(proposal.devices, settings)
             return step_comparison_to_dict(compare_step(space, proposal, documents, body.seed))
         return await off_loop(work, settings.default_time_limit_s)
+=======
+    @router.post("/fused-schedules")
+    async def fused_schedules(body: FusedScheduleRequest) -> dict[str, Any]:
+        time_limit = request_time_limit(body.time_limit_s, settings)
+
+        def work() -> dict[str, Any]:
+            problem = fused_problem_from_dict(body.problem)
+            check_devices(problem.devices, settings)
+            options = FuseOptions(time_limit_s=time_limit, seed=body.seed, memory_limit=body.memory_limit)
+            return fused_schedule_to_dict(fused_schedule(fuse(problem, options)), asdict(options))
+        return await off_loop(work, time_limit + settings.default_time_limit_s)
+>>>>>>> h16
 
     return router
 

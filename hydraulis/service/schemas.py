@@ -132,3 +132,10 @@ class StepComparisonRequest(Body):
                                                                   "(give this or histogram)")
     histogram: Histogram | None = Field(default=None, description="document counts per length")
     seed: int = Field(default=0, ge=0, description="draws the step's documents")
+
+
+class FusedScheduleRequest(Body):
+    problem: dict[str, Any] = Field(description="a fused problem document (hydraulis fuse --problem)")
+    time_limit_s: float | None = Field(default=None, gt=0, description="search seconds (default: the service's)")
+    seed: int = Field(default=0, ge=0)
+    memory_limit: float | None = Field(default=None, gt=0, description="hard limit on any device's memory")
