@@ -156,7 +156,6 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
             return step_plan_to_dict(dispatch(proposal, np.asarray(body.lengths, dtype=np.int64), body.method, options))
         return await off_loop(work, time_limit + settings.default_time_limit_s)
 
-<<<<<<< HEAD
     @router.post("/lengths/synthetic")
     async def synthetic_lengths(body: SyntheticLengthsRequest) -> dict[str, Any]:
         check_sequences(body.docs, settings)
@@ -175,7 +174,7 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
             check_devices(proposal.devices, settings)
             return step_comparison_to_dict(compare_step(space, proposal, documents, body.seed))
         return await off_loop(work, settings.default_time_limit_s)
-=======
+
     @router.post("/fused-schedules")
     async def fused_schedules(body: FusedScheduleRequest) -> dict[str, Any]:
         time_limit = request_time_limit(body.time_limit_s, settings)
@@ -186,7 +185,6 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
             options = FuseOptions(time_limit_s=time_limit, seed=body.seed, memory_limit=body.memory_limit)
             return fused_schedule_to_dict(fused_schedule(fuse(problem, options)), asdict(options))
         return await off_loop(work, time_limit + settings.default_time_limit_s)
->>>>>>> h16
 
     return router
 
