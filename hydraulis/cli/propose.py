@@ -6,7 +6,20 @@ import argparse
 import time
 
 from hydraulis.artifacts import read_lengths, read_scheme_space, write_proposal
-from hydraulis.cli.output import emit, optimizer_layout, table
+from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath, optimizer_layout
+from hydraulis.cli.output import emit, table
+from hydraulis.limits import (
+    BUCKET_WIDTH,
+    DEVICES,
+    DEVICES_PER_NODE,
+    MAX_SEQ_LEN,
+    PLANNER_STEPS,
+    SEARCH_EVALUATIONS,
+    SEED,
+    STRATEGIES,
+    TIME_LIMIT_S,
+    TOKEN_BUDGET,
+)
 from hydraulis.planner import PlannerConfig, SolverName, propose
 from hydraulis.types import Proposal
 
@@ -20,26 +33,26 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "steps whose longest sequence lies in its range, with predicted step time and memory "
                     "headroom (integer programs with PuLP, then a local search judged on sampled steps; see "
                     "hydraulis.planner).")
-    parser.add_argument("--space", required=True, help="scheme-space JSON")
-    parser.add_argument("--devices", type=int, required=True, help="devices to plan for, N")
-    parser.add_argument("--devices-per-node", type=int, help="default: the scheme space's")
-    parser.add_argument("--token-budget", type=int, required=True, help="tokens per global batch (step)")
-    parser.add_argument("--max-seq-len", type=int, required=True, help="longest sequence; longer documents are cut")
-    parser.add_argument("--lengths", required=True, help="document lengths: .txt, .txt.gz or .npy, one per line")
-    parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
-    parser.add_argument("--time-limit", type=float, default=20.0,
+    parser.add_argument("--space", required=True, type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON")
+    parser.add_argument("--devices", type=Bounded(DEVICES), required=True, help="devices to plan for, N")
+    parser.add_argument("--devices-per-node", type=Bounded(DEVICES_PER_NODE), help="default: the scheme space's")
+    parser.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), required=True, help="tokens per global batch (step)")
+    parser.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN), required=True, help="longest sequence; longer documents are cut")
+    parser.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS), help="document lengths: .txt, .txt.gz or .npy, one per line")
+    parser.add_argument("--strategies", type=Bounded(STRATEGIES), default=8, help="most strategies proposed, K (default 8)")
+    parser.add_argument("--time-limit", type=Bounded(TIME_LIMIT_S), default=20.0,
                         help="seconds for all integer programs and local searches together (default 20)")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
                         help="integer-program solver (default cbc)")
-    parser.add_argument("--steps", type=int, default=64, help="steps sampled to specialise and predict (default 64)")
-    parser.add_argument("--search-evaluations", type=int, default=PlannerConfig.search_evaluations,
+    parser.add_argument("--steps", type=Bounded(PLANNER_STEPS), default=64, help="steps sampled to specialise and predict (default 64)")
+    parser.add_argument("--search-evaluations", type=Bounded(SEARCH_EVALUATIONS), default=PlannerConfig.search_evaluations,
                         help="strategies the local search may judge per range, 0: integer programs only "
                              f"(default {PlannerConfig.search_evaluations})")
-    parser.add_argument("--bucket-width", type=int, default=128, help="length histogram bucket (default 128)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    parser.add_argument("--bucket-width", type=Bounded(BUCKET_WIDTH), default=128, help="length histogram bucket (default 128)")
+    parser.add_argument("--seed", type=Bounded(SEED), default=0, help="sampling seed (default 0)")
     parser.add_argument("--optimizer-layout", metavar="DP,TP,PP", help="fix the optimizer layout (default: chosen)")
     parser.add_argument("--explain", action="store_true", help="print why: layout, ranges, solver, comparison")
-    parser.add_argument("-o", "--output", required=True, help="proposal JSON to write")
+    parser.add_argument("-o", "--output", required=True, type=OutputPath(), help="proposal JSON to write")
     parser.set_defaults(run=_propose)
 
 

@@ -10,9 +10,22 @@ from hydraulis import __version__
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.simulation import write_simulation
 from hydraulis.cli.analyze import DEFAULT_CACHE
+from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import command_line, emit, table
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.errors import HydraulisError
+from hydraulis.limits import (
+    DEVICES,
+    DEVICES_PER_NODE,
+    LENGTHS,
+    MAX_SEQ_LEN,
+    PLANNER_STEPS,
+    SAMPLED_STEPS,
+    SEED,
+    STRATEGIES,
+    TIME_LIMIT_S,
+    TOKEN_BUDGET,
+)
 from hydraulis.planner import PlannerConfig, SolverName
 from hydraulis.presets import device_names, model_names
 from hydraulis.simulation import Contender, ContenderSummary, Simulation, SimulationConfig, simulate, summarise
@@ -31,33 +44,33 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "(Megatron-LM style) and balanced packing; the best single proposal strategy, static), all on "
                     "the same cost model. Prints a summary and Hydraulis' speed-up over each; writes "
                     "simulation.json, steps.csv, summary.csv, the proposals and plots into the output directory.")
-    parser.add_argument("--devices", type=int, default=1024, help="devices N (default 1024)")
-    parser.add_argument("--devices-per-node", type=int, help="default: the scheme space's")
+    parser.add_argument("--devices", type=Bounded(DEVICES), default=1024, help="devices N (default 1024)")
+    parser.add_argument("--devices-per-node", type=Bounded(DEVICES_PER_NODE), help="default: the scheme space's")
     parser.add_argument("--model", choices=model_names(),
                         help=f"model preset of an analytic space (default {DEFAULT_MODEL})")
     parser.add_argument("--device", choices=device_names(),
                         help=f"device preset of an analytic space (default {DEFAULT_DEVICE})")
-    parser.add_argument("--space", help="scheme-space JSON, or bundled:7b / bundled:13b (measured A800 pools, "
+    parser.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON, or bundled:7b / bundled:13b (measured A800 pools, "
                                         "imported for --devices); default: analytic for --model and --device")
-    parser.add_argument("--token-budget", type=int, default=1_600_000, help="tokens per step T (default 1600000)")
-    parser.add_argument("--max-seq-len", type=int, default=32_768, help="longest sequence S (default 32768)")
+    parser.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), default=1_600_000, help="tokens per step T (default 1600000)")
+    parser.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN), default=32_768, help="longest sequence S (default 32768)")
     workload = parser.add_mutually_exclusive_group()
-    workload.add_argument("--lengths", help="document lengths file (.txt, .txt.gz, .npy)")
-    workload.add_argument("--corpus", help="corpus to tokenize offline (JSONL, Parquet, text, directory)")
-    workload.add_argument("--synthetic-docs", type=int, default=DEFAULT_SYNTHETIC_DOCS,
+    workload.add_argument("--lengths", type=InputFile(FileKind.LENGTHS), help="document lengths file (.txt, .txt.gz, .npy)")
+    workload.add_argument("--corpus", type=InputFile(FileKind.CORPUS), help="corpus to tokenize offline (JSONL, Parquet, text, directory)")
+    workload.add_argument("--synthetic-docs", type=Bounded(LENGTHS), default=DEFAULT_SYNTHETIC_DOCS,
                           help=f"documents of the synthetic long tail (hydraulis data synth defaults) when "
                                f"neither --lengths nor --corpus is given (default {DEFAULT_SYNTHETIC_DOCS})")
-    parser.add_argument("--steps", type=int, default=100, help="simulated steps (default 100)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--steps", type=Bounded(SAMPLED_STEPS), default=100, help="simulated steps (default 100)")
+    parser.add_argument("--seed", type=Bounded(SEED), default=0,
                         help="planner and synthetic seed; simulated steps use seed + 1 (default 0)")
-    parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
-    parser.add_argument("--time-limit", type=float, default=20.0, help="planner integer programs, seconds "
+    parser.add_argument("--strategies", type=Bounded(STRATEGIES), default=8, help="most strategies proposed, K (default 8)")
+    parser.add_argument("--time-limit", type=Bounded(TIME_LIMIT_S), default=20.0, help="planner integer programs, seconds "
                                                                        "(default 20)")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value)
-    parser.add_argument("--planner-steps", type=int, default=64, help="steps the planner samples (default 64)")
+    parser.add_argument("--planner-steps", type=Bounded(PLANNER_STEPS), default=64, help="steps the planner samples (default 64)")
     parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("-o", "--output", required=True, help="output directory")
+    parser.add_argument("-o", "--output", required=True, type=OutputPath(), help="output directory")
     parser.set_defaults(run=_simulate)
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from hydraulis.artifacts import read_train_config, write_train_config
+from hydraulis.cli.arguments import FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit, table
 from hydraulis.cli.training_args import add_checkpoint_arguments, add_training_arguments, training_config
 from hydraulis.runtime.run import resolve_run
@@ -27,10 +28,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "--nproc local processes; under torchrun "
                     "(RANK, WORLD_SIZE, ... set) this process is one rank: torchrun --nproc-per-node N -m "
                     "hydraulis train ...")
-    train.add_argument("--config", help="training config JSON (kind train_config); flags override it")
+    train.add_argument("--config", type=InputFile(FileKind.TRAIN_CONFIG), help="training config JSON (kind train_config); flags override it")
     add_training_arguments(train)
     add_checkpoint_arguments(train)
-    train.add_argument("--output-dir", help="folder for the resolved config (train_config.json) and the step "
+    train.add_argument("--output-dir", type=OutputPath(), help="folder for the resolved config (train_config.json) and the step "
                                             "records (train_log.json)")
     train.set_defaults(run=_train)
 

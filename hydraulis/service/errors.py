@@ -26,6 +26,17 @@ def error_body(code: str, message: str, field: str | None = None) -> dict:
     return {"error": {"code": code, "message": message, "field": field}}
 
 
+def field_path(location: tuple) -> str | None:
+    """A validation error's location as the artifacts name fields: ``("body", "lengths", 1)`` →
+    ``lengths[1]``."""
+    path = ""
+    for part in location:
+        if part == "body" and not path:
+            continue
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HydraulisError)
     async def invalid_input(request: Request, error: HydraulisError) -> JSONResponse:
@@ -38,7 +49,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
         first = error.errors()[0] if error.errors() else {"loc": (), "msg": "invalid request"}
-        field = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or None
+        field = field_path(first.get("loc", ()))
         return JSONResponse(error_body("invalid_request", f"{field or 'body'}: {first.get('msg')}", field),
                             status_code=422)
 

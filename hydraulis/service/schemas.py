@@ -9,11 +9,35 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hydraulis.dispatch import OversizePolicy
+from hydraulis.limits import (
+    ALIGNMENT,
+    DEVICES,
+    DEVICES_PER_NODE,
+    ILP_TIME_LIMIT_S,
+    LENGTH,
+    LENGTHS,
+    MAX_SEQ_LEN,
+    PARALLEL_DEGREE,
+    SEED,
+    STRATEGIES,
+    TIME_LIMIT_S,
+    TOKEN_BUDGET,
+    Limit,
+)
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
 
-Int64 = Annotated[int, Field(ge=-(2**62), le=2**62)]
-"""An integer that fits numpy's int64 (the library then checks its real range and names it)."""
+def within(limit: Limit, **extra: Any) -> Any:
+    """A field within ``limit`` (:mod:`hydraulis.limits`), so the OpenAPI schema states the range."""
+    low = {"gt": limit.minimum} if limit.exclusive_minimum else {"ge": limit.minimum}
+    if limit.integer:
+        low = {key: int(value) for key, value in low.items()}
+        return Field(**low, le=int(limit.maximum), **extra)
+    return Field(**low, le=limit.maximum, allow_inf_nan=False, **extra)
+
+
+Length = Annotated[int, within(LENGTH)]
+Degree = Annotated[int, within(PARALLEL_DEGREE)]
 
 
 class Body(BaseModel):
@@ -21,9 +45,9 @@ class Body(BaseModel):
 
 
 class LayoutBody(Body):
-    dp: int = Field(ge=1, le=1_000_000)
-    tp: int = Field(ge=1, le=1_000_000)
-    pp: int = Field(ge=1, le=1_000_000)
+    dp: Degree
+    tp: Degree
+    pp: Degree
 
     def to_core(self) -> OptimizerLayout:
         return OptimizerLayout(self.dp, self.tp, self.pp)
@@ -63,39 +87,40 @@ class ValidateSpaceResponse(BaseModel):
 class AnalyticSpaceRequest(Body):
     model: str = Field(description="model preset, see GET /v1/presets")
     device: str = Field(description="device preset, see GET /v1/presets")
-    devices: int = Field(ge=1)
-    devices_per_node: int | None = Field(default=None, ge=1, le=1024)
-    cp: list[int] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
-    tp: list[int] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
-    pp: list[int] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
+    devices: int = within(DEVICES)
+    devices_per_node: int | None = within(DEVICES_PER_NODE, default=None)
+    cp: list[Degree] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
+    tp: list[Degree] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
+    pp: list[Degree] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
 
 
 class Histogram(Body):
     """Document counts per length: ``counts[i]`` documents of ``lengths[i]`` tokens (e.g. bucket
     representatives of a histogram)."""
 
-    lengths: list[Int64] = Field(min_length=1, max_length=1_000_000)
-    counts: list[Int64] = Field(min_length=1, max_length=1_000_000)
+    lengths: list[Length] = Field(min_length=1, max_length=1_000_000)
+    counts: list[Annotated[int, Field(ge=0, le=int(LENGTHS.maximum))]] = Field(min_length=1, max_length=1_000_000)
 
 
 class ProposalRequest(Body):
     scheme_space: dict[str, Any] = Field(description="a scheme-space document (hydraulis space ... -o)")
-    devices: int = Field(ge=1)
-    devices_per_node: int = Field(ge=1, le=1024)
-    token_budget: int = Field(ge=1)
-    max_seq_len: int = Field(ge=1)
-    lengths: list[Int64] | None = Field(default=None, description="document lengths (give this or histogram)")
+    devices: int = within(DEVICES)
+    devices_per_node: int = within(DEVICES_PER_NODE)
+    token_budget: int = within(TOKEN_BUDGET)
+    max_seq_len: int = within(MAX_SEQ_LEN)
+    lengths: list[Length] | None = Field(default=None, description="document lengths (give this or histogram)")
     histogram: Histogram | None = Field(default=None, description="document counts per length")
-    strategies: int = Field(default=8, ge=1, le=64)
-    time_limit_s: float | None = Field(default=None, ge=0, description="seconds for the integer programs")
-    seed: int = Field(default=0, ge=0)
+    strategies: int = within(STRATEGIES, default=8)
+    time_limit_s: float | None = within(TIME_LIMIT_S, default=None,
+                                        description="seconds for the integer programs and local searches")
+    seed: int = within(SEED, default=0)
 
 
 class StepPlanRequest(Body):
     proposal: dict[str, Any] = Field(description="a proposal document (POST /v1/proposals, hydraulis propose)")
-    lengths: list[Int64] = Field(description="the global batch: one length per sequence")
+    lengths: list[Length] = Field(min_length=1, description="the global batch: one length per sequence")
     method: BatchingMethod = BatchingMethod.DISPATCH_BALANCED_PACKING
-    seed: int = Field(default=0, ge=0)
-    time_limit_s: float = Field(default=0.0, ge=0, description="seconds for the packing ILP (0 skips it)")
-    alignment: int = Field(default=1, ge=1, le=65536)
+    seed: int = within(SEED, default=0)
+    time_limit_s: float = within(ILP_TIME_LIMIT_S, default=0.0, description="seconds for the packing ILP (0 skips it)")
+    alignment: int = within(ALIGNMENT, default=1)
     oversize: OversizePolicy = OversizePolicy.ERROR
