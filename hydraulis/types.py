@@ -112,7 +112,8 @@ class Scheme:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A Llama-style decoder: RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention."""
+    """A Llama-style decoder: RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention.
+    ``rope_theta`` is the rotary base θ, ``norm_eps`` the RMSNorm ε (Llama 2: 10000 and 1e-5)."""
 
     name: str
     layers: int
@@ -121,11 +122,16 @@ class ModelSpec:
     kv_heads: int
     ffn_hidden: int
     vocab: int
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
         require(bool(self.name), "model.name", self.name, "must not be empty")
         for name in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"):
             require_int(getattr(self, name), f"model.{name}", minimum=1)
+        require(require_number(self.rope_theta, "model.rope_theta") > 1, "model.rope_theta", self.rope_theta,
+                "must be > 1")
+        require(require_number(self.norm_eps, "model.norm_eps") > 0, "model.norm_eps", self.norm_eps, "must be > 0")
         require(self.hidden % self.heads == 0, "model.hidden", self.hidden,
                 f"must be a multiple of model.heads = {self.heads}")
         require(self.heads % self.kv_heads == 0, "model.kv_heads", self.kv_heads,

@@ -51,7 +51,8 @@ def test_bad_input_exits_2_with_one_line(args, words):
 def test_the_acceptance_check_equivalence_runs_adam_and_ends_with_max_rel_diff():
     result = hydraulis(*ACCEPTANCE)
     assert result.returncode == 0, result.stderr
-    last = result.stdout.strip().splitlines()[-1]
+    *_, grads, last = result.stdout.strip().splitlines()
+    assert grads.startswith("max_grad_rel_diff=") and float(grads.split("=")[1]) <= 1e-5
     assert last.startswith("max_rel_diff=") and float(last.split("=")[1]) <= 1e-5
     assert result.stdout.startswith("tiny, adam lr 0.0001, seed 0")
     assert "2,1,1+1,1,1x2" in result.stdout
