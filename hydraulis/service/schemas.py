@@ -54,7 +54,7 @@ class LayoutBody(Body):
 
 
 class Presets(BaseModel):
-    models: dict[str, dict[str, int]]
+    models: dict[str, dict[str, float | int]]
     devices: dict[str, dict[str, float | int]]
 
 
