@@ -8,7 +8,7 @@ from hydraulis import __version__
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.lengths import write_lengths
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
-from hydraulis.cli.output import command_line, emit
+from hydraulis.cli.output import command_line, emit, plural
 from hydraulis.data.analysis import DEFAULT_TAIL_THRESHOLD, tail_shares
 from hydraulis.data.stdlib import build_stdlib_corpus, manifest_path, stdlib_root
 from hydraulis.data.synth import LongTail, synth_lengths
@@ -25,8 +25,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                                          "(test suites included, site-packages excluded) into a JSONL corpus "
                                          "with fields text and path, and write a manifest beside it (files, "
                                          "bytes, undecodable files skipped, content hash).")
-    build.add_argument("-o", "--output", required=True, type=OutputPath(), help="JSONL corpus to write, e.g. corpus.jsonl")
-    build.add_argument("--root", type=InputFile(FileKind.CORPUS), help=f"standard-library directory (default: {stdlib_root()})")
+    build.add_argument("-o", "--output", required=True, type=OutputPath(),
+                       help="JSONL corpus to write, e.g. corpus.jsonl")
+    build.add_argument("--root", type=InputFile(FileKind.CORPUS),
+                       help=f"standard-library directory (default: {stdlib_root()})")
     build.set_defaults(run=_build_stdlib)
 
     defaults = LongTail()
@@ -49,14 +51,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     synth.add_argument("--max-len", type=Bounded(LENGTH), default=defaults.max_len,
                        help=f"cap on every length (default {defaults.max_len})")
     synth.add_argument("--seed", type=Bounded(SEED), default=0, help="random seed (default 0)")
-    synth.add_argument("-o", "--output", required=True, type=OutputPath(), help="lengths file to write (.txt, .txt.gz or .npy)")
+    synth.add_argument("-o", "--output", required=True, type=OutputPath(),
+                       help="lengths file to write (.txt, .txt.gz or .npy)")
     synth.set_defaults(run=_synth)
 
 
 def _build_stdlib(args: argparse.Namespace) -> None:
     manifest = build_stdlib_corpus(args.output, args.root, created=timestamp(), tool_version=__version__,
                                    command=command_line())
-    emit(f"wrote {args.output}: {manifest.files} files, {manifest.bytes} bytes, "
+    emit(f"wrote {args.output}: {plural(manifest.files, 'file')}, {plural(manifest.bytes, 'byte')}, "
          f"{len(manifest.skipped_undecodable)} undecodable skipped (Python {manifest.python}, {manifest.root})")
     emit(f"wrote {manifest_path(args.output)}: content hash {manifest.content_hash}")
 
@@ -66,5 +69,5 @@ def _synth(args: argparse.Namespace) -> None:
     lengths = synth_lengths(args.docs, shape, args.seed)
     write_lengths(args.output, lengths)
     documents, tokens, squares = tail_shares(lengths, DEFAULT_TAIL_THRESHOLD)
-    emit(f"wrote {args.output}: {lengths.size} lengths, mean {lengths.mean():.0f}, max {lengths.max()}; "
+    emit(f"wrote {args.output}: {plural(lengths.size, 'length')}, mean {lengths.mean():.0f}, max {lengths.max()}; "
          f"above {DEFAULT_TAIL_THRESHOLD}: {documents:.1%} of documents, {tokens:.1%} of tokens, {squares:.1%} of Σs²")

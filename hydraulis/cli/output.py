@@ -17,6 +17,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 strategy``, ``2 strategies``, ``0 steps``: the count with the word in the right number
+    (``many`` when the plural is not ``word + "s"``, or ``word[:-1] + "ies"`` for a final ``y``)."""
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {many or (word[:-1] + 'ies' if word.endswith('y') else word + 's')}"
+
+
 def emit(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()

@@ -6,7 +6,7 @@ import argparse
 
 from hydraulis.artifacts import read_lengths, read_proposal, step_plan_to_dict, write_step_plan
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
-from hydraulis.cli.output import emit, emit_json, table
+from hydraulis.cli.output import emit, emit_json, plural, table
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, dispatch, work_lower_bound_ms
 from hydraulis.errors import HydraulisError, require_int
 from hydraulis.limits import ALIGNMENT, ILP_TIME_LIMIT_S, MAX_SEQ_LEN, SAMPLED_STEPS, SEED, TOKEN_BUDGET
@@ -22,22 +22,27 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "the predicted step time against the lower bound. With --steps N --token-budget T, "
                     "sample N steps from the lengths and compare all four batching methods instead.")
     plan.add_argument("--proposal", required=True, type=InputFile(FileKind.PROPOSAL), help="proposal JSON")
-    plan.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS), help="lengths file (.txt, .txt.gz, .npy): the batch, or the "
+    plan.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS),
+                      help="lengths file (.txt, .txt.gz, .npy): the batch, or the "
                                                        "document pool with --steps")
     plan.add_argument("--method", choices=[m.value for m in BatchingMethod],
                       default=BatchingMethod.DISPATCH_BALANCED_PACKING.value,
                       help="batching method (default dispatch_balanced_packing, Hydraulis)")
-    plan.add_argument("--seed", type=Bounded(SEED), default=0, help="seed: tie order in dispatch, step sampling (default 0)")
+    plan.add_argument("--seed", type=Bounded(SEED), default=0,
+                      help="seed: tie order in dispatch, step sampling (default 0)")
     plan.add_argument("--time-limit", type=Bounded(ILP_TIME_LIMIT_S), default=0.0, metavar="SEC",
                       help="integer-program time limit for the slowest pipeline; 0 skips it (default 0)")
-    plan.add_argument("--alignment", type=Bounded(ALIGNMENT), default=1, help="round every sequence up to a multiple of this in "
+    plan.add_argument("--alignment", type=Bounded(ALIGNMENT), default=1,
+                      help="round every sequence up to a multiple of this in "
                                                                "cu_seqlens, capacities and times (default 1)")
     plan.add_argument("--oversize", choices=[p.value for p in OversizePolicy], default=OversizePolicy.ERROR.value,
                       help="a sequence no pipeline can hold: error (default), truncate or split")
     plan.add_argument("--format", choices=("table", "json"), default="table")
-    plan.add_argument("--gantt", metavar="PNG", type=OutputPath(), help="draw the 1F1B timeline of every pipeline and stage")
+    plan.add_argument("--gantt", metavar="PNG", type=OutputPath(),
+                      help="draw the 1F1B timeline of every pipeline and stage")
     plan.add_argument("-o", "--output", metavar="PLAN_JSON", type=OutputPath(), help="write the step plan")
-    plan.add_argument("--steps", type=Bounded(SAMPLED_STEPS), help="sample this many steps and compare the batching methods")
+    plan.add_argument("--steps", type=Bounded(SAMPLED_STEPS),
+                      help="sample this many steps and compare the batching methods")
     plan.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), help="tokens per sampled step (with --steps)")
     plan.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN), help="cut sampled documents to this length "
                                                       "(with --steps; default: the proposal's)")
@@ -110,7 +115,7 @@ def _many_steps(args: argparse.Namespace, proposal: Proposal, lengths, options: 
                     "planning_p90_ms": s.planning_p90_ms, "chosen": list(s.chosen)} for s in summaries])
         return
     baseline = next(s.mean_ms for s in summaries if s.method is BatchingMethod.FIXED_PACKING)
-    emit(f"{args.steps} steps of {args.token_budget} tokens sampled from {args.lengths} (seed {args.seed}); "
+    emit(f"{plural(args.steps, 'step')} of {args.token_budget} tokens sampled from {args.lengths} (seed {args.seed}); "
          f"ratio = predicted / lower bound, work ratio = predicted / design §4 work bound")
     emit(table(("method", "mean_ms", "median_ms", "ratio_median", "ratio_p90", "work_ratio_median",
                 "speedup_vs_fixed", "plan_ms_median", "plan_ms_p90", "strategies_chosen"),

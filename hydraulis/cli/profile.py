@@ -7,7 +7,7 @@ import argparse
 from hydraulis import __version__
 from hydraulis.artifacts import timestamp, write_scheme_space
 from hydraulis.cli.arguments import Bounded, BoundedList, OutputPath
-from hydraulis.cli.output import command_line, emit, table
+from hydraulis.cli.output import command_line, emit, plural, table
 from hydraulis.errors import require
 from hydraulis.limits import LAYERS, PARALLEL_DEGREE, PROCESSES, REPEATS, THREADS, WARMUP
 from hydraulis.presets import device_preset, model_preset
@@ -30,7 +30,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "Finished points are cached (--cache), so a killed sweep resumes where it stopped. "
                     "See hydraulis.profiler.")
     parser.add_argument("--model", required=True, help="model preset, e.g. tiny or llama-7b")
-    parser.add_argument("--layers", type=Bounded(LAYERS), help="override the preset's layer count (e.g. 4 for a quick look)")
+    parser.add_argument("--layers", type=Bounded(LAYERS),
+                        help="override the preset's layer count (e.g. 4 for a quick look)")
     parser.add_argument("--cp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2), help="cp degrees (default 1,2)")
     parser.add_argument("--tp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4), help="tp degrees (default 1,2,4)")
     parser.add_argument("--pp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2), help="pp degrees (default 1,2)")
@@ -50,7 +51,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--clock", choices=[c.value for c in Clock],
                         help="wall: elapsed time; cpu: each rank's busy time (default wall, but cpu on CPU with "
                              "--no-fill-node; see hydraulis.profiler.device)")
-    parser.add_argument("--repeats", type=Bounded(REPEATS), default=3, help="timed runs per point, median kept (default 3)")
+    parser.add_argument("--repeats", type=Bounded(REPEATS), default=3,
+                        help="timed runs per point, median kept (default 3)")
     parser.add_argument("--warmup", type=Bounded(WARMUP), default=1,
                         help="discarded runs per point; the first also sets the micro-batches per run (default 1)")
     parser.add_argument("--block-layers", type=Bounded(LAYERS), default=1,
@@ -61,7 +63,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--device-preset",
                         help="preset for what is not measured: runtime overhead, safety margin, latency, bandwidth "
                              "(default cpu, or h100-80g on CUDA)")
-    parser.add_argument("--cache", type=OutputPath(), help="folder of the measurement cache (default: none, measure everything)")
+    parser.add_argument("--cache", type=OutputPath(),
+                        help="folder of the measurement cache (default: none, measure everything)")
     parser.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
     parser.set_defaults(run=_profile)
 
@@ -91,7 +94,8 @@ def _print(outcome: ProfileOutcome) -> None:
     space = outcome.space
     emit(f"profiled {space.model.name} ({space.model.layers} layers) on {space.provenance.device}, "
          f"{space.provenance.software}")
-    emit(f"{len(outcome.fits)} schemes, {outcome.reused + outcome.measured} points: reused {outcome.reused} "
+    emit(f"{plural(len(outcome.fits), 'scheme')}, {plural(outcome.reused + outcome.measured, 'point')}: "
+         f"reused {outcome.reused} "
          f"from the cache, measured {outcome.measured}, in {outcome.wall_s:.1f} s")
     reduction = outcome.reduction
     if reduction:

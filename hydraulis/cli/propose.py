@@ -7,7 +7,7 @@ import time
 
 from hydraulis.artifacts import read_lengths, read_scheme_space, write_proposal
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath, optimizer_layout
-from hydraulis.cli.output import emit, table
+from hydraulis.cli.output import emit, plural, table
 from hydraulis.limits import (
     BUCKET_WIDTH,
     DEVICES,
@@ -36,19 +36,26 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--space", required=True, type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON")
     parser.add_argument("--devices", type=Bounded(DEVICES), required=True, help="devices to plan for, N")
     parser.add_argument("--devices-per-node", type=Bounded(DEVICES_PER_NODE), help="default: the scheme space's")
-    parser.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), required=True, help="tokens per global batch (step)")
-    parser.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN), required=True, help="longest sequence; longer documents are cut")
-    parser.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS), help="document lengths: .txt, .txt.gz or .npy, one per line")
-    parser.add_argument("--strategies", type=Bounded(STRATEGIES), default=8, help="most strategies proposed, K (default 8)")
+    parser.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), required=True,
+                        help="tokens per global batch (step)")
+    parser.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN), required=True,
+                        help="longest sequence; longer documents are cut")
+    parser.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS),
+                        help="document lengths: .txt, .txt.gz or .npy, one per line")
+    parser.add_argument("--strategies", type=Bounded(STRATEGIES), default=8,
+                        help="most strategies proposed, K (default 8)")
     parser.add_argument("--time-limit", type=Bounded(TIME_LIMIT_S), default=20.0,
                         help="seconds for all integer programs and local searches together (default 20)")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
                         help="integer-program solver (default cbc)")
-    parser.add_argument("--steps", type=Bounded(PLANNER_STEPS), default=64, help="steps sampled to specialise and predict (default 64)")
-    parser.add_argument("--search-evaluations", type=Bounded(SEARCH_EVALUATIONS), default=PlannerConfig.search_evaluations,
+    parser.add_argument("--steps", type=Bounded(PLANNER_STEPS), default=64,
+                        help="steps sampled to specialise and predict (default 64)")
+    parser.add_argument("--search-evaluations", type=Bounded(SEARCH_EVALUATIONS),
+                        default=PlannerConfig.search_evaluations,
                         help="strategies the local search may judge per range, 0: integer programs only "
                              f"(default {PlannerConfig.search_evaluations})")
-    parser.add_argument("--bucket-width", type=Bounded(BUCKET_WIDTH), default=128, help="length histogram bucket (default 128)")
+    parser.add_argument("--bucket-width", type=Bounded(BUCKET_WIDTH), default=128,
+                        help="length histogram bucket (default 128)")
     parser.add_argument("--seed", type=Bounded(SEED), default=0, help="sampling seed (default 0)")
     parser.add_argument("--optimizer-layout", metavar="DP,TP,PP", help="fix the optimizer layout (default: chosen)")
     parser.add_argument("--explain", action="store_true", help="print why: layout, ranges, solver, comparison")
@@ -71,7 +78,8 @@ def _propose(args: argparse.Namespace) -> None:
     proposal = propose(space, lengths, config)
     write_proposal(args.output, proposal, {**config.to_dict(), "space": args.space, "lengths": args.lengths})
     _print(proposal, args.explain)
-    emit(f"wrote {args.output}: {len(proposal.strategies)} strategies in {time.perf_counter() - started:.2f} s "
+    emit(f"wrote {args.output}: {plural(len(proposal.strategies), 'strategy')} in "
+         f"{time.perf_counter() - started:.2f} s "
          f"wall (planner {proposal.solver.wall_ms / 1000:.2f} s, solver status {proposal.solver.status})")
 
 

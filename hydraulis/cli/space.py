@@ -8,7 +8,7 @@ from dataclasses import replace
 from hydraulis import __version__
 from hydraulis.artifacts import read_json, read_scheme_space, timestamp, write_scheme_space
 from hydraulis.cli.arguments import Bounded, BoundedList, FileKind, InputFile, OutputPath, optimizer_layout
-from hydraulis.cli.output import command_line, emit, emit_json, table
+from hydraulis.cli.output import command_line, emit, emit_json, plural, table
 from hydraulis.limits import BANDWIDTH_GBPS, DEVICES, DEVICES_PER_NODE, LENGTH, PARALLEL_DEGREE
 from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
@@ -28,7 +28,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     imp = verbs.add_parser("import", help="convert an original Hydraulis strategy pool",
                            description="Convert a strategy pool of the original Hydraulis system "
                                        "(tp, pp, a, b, c, memory regression) into a scheme space with cp = 1.")
-    imp.add_argument("pool", type=InputFile(FileKind.POOL), help="pool JSON, e.g. parallel_scheme_space_7b.json, or bundled:7b / bundled:13b "
+    imp.add_argument("pool", type=InputFile(FileKind.POOL),
+                     help="pool JSON, e.g. parallel_scheme_space_7b.json, or bundled:7b / bundled:13b "
                                   "for the reference pools shipped with Hydraulis")
     imp.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
     imp.add_argument("--model", choices=model_names(),
@@ -47,9 +48,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     ana.add_argument("--device", required=True, choices=device_names(), help="device preset")
     ana.add_argument("--devices", type=Bounded(DEVICES), required=True, help="cluster devices, e.g. 1024")
     ana.add_argument("--devices-per-node", type=Bounded(DEVICES_PER_NODE), help="default: the device preset's")
-    ana.add_argument("--cp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4, 8), help="cp degrees (default 1,2,4,8)")
-    ana.add_argument("--tp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4, 8), help="tp degrees (default 1,2,4,8)")
-    ana.add_argument("--pp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4, 8), help="pp degrees (default 1,2,4,8)")
+    ana.add_argument("--cp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4, 8),
+                     help="cp degrees (default 1,2,4,8)")
+    ana.add_argument("--tp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4, 8),
+                     help="tp degrees (default 1,2,4,8)")
+    ana.add_argument("--pp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4, 8),
+                     help="pp degrees (default 1,2,4,8)")
     ana.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
     ana.set_defaults(run=_analytic)
 
@@ -66,8 +70,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                                description="Per scheme held by both spaces, the relative difference (B - A) / A "
                                            "of the predicted time of a micro-batch of one sequence, over lengths; "
                                            "e.g. a measured space (A) against the analytic one (B).")
-    compare.add_argument("space_a", metavar="A", type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON, the reference")
-    compare.add_argument("space_b", metavar="B", type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON compared with A")
+    compare.add_argument("space_a", metavar="A", type=InputFile(FileKind.SCHEME_SPACE),
+                         help="scheme-space JSON, the reference")
+    compare.add_argument("space_b", metavar="B", type=InputFile(FileKind.SCHEME_SPACE),
+                         help="scheme-space JSON compared with A")
     compare.add_argument("--lengths", type=BoundedList(LENGTH), default=DEFAULT_COMPARE_LENGTHS,
                          help="sequence lengths (default " + ",".join(map(str, DEFAULT_COMPARE_LENGTHS)) + ")")
     compare.add_argument("--format", choices=("table", "json"), default="table")
@@ -83,7 +89,7 @@ def _import(args: argparse.Namespace) -> None:
     space = import_reference_pool(document, model, args.devices, device.name, reduce_gbps,
                                   created=timestamp(), tool_version=__version__, command=command_line())
     write_scheme_space(args.output, space)
-    emit(f"wrote {args.output}: {len(space.profiles)} schemes of {model.name} imported from {args.pool}")
+    emit(f"wrote {args.output}: {plural(len(space.profiles), 'scheme')} of {model.name} imported from {args.pool}")
 
 
 def _analytic(args: argparse.Namespace) -> None:
@@ -92,7 +98,7 @@ def _analytic(args: argparse.Namespace) -> None:
     space = analytic_scheme_space(model_preset(args.model), device, cluster, args.cp, args.tp, args.pp,
                                   created=timestamp(), tool_version=__version__, command=command_line())
     write_scheme_space(args.output, space)
-    emit(f"wrote {args.output}: {len(space.profiles)} analytic schemes of {args.model} on "
+    emit(f"wrote {args.output}: {plural(len(space.profiles), 'analytic scheme')} of {args.model} on "
          f"{args.devices} × {device.name}")
 
 

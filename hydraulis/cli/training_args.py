@@ -38,14 +38,17 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", action="append", metavar="SPEC",
                         help="strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][xCOUNT], "
                              "e.g. 1,2,1+1,1,2 or 1,1,2x2; repeat to cycle strategies per step")
-    parser.add_argument("--proposal", type=InputFile(FileKind.PROPOSAL), help="proposal JSON (hydraulis propose): dispatch picks one of its "
+    parser.add_argument("--proposal", type=InputFile(FileKind.PROPOSAL),
+                        help="proposal JSON (hydraulis propose): dispatch picks one of its "
                                            "strategies every step (instead of --strategy)")
     parser.add_argument("--method", choices=[m.value for m in BatchingMethod],
                         help="batching method (default dispatch_balanced_packing, Hydraulis)")
     parser.add_argument("--planner-url", help="ask a running 'hydraulis serve' at this URL for step plans "
                                               "(default: dispatch in-process)")
-    parser.add_argument("--steps", type=Bounded(TRAINING_STEPS), help="training steps (with --resume: the step count to reach)")
-    parser.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), help="tokens per global batch (default: the proposal's, else 256)")
+    parser.add_argument("--steps", type=Bounded(TRAINING_STEPS),
+                        help="training steps (with --resume: the step count to reach)")
+    parser.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET),
+                        help="tokens per global batch (default: the proposal's, else 256)")
     parser.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN),
                         help="longest piece, longer documents are cut (default: the proposal's, else 64)")
     parser.add_argument("--micro-batch-tokens", type=Bounded(TOKEN_BUDGET),
@@ -53,12 +56,17 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nproc", type=Bounded(PROCESSES),
                         help="local processes (default: the fewest the strategies and the optimizer layout need); "
                              "under torchrun, its WORLD_SIZE")
-    parser.add_argument("--corpus", type=InputFile(FileKind.CORPUS), help="train on this corpus (e.g. hydraulis data build-stdlib's JSONL)")
-    parser.add_argument("--tokenizer", type=InputFile(FileKind.TOKENIZER), help="tokenizer.json for --corpus (default: a byte-level BPE of the "
+    parser.add_argument("--corpus", type=InputFile(FileKind.CORPUS),
+                        help="train on this corpus (e.g. hydraulis data build-stdlib's JSONL)")
+    parser.add_argument("--tokenizer", type=InputFile(FileKind.TOKENIZER),
+                        help="tokenizer.json for --corpus (default: a byte-level BPE of the "
                                             "model's vocabulary, trained on the corpus and cached)")
-    parser.add_argument("--cache-dir", type=OutputPath(), help="trained tokenizers and datasets' cache (default ~/.cache/hydraulis)")
-    parser.add_argument("--lengths", type=InputFile(FileKind.LENGTHS), help="lengths file of synthetic documents (default: a synthetic long tail)")
-    parser.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE), help="scheme space for the predicted times of --strategy (default: analytic cpu)")
+    parser.add_argument("--cache-dir", type=OutputPath(),
+                        help="trained tokenizers and datasets' cache (default ~/.cache/hydraulis)")
+    parser.add_argument("--lengths", type=InputFile(FileKind.LENGTHS),
+                        help="lengths file of synthetic documents (default: a synthetic long tail)")
+    parser.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE),
+                        help="scheme space for the predicted times of --strategy (default: analytic cpu)")
     parser.add_argument("--optimizer-layout", metavar="DP,TP,PP",
                         help="layout of master weights and Adam moments (default: the proposal's, else DP = ranks)")
     parser.add_argument("--device", choices=[d.value for d in DeviceKind], help="default auto: cuda if available")
@@ -66,7 +74,8 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="default auto: bf16 on CUDA, fp32 on the CPU; bf16 computes in bf16 with fp32 "
                              "master weights")
     parser.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], help="default adam")
-    parser.add_argument("--lr", type=Bounded(LEARNING_RATE), help="learning rate (default 1e-3; check-equivalence: 1e-4)")
+    parser.add_argument("--lr", type=Bounded(LEARNING_RATE),
+                        help="learning rate (default 1e-3; check-equivalence: 1e-4)")
     parser.add_argument("--seed", type=Bounded(SEED), help="initial weights, data order, dispatch ties (default 0)")
     parser.add_argument("--timeout-s", type=Bounded(TIMEOUT_S),
                         help="seconds a rank waits for a peer before failing (default 60)")
@@ -74,9 +83,12 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint-dir", type=OutputPath(), help="write checkpoints (from the optimizer layout) under this folder")
-    parser.add_argument("--checkpoint-every", type=Bounded(CHECKPOINT_EVERY), help="steps between checkpoints (default 0: at the end only)")
-    parser.add_argument("--resume", type=InputFile(FileKind.CHECKPOINT), help="continue from this checkpoint folder, or the newest complete one under "
+    parser.add_argument("--checkpoint-dir", type=OutputPath(),
+                        help="write checkpoints (from the optimizer layout) under this folder")
+    parser.add_argument("--checkpoint-every", type=Bounded(CHECKPOINT_EVERY),
+                        help="steps between checkpoints (default 0: at the end only)")
+    parser.add_argument("--resume", type=InputFile(FileKind.CHECKPOINT),
+                        help="continue from this checkpoint folder, or the newest complete one under "
                                          "this root; strategy, proposal, method and process count may differ")
 
 

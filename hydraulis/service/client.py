@@ -3,8 +3,9 @@ retries and timeouts.
 
 Each request has ``timeout_s`` to connect and answer. A connection error, a timeout or a 5xx
 answer is retried up to ``attempts`` times in all, waiting ``backoff_s·2^k`` before retry ``k``
-— or the ``Retry-After`` seconds of a 503 (the service's queue is full), when longer; then :class:`PlannerUnavailable` says which URL failed how. A 4xx answer is not retried: the
-request itself is wrong, and the service's error (``{"error": {"code", "message", "field"}}``)
+— or the ``Retry-After`` seconds of a 503 (the service's queue is full), when longer; then
+:class:`PlannerUnavailable` says which URL failed how. A 4xx answer is not retried: the request
+itself is wrong, and the service's error (``{"error": {"code", "message", "field"}}``)
 becomes a :class:`~hydraulis.errors.HydraulisError` naming the field. With ``token`` the requests
 carry ``Authorization: Bearer <token>``.
 """

@@ -42,11 +42,12 @@ class RequestLog:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            logger.info(json.dumps({
-                "request_id": request_id, "method": scope.get("method"),
-                "path": scope.get("root_path", "") + scope.get("path", ""), "status": status["code"],
-                "duration_ms": round((time.perf_counter() - start) * 1e3, 3),
-            }))
+            if logger.isEnabledFor(logging.INFO):
+                logger.info(json.dumps({
+                    "request_id": request_id, "method": scope.get("method"),
+                    "path": scope.get("root_path", "") + scope.get("path", ""), "status": status["code"],
+                    "duration_ms": round((time.perf_counter() - start) * 1e3, 3),
+                }))
 
 
 class BearerAuth:
@@ -78,7 +79,8 @@ class Admission:
         self.app, self.pool, self.prefix = app, pool, prefix
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST" or not scope.get("path", "").startswith(self.prefix):
+        planning = scope.get("method") == "POST" and scope.get("path", "").startswith(self.prefix)
+        if scope["type"] != "http" or not planning:
             await self.app(scope, receive, send)
             return
         if not self.pool.admit():

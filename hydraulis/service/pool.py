@@ -15,9 +15,10 @@ memory, a crash) is replaced and its request answered 500.
 **Processes.** Workers are forked from a fork server that has imported the planning code once
 (:mod:`hydraulis.service.work`), so a replacement starts in milliseconds; each talks to the
 service over a pipe: ``(function, body, settings)`` in, ``(outcome, …)`` out, where ``function``
-is a module-level function (pickled by name) whose JSON value the worker encodes. Worked example: 2 workers and a queue of 8 admit
-10 requests; the 11th gets 503 with ``Retry-After: 1`` when the mean service time is 0.2 s
-(``⌈10 · 0.2 / 2⌉ = 1``).
+is a module-level function (pickled by name) whose JSON value the worker encodes.
+
+Worked example: 2 workers and a queue of 8 admit 10 requests; the 11th gets 503 with
+``Retry-After: 1`` when the mean service time is 0.2 s (``⌈10 · 0.2 / 2⌉ = 1``).
 """
 
 from __future__ import annotations

@@ -107,7 +107,8 @@ def asgi_request(app, path: str, headers: list[tuple[bytes, bytes]]):
 
 
 @pytest.mark.parametrize("authorization, challenge", [
-    (None, b"Bearer"), (b"Bearer wrong-token", b'Bearer error="invalid_token"'), (b"Basic abc", b'Bearer error="invalid_token"'),
+    (None, b"Bearer"), (b"Bearer wrong-token", b'Bearer error="invalid_token"'),
+    (b"Basic abc", b'Bearer error="invalid_token"'),
 ])
 def test_a_missing_or_wrong_token_is_401_before_the_body_is_read(authorization, challenge):
     app = create_app(ServiceSettings(auth_token=TOKEN))
