@@ -1,4 +1,4 @@
-"""The range of every number Hydraulis accepts, defined once (design §11).
+"""The range of every number Hydraulis accepts, defined once (design §12).
 
 The command line (argument types), the HTTP API (request schemas, hence the OpenAPI document)
 and the core configurations all check against the limits below, so a value is refused with the
@@ -86,10 +86,13 @@ PLANNER_STEPS = Limit("steps", "steps the planner samples", 1, 4_096)
 SAMPLED_STEPS = Limit("steps", "steps sampled or simulated", 1, 100_000)
 TRAINING_STEPS = Limit("steps", "training steps", 1, 2**31 - 1)
 CHECKPOINT_EVERY = Limit("checkpoint_every", "steps between checkpoints, 0: at the end only", 0, 2**31 - 1)
+SOLVER_NODES = Limit("solver_nodes", "branch-and-bound nodes of one integer program", 1, 10_000_000)
+ILP_NODES = Limit("ilp_nodes", "branch-and-bound nodes of the packing integer program, 0 skips it", 0, 10_000_000)
 SEARCH_EVALUATIONS = Limit("search_evaluations", "strategies the local search judges per range", 0, 100_000)
 BUCKET_WIDTH = Limit("bucket_width", "tokens per length-histogram bucket", 1, 2**24)
-TIME_LIMIT_S = Limit("time_limit_s", "seconds of planning", 0, 86_400, integer=False, exclusive_minimum=True)
-ILP_TIME_LIMIT_S = Limit("time_limit_s", "seconds for the packing integer program, 0 skips it", 0, 3_600,
+TIME_LIMIT_S = Limit("time_limit_s", "seconds of planning before the safety stop", 0, 86_400, integer=False,
+                     exclusive_minimum=True)
+ILP_TIME_LIMIT_S = Limit("time_limit_s", "seconds of the packing integer programs before the safety stop", 0, 3_600,
                          integer=False)
 ALIGNMENT = Limit("alignment", "tokens a sequence is rounded up to a multiple of", 1, 65_536)
 SEED = Limit("seed", "random seed", 0, 2**32 - 1)

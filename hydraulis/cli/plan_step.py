@@ -9,7 +9,8 @@ from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit, emit_json, plural, table
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, dispatch, work_lower_bound_ms
 from hydraulis.errors import HydraulisError, require_int
-from hydraulis.limits import ALIGNMENT, ILP_TIME_LIMIT_S, MAX_SEQ_LEN, SAMPLED_STEPS, SEED, TOKEN_BUDGET
+from hydraulis.limits import ALIGNMENT, ILP_NODES, ILP_TIME_LIMIT_S, MAX_SEQ_LEN, SAMPLED_STEPS, SEED, TOKEN_BUDGET
+from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, Proposal, StepPlan
 from hydraulis.workload import sample_batches
 
@@ -23,18 +24,23 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "sample N steps from the lengths and compare all four batching methods instead.")
     plan.add_argument("--proposal", required=True, type=InputFile(FileKind.PROPOSAL), help="proposal JSON")
     plan.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS),
-                      help="lengths file (.txt, .txt.gz, .npy): the batch, or the "
-                                                       "document pool with --steps")
+                      help="lengths file (.txt, .txt.gz, .npy): the batch, or the document pool with --steps")
     plan.add_argument("--method", choices=[m.value for m in BatchingMethod],
                       default=BatchingMethod.DISPATCH_BALANCED_PACKING.value,
                       help="batching method (default dispatch_balanced_packing, Hydraulis)")
     plan.add_argument("--seed", type=Bounded(SEED), default=0,
                       help="seed: tie order in dispatch, step sampling (default 0)")
-    plan.add_argument("--time-limit", type=Bounded(ILP_TIME_LIMIT_S), default=0.0, metavar="SEC",
-                      help="integer-program time limit for the slowest pipeline; 0 skips it (default 0)")
+    plan.add_argument("--ilp-nodes", type=Bounded(ILP_NODES), default=0, metavar="N",
+                      help="branch-and-bound nodes of the integer program for the slowest pipeline; the plan "
+                           "depends only on the inputs, the seed and this budget; 0 skips it (default 0)")
+    plan.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
+                      help="integer-program solver (default cbc; highs also reports a stopped program's gap)")
+    plan.add_argument("--time-limit", type=Bounded(ILP_TIME_LIMIT_S), default=DispatchOptions.ilp_time_limit_s,
+                      metavar="SEC", help="safety stop of the integer programs, reported in the plan when it fires "
+                                          f"(default {DispatchOptions.ilp_time_limit_s:g})")
     plan.add_argument("--alignment", type=Bounded(ALIGNMENT), default=1,
-                      help="round every sequence up to a multiple of this in "
-                                                               "cu_seqlens, capacities and times (default 1)")
+                      help="round every sequence up to a multiple of this in cu_seqlens, capacities and times "
+                           "(default 1)")
     plan.add_argument("--oversize", choices=[p.value for p in OversizePolicy], default=OversizePolicy.ERROR.value,
                       help="a sequence no pipeline can hold: error (default), truncate or split")
     plan.add_argument("--format", choices=("table", "json"), default="table")
@@ -45,12 +51,13 @@ def register(commands: argparse._SubParsersAction) -> None:
                       help="sample this many steps and compare the batching methods")
     plan.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), help="tokens per sampled step (with --steps)")
     plan.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN), help="cut sampled documents to this length "
-                                                      "(with --steps; default: the proposal's)")
+                                                                       "(with --steps; default: the proposal's)")
     plan.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> None:
-    options = DispatchOptions(seed=args.seed, ilp_time_limit_s=args.time_limit, alignment=args.alignment,
+    options = DispatchOptions(seed=args.seed, ilp_nodes=args.ilp_nodes, ilp_solver=SolverName(args.solver),
+                              ilp_time_limit_s=args.time_limit, alignment=args.alignment,
                               oversize=OversizePolicy(args.oversize))
     proposal = read_proposal(args.proposal)
     lengths = read_lengths(args.lengths)

@@ -52,7 +52,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help=f"device preset of an analytic space (default {DEFAULT_DEVICE})")
     parser.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE),
                         help="scheme-space JSON, or bundled:7b / bundled:13b (measured A800 pools, "
-                                        "imported for --devices); default: analytic for --model and --device")
+                             "imported for --devices); default: analytic for --model and --device")
     parser.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), default=1_600_000,
                         help="tokens per step T (default 1600000)")
     parser.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN), default=32_768,
@@ -70,9 +70,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="planner and synthetic seed; simulated steps use seed + 1 (default 0)")
     parser.add_argument("--strategies", type=Bounded(STRATEGIES), default=8,
                         help="most strategies proposed, K (default 8)")
-    parser.add_argument("--time-limit", type=Bounded(TIME_LIMIT_S), default=20.0,
-                        help="planner integer programs, seconds "
-                                                                       "(default 20)")
+    parser.add_argument("--time-limit", type=Bounded(TIME_LIMIT_S), default=PlannerConfig.time_limit_s,
+                        help="safety stop of the planner's searches, seconds; the planner's budgets are its "
+                             f"defaults (hydraulis propose) (default {PlannerConfig.time_limit_s:g})")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value)
     parser.add_argument("--planner-steps", type=Bounded(PLANNER_STEPS), default=64,
                         help="steps the planner samples (default 64)")

@@ -30,7 +30,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                                        "(tp, pp, a, b, c, memory regression) into a scheme space with cp = 1.")
     imp.add_argument("pool", type=InputFile(FileKind.POOL),
                      help="pool JSON, e.g. parallel_scheme_space_7b.json, or bundled:7b / bundled:13b "
-                                  "for the reference pools shipped with Hydraulis")
+                          "for the reference pools shipped with Hydraulis")
     imp.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
     imp.add_argument("--model", choices=model_names(),
                      help="model preset (default: the preset with the pool's H and L)")

@@ -35,7 +35,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_checkpoint_arguments(train)
     train.add_argument("--output-dir", type=OutputPath(),
                        help="folder for the resolved config (train_config.json) and the step "
-                                            "records (train_log.json)")
+                            "records (train_log.json)")
     train.set_defaults(run=_train)
 
 

@@ -40,7 +40,7 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                              "e.g. 1,2,1+1,1,2 or 1,1,2x2; repeat to cycle strategies per step")
     parser.add_argument("--proposal", type=InputFile(FileKind.PROPOSAL),
                         help="proposal JSON (hydraulis propose): dispatch picks one of its "
-                                           "strategies every step (instead of --strategy)")
+                             "strategies every step (instead of --strategy)")
     parser.add_argument("--method", choices=[m.value for m in BatchingMethod],
                         help="batching method (default dispatch_balanced_packing, Hydraulis)")
     parser.add_argument("--planner-url", help="ask a running 'hydraulis serve' at this URL for step plans "
@@ -60,7 +60,7 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="train on this corpus (e.g. hydraulis data build-stdlib's JSONL)")
     parser.add_argument("--tokenizer", type=InputFile(FileKind.TOKENIZER),
                         help="tokenizer.json for --corpus (default: a byte-level BPE of the "
-                                            "model's vocabulary, trained on the corpus and cached)")
+                             "model's vocabulary, trained on the corpus and cached)")
     parser.add_argument("--cache-dir", type=OutputPath(),
                         help="trained tokenizers and datasets' cache (default ~/.cache/hydraulis)")
     parser.add_argument("--lengths", type=InputFile(FileKind.LENGTHS),
@@ -89,7 +89,7 @@ def add_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:
                         help="steps between checkpoints (default 0: at the end only)")
     parser.add_argument("--resume", type=InputFile(FileKind.CHECKPOINT),
                         help="continue from this checkpoint folder, or the newest complete one under "
-                                         "this root; strategy, proposal, method and process count may differ")
+                             "this root; strategy, proposal, method and process count may differ")
 
 
 def training_config(args: argparse.Namespace, base: TrainConfig | None) -> TrainConfig:

@@ -1,7 +1,7 @@
 """The planning service: an app factory and its routes. Each planning route parses its body,
 checks the request's work against the service's limits, and runs one function of
 :mod:`hydraulis.service.work` in the worker pool (:mod:`hydraulis.service.pool`), whose answer
-is the artifact's JSON (design §12).
+is the artifact's JSON (design §13).
 
     uvicorn --factory hydraulis.service.app:app_from_environment      (or: hydraulis serve)
 
@@ -122,13 +122,14 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
         work.check_proposal_work(body, settings)
         if body.lengths is not None:
             work.check_sequences(len(body.lengths), settings)
-        time_limit = _time_limit(work.proposal_time_limit(body, settings), settings)
+        time_limit = _time_limit(work.time_limit(body.time_limit_s, settings), settings)
         return await planning(request, work.proposal, body, 2 * time_limit + grace)
 
     @router.post("/step-plans", responses=JSON_OBJECT)
     async def step_plans(body: StepPlanRequest, request: Request) -> Response:
         work.check_sequences(len(body.lengths), settings)
-        return await planning(request, work.step_plan, body, _time_limit(body.time_limit_s, settings) + grace)
+        time_limit = _time_limit(work.time_limit(body.time_limit_s, settings), settings)
+        return await planning(request, work.step_plan, body, time_limit + grace)
 
     return router
 

@@ -13,6 +13,7 @@ from hydraulis.limits import (
     ALIGNMENT,
     DEVICES,
     DEVICES_PER_NODE,
+    ILP_NODES,
     ILP_TIME_LIMIT_S,
     LENGTH,
     LENGTHS,
@@ -24,6 +25,7 @@ from hydraulis.limits import (
     TOKEN_BUDGET,
     Limit,
 )
+from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
 
@@ -112,7 +114,9 @@ class ProposalRequest(Body):
     histogram: Histogram | None = Field(default=None, description="document counts per length")
     strategies: int = within(STRATEGIES, default=8)
     time_limit_s: float | None = within(TIME_LIMIT_S, default=None,
-                                        description="seconds for the integer programs and local searches")
+                                        description="safety stop of the planner's searches, seconds (they are "
+                                                    "bounded by work budgets; the proposal's solver status says "
+                                                    "when this fired)")
     seed: int = within(SEED, default=0)
 
 
@@ -121,6 +125,10 @@ class StepPlanRequest(Body):
     lengths: list[Length] = Field(min_length=1, description="the global batch: one length per sequence")
     method: BatchingMethod = BatchingMethod.DISPATCH_BALANCED_PACKING
     seed: int = within(SEED, default=0)
-    time_limit_s: float = within(ILP_TIME_LIMIT_S, default=0.0, description="seconds for the packing ILP (0 skips it)")
+    ilp_nodes: int = within(ILP_NODES, default=0,
+                            description="branch-and-bound nodes of the packing ILP per pipeline (0 skips it)")
+    ilp_solver: SolverName = SolverName.CBC
+    time_limit_s: float | None = within(ILP_TIME_LIMIT_S, default=None,
+                                        description="safety stop of the packing ILPs, seconds")
     alignment: int = within(ALIGNMENT, default=1)
     oversize: OversizePolicy = OversizePolicy.ERROR

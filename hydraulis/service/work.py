@@ -65,13 +65,14 @@ def proposal(body: ProposalRequest, settings: ServiceSettings) -> dict[str, Any]
     config = PlannerConfig(devices=body.devices, devices_per_node=body.devices_per_node,
                            token_budget=body.token_budget, max_seq_len=body.max_seq_len,
                            strategies=body.strategies, seed=body.seed,
-                           time_limit_s=proposal_time_limit(body, settings))
+                           time_limit_s=time_limit(body.time_limit_s, settings))
     return proposal_to_dict(propose(space, request_lengths(body, settings), config), config.to_dict())
 
 
 def step_plan(body: StepPlanRequest, settings: ServiceSettings) -> dict[str, Any]:
     parsed = cached_proposal(body.proposal, settings)
-    options = DispatchOptions(seed=body.seed, ilp_time_limit_s=body.time_limit_s, alignment=body.alignment,
+    options = DispatchOptions(seed=body.seed, ilp_nodes=body.ilp_nodes, ilp_solver=body.ilp_solver,
+                              ilp_time_limit_s=time_limit(body.time_limit_s, settings), alignment=body.alignment,
                               oversize=body.oversize)
     return step_plan_to_dict(dispatch(parsed, np.asarray(body.lengths, dtype=np.int64), body.method, options))
 
@@ -90,9 +91,9 @@ def cached_proposal(document: dict[str, Any], settings: ServiceSettings) -> Prop
     return parsed
 
 
-def proposal_time_limit(body: ProposalRequest, settings: ServiceSettings) -> float:
-    """The request's planning time limit, or the service's default."""
-    return settings.default_time_limit_s if body.time_limit_s is None else body.time_limit_s
+def time_limit(requested: float | None, settings: ServiceSettings) -> float:
+    """A request's safety stop, or the service's default."""
+    return settings.default_time_limit_s if requested is None else requested
 
 
 def request_lengths(body: ProposalRequest, settings: ServiceSettings) -> np.ndarray:

@@ -82,6 +82,7 @@ def test_summary_of_all_methods_over_sampled_steps():
     (["--method", "greedy"], "invalid choice"),
     (["--time-limit", "-1"], "--time-limit: '-1' must be between 0 and 3600"),
     (["--alignment", "0"], "--alignment: '0' must be between 1 and 65536"),
+    (["--ilp-nodes", "-1"], "--ilp-nodes: '-1' must be between 0 and 10000000"),
     (["--token-budget", "100"], "--token-budget: 100 needs --steps"),
     (["--steps", "2"], "--token-budget: None is required with --steps"),
     (["--steps", "0", "--token-budget", "200000"], "--steps: '0' must be between 1 and 100000"),
