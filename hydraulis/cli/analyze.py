@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hydraulis import __version__
+from hydraulis import __version__, limits
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.lengths import read_lengths
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
@@ -17,7 +17,6 @@ from hydraulis.data.measure import measure_corpus
 from hydraulis.data.report import write_report
 from hydraulis.data.tokenizer import DEFAULT_VOCAB_SIZE, TokenizerSpec
 from hydraulis.errors import HydraulisError
-from hydraulis.limits import LENGTH, MAX_SEQ_LEN, SAMPLED_STEPS, SEED, TOKEN_BUDGET, VOCAB_SIZE
 
 DEFAULT_TOKEN_BUDGET = 131072
 DEFAULT_MAX_SEQ_LEN = 32768
@@ -42,20 +41,20 @@ def register(commands: argparse._SubParsersAction) -> None:
     analyze.add_argument("--glob", default="**/*", help="files of a directory corpus (default **/*)")
     analyze.add_argument("--tokenizer", type=InputFile(FileKind.TOKENIZER),
                          help="local tokenizer.json to use instead of training one")
-    analyze.add_argument("--vocab-size", type=Bounded(VOCAB_SIZE),
+    analyze.add_argument("--vocab-size", type=Bounded(limits.VOCAB_SIZE),
                          help=f"vocabulary of the byte-level BPE trained on the corpus (default {DEFAULT_VOCAB_SIZE}; "
                               "the tiny model preset needs 1024)")
     analyze.add_argument("--cache-dir", type=OutputPath(), default=DEFAULT_CACHE,
                          help=f"trained tokenizers and datasets' Arrow cache (default {DEFAULT_CACHE})")
-    analyze.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), default=DEFAULT_TOKEN_BUDGET,
+    analyze.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET), default=DEFAULT_TOKEN_BUDGET,
                          help=f"tokens per global batch T (default {DEFAULT_TOKEN_BUDGET})")
-    analyze.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN),
+    analyze.add_argument("--max-seq-len", type=Bounded(limits.MAX_SEQ_LEN),
                          help=f"longest sequence S; longer documents are cut (default min(T, {DEFAULT_MAX_SEQ_LEN}))")
-    analyze.add_argument("--steps", type=Bounded(SAMPLED_STEPS), default=DEFAULT_STEPS,
+    analyze.add_argument("--steps", type=Bounded(limits.SAMPLED_STEPS), default=DEFAULT_STEPS,
                          help=f"steps to simulate for the per-step maxima (default {DEFAULT_STEPS})")
-    analyze.add_argument("--seed", type=Bounded(SEED), default=0,
+    analyze.add_argument("--seed", type=Bounded(limits.SEED), default=0,
                          help="shuffle seed of the simulated steps (default 0)")
-    analyze.add_argument("--tail", type=Bounded(LENGTH), default=DEFAULT_TAIL_THRESHOLD,
+    analyze.add_argument("--tail", type=Bounded(limits.LENGTH), default=DEFAULT_TAIL_THRESHOLD,
                          help=f"tail threshold in tokens (default {DEFAULT_TAIL_THRESHOLD})")
     analyze.add_argument("-o", "--output", required=True, type=OutputPath(), help="report directory")
     analyze.set_defaults(run=_analyze)
@@ -78,7 +77,8 @@ def _analyze(args: argparse.Namespace) -> None:
         lengths, source = measured.lengths, measured.facts()
         emit(f"{args.corpus}: {plural(measured.corpus.documents, 'document')}, "
              f"{plural(measured.corpus.bytes, 'byte')}, "
-             f"{measured.corpus.skipped_undecodable} undecodable files skipped; {measured.tokenized.tokens} tokens "
+             f"{plural(measured.corpus.skipped_undecodable, 'undecodable file')} skipped; "
+             f"{measured.tokenized.tokens} tokens "
              f"({measured.tokenized.tokens_per_byte:.3f} per byte, vocabulary {measured.tokenizer.vocab_size}, "
              f"tokenizer {measured.tokenizer.origin})")
     analysis, files = write_report(args.output, lengths, config, source, created=timestamp(),

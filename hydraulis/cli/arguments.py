@@ -15,8 +15,9 @@ import os
 from enum import Enum
 from pathlib import Path
 
+from hydraulis import limits
 from hydraulis.errors import HydraulisError
-from hydraulis.limits import PARALLEL_DEGREE, TOKEN_COUNTS, Limit
+from hydraulis.limits import Limit
 from hydraulis.types import OptimizerLayout
 
 
@@ -78,9 +79,9 @@ class Bounded:
 
 class BoundedList:
     """An argparse type: comma-separated integers, each within ``limit``, at most
-    ``TOKEN_COUNTS.maximum`` of them, e.g. ``1,2,4``."""
+    ``limits.TOKEN_COUNTS.maximum`` of them, e.g. ``1,2,4``."""
 
-    def __init__(self, limit: Limit, count: Limit = TOKEN_COUNTS) -> None:
+    def __init__(self, limit: Limit, count: Limit = limits.TOKEN_COUNTS) -> None:
         self.limit, self.count = limit, count
         self.__name__ = "list"
 
@@ -124,7 +125,7 @@ def optimizer_layout(text: str) -> OptimizerLayout:
     if len(parts) != 3:
         raise HydraulisError("optimizer_layout", text, "must be DP,TP,PP (three integers)")
     try:
-        dp, tp, pp = (PARALLEL_DEGREE.check(_parse_number(p, True), "optimizer_layout") for p in parts)
+        dp, tp, pp = (limits.PARALLEL_DEGREE.check(_parse_number(p, True), "optimizer_layout") for p in parts)
     except argparse.ArgumentTypeError:
         raise HydraulisError("optimizer_layout", text, "must be DP,TP,PP (three integers)") from None
     return OptimizerLayout(dp, tp, pp)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hydraulis import __version__
+from hydraulis import __version__, limits
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.lengths import write_lengths
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
@@ -12,7 +12,6 @@ from hydraulis.cli.output import command_line, emit, plural
 from hydraulis.data.analysis import DEFAULT_TAIL_THRESHOLD, tail_shares
 from hydraulis.data.stdlib import build_stdlib_corpus, manifest_path, stdlib_root
 from hydraulis.data.synth import LongTail, synth_lengths
-from hydraulis.limits import LENGTH, LENGTHS, LOG_LENGTH, LOG_SPREAD, SEED, SHARE, TAIL_INDEX
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -37,20 +36,20 @@ def register(commands: argparse._SubParsersAction) -> None:
                                          "Pareto tail starting at --tail-start with index --tail-alpha, else from "
                                          "a lognormal body exp(N(--body-mu, --body-sigma)); all capped at "
                                          "--max-len. See hydraulis.data.synth.")
-    synth.add_argument("--docs", type=Bounded(LENGTHS), required=True, help="number of documents")
-    synth.add_argument("--body-mu", type=Bounded(LOG_LENGTH), default=defaults.body_mu,
+    synth.add_argument("--docs", type=Bounded(limits.LENGTHS), required=True, help="number of documents")
+    synth.add_argument("--body-mu", type=Bounded(limits.LOG_LENGTH), default=defaults.body_mu,
                        help=f"log of the body's median length (default {defaults.body_mu}: median ≈ 403)")
-    synth.add_argument("--body-sigma", type=Bounded(LOG_SPREAD), default=defaults.body_sigma,
+    synth.add_argument("--body-sigma", type=Bounded(limits.LOG_SPREAD), default=defaults.body_sigma,
                        help=f"spread of the body in log space (default {defaults.body_sigma})")
-    synth.add_argument("--tail-start", type=Bounded(LENGTH), default=defaults.tail_start,
+    synth.add_argument("--tail-start", type=Bounded(limits.LENGTH), default=defaults.tail_start,
                        help=f"shortest tail length x_m (default {defaults.tail_start})")
-    synth.add_argument("--tail-alpha", type=Bounded(TAIL_INDEX), default=defaults.tail_alpha,
+    synth.add_argument("--tail-alpha", type=Bounded(limits.TAIL_INDEX), default=defaults.tail_alpha,
                        help=f"Pareto index α; smaller is heavier (default {defaults.tail_alpha})")
-    synth.add_argument("--tail-share", type=Bounded(SHARE), default=defaults.tail_share,
+    synth.add_argument("--tail-share", type=Bounded(limits.SHARE), default=defaults.tail_share,
                        help=f"probability that a document comes from the tail (default {defaults.tail_share})")
-    synth.add_argument("--max-len", type=Bounded(LENGTH), default=defaults.max_len,
+    synth.add_argument("--max-len", type=Bounded(limits.LENGTH), default=defaults.max_len,
                        help=f"cap on every length (default {defaults.max_len})")
-    synth.add_argument("--seed", type=Bounded(SEED), default=0, help="random seed (default 0)")
+    synth.add_argument("--seed", type=Bounded(limits.SEED), default=0, help="random seed (default 0)")
     synth.add_argument("-o", "--output", required=True, type=OutputPath(),
                        help="lengths file to write (.txt, .txt.gz or .npy)")
     synth.set_defaults(run=_synth)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from hydraulis import limits
 from hydraulis.artifacts import read_lengths, read_proposal, step_plan_to_dict, write_step_plan
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit, emit_json, plural, table
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, dispatch, work_lower_bound_ms
 from hydraulis.errors import HydraulisError, require_int
-from hydraulis.limits import ALIGNMENT, ILP_NODES, ILP_TIME_LIMIT_S, MAX_SEQ_LEN, SAMPLED_STEPS, SEED, TOKEN_BUDGET
 from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, Proposal, StepPlan
 from hydraulis.workload import sample_batches
@@ -28,17 +28,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     plan.add_argument("--method", choices=[m.value for m in BatchingMethod],
                       default=BatchingMethod.DISPATCH_BALANCED_PACKING.value,
                       help="batching method (default dispatch_balanced_packing, Hydraulis)")
-    plan.add_argument("--seed", type=Bounded(SEED), default=0,
+    plan.add_argument("--seed", type=Bounded(limits.SEED), default=0,
                       help="seed: tie order in dispatch, step sampling (default 0)")
-    plan.add_argument("--ilp-nodes", type=Bounded(ILP_NODES), default=0, metavar="N",
+    plan.add_argument("--ilp-nodes", type=Bounded(limits.ILP_NODES), default=0, metavar="N",
                       help="branch-and-bound nodes of the integer program for the slowest pipeline; the plan "
                            "depends only on the inputs, the seed and this budget; 0 skips it (default 0)")
     plan.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
                       help="integer-program solver (default cbc; highs also reports a stopped program's gap)")
-    plan.add_argument("--time-limit", type=Bounded(ILP_TIME_LIMIT_S), default=DispatchOptions.ilp_time_limit_s,
+    plan.add_argument("--time-limit", type=Bounded(limits.ILP_TIME_LIMIT_S), default=DispatchOptions.ilp_time_limit_s,
                       metavar="SEC", help="safety stop of the integer programs, reported in the plan when it fires "
                                           f"(default {DispatchOptions.ilp_time_limit_s:g})")
-    plan.add_argument("--alignment", type=Bounded(ALIGNMENT), default=1,
+    plan.add_argument("--alignment", type=Bounded(limits.ALIGNMENT), default=1,
                       help="round every sequence up to a multiple of this in cu_seqlens, capacities and times "
                            "(default 1)")
     plan.add_argument("--oversize", choices=[p.value for p in OversizePolicy], default=OversizePolicy.ERROR.value,
@@ -47,10 +47,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     plan.add_argument("--gantt", metavar="PNG", type=OutputPath(),
                       help="draw the 1F1B timeline of every pipeline and stage")
     plan.add_argument("-o", "--output", metavar="PLAN_JSON", type=OutputPath(), help="write the step plan")
-    plan.add_argument("--steps", type=Bounded(SAMPLED_STEPS),
+    plan.add_argument("--steps", type=Bounded(limits.SAMPLED_STEPS),
                       help="sample this many steps and compare the batching methods")
-    plan.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), help="tokens per sampled step (with --steps)")
-    plan.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN), help="cut sampled documents to this length "
+    plan.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET),
+                      help="tokens per sampled step (with --steps)")
+    plan.add_argument("--max-seq-len", type=Bounded(limits.MAX_SEQ_LEN), help="cut sampled documents to this length "
                                                                        "(with --steps; default: the proposal's)")
     plan.set_defaults(run=_run)
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from hydraulis import __version__
+from hydraulis import __version__, limits
 from hydraulis.artifacts import timestamp, write_scheme_space
 from hydraulis.cli.arguments import Bounded, BoundedList, OutputPath
 from hydraulis.cli.output import command_line, emit, plural, table
 from hydraulis.errors import require
-from hydraulis.limits import LAYERS, PARALLEL_DEGREE, PROCESSES, REPEATS, THREADS, WARMUP
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.measurement import Clock
 from hydraulis.profiler.profile import ProfileOutcome, ProfileRequest, profile_scheme_space
@@ -30,20 +29,24 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "Finished points are cached (--cache), so a killed sweep resumes where it stopped. "
                     "See hydraulis.profiler.")
     parser.add_argument("--model", required=True, help="model preset, e.g. tiny or llama-7b")
-    parser.add_argument("--layers", type=Bounded(LAYERS),
+    parser.add_argument("--layers", type=Bounded(limits.LAYERS),
                         help="override the preset's layer count (e.g. 4 for a quick look)")
-    parser.add_argument("--cp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2), help="cp degrees (default 1,2)")
-    parser.add_argument("--tp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4), help="tp degrees (default 1,2,4)")
-    parser.add_argument("--pp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2), help="pp degrees (default 1,2)")
+    parser.add_argument("--cp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2),
+                        help="cp degrees (default 1,2)")
+    parser.add_argument("--tp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2, 4),
+                        help="tp degrees (default 1,2,4)")
+    parser.add_argument("--pp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2),
+                        help="pp degrees (default 1,2)")
     parser.add_argument("--seq-lens", required=True,
                         help="micro-batch token counts: a list 64,128,256 or a range 64:1024 (doubling) or "
                              "128:1024:128 (stepped); each is measured as several length mixes")
     parser.add_argument("--device", choices=[k.value for k in DeviceKind], default=DeviceKind.AUTO.value,
                         help="auto (CUDA when present), cpu or cuda (default auto)")
-    parser.add_argument("--max-procs", type=Bounded(PROCESSES),
+    parser.add_argument("--max-procs", type=Bounded(limits.PROCESSES),
                         help="most processes (devices) a scheme may use (default and limit: the GPUs, or 2 per "
                              "CPU core)")
-    parser.add_argument("--threads", type=Bounded(THREADS), default=1, help="intra-op threads per process (default 1)")
+    parser.add_argument("--threads", type=Bounded(limits.THREADS), default=1,
+                        help="intra-op threads per process (default 1)")
     parser.add_argument("--fill-node", action=argparse.BooleanOptionalAction, default=None,
                         help="run every point on as many replicas of its scheme as fill the local devices, as a "
                              "training step that fills the node loads it (default: on for CPU, where a device is "
@@ -51,11 +54,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--clock", choices=[c.value for c in Clock],
                         help="wall: elapsed time; cpu: each rank's busy time (default wall, but cpu on CPU with "
                              "--no-fill-node; see hydraulis.profiler.device)")
-    parser.add_argument("--repeats", type=Bounded(REPEATS), default=3,
+    parser.add_argument("--repeats", type=Bounded(limits.REPEATS), default=3,
                         help="timed runs per point, median kept (default 3)")
-    parser.add_argument("--warmup", type=Bounded(WARMUP), default=1,
+    parser.add_argument("--warmup", type=Bounded(limits.WARMUP), default=1,
                         help="discarded runs per point; the first also sets the micro-batches per run (default 1)")
-    parser.add_argument("--block-layers", type=Bounded(LAYERS), default=1,
+    parser.add_argument("--block-layers", type=Bounded(limits.LAYERS), default=1,
                         help="layers K of the representative block: stages of K and 2K layers are measured and "
                              "extrapolated to the stage; a stage of at most 2K layers is measured whole (default 1)")
     parser.add_argument("--check-full-stage", action="store_true",

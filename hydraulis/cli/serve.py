@@ -6,10 +6,10 @@ import argparse
 import os
 import socket
 
+from hydraulis import limits
 from hydraulis.cli.arguments import Bounded
 from hydraulis.cli.output import emit
 from hydraulis.errors import HydraulisError
-from hydraulis.limits import PORT, QUEUE, WORKERS
 from hydraulis.service.settings import TOKEN_VARIABLE, ServiceSettings
 
 
@@ -23,10 +23,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                     f"Retry-After. Set {TOKEN_VARIABLE} (at least 8 characters) to require 'Authorization: "
                     f"Bearer <token>' on /v1/*.")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=Bounded(PORT), default=8000, help="default 8000")
-    serve.add_argument("--workers", type=Bounded(WORKERS), default=defaults.workers,
+    serve.add_argument("--port", type=Bounded(limits.PORT), default=8000, help="default 8000")
+    serve.add_argument("--workers", type=Bounded(limits.WORKERS), default=defaults.workers,
                        help=f"planning worker processes (default {defaults.workers})")
-    serve.add_argument("--queue", type=Bounded(QUEUE), default=defaults.queue,
+    serve.add_argument("--queue", type=Bounded(limits.QUEUE), default=defaults.queue,
                        help=f"requests admitted to wait for a worker (default {defaults.queue})")
     serve.set_defaults(run=_serve)
 

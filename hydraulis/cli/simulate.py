@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from hydraulis import __version__
+from hydraulis import __version__, limits
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.simulation import write_simulation
 from hydraulis.cli.analyze import DEFAULT_CACHE
@@ -14,18 +14,6 @@ from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import command_line, emit, plural, table
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.errors import HydraulisError
-from hydraulis.limits import (
-    DEVICES,
-    DEVICES_PER_NODE,
-    LENGTHS,
-    MAX_SEQ_LEN,
-    PLANNER_STEPS,
-    SAMPLED_STEPS,
-    SEED,
-    STRATEGIES,
-    TIME_LIMIT_S,
-    TOKEN_BUDGET,
-)
 from hydraulis.planner import PlannerConfig, SolverName
 from hydraulis.presets import device_names, model_names
 from hydraulis.simulation import Contender, ContenderSummary, Simulation, SimulationConfig, simulate, summarise
@@ -44,8 +32,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "(Megatron-LM style) and balanced packing; the best single proposal strategy, static), all on "
                     "the same cost model. Prints a summary and Hydraulis' speed-up over each; writes "
                     "simulation.json, steps.csv, summary.csv, the proposals and plots into the output directory.")
-    parser.add_argument("--devices", type=Bounded(DEVICES), default=1024, help="devices N (default 1024)")
-    parser.add_argument("--devices-per-node", type=Bounded(DEVICES_PER_NODE), help="default: the scheme space's")
+    parser.add_argument("--devices", type=Bounded(limits.DEVICES), default=1024, help="devices N (default 1024)")
+    parser.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), help="default: the scheme space's")
     parser.add_argument("--model", choices=model_names(),
                         help=f"model preset of an analytic space (default {DEFAULT_MODEL})")
     parser.add_argument("--device", choices=device_names(),
@@ -53,28 +41,29 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE),
                         help="scheme-space JSON, or bundled:7b / bundled:13b (measured A800 pools, "
                              "imported for --devices); default: analytic for --model and --device")
-    parser.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET), default=1_600_000,
+    parser.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET), default=1_600_000,
                         help="tokens per step T (default 1600000)")
-    parser.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN), default=32_768,
+    parser.add_argument("--max-seq-len", type=Bounded(limits.MAX_SEQ_LEN), default=32_768,
                         help="longest sequence S (default 32768)")
     workload = parser.add_mutually_exclusive_group()
     workload.add_argument("--lengths", type=InputFile(FileKind.LENGTHS),
                           help="document lengths file (.txt, .txt.gz, .npy)")
     workload.add_argument("--corpus", type=InputFile(FileKind.CORPUS),
                           help="corpus to tokenize offline (JSONL, Parquet, text, directory)")
-    workload.add_argument("--synthetic-docs", type=Bounded(LENGTHS), default=DEFAULT_SYNTHETIC_DOCS,
+    workload.add_argument("--synthetic-docs", type=Bounded(limits.LENGTHS), default=DEFAULT_SYNTHETIC_DOCS,
                           help=f"documents of the synthetic long tail (hydraulis data synth defaults) when "
                                f"neither --lengths nor --corpus is given (default {DEFAULT_SYNTHETIC_DOCS})")
-    parser.add_argument("--steps", type=Bounded(SAMPLED_STEPS), default=100, help="simulated steps (default 100)")
-    parser.add_argument("--seed", type=Bounded(SEED), default=0,
+    parser.add_argument("--steps", type=Bounded(limits.SAMPLED_STEPS), default=100,
+                        help="simulated steps (default 100)")
+    parser.add_argument("--seed", type=Bounded(limits.SEED), default=0,
                         help="planner and synthetic seed; simulated steps use seed + 1 (default 0)")
-    parser.add_argument("--strategies", type=Bounded(STRATEGIES), default=8,
+    parser.add_argument("--strategies", type=Bounded(limits.STRATEGIES), default=8,
                         help="most strategies proposed, K (default 8)")
-    parser.add_argument("--time-limit", type=Bounded(TIME_LIMIT_S), default=PlannerConfig.time_limit_s,
+    parser.add_argument("--time-limit", type=Bounded(limits.TIME_LIMIT_S), default=PlannerConfig.time_limit_s,
                         help="safety stop of the planner's searches, seconds; the planner's budgets are its "
                              f"defaults (hydraulis propose) (default {PlannerConfig.time_limit_s:g})")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value)
-    parser.add_argument("--planner-steps", type=Bounded(PLANNER_STEPS), default=64,
+    parser.add_argument("--planner-steps", type=Bounded(limits.PLANNER_STEPS), default=64,
                         help="steps the planner samples (default 64)")
     parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

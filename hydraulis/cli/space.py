@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from hydraulis import __version__
+from hydraulis import __version__, limits
 from hydraulis.artifacts import read_json, read_scheme_space, timestamp, write_scheme_space
 from hydraulis.cli.arguments import Bounded, BoundedList, FileKind, InputFile, OutputPath, optimizer_layout
 from hydraulis.cli.output import command_line, emit, emit_json, plural, table
-from hydraulis.limits import BANDWIDTH_GBPS, DEVICES, DEVICES_PER_NODE, LENGTH, PARALLEL_DEGREE
 from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.compare import compare_spaces
@@ -34,10 +33,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     imp.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
     imp.add_argument("--model", choices=model_names(),
                      help="model preset (default: the preset with the pool's H and L)")
-    imp.add_argument("--devices", type=Bounded(DEVICES), default=64, help="cluster devices (default 64)")
+    imp.add_argument("--devices", type=Bounded(limits.DEVICES), default=64, help="cluster devices (default 64)")
     imp.add_argument("--device", default="a800-80g", choices=device_names(),
                      help="device the pool was measured on (default a800-80g)")
-    imp.add_argument("--reduce-gbps", type=Bounded(BANDWIDTH_GBPS),
+    imp.add_argument("--reduce-gbps", type=Bounded(limits.BANDWIDTH_GBPS),
                      help="gradient-reduction bandwidth per device, GB/s (default: the device's network)")
     imp.set_defaults(run=_import)
 
@@ -46,13 +45,13 @@ def register(commands: argparse._SubParsersAction) -> None:
                                        "and link bandwidths (see hydraulis.profiler.analytic).")
     ana.add_argument("--model", required=True, choices=model_names(), help="model preset")
     ana.add_argument("--device", required=True, choices=device_names(), help="device preset")
-    ana.add_argument("--devices", type=Bounded(DEVICES), required=True, help="cluster devices, e.g. 1024")
-    ana.add_argument("--devices-per-node", type=Bounded(DEVICES_PER_NODE), help="default: the device preset's")
-    ana.add_argument("--cp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4, 8),
+    ana.add_argument("--devices", type=Bounded(limits.DEVICES), required=True, help="cluster devices, e.g. 1024")
+    ana.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), help="default: the device preset's")
+    ana.add_argument("--cp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2, 4, 8),
                      help="cp degrees (default 1,2,4,8)")
-    ana.add_argument("--tp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4, 8),
+    ana.add_argument("--tp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2, 4, 8),
                      help="tp degrees (default 1,2,4,8)")
-    ana.add_argument("--pp", type=BoundedList(PARALLEL_DEGREE), default=(1, 2, 4, 8),
+    ana.add_argument("--pp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2, 4, 8),
                      help="pp degrees (default 1,2,4,8)")
     ana.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
     ana.set_defaults(run=_analytic)
@@ -74,7 +73,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help="scheme-space JSON, the reference")
     compare.add_argument("space_b", metavar="B", type=InputFile(FileKind.SCHEME_SPACE),
                          help="scheme-space JSON compared with A")
-    compare.add_argument("--lengths", type=BoundedList(LENGTH), default=DEFAULT_COMPARE_LENGTHS,
+    compare.add_argument("--lengths", type=BoundedList(limits.LENGTH), default=DEFAULT_COMPARE_LENGTHS,
                          help="sequence lengths (default " + ",".join(map(str, DEFAULT_COMPARE_LENGTHS)) + ")")
     compare.add_argument("--format", choices=("table", "json"), default="table")
     compare.set_defaults(run=_compare)

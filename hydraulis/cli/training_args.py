@@ -7,19 +7,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from hydraulis import limits
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath, optimizer_layout
 from hydraulis.errors import HydraulisError
-from hydraulis.limits import (
-    CHECKPOINT_EVERY,
-    LEARNING_RATE,
-    MAX_SEQ_LEN,
-    PROCESSES,
-    SEED,
-    THREADS,
-    TIMEOUT_S,
-    TOKEN_BUDGET,
-    TRAINING_STEPS,
-)
 from hydraulis.presets import model_names
 from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, TrainConfig
 from hydraulis.types import BatchingMethod
@@ -45,15 +35,15 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="batching method (default dispatch_balanced_packing, Hydraulis)")
     parser.add_argument("--planner-url", help="ask a running 'hydraulis serve' at this URL for step plans "
                                               "(default: dispatch in-process)")
-    parser.add_argument("--steps", type=Bounded(TRAINING_STEPS),
+    parser.add_argument("--steps", type=Bounded(limits.TRAINING_STEPS),
                         help="training steps (with --resume: the step count to reach)")
-    parser.add_argument("--token-budget", type=Bounded(TOKEN_BUDGET),
+    parser.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET),
                         help="tokens per global batch (default: the proposal's, else 256)")
-    parser.add_argument("--max-seq-len", type=Bounded(MAX_SEQ_LEN),
+    parser.add_argument("--max-seq-len", type=Bounded(limits.MAX_SEQ_LEN),
                         help="longest piece, longer documents are cut (default: the proposal's, else 64)")
-    parser.add_argument("--micro-batch-tokens", type=Bounded(TOKEN_BUDGET),
+    parser.add_argument("--micro-batch-tokens", type=Bounded(limits.TOKEN_BUDGET),
                         help="micro-batch capacity of --strategy pipelines (default 1.5 × max-seq-len)")
-    parser.add_argument("--nproc", type=Bounded(PROCESSES),
+    parser.add_argument("--nproc", type=Bounded(limits.PROCESSES),
                         help="local processes (default: the fewest the strategies and the optimizer layout need); "
                              "under torchrun, its WORLD_SIZE")
     parser.add_argument("--corpus", type=InputFile(FileKind.CORPUS),
@@ -74,18 +64,19 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="default auto: bf16 on CUDA, fp32 on the CPU; bf16 computes in bf16 with fp32 "
                              "master weights")
     parser.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], help="default adam")
-    parser.add_argument("--lr", type=Bounded(LEARNING_RATE),
+    parser.add_argument("--lr", type=Bounded(limits.LEARNING_RATE),
                         help="learning rate (default 1e-3; check-equivalence: 1e-4)")
-    parser.add_argument("--seed", type=Bounded(SEED), help="initial weights, data order, dispatch ties (default 0)")
-    parser.add_argument("--timeout-s", type=Bounded(TIMEOUT_S),
+    parser.add_argument("--seed", type=Bounded(limits.SEED),
+                        help="initial weights, data order, dispatch ties (default 0)")
+    parser.add_argument("--timeout-s", type=Bounded(limits.TIMEOUT_S),
                         help="seconds a rank waits for a peer before failing (default 60)")
-    parser.add_argument("--threads", type=Bounded(THREADS), help="CPU threads per process (default 1)")
+    parser.add_argument("--threads", type=Bounded(limits.THREADS), help="CPU threads per process (default 1)")
 
 
 def add_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-dir", type=OutputPath(),
                         help="write checkpoints (from the optimizer layout) under this folder")
-    parser.add_argument("--checkpoint-every", type=Bounded(CHECKPOINT_EVERY),
+    parser.add_argument("--checkpoint-every", type=Bounded(limits.CHECKPOINT_EVERY),
                         help="steps between checkpoints (default 0: at the end only)")
     parser.add_argument("--resume", type=InputFile(FileKind.CHECKPOINT),
                         help="continue from this checkpoint folder, or the newest complete one under "

@@ -8,23 +8,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hydraulis import limits
 from hydraulis.dispatch import OversizePolicy
-from hydraulis.limits import (
-    ALIGNMENT,
-    DEVICES,
-    DEVICES_PER_NODE,
-    ILP_NODES,
-    ILP_TIME_LIMIT_S,
-    LENGTH,
-    LENGTHS,
-    MAX_SEQ_LEN,
-    PARALLEL_DEGREE,
-    SEED,
-    STRATEGIES,
-    TIME_LIMIT_S,
-    TOKEN_BUDGET,
-    Limit,
-)
+from hydraulis.limits import Limit
 from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
@@ -38,8 +24,8 @@ def within(limit: Limit, **extra: Any) -> Any:
     return Field(**low, le=limit.maximum, allow_inf_nan=False, **extra)
 
 
-Length = Annotated[int, within(LENGTH)]
-Degree = Annotated[int, within(PARALLEL_DEGREE)]
+Length = Annotated[int, within(limits.LENGTH)]
+Degree = Annotated[int, within(limits.PARALLEL_DEGREE)]
 
 
 class Body(BaseModel):
@@ -89,8 +75,8 @@ class ValidateSpaceResponse(BaseModel):
 class AnalyticSpaceRequest(Body):
     model: str = Field(description="model preset, see GET /v1/presets")
     device: str = Field(description="device preset, see GET /v1/presets")
-    devices: int = within(DEVICES)
-    devices_per_node: int | None = within(DEVICES_PER_NODE, default=None)
+    devices: int = within(limits.DEVICES)
+    devices_per_node: int | None = within(limits.DEVICES_PER_NODE, default=None)
     cp: list[Degree] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
     tp: list[Degree] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
     pp: list[Degree] = Field(default=[1, 2, 4, 8], min_length=1, max_length=8)
@@ -101,34 +87,35 @@ class Histogram(Body):
     representatives of a histogram)."""
 
     lengths: list[Length] = Field(min_length=1, max_length=1_000_000)
-    counts: list[Annotated[int, Field(ge=0, le=int(LENGTHS.maximum))]] = Field(min_length=1, max_length=1_000_000)
+    counts: list[Annotated[int, Field(ge=0, le=int(limits.LENGTHS.maximum))]] = Field(min_length=1,
+                                                                                      max_length=1_000_000)
 
 
 class ProposalRequest(Body):
     scheme_space: dict[str, Any] = Field(description="a scheme-space document (hydraulis space ... -o)")
-    devices: int = within(DEVICES)
-    devices_per_node: int = within(DEVICES_PER_NODE)
-    token_budget: int = within(TOKEN_BUDGET)
-    max_seq_len: int = within(MAX_SEQ_LEN)
+    devices: int = within(limits.DEVICES)
+    devices_per_node: int = within(limits.DEVICES_PER_NODE)
+    token_budget: int = within(limits.TOKEN_BUDGET)
+    max_seq_len: int = within(limits.MAX_SEQ_LEN)
     lengths: list[Length] | None = Field(default=None, description="document lengths (give this or histogram)")
     histogram: Histogram | None = Field(default=None, description="document counts per length")
-    strategies: int = within(STRATEGIES, default=8)
-    time_limit_s: float | None = within(TIME_LIMIT_S, default=None,
+    strategies: int = within(limits.STRATEGIES, default=8)
+    time_limit_s: float | None = within(limits.TIME_LIMIT_S, default=None,
                                         description="safety stop of the planner's searches, seconds (they are "
                                                     "bounded by work budgets; the proposal's solver status says "
                                                     "when this fired)")
-    seed: int = within(SEED, default=0)
+    seed: int = within(limits.SEED, default=0)
 
 
 class StepPlanRequest(Body):
     proposal: dict[str, Any] = Field(description="a proposal document (POST /v1/proposals, hydraulis propose)")
     lengths: list[Length] = Field(min_length=1, description="the global batch: one length per sequence")
     method: BatchingMethod = BatchingMethod.DISPATCH_BALANCED_PACKING
-    seed: int = within(SEED, default=0)
-    ilp_nodes: int = within(ILP_NODES, default=0,
+    seed: int = within(limits.SEED, default=0)
+    ilp_nodes: int = within(limits.ILP_NODES, default=0,
                             description="branch-and-bound nodes of the packing ILP per pipeline (0 skips it)")
     ilp_solver: SolverName = SolverName.CBC
-    time_limit_s: float | None = within(ILP_TIME_LIMIT_S, default=None,
+    time_limit_s: float | None = within(limits.ILP_TIME_LIMIT_S, default=None,
                                         description="safety stop of the packing ILPs, seconds")
-    alignment: int = within(ALIGNMENT, default=1)
+    alignment: int = within(limits.ALIGNMENT, default=1)
     oversize: OversizePolicy = OversizePolicy.ERROR

@@ -36,7 +36,7 @@ def test_directory_corpus_counts_undecodable_files(tmp_path):
     result = hydraulis("analyze", "--corpus", str(tmp_path / "src"), "--glob", "*.py", "--vocab-size", "300",
                        "--cache-dir", str(tmp_path / "cache"), "-o", str(tmp_path / "r"))
     assert result.returncode == 0, result.stderr
-    assert "1 documents" in result.stdout and "1 undecodable files skipped" in result.stdout
+    assert "1 document," in result.stdout and "1 undecodable file skipped" in result.stdout
 
 
 def test_lengths_file(tmp_path):
