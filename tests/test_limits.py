@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
     (DEVICES, math.inf, "must be between 1 and 65536 (devices in the cluster)"),
     (DEVICES, "8", "must be an integer"),
     (DEVICES, True, "must be an integer"),
-    (TIME_LIMIT_S, 0.0, "must be > 0 and <= 86400 (seconds of planning)"),
+    (TIME_LIMIT_S, 0.0, "must be > 0 and <= 86400 (seconds of planning before the safety stop)"),
     (TIME_LIMIT_S, math.nan, "must be a number"),
-    (TIME_LIMIT_S, -math.inf, "must be > 0 and <= 86400 (seconds of planning)"),
+    (TIME_LIMIT_S, -math.inf, "must be > 0 and <= 86400 (seconds of planning before the safety stop)"),
 ])
 def test_a_value_outside_its_limit_is_named_with_the_range(limit, value, problem):
     assert limit.problem(value) == problem
