@@ -13,7 +13,8 @@ busy. The same happens when the client goes away while its work runs. A worker t
 memory, a crash) is replaced and its request answered 500.
 
 **Processes.** Workers are forked from a fork server that has imported the planning code once
-(:mod:`hydraulis.service.work`), so a replacement starts in milliseconds; each talks to the
+(:mod:`hydraulis.service.work`), so a replacement starts in milliseconds (where the platform has
+no fork server, they are spawned); each talks to the
 service over a pipe: ``(function, body, settings)`` in, ``(outcome, …)`` out, where ``function``
 is a module-level function (pickled by name) whose JSON value the worker encodes.
 
@@ -97,7 +98,8 @@ class WorkerPool:
         self.workers, self.queue = workers, queue
         self.admitted = 0
         self.mean_service_s = 0.1
-        self._context = multiprocessing.get_context("forkserver")
+        methods = multiprocessing.get_all_start_methods()
+        self._context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
         self._idle: asyncio.Queue[_Worker] | None = None
         self._all: list[_Worker] = []
 
@@ -124,7 +126,8 @@ class WorkerPool:
         if self._idle is not None:
             return
         self._idle = asyncio.Queue()
-        self._context.set_forkserver_preload(PRELOAD)
+        if self._context.get_start_method() == "forkserver":
+            self._context.set_forkserver_preload(PRELOAD)
         loop = asyncio.get_running_loop()
         for _ in range(self.workers):
             worker = await loop.run_in_executor(None, _Worker, self._context)
