@@ -19,6 +19,7 @@ from hydraulis.service.app import create_app
 from tests.conftest import imported_space
 
 APP = create_app()
+CLIENT = TestClient(APP)
 schema = schemathesis.openapi.from_asgi(
     "/openapi.json", APP, config=schemathesis.Config.from_dict({"generation": {"mode": "all"}}))
 
@@ -72,7 +73,7 @@ def test_huge_numbers_in_every_numeric_field_are_4xx_naming_it(route, field, val
         target = target[key]
     target[field[-1]] = "__VALUE__"
     raw = json.dumps(body).replace('"__VALUE__"', value if isinstance(value, str) else repr(value))
-    response = TestClient(APP).post(route, content=raw, headers={"content-type": "application/json"})
+    response = CLIENT.post(route, content=raw, headers={"content-type": "application/json"})
     if value == 1.5 and field[-1] == "time_limit_s":
         assert response.status_code == 200
         return
