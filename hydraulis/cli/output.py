@@ -7,6 +7,12 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from hydraulis.types import SchemeOptions
+
+OPTIONS_HELP = ("scheme options to measure every degree under, as in a SPEC's brackets: none (the plain scheme), "
+                "sp, recompute=selective|full or several joined by commas, e.g. sp,recompute=full; repeat for "
+                "more variants, each a scheme of its own (default: none; sp applies where tp > 1)")
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Right-aligned columns, a header and a rule."""
@@ -41,6 +47,17 @@ def setup_logging(level: str) -> None:
 
 def command_line() -> str:
     return " ".join(["hydraulis", *sys.argv[1:]])
+
+
+def scheme_variants(texts: Sequence[str] | None) -> tuple[SchemeOptions, ...]:
+    """``--options`` values (``none`` for the plain scheme) → variants; default the plain scheme."""
+    return tuple(SchemeOptions.parse("" if text.strip() == "none" else text, "--options")
+                 for text in texts or ["none"])
+
+
+def options_cell(options: Sequence[str]) -> str:
+    """A table cell of a scheme's options, ``-`` for none."""
+    return ",".join(options) or "-"
 
 
 def _cell(value: object) -> str:

@@ -29,12 +29,15 @@ from hydraulis.service import work
 from hydraulis.service.docs import install_docs
 from hydraulis.service.errors import install_error_handlers
 from hydraulis.service.middleware import Admission, BearerAuth, BodyLimit, RequestLog
+from hydraulis.service.pages import explorer_routes
 from hydraulis.service.pool import WorkerPool
 from hydraulis.service.schemas import (
     AnalyticSpaceRequest,
     Presets,
     ProposalRequest,
+    StepComparisonRequest,
     StepPlanRequest,
+    SyntheticLengthsRequest,
     ValidateSpaceRequest,
     ValidateSpaceResponse,
 )
@@ -59,6 +62,7 @@ def create_app(settings: ServiceSettings = ServiceSettings()) -> FastAPI:
     install_error_handlers(app)
     install_docs(app)
     app.include_router(_health_routes(pool))
+    app.include_router(explorer_routes())
     app.include_router(_v1_routes(settings), prefix="/v1", dependencies=[Security(HTTPBearer(auto_error=False))])
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(Admission, pool=pool)
@@ -130,6 +134,17 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
         work.check_sequences(len(body.lengths), settings)
         time_limit = _time_limit(work.time_limit(body.time_limit_s, settings), settings)
         return await planning(request, work.step_plan, body, time_limit + grace)
+
+    @router.post("/lengths/synthetic", responses=JSON_OBJECT)
+    async def synthetic_lengths(body: SyntheticLengthsRequest, request: Request) -> Response:
+        work.check_sequences(body.docs, settings)
+        return await planning(request, work.synthetic_lengths, body, grace)
+
+    @router.post("/step-comparisons", responses=JSON_OBJECT)
+    async def step_comparisons(body: StepComparisonRequest, request: Request) -> Response:
+        if body.lengths is not None:
+            work.check_sequences(len(body.lengths), settings)
+        return await planning(request, work.step_comparison, body, grace)
 
     return router
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hydraulis import limits
+from hydraulis.data.synth import LongTail
 from hydraulis.dispatch import OversizePolicy
 from hydraulis.limits import Limit
 from hydraulis.solver import SolverName
@@ -56,6 +57,7 @@ class SchemeRow(BaseModel):
     cp: int
     tp: int
     pp: int
+    options: list[str] = Field(description="non-default scheme options, e.g. [\"sp\", \"recompute=full\"]")
     devices: int
     a: float
     b: float
@@ -119,3 +121,32 @@ class StepPlanRequest(Body):
                                         description="safety stop of the packing ILPs, seconds")
     alignment: int = within(limits.ALIGNMENT, default=1)
     oversize: OversizePolicy = OversizePolicy.ERROR
+
+
+class SyntheticLengthsRequest(Body):
+    """A synthetic long tail (:mod:`hydraulis.data.synth`): a lognormal body with a Pareto tail."""
+
+    docs: int = within(limits.LENGTHS, description="how many document lengths to draw")
+    seed: int = within(limits.SEED, default=0)
+    body_mu: float = within(limits.LOG_LENGTH, default=LongTail.body_mu,
+                            description="μ of the lognormal body: its median is e^μ tokens")
+    body_sigma: float = within(limits.LOG_SPREAD, default=LongTail.body_sigma, description="σ of the lognormal body")
+    tail_start: int = within(limits.LENGTH, default=LongTail.tail_start,
+                             description="where the Pareto tail starts, in tokens")
+    tail_alpha: float = within(limits.TAIL_INDEX, default=LongTail.tail_alpha,
+                               description="index α of the tail: P(s > x) = (tail_start/x)^α")
+    tail_share: float = within(limits.SHARE, default=LongTail.tail_share,
+                               description="probability that a document comes from the tail")
+    max_len: int = within(limits.LENGTH, default=LongTail.max_len, description="every length is capped here")
+
+    def shape(self) -> LongTail:
+        return LongTail(self.body_mu, self.body_sigma, self.tail_start, self.tail_alpha, self.tail_share, self.max_len)
+
+
+class StepComparisonRequest(Body):
+    scheme_space: dict[str, Any] = Field(description="the scheme space the proposal was made from")
+    proposal: dict[str, Any] = Field(description="a proposal document (POST /v1/proposals, hydraulis propose)")
+    lengths: list[Length] | None = Field(default=None, description="document lengths to draw the step from "
+                                                                   "(give this or histogram)")
+    histogram: Histogram | None = Field(default=None, description="document counts per length")
+    seed: int = within(limits.SEED, default=0, description="draws the step's documents")

@@ -27,6 +27,8 @@ from hydraulis.artifacts import (
     step_plan_to_dict,
     timestamp,
 )
+from hydraulis.artifacts.step_comparison import step_comparison_to_dict
+from hydraulis.data.synth import synth_lengths
 from hydraulis.dispatch import DispatchOptions, dispatch
 from hydraulis.errors import HydraulisError
 from hydraulis.planner import PlannerConfig, propose, validate_proposal
@@ -34,8 +36,16 @@ from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.report import space_rows
 from hydraulis.service.errors import ServiceError
-from hydraulis.service.schemas import AnalyticSpaceRequest, ProposalRequest, StepPlanRequest, ValidateSpaceRequest
+from hydraulis.service.schemas import (
+    AnalyticSpaceRequest,
+    ProposalRequest,
+    StepComparisonRequest,
+    StepPlanRequest,
+    SyntheticLengthsRequest,
+    ValidateSpaceRequest,
+)
 from hydraulis.service.settings import ServiceSettings
+from hydraulis.simulation import compare_step
 from hydraulis.types import Cluster, OptimizerLayout, Proposal
 
 PROPOSAL_CACHE = 8
@@ -77,6 +87,17 @@ def step_plan(body: StepPlanRequest, settings: ServiceSettings) -> dict[str, Any
     return step_plan_to_dict(dispatch(parsed, np.asarray(body.lengths, dtype=np.int64), body.method, options))
 
 
+def synthetic_lengths(body: SyntheticLengthsRequest, settings: ServiceSettings) -> dict[str, Any]:
+    return {"lengths": synth_lengths(body.docs, body.shape(), body.seed).tolist()}
+
+
+def step_comparison(body: StepComparisonRequest, settings: ServiceSettings) -> dict[str, Any]:
+    space = scheme_space_from_dict(body.scheme_space)
+    proposal = validate_proposal(proposal_from_dict(body.proposal), space)
+    check_devices(proposal.devices, settings)
+    return step_comparison_to_dict(compare_step(space, proposal, request_lengths(body, settings), body.seed))
+
+
 def cached_proposal(document: dict[str, Any], settings: ServiceSettings) -> Proposal:
     """The proposal ``document`` parsed and validated, from this worker's cache when it is there."""
     key = json.dumps(document)
@@ -96,8 +117,8 @@ def time_limit(requested: float | None, settings: ServiceSettings) -> float:
     return settings.default_time_limit_s if requested is None else requested
 
 
-def request_lengths(body: ProposalRequest, settings: ServiceSettings) -> np.ndarray:
-    """The document lengths of a proposal request: ``lengths``, or ``histogram`` expanded."""
+def request_lengths(body: ProposalRequest | StepComparisonRequest, settings: ServiceSettings) -> np.ndarray:
+    """The document lengths of a request: ``lengths``, or ``histogram`` expanded."""
     if (body.lengths is None) == (body.histogram is None):
         raise HydraulisError("lengths", None, "give exactly one of lengths and histogram")
     if body.lengths is not None:
