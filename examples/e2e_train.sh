@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end training on CPU: the tiny model on 4 processes (gloo, fp32), trained on the CPython
 # standard library with a proposal and the Hydraulis batching method, then a homogeneous baseline
-# on the same batches; each prints a per-step table (strategy, tokens, loss, measured vs predicted
-# ms) and a summary (tokens/s, mean prediction error), and the last lines compare them; both runs
+# on the same batches; each prints one line per step as it ends (strategy, tokens, loss, measured vs
+# predicted ms) and a summary (tokens/s, mean prediction error), and the last lines compare them; both runs
 # write TensorBoard events under DIR/tensorboard/.
 #
 # Usage: bash examples/e2e_train.sh [--out DIR] [--space SPACE.json] [--steps 8]

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from hydraulis.errors import HydraulisError, require, require_int, require_number
+from hydraulis.limits import DEVICES, DEVICES_PER_NODE, PARALLEL_DEGREE
 
 
 class BatchingMethod(str, Enum):
@@ -150,7 +151,7 @@ class Scheme:
 
     def __post_init__(self) -> None:
         for name in ("cp", "tp", "pp"):
-            require_int(getattr(self, name), f"scheme.{name}", minimum=1)
+            PARALLEL_DEGREE.check(getattr(self, name), f"scheme.{name}")
         require(isinstance(self.sp, bool), "scheme.sp", self.sp, "must be true or false")
         require(not self.sp or self.tp > 1, "scheme.sp", self.sp,
                 f"needs scheme.tp > 1 (sequence parallelism shards over the tp group), tp = {self.tp}")
@@ -323,8 +324,8 @@ class Cluster:
     device: str
 
     def __post_init__(self) -> None:
-        require_int(self.devices, "cluster.devices", minimum=1)
-        require_int(self.devices_per_node, "cluster.devices_per_node", minimum=1)
+        DEVICES.check(self.devices, "cluster.devices")
+        DEVICES_PER_NODE.check(self.devices_per_node, "cluster.devices_per_node")
         require(bool(self.device), "cluster.device", self.device, "must not be empty")
 
 
@@ -338,7 +339,7 @@ class OptimizerLayout:
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp"):
-            require_int(getattr(self, name), f"optimizer_layout.{name}", minimum=1)
+            PARALLEL_DEGREE.check(getattr(self, name), f"optimizer_layout.{name}")
 
     @property
     def devices(self) -> int:

@@ -2,7 +2,8 @@
 
     .venv/bin/python paper_exp/run_all.py [--steps 100]
 
-About 15–30 minutes on 2 cores (the 1024-device settings take most of it). The code-like
+About 15–30 minutes on 2 cores (the 1024-device settings take most of it); after each setting
+it prints the overall progress and the time left. The code-like
 workload is the committed ``paper_exp/data/stdlib_lengths.txt``; ``paper_exp/data/README.md``
 says how to rebuild it from the standard library.
 """

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hydraulis import limits
+from hydraulis.cli.arguments import Bounded
 from hydraulis.cli.output import emit, table
 from hydraulis.cli.training_args import add_training_arguments, training_config
 from hydraulis.errors import HydraulisError
@@ -31,7 +33,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "weights' maxima>; exits 1 when it exceeds --tolerance. Defaults: model tiny, 2 steps, Adam "
                     "with lr 1e-4.")
     add_training_arguments(check)
-    check.add_argument("--tolerance", type=float, default=1e-5, help="largest accepted max_rel_diff (default 1e-5)")
+    check.add_argument("--tolerance", type=Bounded(limits.TOLERANCE), default=1e-5,
+                       help="largest accepted max_rel_diff (default 1e-5)")
     check.set_defaults(run=_check)
 
 

@@ -1,5 +1,4 @@
-"""What training reports: one record per step, the log line, the per-step table and the
-summary (no torch here).
+"""What training reports: one record per step, the log line and the summary (no torch here).
 
 Summary of a run's steps ``t`` with ``n_t`` loss tokens, measured step time ``m_t`` (the slowest
 rank: propagate + compute + reduce + update), time ``w_t`` spent waiting for the plan, and the
@@ -92,19 +91,6 @@ def format_record(record: StepRecord) -> str:
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
             f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}  "
             f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}")
-
-
-STEP_COLUMNS = ("step", "strategy", "tokens", "loss", "measured_ms", "predicted_ms", "error", "compute_ms",
-                "propagate_ms", "reduce_ms", "plan_ms", "wait_ms")
-
-
-def step_rows(records: Sequence[StepRecord]) -> list[list[object]]:
-    """One row per step under :data:`STEP_COLUMNS` (compute: measured/predicted per pipeline)."""
-    return [[r.step, r.strategy, r.tokens, round(r.loss, 4), round(r.step_ms, 1), round(r.predicted_step_ms, 1),
-             f"{abs(r.step_ms - r.predicted_step_ms) / r.step_ms:.0%}",
-             " ".join(f"{m:.0f}/{p:.0f}" for m, p in zip(r.measured_ms, r.predicted_ms)),
-             round(r.propagate_ms, 1), round(r.reduce_ms, 1), round(r.planning_ms, 1), round(r.wait_ms, 1)]
-            for r in records]
 
 
 def summary_line(summary: TrainSummary) -> str:
