@@ -11,6 +11,8 @@ proposal time              proposal_time.py            proposal wall time; again
 plan quality               stage2_vs_ilp.py            greedy stage-2 packing against the ILP
 service throughput         service_throughput.py       requests/s and p50/p99 of POST
                                                        /v1/step-plans on loopback
+attention scaling          attention_scaling.py        the runtime's CPU attention on 32K tokens
+                                                       as 2,048 × 16 and 64 × 512 documents
 =========================  ==========================  =======================================
 
 A script that is not there yet is skipped with a message. ``--quick`` runs smaller sizes.
@@ -32,6 +34,7 @@ BENCHMARKS = (
     ("proposal time", "proposal_time.py", ("--repeat", "3"), ("--repeat", "1")),
     ("plan quality: greedy packing against the ILP", "stage2_vs_ilp.py", (), ("--instances", "3", "--nodes", "200")),
     ("service throughput", "service_throughput.py", (), ("--requests", "200")),
+    ("attention scaling", "attention_scaling.py", (), ("--repeats", "1")),
 )
 
 

@@ -34,7 +34,8 @@ class StepRecord:
     slowest rank), ``reduce_ms`` (gradients to the optimizer layout and the update: what the
     step took beyond propagation and the slowest pipeline) and the plan's
     ``predicted_step_ms`` and ``planning_ms``; ``wait_ms`` is how long the step waited for its
-    plan after the previous step ended (0 when planning kept ahead)."""
+    plan after the previous step ended (0 when planning kept ahead); ``communicators`` how many
+    process groups the step created (:class:`~hydraulis.runtime.rank_map.GroupCache`)."""
 
     step: int
     strategy: str
@@ -48,6 +49,7 @@ class StepRecord:
     predicted_step_ms: float
     planning_ms: float
     wait_ms: float = 0.0
+    communicators: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,11 +91,11 @@ def format_record(record: StepRecord) -> str:
     return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
             f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}  "
-            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}")
+            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}")
 
 
 STEP_COLUMNS = ("step", "strategy", "tokens", "loss", "measured_ms", "predicted_ms", "error", "compute_ms",
-                "propagate_ms", "reduce_ms", "plan_ms", "wait_ms")
+                "propagate_ms", "reduce_ms", "plan_ms", "wait_ms", "new_groups")
 
 
 def step_rows(records: Sequence[StepRecord]) -> list[list[object]]:
@@ -101,7 +103,8 @@ def step_rows(records: Sequence[StepRecord]) -> list[list[object]]:
     return [[r.step, r.strategy, r.tokens, round(r.loss, 4), round(r.step_ms, 1), round(r.predicted_step_ms, 1),
              f"{abs(r.step_ms - r.predicted_step_ms) / r.step_ms:.0%}",
              " ".join(f"{m:.0f}/{p:.0f}" for m, p in zip(r.measured_ms, r.predicted_ms)),
-             round(r.propagate_ms, 1), round(r.reduce_ms, 1), round(r.planning_ms, 1), round(r.wait_ms, 1)]
+             round(r.propagate_ms, 1), round(r.reduce_ms, 1), round(r.planning_ms, 1), round(r.wait_ms, 1),
+             r.communicators]
             for r in records]
 
 

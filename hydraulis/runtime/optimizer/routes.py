@@ -79,13 +79,14 @@ class Route:
         self.positions = world.all_to_all(torch.from_numpy(position[order]).to(device), self.received, self.sent)
         self.elements = int(owner.size)
 
-    def reduce(self, grads: list[torch.Tensor | None], into: torch.Tensor) -> None:
+    def reduce(self, grads: list[torch.Tensor | None], into: torch.Tensor, dtype: torch.dtype = torch.float32) -> None:
         """``into`` (the owner's gradient buffer) ← the sum of every holder's gradient; ``grads``
-        are this rank's shard gradients in shard order (None: no contribution, zeros)."""
+        are this rank's shard gradients in shard order (None: no contribution, zeros), sent in
+        ``dtype`` and summed in fp32."""
         flat = self._flatten([torch.zeros(s.shape, device=into.device) if g is None else g for g, s in
                               zip(grads, self.shards)], torch.float32, into.device)
         outgoing = torch.where(self.contributes, flat[self.order], torch.zeros((), device=into.device))
-        incoming = self.world.all_to_all(outgoing, self.received, self.sent)
+        incoming = self.world.all_to_all(outgoing.to(dtype), self.received, self.sent).to(torch.float32)
         into.zero_()
         start = 0
         for count in self.received:
