@@ -142,28 +142,22 @@ class StageWork:
 
 def run_schedule(work: StageWork, link: StageLink, schedule: Sequence[Operation]) -> None:
     """Execute ``schedule``: each operation's send is posted with the next operation's receive
-    when both go to the same neighbour (module docstring), else alone."""
+    when both go to the same neighbour — a forward followed by a backward, or the reverse
+    (module docstring) — else alone."""
     received: dict[tuple[Action, int], torch.Tensor | None] = {}
     for index, op in enumerate(schedule):
+        forward = op.action is Action.FORWARD
         following = schedule[index + 1] if index + 1 < len(schedule) else None
-        if op.action is Action.FORWARD:
-            key = (Action.FORWARD, op.micro_batch)
-            inputs = received.pop(key) if key in received else link.recv_forward(work.shape(op.micro_batch))
-            out = work.forward(op.micro_batch, inputs)
-            if following is not None and following.action is Action.BACKWARD:
-                received[Action.BACKWARD, following.micro_batch] = link.send_forward_recv_backward(
-                    out, work.shape(following.micro_batch))
-            else:
-                link.send_forward(out)
+        if (op.action, op.micro_batch) in received:
+            incoming = received.pop((op.action, op.micro_batch))
         else:
-            key = (Action.BACKWARD, op.micro_batch)
-            grad = received.pop(key) if key in received else link.recv_backward(work.shape(op.micro_batch))
-            input_grad = work.backward(op.micro_batch, grad)
-            if following is not None and following.action is Action.FORWARD:
-                received[Action.FORWARD, following.micro_batch] = link.send_backward_recv_forward(
-                    input_grad, work.shape(following.micro_batch))
-            else:
-                link.send_backward(input_grad)
+            incoming = (link.recv_forward if forward else link.recv_backward)(work.shape(op.micro_batch))
+        outgoing = (work.forward if forward else work.backward)(op.micro_batch, incoming)
+        if following is not None and following.action is not op.action:
+            paired = link.send_forward_recv_backward if forward else link.send_backward_recv_forward
+            received[following.action, following.micro_batch] = paired(outgoing, work.shape(following.micro_batch))
+        else:
+            (link.send_forward if forward else link.send_backward)(outgoing)
 
 
 def run_1f1b(work: StageWork, link: StageLink, micro_batches: int, pp: int, stage: int) -> None:
