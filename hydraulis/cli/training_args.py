@@ -18,7 +18,7 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "lengths": "lengths_file", "space": "space_file", "proposal": "proposal_file", "method": "method",
         "planner_url": "planner_url", "corpus": "corpus", "tokenizer": "tokenizer", "cache_dir": "cache_dir",
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
-        "checkpoint_every": "checkpoint_every", "resume": "resume"}
+        "checkpoint_every": "checkpoint_every", "resume": "resume", "tensorboard": "tensorboard_dir"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads")
 
 

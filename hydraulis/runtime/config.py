@@ -90,7 +90,8 @@ class TrainConfig:
     ``space_file`` gives SPEC strategies their time coefficients (default: analytic CPU);
     ``optimizer_layout`` is ``(dp, tp, pp)`` (default: the proposal's, else ZeRO-1 over all
     ranks). Checkpoints go to ``checkpoint_dir`` every ``checkpoint_every`` steps (0: at the
-    end only); ``resume`` is a checkpoint folder or root to continue from.
+    end only); ``resume`` is a checkpoint folder or root to continue from. Rank 0 writes
+    TensorBoard event files to ``tensorboard_dir`` (:mod:`hydraulis.runtime.tensorboard`).
     """
 
     model: str
@@ -112,6 +113,7 @@ class TrainConfig:
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
     resume: str | None = None
+    tensorboard_dir: str | None = None
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
     def __post_init__(self) -> None:

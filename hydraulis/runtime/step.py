@@ -52,8 +52,7 @@ from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
 from hydraulis.runtime.records import StepRecord
-from hydraulis.runtime.optimizer.routes import Route
-from hydraulis.runtime.optimizer.sharding import stage_shards
+from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 
 REDUCE_DTYPES = {ReduceDtype.FP32: torch.float32, ReduceDtype.BF16: torch.bfloat16}
@@ -115,7 +114,8 @@ class StepRunner:
         reduce = max(0.0, figures["step_ms"] - figures["propagate_ms"] - max(measured))
         return StepRecord(step, str(layout), tokens, figures["loss"], measured,
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
-                          figures["step_ms"], plan.predicted_ms, plan.planning_ms, communicators=communicators)
+                          figures["step_ms"], plan.predicted_ms, plan.planning_ms,
+                          strategy_index=plan.strategy_index, communicators=communicators)
 
     def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int) -> torch.Tensor:
         """This rank's part of the loss (on the device; zero but on a last stage's tp rank 0)."""
@@ -135,16 +135,17 @@ class StepRunner:
             rank_map = RankMap(layout.pipelines, self.context.world_size)
             groups = ProcessGroups.create(rank_map, self.context.rank, self.groups)
             place = rank_map.place(self.context.rank)
-            model, params, shards, link = None, [], (), None
+            model, params, link = None, [], None
             if place is not None:
                 pipeline = layout.pipelines[place.pipeline]
                 model = StageModel(self.model, pipeline, place.stage, groups.tp, groups.cp, self.context.dtype,
                                    self.context.device)
                 link = StageLink(rank_map.neighbour(place, -1), rank_map.neighbour(place, 1), self.context.device,
                                  self.context.dtype)
-                shards = stage_shards(self.model, pipeline, place.stage, place.tp_rank)
-                params = model.shard_parameters(shards)
-            route = Route(self.placement, shards, self.context.world, self.context.device)
+            route = Route(route_plan(self.placement, rank_map, self.context.rank), self.context.world)
+            route.check(self.context.device)
+            if model is not None:
+                params = model.shard_parameters(route.shards)
             gradients = GradientBuffers(params, fp32_main=self.context.dtype != torch.float32)
             self.stages[key] = ComputeStage(rank_map, place, groups, model, params, gradients, route, link)
         return self.stages[key]
