@@ -30,7 +30,7 @@ import torch
 
 from hydraulis.errors import require
 from hydraulis.runtime.model.attention import KernelKind, attention_kernel
-from hydraulis.runtime.model.segments import AttentionPlan, segment_plan, varlen_plan
+from hydraulis.runtime.model.segments import AttentionPlan, segment_plan, to_device, varlen_plan
 from hydraulis.runtime.parallel.context import context_segments, load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
@@ -108,10 +108,10 @@ def pack_micro_batch(documents: Documents, micro_batch: MicroBatch, alignment: i
     else:
         attention = segment_plan(segments, mine.numel(), total, device)
     return PackedMicroBatch(
-        input_ids=input_ids[mine].to(device),
-        labels=labels[mine].to(device),
-        positions=positions[mine].to(device),
+        input_ids=to_device(input_ids[mine], device),
+        labels=to_device(labels[mine], device),
+        positions=to_device(positions[mine], device),
         attention=attention,
-        cu_seqlens=torch.tensor(bounds, dtype=torch.int32, device=device),
+        cu_seqlens=to_device(torch.tensor(bounds, dtype=torch.int32), device),
         sequence_shards=sequence_shards,
     )

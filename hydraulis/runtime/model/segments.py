@@ -149,9 +149,10 @@ def _call(causal: bool, query_length: int, key_length: int, parts: list[tuple[in
         query_index[p, :count] = np.arange(start, start + count)
         key_index[p, :key_rows.size] = key_rows
     padded_keys = key_index == keys
-    mask = None if causal or not padded_keys.any() else torch.from_numpy(~padded_keys).to(device)
-    return KernelCall(causal, len(parts), query_length, key_length, torch.from_numpy(query_index.ravel()).to(device),
-                      torch.from_numpy(key_index.ravel()).to(device), mask)
+    mask = None if causal or not padded_keys.any() else to_device(torch.from_numpy(~padded_keys), device)
+    return KernelCall(causal, len(parts), query_length, key_length,
+                      to_device(torch.from_numpy(query_index.ravel()), device),
+                      to_device(torch.from_numpy(key_index.ravel()), device), mask)
 
 
 def varlen_plan(segments: Sequence[Segment], queries: int, device: torch.device) -> VarlenPlan:
@@ -160,6 +161,16 @@ def varlen_plan(segments: Sequence[Segment], queries: int, device: torch.device)
     cu_k = np.cumsum([0] + [s.keys for s in segments])
     key_rows = np.concatenate([s.key_rows for s in segments])
     identity = cu_q[-1] == queries and key_rows.size == queries and np.array_equal(key_rows, np.arange(queries))
-    key_index = None if identity else torch.from_numpy(key_rows).to(device)
-    return VarlenPlan(torch.from_numpy(cu_q).to(device, torch.int32), torch.from_numpy(cu_k).to(device, torch.int32),
+    key_index = None if identity else to_device(torch.from_numpy(key_rows), device)
+    return VarlenPlan(to_device(torch.from_numpy(cu_q).to(torch.int32), device),
+                      to_device(torch.from_numpy(cu_k).to(torch.int32), device),
                       key_index, max(s.queries for s in segments), max(s.keys for s in segments))
+
+
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host tensor on ``device`` without the host waiting for the device's queue: on CUDA
+    through pinned memory and an asynchronous copy (a copy from pageable memory would first
+    synchronise the stream)."""
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
