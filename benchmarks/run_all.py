@@ -13,6 +13,8 @@ service throughput         service_throughput.py       requests/s, p50/p99 and C
                                                        of POST /v1/step-plans on loopback
 service under a burst      service_burst.py            answers to 200 concurrent mixed valid and
                                                        invalid requests; healthy afterwards
+attention scaling          attention_scaling.py        the runtime's CPU attention on 32K tokens
+                                                       as 2,048 × 16 and 64 × 512 documents
 =========================  ==========================  =======================================
 
 A script that is not there yet is skipped with a message. ``--quick`` runs smaller sizes.
@@ -35,6 +37,7 @@ BENCHMARKS = (
     ("plan quality: greedy packing against the ILP", "stage2_vs_ilp.py", (), ("--instances", "3", "--nodes", "200")),
     ("service throughput", "service_throughput.py", (), ("--requests", "200")),
     ("service under a burst", "service_burst.py", (), ("--requests", "60")),
+    ("attention scaling", "attention_scaling.py", (), ("--repeats", "1")),
 )
 
 

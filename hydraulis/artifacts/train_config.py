@@ -13,7 +13,7 @@ read too)::
      "optimizer_layout": null | {"dp", "tp", "pp"},
      "checkpoint_dir": null, "checkpoint_every": 0, "resume": null, "tensorboard_dir": null,
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
-                 "seed": 0, "timeout_s": 60.0, "threads": 1}}
+                 "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "fp32"}}
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.errors import HydraulisError
-from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, RuntimeOptions, TrainConfig
+from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, ReduceDtype, RuntimeOptions, TrainConfig
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
 KIND = "train_config"
 SCHEMA_VERSION = 2
 _OPTIONAL_STRINGS = ("lengths_file", "space_file", "proposal_file", "planner_url", "corpus", "tokenizer", "cache_dir",
                      "checkpoint_dir", "resume", "tensorboard_dir")
-_ENUMS = {"device": DeviceKind, "precision": Precision, "optimizer": OptimizerKind}
+_ENUMS = {"device": DeviceKind, "precision": Precision, "grad_reduce_dtype": ReduceDtype, "optimizer": OptimizerKind}
 
 
 def train_config_to_dict(config: TrainConfig) -> dict:

@@ -9,7 +9,9 @@ Layout (``schema_version`` 1)::
                  "last_loss", "strategies": [[SPEC, steps], ...]},
      "steps": [{"step", "strategy", "tokens", "loss", "measured_ms": [...], "predicted_ms": [...],
                 "propagate_ms", "reduce_ms", "step_ms", "predicted_step_ms", "planning_ms",
-                "wait_ms", "strategy_index"}]}
+                "wait_ms", "strategy_index", "communicators"}]}
+
+``communicators`` (process groups the step created) is optional (absent: 0), so older logs load.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def _step(record: Record) -> StepRecord:
     return build(record.path, StepRecord, step=record.int("step"), strategy=record.str("strategy"),
                  tokens=record.int("tokens"), loss=record.float("loss"), strategy_index=record.int("strategy_index", 0),
                  measured_ms=tuple(_floats(record, "measured_ms")), predicted_ms=tuple(_floats(record, "predicted_ms")),
-                 **{key: record.float(key) for key in _TIMES})
+                 communicators=record.int("communicators", 0), **{key: record.float(key) for key in _TIMES})
 
 
 def _floats(record: Record, key: str) -> list[float]:

@@ -11,7 +11,7 @@ from hydraulis import limits
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath, optimizer_layout
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_names
-from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, TrainConfig
+from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, ReduceDtype, TrainConfig
 from hydraulis.types import BatchingMethod
 
 _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_budget": "token_budget",
@@ -20,7 +20,7 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "planner_url": "planner_url", "corpus": "corpus", "tokenizer": "tokenizer", "cache_dir": "cache_dir",
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
         "checkpoint_every": "checkpoint_every", "resume": "resume", "tensorboard": "tensorboard_dir"}
-_RUNTIME = ("device", "precision", "optimizer", "lr", "seed", "timeout_s", "threads")
+_RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,8 +64,11 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="layout of master weights and Adam moments (default: the proposal's, else DP = ranks)")
     parser.add_argument("--device", choices=[d.value for d in DeviceKind], help="default auto: cuda if available")
     parser.add_argument("--precision", choices=[p.value for p in Precision],
-                        help="default auto: bf16 on CUDA, fp32 on the CPU; bf16 computes in bf16 with fp32 "
-                             "master weights")
+                        help="default auto: bf16 on CUDA, fp32 on the CPU; bf16 computes in bf16 and accumulates "
+                             "gradients across micro-batches in fp32, with fp32 master weights and moments")
+    parser.add_argument("--grad-reduce-dtype", choices=[d.value for d in ReduceDtype],
+                        help="dtype of the gradients sent to the optimizer layout, summed there in fp32 "
+                             "(default fp32; bf16 halves the reduction's bytes)")
     parser.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], help="default adam")
     parser.add_argument("--lr", type=Bounded(limits.LEARNING_RATE),
                         help="learning rate (default 1e-3; check-equivalence: 1e-4)")
@@ -106,7 +109,8 @@ def training_config(args: argparse.Namespace, base: TrainConfig | None) -> Train
     elif "strategies" in top and "proposal_file" not in top:
         top["proposal_file"] = None
     runtime = {name: _value(args, name) for name in _RUNTIME if _value(args, name) is not None}
-    for name, kind in (("device", DeviceKind), ("precision", Precision), ("optimizer", OptimizerKind)):
+    for name, kind in (("device", DeviceKind), ("precision", Precision), ("grad_reduce_dtype", ReduceDtype),
+                       ("optimizer", OptimizerKind)):
         if name in runtime:
             runtime[name] = kind(runtime[name])
     return replace(base, **top, runtime=replace(base.runtime, **runtime))

@@ -25,7 +25,16 @@ class Precision(str, Enum):
     """bf16 on CUDA, fp32 on the CPU."""
     FP32 = "fp32"
     BF16 = "bf16"
-    """bf16 weights and activations for compute; fp32 master weights, gradients and loss."""
+    """bf16 weights and activations for compute; fp32 gradient accumulation across
+    micro-batches, fp32 master weights, moments and loss."""
+
+
+class ReduceDtype(str, Enum):
+    """The dtype gradients travel in to the optimizer layout (they are summed there in fp32)."""
+
+    FP32 = "fp32"
+    BF16 = "bf16"
+    """Half the bytes of the reduction; each rank's fp32 accumulated gradient is rounded once."""
 
 
 class OptimizerKind(str, Enum):
@@ -37,7 +46,8 @@ class OptimizerKind(str, Enum):
 class RuntimeOptions:
     """How a job runs. ``timeout_s`` bounds every collective and point-to-point wait: a rank
     that dies or hangs surfaces as an error on the others within it. ``threads`` is the
-    number of intra-op CPU threads per process."""
+    number of intra-op CPU threads per process. ``grad_reduce_dtype`` is the dtype of the
+    gradients sent to the optimizer layout (:mod:`hydraulis.runtime.gradients`)."""
 
     device: DeviceKind = DeviceKind.AUTO
     precision: Precision = Precision.AUTO
@@ -46,12 +56,15 @@ class RuntimeOptions:
     seed: int = 0
     timeout_s: float = 60.0
     threads: int = 1
+    grad_reduce_dtype: ReduceDtype = ReduceDtype.FP32
 
     def __post_init__(self) -> None:
         require(isinstance(self.device, DeviceKind), "device", self.device,
                 f"must be one of {[d.value for d in DeviceKind]}")
         require(isinstance(self.precision, Precision), "precision", self.precision,
                 f"must be one of {[p.value for p in Precision]}")
+        require(isinstance(self.grad_reduce_dtype, ReduceDtype), "grad_reduce_dtype", self.grad_reduce_dtype,
+                f"must be one of {[d.value for d in ReduceDtype]}")
         require(isinstance(self.optimizer, OptimizerKind), "optimizer", self.optimizer,
                 f"must be one of {[o.value for o in OptimizerKind]}")
         require(require_number(self.lr, "lr") > 0, "lr", self.lr, "must be > 0")

@@ -34,7 +34,8 @@ class StepRecord:
     step took beyond propagation and the slowest pipeline) and the plan's
     ``predicted_step_ms`` and ``planning_ms``; ``wait_ms`` is how long the step waited for its
     plan after the previous step ended (0 when planning kept ahead); ``strategy_index`` indexes
-    the run's strategies (the proposal's, or the cycled SPECs)."""
+    the run's strategies (the proposal's, or the cycled SPECs); ``communicators`` how many
+    process groups the step created (:class:`~hydraulis.runtime.rank_map.GroupCache`)."""
 
     step: int
     strategy: str
@@ -49,6 +50,7 @@ class StepRecord:
     planning_ms: float
     wait_ms: float = 0.0
     strategy_index: int = 0
+    communicators: int = 0
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ def format_record(record: StepRecord) -> str:
     return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
             f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}  "
-            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}")
+            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}")
 
 
 def summary_line(summary: TrainSummary) -> str:

@@ -15,10 +15,10 @@ Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the chec
 
 Rank 0 logs one line per step::
 
-    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0
+    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0  new groups 0
 
 (one ``measured/predicted`` compute pair per pipeline, then the whole step against the plan's
-prediction). The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
+prediction, and the process groups the step created). The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
 """
 
 from __future__ import annotations
