@@ -17,6 +17,7 @@ from hydraulis.cli import (
     check_equivalence,
     data,
     fuse,
+    memory,
     plan_step,
     profile,
     propose,
@@ -29,7 +30,7 @@ from hydraulis.cli.arguments import Parser
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space, profile, data, analyze, propose, plan_step, simulate, fuse, train, check_equivalence, serve)
+COMMANDS = (space, profile, data, analyze, propose, plan_step, simulate, fuse, memory, train, check_equivalence, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
