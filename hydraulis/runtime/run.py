@@ -86,8 +86,8 @@ def resolve_run(config: TrainConfig) -> TrainingRun:
     options = DispatchOptions(seed=config.runtime.seed)
     if config.proposal_file:
         proposal = read_proposal(config.proposal_file)
-        require(proposal.model.name == model.name, "proposal.model", proposal.model.name,
-                f"differs from the trained model {model.name}")
+        require(proposal.model.matches(model), "proposal.model", proposal.model.name,
+                f"differs from the trained model {model.name} (the plans assume the proposal's model's shape)")
         token_budget = config.token_budget or proposal.token_budget
         max_seq_len = config.max_seq_len or proposal.max_seq_len
         layouts = tuple(even_layout(p.strategy, model) for p in proposal.strategies)
