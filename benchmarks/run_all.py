@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 BENCHMARKS = (
     ("planner latency and plan quality", "dispatch_latency.py", ("--steps", "100"), ("--steps", "20")),
     ("proposal time", "proposal_time.py", ("--repeat", "3"), ("--repeat", "1")),
-    ("plan quality: greedy packing against the ILP", "stage2_vs_ilp.py", (), ("--instances", "3", "--time-limit", "1")),
+    ("plan quality: greedy packing against the ILP", "stage2_vs_ilp.py", (), ("--instances", "3", "--nodes", "200")),
     ("service throughput", "service_throughput.py", (), ("--requests", "200")),
 )
 

@@ -521,13 +521,16 @@ class MicroBatch:
 
 @dataclass(frozen=True)
 class PipelinePlan:
-    """One pipeline's share of a step: its micro-batches in execution order."""
+    """One pipeline's share of a step: its micro-batches in execution order, how its packing was
+    obtained (``solver_status``) and, when proven, a lower bound on its time for its number of
+    micro-batches (``proven_ms``: its own time when the packing is proven optimal)."""
 
     scheme: Scheme
     max_seq_len: int
     micro_batches: tuple[MicroBatch, ...]
     predicted_ms: float
     solver_status: str = ""
+    proven_ms: float | None = None
 
 
 @dataclass(frozen=True)

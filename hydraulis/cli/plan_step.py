@@ -8,6 +8,7 @@ from hydraulis.artifacts import read_lengths, read_proposal, step_plan_to_dict, 
 from hydraulis.cli.output import emit, emit_json, table
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, dispatch, work_lower_bound_ms
 from hydraulis.errors import HydraulisError, require_int
+from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, Proposal, StepPlan
 from hydraulis.workload import sample_batches
 
@@ -26,8 +27,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                       default=BatchingMethod.DISPATCH_BALANCED_PACKING.value,
                       help="batching method (default dispatch_balanced_packing, Hydraulis)")
     plan.add_argument("--seed", type=int, default=0, help="seed: tie order in dispatch, step sampling (default 0)")
-    plan.add_argument("--time-limit", type=float, default=0.0, metavar="SEC",
-                      help="integer-program time limit for the slowest pipeline; 0 skips it (default 0)")
+    plan.add_argument("--ilp-nodes", type=int, default=0, metavar="N",
+                      help="branch-and-bound nodes of the integer program for the slowest pipeline; the plan "
+                           "depends only on the inputs, the seed and this budget; 0 skips it (default 0)")
+    plan.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
+                      help="integer-program solver (default cbc; highs also reports a stopped program's gap)")
+    plan.add_argument("--time-limit", type=float, default=DispatchOptions.ilp_time_limit_s, metavar="SEC",
+                      help="safety stop of the integer programs, reported in the plan when it fires "
+                           f"(default {DispatchOptions.ilp_time_limit_s:g})")
     plan.add_argument("--alignment", type=int, default=1, help="round every sequence up to a multiple of this in "
                                                                "cu_seqlens, capacities and times (default 1)")
     plan.add_argument("--oversize", choices=[p.value for p in OversizePolicy], default=OversizePolicy.ERROR.value,
@@ -43,7 +50,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
-    options = DispatchOptions(seed=args.seed, ilp_time_limit_s=args.time_limit, alignment=args.alignment,
+    options = DispatchOptions(seed=args.seed, ilp_nodes=args.ilp_nodes, ilp_solver=SolverName(args.solver),
+                              ilp_time_limit_s=args.time_limit, alignment=args.alignment,
                               oversize=OversizePolicy(args.oversize))
     proposal = read_proposal(args.proposal)
     lengths = read_lengths(args.lengths)

@@ -51,8 +51,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0,
                         help="planner and synthetic seed; simulated steps use seed + 1 (default 0)")
     parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
-    parser.add_argument("--time-limit", type=float, default=20.0, help="planner integer programs, seconds "
-                                                                       "(default 20)")
+    parser.add_argument("--time-limit", type=float, default=PlannerConfig.time_limit_s,
+                        help="safety stop of the planner's searches, seconds; the planner's budgets are its "
+                             f"defaults (hydraulis propose) (default {PlannerConfig.time_limit_s:g})")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value)
     parser.add_argument("--planner-steps", type=int, default=64, help="steps the planner samples (default 64)")
     parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")

@@ -140,7 +140,8 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
         def work() -> dict[str, Any]:
             proposal = validate_proposal(proposal_from_dict(body.proposal))
             check_devices(proposal.devices, settings)
-            options = DispatchOptions(seed=body.seed, ilp_time_limit_s=time_limit, alignment=body.alignment,
+            options = DispatchOptions(seed=body.seed, ilp_nodes=body.ilp_nodes, ilp_solver=body.ilp_solver,
+                                      ilp_time_limit_s=time_limit, alignment=body.alignment,
                                       oversize=body.oversize)
             return step_plan_to_dict(dispatch(proposal, np.asarray(body.lengths, dtype=np.int64), body.method, options))
         return await off_loop(work, time_limit + settings.default_time_limit_s)

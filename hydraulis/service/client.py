@@ -55,9 +55,11 @@ class PlannerClient:
     def step_plan(self, proposal: Proposal, lengths: Sequence[int], method: BatchingMethod,
                   options: DispatchOptions) -> StepPlan:
         body = {"proposal": self._proposal(proposal), "lengths": [int(s) for s in lengths],
-                "method": BatchingMethod(method).value, "seed": options.seed,
-                "time_limit_s": options.ilp_time_limit_s, "alignment": options.alignment,
+                "method": BatchingMethod(method).value, "seed": options.seed, "alignment": options.alignment,
                 "oversize": options.oversize.value}
+        if options.ilp_nodes:
+            body.update(ilp_nodes=options.ilp_nodes, ilp_solver=options.ilp_solver.value,
+                        time_limit_s=options.ilp_time_limit_s)
         return step_plan_from_dict(self._post(body))
 
     def close(self) -> None:

@@ -81,8 +81,7 @@ def test_train_on_a_corpus_under_a_proposal_planned_by_the_service(tmp_path, pla
     device = device_preset("cpu")
     space = analytic_scheme_space(model_preset("tiny"), device, Cluster(2, 2, "cpu"), (1, 2), (1, 2), (1, 2),
                                   created="2026-01-01T00:00:00+00:00", tool_version="test")
-    config = PlannerConfig(devices=2, devices_per_node=2, token_budget=512, max_seq_len=128, strategies=2,
-                           time_limit_s=5.0)
+    config = PlannerConfig(devices=2, devices_per_node=2, token_budget=512, max_seq_len=128, strategies=2)
     write_proposal(tmp_path / "proposal.json", propose(space, [100, 300, 700, 2000, 40, 60] * 20, config))
     environment = dict(os.environ, HYDRAULIS_API_TOKEN=SERVICE_TOKEN)
     result = hydraulis("--log-level", "info", "train", "--model", "tiny", "--proposal", str(tmp_path / "proposal.json"),
