@@ -72,6 +72,48 @@ class Recompute(str, Enum):
     """Keep only each layer's input; recompute the whole layer in backward."""
 
 
+@dataclass(frozen=True)
+class SchemeOptions:
+    """The options of a scheme apart from its degrees, written as in a SPEC's brackets:
+    ``sp`` and ``recompute=none|selective|full``, comma-separated (e.g. ``sp,recompute=full``;
+    empty: the defaults). :meth:`parse` reads that text, :meth:`scheme` applies the options
+    to degrees."""
+
+    sp: bool = False
+    recompute: Recompute = Recompute.NONE
+
+    @classmethod
+    def parse(cls, text: str, field: str = "options") -> SchemeOptions:
+        """The options of ``text``; an unknown, repeated or ill-valued option names ``field``."""
+        values: dict[str, object] = {}
+        for item in (part.strip() for part in text.split(",")):
+            if not item:
+                continue
+            name, _, value = item.partition("=")
+            if name == "sp" and not value:
+                parsed: object = True
+            elif name == "recompute" and value in {r.value for r in Recompute}:
+                parsed = Recompute(value)
+            else:
+                raise HydraulisError(field, item, "is not an option: sp, or recompute=" +
+                                     "|".join(r.value for r in Recompute))
+            require(name not in values, field, item, "is given twice")
+            values[name] = parsed
+        return cls(**values)
+
+    @property
+    def items(self) -> tuple[str, ...]:
+        """The non-default options in SPEC order, e.g. ``("sp", "recompute=full")``."""
+        return (("sp",) if self.sp else ()) + (
+            (f"recompute={self.recompute.value}",) if self.recompute is not Recompute.NONE else ())
+
+    def scheme(self, cp: int, tp: int, pp: int) -> Scheme:
+        return Scheme(cp, tp, pp, self.sp, self.recompute)
+
+    def __str__(self) -> str:
+        return ",".join(self.items)
+
+
 @dataclass(frozen=True, order=True)
 class Scheme:
     """One parallel layout of a model replica: context, tensor and pipeline parallel degrees,
@@ -99,10 +141,14 @@ class Scheme:
         return self.cp * self.tp * self.pp
 
     @property
+    def variant(self) -> SchemeOptions:
+        """The options apart from the degrees."""
+        return SchemeOptions(self.sp, self.recompute)
+
+    @property
     def options(self) -> tuple[str, ...]:
         """The non-default options in SPEC order, e.g. ``("sp", "recompute=full")``."""
-        return (("sp",) if self.sp else ()) + (
-            (f"recompute={self.recompute.value}",) if self.recompute is not Recompute.NONE else ())
+        return self.variant.items
 
     def __str__(self) -> str:
         options = f"[{','.join(self.options)}]" if self.options else ""

@@ -18,7 +18,8 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "lengths": "lengths_file", "space": "space_file", "proposal": "proposal_file", "method": "method",
         "planner_url": "planner_url", "corpus": "corpus", "tokenizer": "tokenizer", "cache_dir": "cache_dir",
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
-        "checkpoint_every": "checkpoint_every", "resume": "resume", "init_from": "init_from"}
+        "checkpoint_every": "checkpoint_every", "resume": "resume", "init_from": "init_from",
+        "tensorboard": "tensorboard_dir"}
 _RUNTIME = ("device", "precision", "optimizer", "lr", "seed", "timeout_s", "threads")
 
 
@@ -26,8 +27,10 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=model_names(),
                         help="model preset, e.g. tiny (train: or the model of --init-from or --resume)")
     parser.add_argument("--strategy", action="append", metavar="SPEC",
-                        help="strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][xCOUNT], "
-                             "e.g. 1,2,1+1,1,2 or 1,1,2x2; repeat to cycle strategies per step")
+                        help="strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][[OPTIONS]][xCOUNT] "
+                             "with OPTIONS sp (sequence parallelism, tp > 1) and recompute=none|selective|full, "
+                             "e.g. 1,2,1+1,1,2, 1,1,2x2 or 1,4,1[sp,recompute=full]x2; repeat to cycle strategies "
+                             "per step")
     parser.add_argument("--proposal", help="proposal JSON (hydraulis propose): dispatch picks one of its "
                                            "strategies every step (instead of --strategy)")
     parser.add_argument("--method", choices=[m.value for m in BatchingMethod],

@@ -81,6 +81,7 @@ class TrainConfig:
     Hugging Face Llama directory whose weights the job starts from. ``model`` names a preset;
     without one the model comes from ``init_from``'s ``config.json`` or the checkpoint resumed.
     ``steps`` 0 with a ``checkpoint_dir`` writes the initial checkpoint only (a conversion).
+    Rank 0 writes TensorBoard event files to ``tensorboard_dir`` (:mod:`hydraulis.runtime.tensorboard`).
     """
 
     model: str | None
@@ -103,6 +104,7 @@ class TrainConfig:
     checkpoint_every: int = 0
     resume: str | None = None
     init_from: str | None = None
+    tensorboard_dir: str | None = None
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
     def __post_init__(self) -> None:

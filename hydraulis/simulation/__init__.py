@@ -5,9 +5,11 @@ bar; :mod:`.inputs` reads the inputs the CLI names.
 * :mod:`.config` — :class:`SimulationConfig`;
 * :mod:`.contenders` — the compared systems and their candidate strategies;
 * :mod:`.simulate` — :func:`simulate`, the recipe;
-* :mod:`.summary` — per-contender figures and Hydraulis' speed-up over each.
+* :mod:`.summary` — per-contender figures and Hydraulis' speed-up over each;
+* :mod:`.compare` — one sampled step under every contender, with Hydraulis' 1F1B timelines.
 """
 
+from hydraulis.simulation.compare import ContenderStep, StepComparison, compare_step
 from hydraulis.simulation.config import SimulationConfig
 from hydraulis.simulation.contenders import Contender, Family
 from hydraulis.simulation.simulate import Run, SimulatedStep, Simulation, StepOutcome, simulate
@@ -15,13 +17,16 @@ from hydraulis.simulation.summary import ContenderSummary, summarise
 
 __all__ = [
     "Contender",
+    "ContenderStep",
     "ContenderSummary",
     "Family",
     "Run",
     "SimulatedStep",
     "Simulation",
     "SimulationConfig",
+    "StepComparison",
     "StepOutcome",
+    "compare_step",
     "simulate",
     "summarise",
 ]

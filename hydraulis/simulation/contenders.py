@@ -89,6 +89,17 @@ _TABLE = {
 }
 
 
+def contender_families(space: SchemeSpace, proposal: Proposal,
+                       options: tuple[SchemeOption, ...]) -> dict[Family, tuple[Proposal, ...]]:
+    """The candidates of each family: the proposal; each proposal strategy holding ``S`` alone
+    (static); each usable homogeneous strategy holding ``S``."""
+    return {
+        Family.PROPOSAL: (proposal,),
+        Family.STATIC: static_candidates(proposal),
+        Family.HOMOGENEOUS: homogeneous_candidates(space, proposal, options),
+    }
+
+
 def usable_options(space: SchemeSpace, proposal: Proposal) -> tuple[SchemeOption, ...]:
     """The schemes the planner could use for ``proposal``'s cluster and optimizer layout."""
     planning = planning_space(space, proposal.devices, proposal.devices_per_node)

@@ -38,8 +38,7 @@ from hydraulis.simulation.config import SimulationConfig
 from hydraulis.simulation.contenders import (
     Contender,
     Family,
-    homogeneous_candidates,
-    static_candidates,
+    contender_families,
     usable_options,
 )
 from hydraulis.types import Proposal, SchemeSpace, StepPlan
@@ -115,11 +114,7 @@ def simulate(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Si
     proposal_wall_s = time.perf_counter() - started
     batches = sample_batches(lengths, planner.token_budget, config.steps, planner.max_seq_len, config.step_seed)
     options = usable_options(space, proposal)
-    families = {
-        Family.PROPOSAL: (proposal,),
-        Family.STATIC: static_candidates(proposal),
-        Family.HOMOGENEOUS: homogeneous_candidates(space, proposal, options),
-    }
+    families = contender_families(space, proposal, options)
     schemes = [(o.scheme, o.time, o.capacity) for o in options]
     outcomes = {c: [[] for _ in families[c.family]] for c in Contender}
     steps = []

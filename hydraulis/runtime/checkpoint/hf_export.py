@@ -40,6 +40,7 @@ from hydraulis.runtime.checkpoint.llama_mapping import hf_config, hf_name
 from hydraulis.runtime.checkpoint.manifest import MANIFEST_FILE, CheckpointManifest
 from hydraulis.runtime.checkpoint.store import fsync, load_shard
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
+from hydraulis.runtime.optimizer.ranges import Region, overlap
 from hydraulis.runtime.optimizer.sharding import ParameterSpec
 
 log = logging.getLogger(__name__)
@@ -121,10 +122,16 @@ def _write_shards(folder: Path, manifest: CheckpointManifest, placement: Optimiz
     from safetensors.torch import save_file
 
     entries = {entry.rank: entry for entry in manifest.shards}
+    buffers: dict[int, torch.Tensor] = {}
+
+    def buffer(rank: int) -> torch.Tensor:
+        if rank not in buffers:
+            buffers[rank] = load_shard(folder, entries[rank])["master"]
+        return buffers[rank]
+
     weight_map = {}
     for group, file in zip(tqdm(shards, desc="export", unit="shard", disable=None), files):
-        tensors = {hf_name(spec.name): full.to(dtype)
-                   for spec, full in _assemble(folder, entries, placement, group).items()}
+        tensors = {hf_name(spec.name): _assemble(placement, spec, buffer).to(dtype) for spec in group}
         save_file(tensors, str(partial / file), metadata={"format": "pt"})
         fsync(partial / file)
         weight_map.update(dict.fromkeys(tensors, file))
@@ -132,19 +139,14 @@ def _write_shards(folder: Path, manifest: CheckpointManifest, placement: Optimiz
     return weight_map
 
 
-def _assemble(folder: Path, entries: dict, placement: OptimizerPlacement,
-              group: tuple[ParameterSpec, ...]) -> dict[ParameterSpec, torch.Tensor]:
-    """Full fp32 tensors of ``group`` from the buffers of the owners of their stages."""
-    full = {spec.name: torch.empty(spec.numel, dtype=torch.float32) for spec in group}
-    stages = {placement.stage_of(spec) for spec in group}
-    for rank in range(placement.owners):
-        if placement.place(rank).stage not in stages:
-            continue
-        buffer = load_shard(folder, entries[rank])["master"]
-        for run in placement.owned_runs(rank):
-            if run.spec.name in full:
-                full[run.spec.name][torch.from_numpy(run.indices)] = buffer[run.offset:run.offset + run.indices.size]
-    return {spec: full[spec.name].view(spec.shape) for spec in group}
+def _assemble(placement: OptimizerPlacement, spec: ParameterSpec, buffer) -> torch.Tensor:
+    """The full fp32 tensor of ``spec`` from its owners' buffers (memory-mapped), block by block."""
+    full = torch.empty(spec.numel, dtype=torch.float32)
+    whole = Region.whole(spec)
+    for rank, stored in placement.owner_regions(spec):
+        for block in overlap(stored, whole):
+            block.b_view(full).copy_(block.a_view(buffer(rank)))
+    return full.view(spec.shape)
 
 
 def _write_json(path: Path, document: dict) -> None:
