@@ -84,7 +84,7 @@ mean length)."""
 STRATEGIES = Limit("strategies", "strategies in one proposal", 1, 64)
 PLANNER_STEPS = Limit("steps", "steps the planner samples", 1, 4_096)
 SAMPLED_STEPS = Limit("steps", "steps sampled or simulated", 1, 100_000)
-TRAINING_STEPS = Limit("steps", "training steps", 1, 2**31 - 1)
+TRAINING_STEPS = Limit("steps", "training steps (0: write the initial checkpoint only)", 0, 2**31 - 1)
 CHECKPOINT_EVERY = Limit("checkpoint_every", "steps between checkpoints, 0: at the end only", 0, 2**31 - 1)
 SOLVER_NODES = Limit("solver_nodes", "branch-and-bound nodes of one integer program", 1, 10_000_000)
 ILP_NODES = Limit("ilp_nodes", "branch-and-bound nodes of the packing integer program, 0 skips it", 0, 10_000_000)
@@ -117,6 +117,7 @@ TOLERANCE = Limit("tolerance", "relative difference", 0, 1, integer=False)
 MEMORY = Limit("memory_limit", "memory one device holds, in the problem's units", 0, 1e18, integer=False,
                exclusive_minimum=True)
 EVALUATIONS = Limit("evaluations", "schedule evaluations per search worker, 0: no budget", 0, 10**12)
+SHARD_BYTES = Limit("max_shard_bytes", "bytes of one safetensors file", 2**10, 2**40)
 
 LIMITS: dict[str, Limit] = {name: value for name, value in globals().items() if isinstance(value, Limit)}
 """Every limit above by its name here, in definition order (README's table lists them)."""

@@ -34,7 +34,7 @@ Units: times in milliseconds, memory in bytes, lengths in tokens.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from hydraulis.errors import HydraulisError, require, require_int, require_number
@@ -237,6 +237,11 @@ class ModelSpec:
     @property
     def head_dim(self) -> int:
         return self.hidden // self.heads
+
+    def matches(self, other: ModelSpec) -> bool:
+        """The same model: the same name, or the same shape under another name (e.g. a
+        Hugging Face import of a preset's model)."""
+        return self.name == other.name or replace(other, name=self.name) == self
 
     @property
     def kv_dim(self) -> int:

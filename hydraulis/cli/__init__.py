@@ -16,6 +16,7 @@ from hydraulis.cli import (
     analyze,
     check_equivalence,
     data,
+    export,
     fuse,
     memory,
     plan_step,
@@ -30,7 +31,9 @@ from hydraulis.cli.arguments import Parser
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space, profile, data, analyze, propose, plan_step, simulate, fuse, memory, train, check_equivalence, serve)
+    export,
+    fuse,
+    memory,
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -104,6 +104,7 @@ class FileKind(str, Enum):
     CORPUS = "corpus"
     TOKENIZER = "tokenizer"
     CHECKPOINT = "checkpoint"
+    HF_MODEL = "hf_model"
     STEP_PLAN = "step_plan"
     FUSED_PROBLEM = "fused_problem"
 

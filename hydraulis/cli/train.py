@@ -12,13 +12,15 @@ from hydraulis.artifacts import read_train_config, write_train_config
 from hydraulis.cli.arguments import FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit
 from hydraulis.cli.training_args import add_checkpoint_arguments, add_training_arguments, training_config
+from hydraulis.runtime.checkpoint.manifest import CheckpointManifest
 from hydraulis.runtime.run import resolve_run
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     train = commands.add_parser(
         "train", help="train with heterogeneous strategies on local processes or under torchrun",
-        description="Train a model preset on a corpus (--corpus) or synthetic documents: global batches filled "
+        description="Train a model preset, or a Hugging Face Llama (--init-from), on a corpus (--corpus) or "
+                    "synthetic documents: global batches filled "
                     "to --token-budget, each planned by the dispatcher with --method — under a --proposal (the "
                     "strategy chosen per step) or the --strategy SPECs cycled per step — optionally by a running "
                     "planning service (--planner-url). fp32 master weights and Adam moments live in one optimizer "
@@ -59,6 +61,8 @@ def _train(args: argparse.Namespace) -> None:
     except RankFailure as failure:
         sys.stderr.write(f"hydraulis: error: {failure}\n")
         raise SystemExit(1) from None
+    if config.steps == 0:
+        emit(f"initial checkpoint: {Path(config.checkpoint_dir) / CheckpointManifest.name(0)}")
     if records:
         emit(summary_line(summarize(records)))
         if writer:

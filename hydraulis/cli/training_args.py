@@ -19,12 +19,14 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "lengths": "lengths_file", "space": "space_file", "proposal": "proposal_file", "method": "method",
         "planner_url": "planner_url", "corpus": "corpus", "tokenizer": "tokenizer", "cache_dir": "cache_dir",
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
-        "checkpoint_every": "checkpoint_every", "resume": "resume", "tensorboard": "tensorboard_dir"}
+        "checkpoint_every": "checkpoint_every", "resume": "resume", "init_from": "init_from",
+        "tensorboard": "tensorboard_dir"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", choices=model_names(), help="model preset, e.g. tiny")
+    parser.add_argument("--model", choices=model_names(),
+                        help="model preset, e.g. tiny (train: or the model of --init-from or --resume)")
     parser.add_argument("--strategy", action="append", metavar="SPEC",
                         help="strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][[OPTIONS]][xCOUNT] "
                              "with OPTIONS sp (sequence parallelism, tp > 1) and recompute=none|selective|full "
@@ -87,6 +89,11 @@ def add_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", type=InputFile(FileKind.CHECKPOINT),
                         help="continue from this checkpoint folder, or the newest complete one under "
                              "this root; strategy, proposal, method and process count may differ")
+    parser.add_argument("--init-from", metavar="HF_DIR", type=InputFile(FileKind.HF_MODEL),
+                        help="start from a Hugging Face Llama directory (config.json and model.safetensors or a "
+                             "sharded index): the model comes from its config.json, each rank reads only the "
+                             "weights it owns; with --steps 0 --checkpoint-dir C it writes C/step-00000000 "
+                             "(a conversion)")
 
 
 def training_config(args: argparse.Namespace, base: TrainConfig | None) -> TrainConfig:
@@ -99,15 +106,20 @@ def training_config(args: argparse.Namespace, base: TrainConfig | None) -> Train
     if "optimizer_layout" in top:
         top["optimizer_layout"] = optimizer_layout(top["optimizer_layout"])
     if base is None:
-        for flag, field in (("--model", "model"), ("--steps", "steps")):
-            if field not in top:
-                raise HydraulisError(flag, None, "is required (give it, or a --config file)")
-        base = TrainConfig(top["model"], top.get("strategies", ()), top["steps"],
-                           proposal_file=top.get("proposal_file"))
-    elif "proposal_file" in top and "strategies" not in top:
-        top["strategies"] = ()
-    elif "strategies" in top and "proposal_file" not in top:
-        top["proposal_file"] = None
+        if "steps" not in top:
+            raise HydraulisError("--steps", None, "is required (give it, or a --config file)")
+        if not {"model", "init_from", "resume"} & top.keys():
+            raise HydraulisError("--model", None, "is required (give it, --init-from, --resume or a --config file)")
+        base = TrainConfig(top.get("model"), top.get("strategies", ()), top["steps"],
+                           proposal_file=top.get("proposal_file"), init_from=top.get("init_from"),
+                           resume=top.get("resume"), checkpoint_dir=top.get("checkpoint_dir"))
+    else:
+        if "init_from" in top and "model" not in top:
+            top["model"] = None
+        if "proposal_file" in top and "strategies" not in top:
+            top["strategies"] = ()
+        elif "strategies" in top and "proposal_file" not in top:
+            top["proposal_file"] = None
     runtime = {name: _value(args, name) for name in _RUNTIME if _value(args, name) is not None}
     for name, kind in (("device", DeviceKind), ("precision", Precision), ("grad_reduce_dtype", ReduceDtype),
                        ("optimizer", OptimizerKind)):

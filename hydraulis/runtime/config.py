@@ -90,11 +90,14 @@ class TrainConfig:
     ``space_file`` gives SPEC strategies their time coefficients (default: analytic CPU);
     ``optimizer_layout`` is ``(dp, tp, pp)`` (default: the proposal's, else ZeRO-1 over all
     ranks). Checkpoints go to ``checkpoint_dir`` every ``checkpoint_every`` steps (0: at the
-    end only); ``resume`` is a checkpoint folder or root to continue from. Rank 0 writes
-    TensorBoard event files to ``tensorboard_dir`` (:mod:`hydraulis.runtime.tensorboard`).
+    end only); ``resume`` is a checkpoint folder or root to continue from; ``init_from`` a
+    Hugging Face Llama directory whose weights the job starts from. ``model`` names a preset;
+    without one the model comes from ``init_from``'s ``config.json`` or the checkpoint resumed.
+    ``steps`` 0 with a ``checkpoint_dir`` writes the initial checkpoint only (a conversion).
+    Rank 0 writes TensorBoard event files to ``tensorboard_dir`` (:mod:`hydraulis.runtime.tensorboard`).
     """
 
-    model: str
+    model: str | None
     strategies: tuple[str, ...]
     steps: int
     token_budget: int | None = None
@@ -113,14 +116,23 @@ class TrainConfig:
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
     resume: str | None = None
+    init_from: str | None = None
     tensorboard_dir: str | None = None
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
     def __post_init__(self) -> None:
-        require(bool(self.model), "model", self.model, "must name a model preset")
+        require(self.model is None or bool(self.model), "model", self.model, "must name a model preset")
+        require(self.model is not None or bool(self.init_from or self.resume), "model", self.model,
+                "is required: name a model preset, or give init_from (a Hugging Face directory) or resume")
+        require(self.model is None or self.init_from is None, "model", self.model,
+                "comes from init_from's config.json: give one of them")
+        require(self.init_from is None or self.resume is None, "init_from", self.init_from,
+                "starts a job from weights; a resumed job has its own: give one of init_from and resume")
         require(bool(self.strategies) != bool(self.proposal_file), "strategies", list(self.strategies),
                 "give strategy SPECs or a proposal file, exactly one of them")
-        require_int(self.steps, "steps", minimum=1)
+        require_int(self.steps, "steps", minimum=0)
+        require(self.steps > 0 or self.checkpoint_dir is not None, "steps", self.steps,
+                "trains nothing: with 0 steps give a checkpoint_dir to write the initial checkpoint")
         for name in ("token_budget", "max_seq_len", "micro_batch_tokens"):
             if getattr(self, name) is not None:
                 require_int(getattr(self, name), name, minimum=2)

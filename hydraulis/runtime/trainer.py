@@ -13,6 +13,10 @@ Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the chec
    (:mod:`.checkpoint.store`), recording the loader position of the next batch; rank 0 adds
    the step to TensorBoard when asked (:mod:`.tensorboard`).
 
+The weights start from the seed, the checkpoint resumed, or a Hugging Face directory
+(:mod:`.checkpoint.hf_import`); a run of 0 steps writes that start as checkpoint
+``step-00000000`` (a conversion).
+
 Rank 0 logs one line per step::
 
     step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0  new groups 0
@@ -34,6 +38,7 @@ import torch
 
 from hydraulis.data.loader import LoaderPosition
 from hydraulis.runtime.broadcast import share_plan
+from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.store import restore, save_checkpoint
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job, world_size
@@ -73,6 +78,10 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
     if run.resume and not reference:
         restore(run.resume.folder, run.resume.manifest, runner.optimizer, context.rank)
         position = run.resume.manifest.position
+    elif run.init_from:
+        load_hf_weights(run.init_from, runner.optimizer)
+    if run.checkpoint and not reference and run.steps == 0:
+        save_checkpoint(run.checkpoint.root, 0, runner.optimizer, run.data, position, context)
     planner = _planner(run, context, reference)
     board = _tensorboard(run, context, reference)
     batches = run.data.batches(position)

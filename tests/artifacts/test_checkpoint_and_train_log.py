@@ -30,7 +30,7 @@ def test_manifest_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("change, field", [
-    (lambda d: d.update(step=0), "step"),
+    (lambda d: d.update(step=-1), "step"),
     (lambda d: d["optimizer"].update(kind="lbfgs"), "optimizer.kind"),
     (lambda d: d.update(shards=d["shards"][:1]), "shards"),
     (lambda d: d["position"].update(batch=-1), "position.batch"),
