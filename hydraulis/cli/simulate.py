@@ -99,7 +99,8 @@ def report(simulation: Simulation, summaries: tuple[ContenderSummary, ...]) -> s
     lines = [
         f"{proposal.model.name} on {proposal.devices} devices, {proposal.token_budget} tokens per step, max_seq_len "
         f"{proposal.max_seq_len}, {len(simulation.steps)} simulated steps; proposal of {len(proposal.strategies)} "
-        f"strategies in {simulation.proposal_wall_s:.1f} s (optimizer layout {proposal.optimizer_layout})",
+        f"strategies in {simulation.proposal_wall_s:.1f} s (solver status {proposal.solver.status}, optimizer layout "
+        f"{proposal.optimizer_layout})",
     ]
     lines += [f"  strategy {i}: {p.strategy}  serves ({p.serves_from}, {p.serves_to}]  ran on {n} steps"
               for i, (p, n) in enumerate(zip(proposal.strategies, hydraulis.figures.chosen))]
