@@ -13,7 +13,7 @@ read too)::
      "optimizer_layout": null | {"dp", "tp", "pp"},
      "checkpoint_dir": null, "checkpoint_every": 0, "resume": null,
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
-                 "seed": 0, "timeout_s": 60.0, "threads": 1}}
+                 "seed": 0, "timeout_s": 60.0, "threads": 1, "record_operations": false}}
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ def _runtime_from_record(record: Record) -> RuntimeOptions:
             except ValueError:
                 raise HydraulisError(f"{record.path}.{spec.name}", text,
                                      f"must be one of {[e.value for e in _ENUMS[spec.name]]}") from None
+        elif isinstance(default, bool):
+            values[spec.name] = record.bool(spec.name, default)
         elif isinstance(default, float):
             values[spec.name] = record.float(spec.name, default)
         else:

@@ -14,7 +14,9 @@ Recipe (every rank, whatever its place):
    optimizer there (:mod:`.optimizer.master`);
 5. gather per-rank figures: each pipeline's measured compute time is its slowest rank's (step 3),
    the step's time the slowest rank's steps 2–4, the reduction's what the step took beyond
-   step 2 and the slowest pipeline; the loss is the sum of the last stages' parts.
+   step 2 and the slowest pipeline; the loss is the sum of the last stages' parts; with
+   ``record_operations``, every stage's operations in the order they ran, with their times
+   (:mod:`.parallel.operations`).
 
 A rank the strategy leaves idle (or whose pipeline the plan gives no micro-batch) computes
 nothing but still owns its share of the optimizer layout and takes part in steps 2 and 4. Only
@@ -39,6 +41,7 @@ from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import Documents, pack_micro_batch
+from hydraulis.runtime.parallel.operations import RecordingWork, gather_operations
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import ProcessGroups, RankMap, RankPlace
@@ -70,7 +73,7 @@ class StepRunner:
 
     def __init__(self, model: ModelSpec, context: RankContext, options: RuntimeOptions,
                  layout: OptimizerLayout) -> None:
-        self.model, self.context = model, context
+        self.model, self.context, self.record = model, context, options.record_operations
         self.placement = OptimizerPlacement(model, layout, context.world_size)
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
         self.stages: dict[str, ComputeStage] = {}
@@ -85,9 +88,9 @@ class StepRunner:
         stage.route.propagate(self.optimizer.master, stage.params)
         self._synchronize()
         propagated = time.perf_counter()
-        loss_part = 0.0
+        loss_part, recording = 0.0, None
         if stage.model is not None:
-            loss_part = self._compute(stage, plan, documents, tokens)
+            loss_part, recording = self._compute(stage, plan, documents, tokens)
         self._synchronize()
         computed = time.perf_counter()
         stage.route.reduce([p.grad for p in stage.params], self.optimizer.grad)
@@ -99,19 +102,26 @@ class StepRunner:
         mine = ((computed - propagated) * 1e3, loss_part, (propagated - start) * 1e3, (done - start) * 1e3)
         measured, figures = self._gather(stage, mine)
         reduce = max(0.0, figures["step_ms"] - figures["propagate_ms"] - max(measured))
+        operations = ()
+        if self.record:
+            leads = stage.place is not None and stage.place.tp_rank == 0 and stage.place.cp_rank == 0
+            operations = gather_operations(recording.rows() if recording else [], leads, stage.rank_map, plan,
+                                           layout.strategy, self.context.world, self.context.device)
         return StepRecord(step, str(layout), tokens, figures["loss"], measured,
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
-                          figures["step_ms"], plan.predicted_ms, plan.planning_ms)
+                          figures["step_ms"], plan.predicted_ms, plan.planning_ms, operations=operations)
 
-    def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int) -> float:
+    def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents,
+                 tokens: int) -> tuple[float, RecordingWork | None]:
         place, model = stage.place, stage.model
         pipeline = plan.pipelines[place.pipeline]
         varlen = use_varlen_kernel(self.context.device, self.context.dtype, pipeline.scheme.cp)
         batches = [pack_micro_batch(documents, mb, plan.alignment, stage.groups.cp, self.context.device, varlen)
                    for mb in pipeline.micro_batches]
         work = StageWork(model, batches, tokens)
-        run_1f1b(work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
-        return work.loss if model.last and place.tp_rank == 0 else 0.0
+        recording = RecordingWork(work, self.context.device) if self.record else None
+        run_1f1b(recording or work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
+        return (work.loss if model.last and place.tp_rank == 0 else 0.0), recording
 
     def _stage(self, layout: StrategyLayout) -> ComputeStage:
         key = str(layout)

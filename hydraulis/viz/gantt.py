@@ -24,7 +24,7 @@ MAX_INCHES = 60.0
 
 def draw_gantt(plan: StepPlan, proposal: Proposal, path: str | Path) -> None:
     """Write the timeline of every pipeline and stage of ``plan`` to ``path`` (PNG)."""
-    times = micro_batch_times_ms(plan, proposal)
+    times = micro_batch_times_ms(plan, proposal.strategies[plan.strategy_index].strategy)
     rows, labels = [], []
     for p, (pipeline, pipeline_times) in enumerate(zip(plan.pipelines, times)):
         pp = pipeline.scheme.pp
