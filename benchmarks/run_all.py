@@ -32,6 +32,7 @@ BENCHMARKS = (
     ("proposal time", "proposal_time.py", ("--repeat", "3"), ("--repeat", "1")),
     ("plan quality: greedy packing against the ILP", "stage2_vs_ilp.py", (), ("--instances", "3", "--nodes", "200")),
     ("service throughput", "service_throughput.py", (), ("--requests", "200")),
+    ("fidelity: the e2e example measured against the cost model", "fidelity.py", (), ("--steps", "4")),
 )
 
 
