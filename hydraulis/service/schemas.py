@@ -31,7 +31,7 @@ class LayoutBody(Body):
 
 
 class Presets(BaseModel):
-    models: dict[str, dict[str, int]]
+    models: dict[str, dict[str, int | float]]
     devices: dict[str, dict[str, float | int]]
 
 
