@@ -59,6 +59,7 @@ def sample_batches(
     require(token_budget >= max_seq_len, "token_budget", token_budget,
             f"is smaller than one sequence of max_seq_len = {max_seq_len} tokens")
     pieces = cut_to_max(lengths, max_seq_len)
+    require(pieces.size > 0, "lengths", [], "must hold at least one length")
     rng = np.random.default_rng(seed)
     per_step = max(1, int(token_budget / pieces.mean()))
     check_sequences((steps + 1) * per_step, "steps", steps,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -26,9 +27,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100, help="simulated steps per setting (default 100)")
     args = parser.parse_args()
     sys.argv = [sys.argv[0], "--steps", str(args.steps)]
+    started = time.perf_counter()
     run_settings.main()
     tables.main()
     figures.main()
+    print(f"paper_exp: {time.perf_counter() - started:.0f} s wall")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ are read too)::
      "checkpoint_dir": null, "checkpoint_every": 0, "resume": null, "init_from": null,
      "tensorboard_dir": null,
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
-                 "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "fp32"}}
+                 "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "fp32",
+                 "record_operations": false}}
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ def _runtime_from_record(record: Record) -> RuntimeOptions:
             except ValueError:
                 raise HydraulisError(f"{record.path}.{spec.name}", text,
                                      f"must be one of {[e.value for e in _ENUMS[spec.name]]}") from None
+        elif isinstance(default, bool):
+            values[spec.name] = record.bool(spec.name, default)
         elif isinstance(default, float):
             values[spec.name] = record.float(spec.name, default)
         else:

@@ -109,7 +109,8 @@ def report(simulation: Simulation, summaries: tuple[ContenderSummary, ...]) -> s
         f"{proposal.model.name} on {proposal.devices} devices, {proposal.token_budget} tokens per step, max_seq_len "
         f"{proposal.max_seq_len}, {plural(len(simulation.steps), 'simulated step')}; proposal of "
         f"{plural(len(proposal.strategies), 'strategy')} in {simulation.proposal_wall_s:.1f} s "
-        f"(optimizer layout {proposal.optimizer_layout})",
+        f"(solver status {proposal.solver.status}, "
+        f"optimizer layout {proposal.optimizer_layout})",
     ]
     lines += [f"  strategy {i}: {p.strategy}  serves ({p.serves_from}, {p.serves_to}]  ran on {plural(n, 'step')}"
               for i, (p, n) in enumerate(zip(proposal.strategies, hydraulis.figures.chosen))]

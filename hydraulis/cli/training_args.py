@@ -21,7 +21,8 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
         "checkpoint_every": "checkpoint_every", "resume": "resume", "init_from": "init_from",
         "tensorboard": "tensorboard_dir"}
-_RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads")
+_RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
+            "record_operations")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +80,9 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout-s", type=Bounded(limits.TIMEOUT_S),
                         help="seconds a rank waits for a peer before failing (default 60)")
     parser.add_argument("--threads", type=Bounded(limits.THREADS), help="CPU threads per process (default 1)")
+    parser.add_argument("--record-operations", action="store_true", default=None,
+                        help="record every stage's forwards and backwards, in order, with their times, in the "
+                             "train log (benchmarks/fidelity.py compares them with the cost model)")
 
 
 def add_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:

@@ -47,7 +47,9 @@ class RuntimeOptions:
     """How a job runs. ``timeout_s`` bounds every collective and point-to-point wait: a rank
     that dies or hangs surfaces as an error on the others within it. ``threads`` is the
     number of intra-op CPU threads per process. ``grad_reduce_dtype`` is the dtype of the
-    gradients sent to the optimizer layout (:mod:`hydraulis.runtime.gradients`)."""
+    gradients sent to the optimizer layout (:mod:`hydraulis.runtime.gradients`).
+    ``record_operations`` records every stage's forwards and backwards, in order, with their
+    times, into each step's record (one more all-gather per step)."""
 
     device: DeviceKind = DeviceKind.AUTO
     precision: Precision = Precision.AUTO
@@ -57,6 +59,7 @@ class RuntimeOptions:
     timeout_s: float = 60.0
     threads: int = 1
     grad_reduce_dtype: ReduceDtype = ReduceDtype.FP32
+    record_operations: bool = False
 
     def __post_init__(self) -> None:
         require(isinstance(self.device, DeviceKind), "device", self.device,
@@ -71,6 +74,8 @@ class RuntimeOptions:
         require_int(self.seed, "seed", minimum=0)
         require(require_number(self.timeout_s, "timeout_s") > 0, "timeout_s", self.timeout_s, "must be > 0")
         require_int(self.threads, "threads", minimum=1)
+        require(isinstance(self.record_operations, bool), "record_operations", self.record_operations,
+                "must be true or false")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,25 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hydraulis.cost.pipeline import ScheduledOp
+
+
+@dataclass(frozen=True)
+class PipelineOperations:
+    """What one pipeline executed in a step (recorded with ``--record-operations``): every
+    stage's forwards and backwards in the order they ran, each with its start and end in ms
+    since that stage began computing (:mod:`hydraulis.runtime.parallel.operations`), and the
+    plan's per-stage time ``t_j`` of each micro-batch in execution order, whose forward the cost
+    model predicts to take ``φ·t_j`` and backward ``(1 − φ)·t_j``."""
+
+    pipeline: int
+    micro_batch_ms: tuple[float, ...]
+    ops: tuple[ScheduledOp, ...]
+
+    def stage_order(self, stage: int) -> list[tuple[str, int]]:
+        """``stage``'s operations as (phase, micro-batch) in the order they ran."""
+        return [(op.phase.value, op.micro_batch) for op in self.ops if op.stage == stage]
+
 
 @dataclass(frozen=True)
 class StepRecord:
@@ -35,7 +54,8 @@ class StepRecord:
     ``predicted_step_ms`` and ``planning_ms``; ``wait_ms`` is how long the step waited for its
     plan after the previous step ended (0 when planning kept ahead); ``strategy_index`` indexes
     the run's strategies (the proposal's, or the cycled SPECs); ``communicators`` how many
-    process groups the step created (:class:`~hydraulis.runtime.rank_map.GroupCache`)."""
+    process groups the step created (:class:`~hydraulis.runtime.rank_map.GroupCache`);
+    ``operations``, per pipeline, what its stages executed (empty unless recorded)."""
 
     step: int
     strategy: str
@@ -51,6 +71,7 @@ class StepRecord:
     wait_ms: float = 0.0
     strategy_index: int = 0
     communicators: int = 0
+    operations: tuple[PipelineOperations, ...] = ()
 
 
 @dataclass(frozen=True)

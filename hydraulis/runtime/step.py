@@ -16,7 +16,9 @@ Recipe (every rank, whatever its place):
    ``grad_reduce_dtype``) and step the optimizer there (:mod:`.optimizer.master`);
 5. gather per-rank figures: each pipeline's measured compute time is its slowest rank's (step 3),
    the step's time the slowest rank's steps 2–4, the reduction's what the step took beyond
-   step 2 and the slowest pipeline; the loss is the sum of the last stages' parts.
+   step 2 and the slowest pipeline; the loss is the sum of the last stages' parts; with
+   ``record_operations``, every stage's operations in the order they ran, with their times
+   (:mod:`.parallel.operations`).
 
 The host waits for the device once per step: the phases are timed by events on the device's
 stream (:class:`StepClock`), the losses of the micro-batches are summed on the device, shapes
@@ -48,6 +50,7 @@ from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import Documents, pack_micro_batch
+from hydraulis.runtime.parallel.operations import RecordingWork, gather_operations
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
@@ -80,7 +83,7 @@ class StepRunner:
 
     def __init__(self, model: ModelSpec, context: RankContext, options: RuntimeOptions,
                  layout: OptimizerLayout) -> None:
-        self.model, self.context = model, context
+        self.model, self.context, self.record = model, context, options.record_operations
         self.placement = OptimizerPlacement(model, layout, context.world_size)
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
         self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype]
@@ -99,8 +102,9 @@ class StepRunner:
         stage.route.propagate(self.optimizer.master, stage.params)
         clock.mark()
         loss_part = torch.zeros((), dtype=torch.float32, device=self.context.device)
+        recording = None
         if stage.model is not None:
-            loss_part = self._compute(stage, plan, documents, tokens)
+            loss_part, recording = self._compute(stage, plan, documents, tokens)
         clock.mark()
         stage.route.reduce(stage.gradients.grads(), self.optimizer.grad, self.reduce_dtype)
         stage.gradients.clear()
@@ -112,13 +116,21 @@ class StepRunner:
         mine[FIGURES.index("loss")] = loss_part
         measured, figures = self._gather(stage, mine)
         reduce = max(0.0, figures["step_ms"] - figures["propagate_ms"] - max(measured))
+        operations = ()
+        if self.record:
+            leads = stage.place is not None and stage.place.tp_rank == 0 and stage.place.cp_rank == 0
+            operations = gather_operations(recording.rows() if recording else [], leads, stage.rank_map, plan,
+                                           layout.strategy, self.context.world, self.context.device)
         return StepRecord(step, str(layout), tokens, figures["loss"], measured,
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
                           figures["step_ms"], plan.predicted_ms, plan.planning_ms,
-                          strategy_index=plan.strategy_index, communicators=communicators)
+                          strategy_index=plan.strategy_index, communicators=communicators,
+                          operations=operations)
 
-    def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int) -> torch.Tensor:
-        """This rank's part of the loss (on the device; zero but on a last stage's tp rank 0)."""
+    def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents,
+                 tokens: int) -> tuple[torch.Tensor, RecordingWork | None]:
+        """This rank's part of the loss (on the device; zero but on a last stage's tp rank 0) and,
+        with ``record_operations``, the recording of its operations."""
         place, model = stage.place, stage.model
         pipeline = plan.pipelines[place.pipeline]
         kernel = attention_kernel(self.context.device, self.context.dtype)
@@ -126,8 +138,9 @@ class StepRunner:
                                     model.sequence_shards)
                    for mb in pipeline.micro_batches]
         work = StageWork(model, batches, tokens)
-        run_1f1b(work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
-        return work.loss if model.last and place.tp_rank == 0 else torch.zeros_like(work.loss)
+        recording = RecordingWork(work, self.context.device) if self.record else None
+        run_1f1b(recording or work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
+        return (work.loss if model.last and place.tp_rank == 0 else torch.zeros_like(work.loss)), recording
 
     def _stage(self, layout: StrategyLayout) -> ComputeStage:
         key = str(layout)

@@ -31,11 +31,12 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
+from hydraulis.artifacts.train_log import read_train_log, write_train_log
 from hydraulis.data.loader import LoaderPosition
 from hydraulis.runtime.broadcast import share_plan
 from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
@@ -53,6 +54,8 @@ from hydraulis.runtime.tensorboard import TensorBoardLog
 from hydraulis.types import OptimizerLayout, Scheme, StepPlan, TimeCoefficients
 
 log = logging.getLogger(__name__)
+RECORDS = "train_log.json"
+"""Rank 0's step records, handed to the launching process."""
 
 
 @dataclass(frozen=True)
@@ -121,8 +124,8 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
 def train_job(context: RankContext, run: TrainingRun, options: RuntimeOptions, folder: str | None = None) -> None:
     """The per-rank body of ``hydraulis train``; rank 0 saves the step records in ``folder``."""
     result = train(context, run, options)
-    if context.rank == 0 and folder is not None:
-        torch.save([asdict(r) for r in result.records], Path(folder) / "records.pt")
+    if context.rank == 0 and folder is not None and result.records:
+        write_train_log(Path(folder) / RECORDS, result.records)
 
 
 def run_training(run: TrainingRun, options: RuntimeOptions, nproc: int = 0,
@@ -133,8 +136,8 @@ def run_training(run: TrainingRun, options: RuntimeOptions, nproc: int = 0,
         run.optimizer_layout.check(run.model, nproc or world_size(nproc, run.devices))
     with tempfile.TemporaryDirectory(prefix="hydraulis-train-") as folder:
         run_job(train_job, (run, options, folder), options, nproc, run.devices, log_level)
-        saved = Path(folder) / "records.pt"
-        return tuple(StepRecord(**r) for r in torch.load(saved)) if saved.exists() else ()
+        saved = Path(folder) / RECORDS
+        return read_train_log(saved) if saved.exists() else ()
 
 
 def _next_plan(planner: PlanAhead | None, context: RankContext) -> tuple[StepPlan, float]:
