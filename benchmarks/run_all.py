@@ -9,8 +9,12 @@ planner latency, quality   dispatch_latency.py         per-step dispatch time (m
 proposal time              proposal_time.py            proposal wall time; against the best
                                                        homogeneous strategy
 plan quality               stage2_vs_ilp.py            greedy stage-2 packing against the ILP
-service throughput         service_throughput.py       requests/s and p50/p99 of POST
-                                                       /v1/step-plans on loopback
+service throughput         service_throughput.py       requests/s, p50/p99 and CPU per request
+                                                       of POST /v1/step-plans on loopback
+service under a burst      service_burst.py            answers to 200 concurrent mixed valid and
+                                                       invalid requests; healthy afterwards
+attention scaling          attention_scaling.py        the runtime's CPU attention on 32K tokens
+                                                       as 2,048 × 16 and 64 × 512 documents
 =========================  ==========================  =======================================
 
 A script that is not there yet is skipped with a message. ``--quick`` runs smaller sizes.
@@ -32,6 +36,9 @@ BENCHMARKS = (
     ("proposal time", "proposal_time.py", ("--repeat", "3"), ("--repeat", "1")),
     ("plan quality: greedy packing against the ILP", "stage2_vs_ilp.py", (), ("--instances", "3", "--nodes", "200")),
     ("service throughput", "service_throughput.py", (), ("--requests", "200")),
+    ("service under a burst", "service_burst.py", (), ("--requests", "60")),
+    ("attention scaling", "attention_scaling.py", (), ("--repeats", "1")),
+    ("fidelity: the e2e example measured against the cost model", "fidelity.py", (), ("--steps", "4")),
 )
 
 

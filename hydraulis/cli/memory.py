@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from hydraulis.cli.output import emit, emit_json, optimizer_layout, table
+from hydraulis import limits
+from hydraulis.cli.arguments import Bounded, optimizer_layout
+from hydraulis.cli.output import emit, emit_json, table
 from hydraulis.presets import device_names, model_preset
 
 GIB = 2**30
@@ -20,11 +22,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "are computed once; the table shows one row per such class.")
     memory.add_argument("--model", required=True, help="model preset, e.g. llama-7b")
     memory.add_argument("--strategy", required=True, metavar="SPEC", help="strategy SPEC, e.g. 1,8,1x8")
-    memory.add_argument("--devices", type=int, required=True, help="devices of the job, e.g. 64")
-    memory.add_argument("--devices-per-node", type=int, default=8, help="default 8")
+    memory.add_argument("--devices", type=Bounded(limits.DEVICES), required=True, help="devices of the job, e.g. 64")
+    memory.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), default=8, help="default 8")
     memory.add_argument("--optimizer-layout", metavar="DP,TP,PP",
                         help="optimizer layout (default: ZeRO-1 over all devices, N,1,1)")
-    memory.add_argument("--tokens", type=int,
+    memory.add_argument("--tokens", type=Bounded(limits.MAX_SEQ_LEN),
                         help="tokens of a micro-batch (default: the longest sequence each scheme holds on the device)")
     memory.add_argument("--device", default="h100-80g", choices=device_names(),
                         help="device kind of the prediction and of the default --tokens (default h100-80g)")

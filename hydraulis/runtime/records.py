@@ -1,5 +1,4 @@
-"""What training reports: one record per step, the log line, the per-step table and the
-summary (no torch here).
+"""What training reports: one record per step, the log line and the summary (no torch here).
 
 Summary of a run's steps ``t`` with ``n_t`` loss tokens, measured step time ``m_t`` (the slowest
 rank: propagate + compute + reduce + update), time ``w_t`` spent waiting for the plan, and the
@@ -25,6 +24,25 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hydraulis.cost.pipeline import ScheduledOp
+
+
+@dataclass(frozen=True)
+class PipelineOperations:
+    """What one pipeline executed in a step (recorded with ``--record-operations``): every
+    stage's forwards and backwards in the order they ran, each with its start and end in ms
+    since that stage began computing (:mod:`hydraulis.runtime.parallel.operations`), and the
+    plan's per-stage time ``t_j`` of each micro-batch in execution order, whose forward the cost
+    model predicts to take ``φ·t_j`` and backward ``(1 − φ)·t_j``."""
+
+    pipeline: int
+    micro_batch_ms: tuple[float, ...]
+    ops: tuple[ScheduledOp, ...]
+
+    def stage_order(self, stage: int) -> list[tuple[str, int]]:
+        """``stage``'s operations as (phase, micro-batch) in the order they ran."""
+        return [(op.phase.value, op.micro_batch) for op in self.ops if op.stage == stage]
+
 
 @dataclass(frozen=True)
 class StepRecord:
@@ -35,7 +53,9 @@ class StepRecord:
     step took beyond propagation and the slowest pipeline) and the plan's
     ``predicted_step_ms`` and ``planning_ms``; ``wait_ms`` is how long the step waited for its
     plan after the previous step ended (0 when planning kept ahead); ``strategy_index`` indexes
-    the run's strategies (the proposal's, or the cycled SPECs)."""
+    the run's strategies (the proposal's, or the cycled SPECs); ``communicators`` how many
+    process groups the step created (:class:`~hydraulis.runtime.rank_map.GroupCache`);
+    ``operations``, per pipeline, what its stages executed (empty unless recorded)."""
 
     step: int
     strategy: str
@@ -50,6 +70,8 @@ class StepRecord:
     planning_ms: float
     wait_ms: float = 0.0
     strategy_index: int = 0
+    communicators: int = 0
+    operations: tuple[PipelineOperations, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,20 +113,7 @@ def format_record(record: StepRecord) -> str:
     return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
             f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}  "
-            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}")
-
-
-STEP_COLUMNS = ("step", "strategy", "tokens", "loss", "measured_ms", "predicted_ms", "error", "compute_ms",
-                "propagate_ms", "reduce_ms", "plan_ms", "wait_ms")
-
-
-def step_rows(records: Sequence[StepRecord]) -> list[list[object]]:
-    """One row per step under :data:`STEP_COLUMNS` (compute: measured/predicted per pipeline)."""
-    return [[r.step, r.strategy, r.tokens, round(r.loss, 4), round(r.step_ms, 1), round(r.predicted_step_ms, 1),
-             f"{abs(r.step_ms - r.predicted_step_ms) / r.step_ms:.0%}",
-             " ".join(f"{m:.0f}/{p:.0f}" for m, p in zip(r.measured_ms, r.predicted_ms)),
-             round(r.propagate_ms, 1), round(r.reduce_ms, 1), round(r.planning_ms, 1), round(r.wait_ms, 1)]
-            for r in records]
+            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}")
 
 
 def summary_line(summary: TrainSummary) -> str:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from hydraulis.dispatch import DispatchOptions
-from hydraulis.errors import require, require_int
+from hydraulis.errors import require
+from hydraulis.limits import SAMPLED_STEPS
 from hydraulis.planner import PlannerConfig
 
 HELD_OUT_SEED_OFFSET = 1
@@ -33,7 +34,7 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         require(isinstance(self.planner, PlannerConfig), "planner", type(self.planner).__name__,
                 "must be a PlannerConfig")
-        require_int(self.steps, "steps", minimum=1)
+        SAMPLED_STEPS.check(self.steps, "steps")
         require(isinstance(self.dispatch, DispatchOptions), "dispatch", type(self.dispatch).__name__,
                 "must be DispatchOptions")
 

@@ -65,7 +65,7 @@ def test_every_plan_is_valid(prop, batch, method, alignment, seed, policy):
             assert placed[index] == [limit]
         else:
             assert sum(placed[index]) == length and max(placed[index]) <= limit
-    for pipeline, times in zip(plan.pipelines, micro_batch_times_ms(plan, prop)):
+    for pipeline, times in zip(plan.pipelines, micro_batch_times_ms(plan, prop.strategies[plan.strategy_index].strategy)):
         expected = simulate_1f1b(times, pipeline.scheme.pp, prop.pipeline_model).makespan_ms if times else 0.0
         assert pipeline.predicted_ms == pytest.approx(expected, rel=1e-9, abs=1e-9)
     reduction = prop.strategies[plan.strategy_index].reduce_ms

@@ -43,7 +43,7 @@ from hydraulis.runtime.layout import PipelineLayout, StrategyLayout
 from hydraulis.runtime.launch import DTYPES
 from hydraulis.runtime.memory.activations import stage_activation_bytes
 from hydraulis.runtime.memory.states import device_precision
-from hydraulis.runtime.model.decoder import StageModel
+from hydraulis.runtime.model.decoder import StageModel, layer_recompute
 from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 from hydraulis.runtime.optimizer.routes import route_plan
@@ -163,7 +163,7 @@ def _rank_memory(config: MemoryConfig, space: SchemeSpace, placement: OptimizerP
         params = list(_stage_model(model, pipeline, place, DTYPES[precision]).parameters())
         weights = sum(_bytes(p) for p in params)
         grads = sum(_bytes(grad) for grad in gradient_buffers(params))
-        layers = pipeline.scheme.stage_recompute(place.stage, pipeline.stage_layers[place.stage])
+        layers = tuple(layer_recompute(pipeline, place.stage).values())
         activations = stage_activation_bytes(model, pipeline.scheme, layers, place.stage, tokens[place.pipeline],
                                              torch.finfo(DTYPES[precision]).bits // 8)
         running = StagePlace(pipeline.scheme, pipeline.stage_layers, place.stage)

@@ -14,7 +14,7 @@ from hydraulis.runtime.rank_map import RankMap
 from hydraulis.runtime.strategy_spec import parse_strategy, scheme_times
 from hydraulis.types import OptimizerLayout, Scheme
 
-STRATEGIES = ["1,1,1x8", "1,4,1+1,2,2", "2,2,2"]
+STRATEGIES = ["1,1,1x8", "1,4,1+1,2,2", "2,2,2", "1,4,1[sp]x2", "1,2,2[recompute=full]+1,4,1[sp,recompute=selective]"]
 CASES = [(name, spec) for name in model_names() for spec in STRATEGIES] + [("tiny", "1,4,2:3/1")]
 LAYOUTS = [None, OptimizerLayout(2, 2, 2)]
 
