@@ -34,6 +34,8 @@ neighbours::
 
     B_σ      = E_σ + (L_σ − k_σ)·layer_m + k_σ·full        (+ n_σ·network_hand_off across nodes)
     t_σ      = time(B_σ)                                    ms per micro-batch
+    kept(B_σ) = Σ kept − [k_σ > 0]·input(E_σ)               (a first full layer keeps the stage's input)
+    transient(B_σ) = max(transient(E_σ), max_{layers} transient − released(E_σ))
     m_σ      = (pp − σ)·kept(B_σ) + transient(B_σ)          bytes per micro-batch token
 
 (1F1B keeps ``pp − σ`` micro-batches in flight on stage ``σ``). The scheme's profile
@@ -41,10 +43,15 @@ neighbours::
 stages — an upper bound of every stage's time for every micro-batch, the slowest stage setting
 the pipeline's pace in 1F1B — and the largest ``m_σ`` as its activation bytes per token.
 
+The blocks of a stage run one at a time, so its working set is the largest of theirs; the last
+stage's layers run their backward after the loss and final norm have released theirs.
+
 **Monotone by construction.** Recomputation adds work and never keeps more: ``selective`` and
 ``full`` take at least ``layer`` 's ``a, b, c`` and keep at most its bytes (checked on
-construction). So more layers recomputed on a stage never make any coefficient smaller nor any
-``m_σ`` larger — the fact the variant choice (:mod:`hydraulis.planner.variants`) rests on.
+construction). So more layers recomputed on a stage never make any coefficient smaller, and
+``m_σ`` falls with every full layer after the first (the first adds, once, the working set of
+recomputing a layer in the backward) — the facts the variant choice
+(:mod:`hydraulis.planner.variants`) rests on.
 
 Worked example, two stages of 2 layers, blocks ``layer = (b 1, kept 10)``, ``full = (b 1.5,
 kept 1)``, ``first = last = (kept 1)``: with ``k = (2, 0)`` stage 0 has ``b = 3`` and keeps
@@ -67,24 +74,21 @@ ZERO_TIME = TimeCoefficients(0.0, 0.0, 0.0)
 @dataclass(frozen=True)
 class Block:
     """A part of a stage: its time for one micro-batch forward + backward, the bytes per token of
-    the micro-batch it keeps for the backward (once per micro-batch in flight) and those it holds
-    only while it runs."""
+    the micro-batch it keeps for the backward (once per micro-batch in flight), its working set
+    while it runs (``transient``), and for the ends of a stage the bytes of the stage's input
+    they keep (``input``: a first layer recomputed in full keeps that same tensor) and those
+    they release before the layers' backward (``released``: the last stage's loss and norm)."""
 
     time: TimeCoefficients = ZERO_TIME
     kept_bytes_per_token: float = 0.0
     transient_bytes_per_token: float = 0.0
+    input_bytes_per_token: float = 0.0
+    released_bytes_per_token: float = 0.0
 
     def __post_init__(self) -> None:
-        require_number(self.kept_bytes_per_token, "kept_bytes_per_token", minimum=0.0)
-        require_number(self.transient_bytes_per_token, "transient_bytes_per_token", minimum=0.0)
-
-    def __add__(self, other: Block) -> Block:
-        return Block(_add(self.time, other.time), self.kept_bytes_per_token + other.kept_bytes_per_token,
-                     self.transient_bytes_per_token + other.transient_bytes_per_token)
-
-    def times(self, count: int) -> Block:
-        return Block(TimeCoefficients(self.time.a * count, self.time.b * count, self.time.c * count),
-                     self.kept_bytes_per_token * count, self.transient_bytes_per_token * count)
+        for name in ("kept_bytes_per_token", "transient_bytes_per_token", "input_bytes_per_token",
+                     "released_bytes_per_token"):
+            require_number(getattr(self, name), name, minimum=0.0)
 
 
 @dataclass(frozen=True)
@@ -132,13 +136,21 @@ class Segments:
 
 def stage_block(segments: Segments, scheme: Scheme, stage: int, layers: int, across_nodes: bool = False) -> Block:
     """``B_σ`` of the module docstring: stage ``stage`` of ``scheme`` holding ``layers`` layers."""
-    block = segments.ends(stage, scheme.pp)
-    if across_nodes:
-        neighbours = (stage > 0) + (stage < scheme.pp - 1)
-        block = block + Block(segments.network_hand_off).times(neighbours)
+    ends = segments.ends(stage, scheme.pp)
     full = scheme.full_layers(stage, layers)
-    kept = Recompute.NONE if scheme.recompute is Recompute.FULL else scheme.recompute
-    return block + segments.layer_block(kept).times(layers - full) + segments.full.times(full)
+    kept_mode = Recompute.NONE if scheme.recompute is Recompute.FULL else scheme.recompute
+    parts = [(block, count) for block, count in ((segments.layer_block(kept_mode), layers - full),
+                                                 (segments.full, full)) if count > 0]
+    if across_nodes:
+        parts.append((Block(segments.network_hand_off), (stage > 0) + (stage < scheme.pp - 1)))
+    time = ends.time
+    for block, count in parts:
+        time = _add(time, TimeCoefficients(block.time.a * count, block.time.b * count, block.time.c * count))
+    kept = ends.kept_bytes_per_token + sum(block.kept_bytes_per_token * count for block, count in parts)
+    if full:
+        kept -= min(ends.input_bytes_per_token, segments.full.kept_bytes_per_token)
+    running = max((block.transient_bytes_per_token for block, _ in parts), default=0.0)
+    return Block(time, kept, max(ends.transient_bytes_per_token, running - ends.released_bytes_per_token))
 
 
 def stage_bytes_per_token(block: Block, in_flight: int) -> float:

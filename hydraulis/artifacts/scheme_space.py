@@ -2,7 +2,7 @@
 
 Layout (``schema_version`` 3)::
 
-    {"schema_version": 2, "kind": "scheme_space",
+    {"schema_version": 3, "kind": "scheme_space",
      "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
                "rope_theta", "norm_eps"},            (the last two only when not 10000 and 1e-5)
      "cluster": {"devices", "devices_per_node", "device"},
@@ -17,7 +17,8 @@ Layout (``schema_version`` 3)::
                    "network_hand_off": {"a", "b", "c"}}]}          (a space with variants only)
 
 each block of ``segments`` (:class:`~hydraulis.segments.Block`) being
-``{"a", "b", "c", "kept_bytes_per_token", "transient_bytes_per_token"}``.
+``{"a", "b", "c", "kept_bytes_per_token", "transient_bytes_per_token"}`` and, for the ends of a
+stage where not zero, ``"input_bytes_per_token"`` and ``"released_bytes_per_token"``.
 
 A scheme's options (:class:`~hydraulis.types.SchemeOptions`) are written only when they are not
 the defaults: ``"sp": true`` (sequence parallelism), ``"recompute": "selective" | "full"`` and
@@ -192,18 +193,26 @@ def _profile_from_record(record: Record) -> SchemeProfile:
 
 def _segments_to_dict(segments: Segments) -> dict:
     return {"cp": segments.cp, "tp": segments.tp, "sp": segments.sp,
-            **{name: {**asdict(getattr(segments, name).time),
-                      "kept_bytes_per_token": getattr(segments, name).kept_bytes_per_token,
-                      "transient_bytes_per_token": getattr(segments, name).transient_bytes_per_token}
-               for name in BLOCKS},
+            **{name: _block_to_dict(getattr(segments, name)) for name in BLOCKS},
             "network_hand_off": asdict(segments.network_hand_off)}
+
+
+ENDS_BYTES = ("input_bytes_per_token", "released_bytes_per_token")
+"""Bytes only the ends of a stage have, written when not zero."""
+
+
+def _block_to_dict(block: Block) -> dict:
+    ends = {name: getattr(block, name) for name in ENDS_BYTES if getattr(block, name)}
+    return {**asdict(block.time), "kept_bytes_per_token": block.kept_bytes_per_token,
+            "transient_bytes_per_token": block.transient_bytes_per_token, **ends}
 
 
 def _segments_from_record(record: Record) -> Segments:
     def block(part: Record) -> Block:
         return build(part.path, Block, time=time_from_record(part),
                      kept_bytes_per_token=part.float("kept_bytes_per_token"),
-                     transient_bytes_per_token=part.float("transient_bytes_per_token"))
+                     transient_bytes_per_token=part.float("transient_bytes_per_token"),
+                     **{name: part.float(name, 0.0) for name in ENDS_BYTES})
 
     return build(record.path, Segments, cp=record.int("cp"), tp=record.int("tp"), sp=record.bool("sp"),
                  network_hand_off=time_from_record(record.sub("network_hand_off")),

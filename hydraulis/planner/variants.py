@@ -167,26 +167,37 @@ def _candidates(space: SchemeSpace, segments: Segments, plain: Scheme, free: flo
 
 def _fewest_full_layers(segments: Segments, plain: Scheme, stage: int, layers: int, budget: float,
                         across: bool) -> int | None:
-    """The smallest ``k_σ`` with ``m_σ(k_σ) ≤ budget``, None when even ``L_σ`` is too many."""
-    in_flight = plain.pp - stage
-    kept = stage_bytes_per_token(stage_block(segments, plain, stage, layers, across), in_flight)
-    saving = in_flight * (segments.layer.kept_bytes_per_token - segments.full.kept_bytes_per_token)
-    if kept <= budget:
+    """The smallest ``k_σ`` with ``m_σ(k_σ) ≤ budget``, None when even ``L_σ`` is too many.
+    ``m_σ`` falls linearly from ``k_σ = 1`` on (the first full layer adds the working set of
+    recomputing a layer in the backward, the same for any count)."""
+    if _stage_bytes(segments, plain, stage, layers, 0, across) <= budget:
         return 0
+    first = _stage_bytes(segments, plain, stage, layers, 1, across)
+    saving = (plain.pp - stage) * (segments.layer.kept_bytes_per_token - segments.full.kept_bytes_per_token)
+    if first <= budget:
+        return 1
     if saving <= 0:
         return None
-    k = max(1, math.ceil((kept - budget) / saving))
-    while k <= layers and kept - k * saving > budget:
-        k += 1
-    while k > 1 and kept - (k - 1) * saving <= budget:
+    k = 1 + math.ceil((first - budget) / saving)
+    while k > 2 and first - (k - 2) * saving <= budget:
         k -= 1
+    while k <= layers and first - (k - 1) * saving > budget:
+        k += 1
     return k if k <= layers else None
+
+
+def _stage_bytes(segments: Segments, plain: Scheme, stage: int, layers: int, full: int, across: bool) -> float:
+    """``m_σ`` of stage ``stage`` recomputing its first ``full`` layers in full."""
+    counts = tuple(full if s == stage else 0 for s in range(plain.pp))
+    scheme = Scheme(plain.cp, plain.tp, plain.pp, segments.sp, Recompute.FULL, counts) if full else plain
+    return stage_bytes_per_token(stage_block(segments, scheme, stage, layers, across), plain.pp - stage)
 
 
 def _hidden_full_layers(segments: Segments, plain: Scheme, counts: list[int], split: tuple[int, ...],
                         across: bool) -> list[int]:
     """``counts`` raised, stage by stage, as far as the stage's coefficients stay within the
-    slowest stage's: recomputation hidden under the pipeline's pace costs no time and frees memory."""
+    slowest stage's and its bytes do not grow: recomputation hidden under the pipeline's pace
+    costs no time and frees memory."""
     def stage_time(stage: int, k: int) -> TimeCoefficients:
         scheme = _with_full_layers(plain, segments.sp, tuple(k if s == stage else 0 for s in range(plain.pp)), split)
         return stage_block(segments, scheme, stage, split[stage], across).time
@@ -194,9 +205,11 @@ def _hidden_full_layers(segments: Segments, plain: Scheme, counts: list[int], sp
     pace = max_time([stage_time(stage, k) for stage, k in enumerate(counts)])
     raised = []
     for stage, k in enumerate(counts):
-        while k < split[stage] and _within(stage_time(stage, k + 1), pace):
-            k += 1
-        raised.append(k)
+        hidden = k
+        while hidden < split[stage] and _within(stage_time(stage, hidden + 1), pace):
+            hidden += 1
+        bytes_at = _stage_bytes(segments, plain, stage, split[stage], hidden, across)
+        raised.append(hidden if bytes_at <= _stage_bytes(segments, plain, stage, split[stage], k, across) else k)
     return raised
 
 

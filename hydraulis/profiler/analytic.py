@@ -74,9 +74,12 @@ from hydraulis.errors import HydraulisError, require
 from hydraulis.runtime.config import OptimizerKind
 from hydraulis.runtime.memory.activations import (
     Widths,
+    layer_backward_bytes_per_token,
     layer_bytes_per_token,
+    loss_bytes_per_token,
     micro_batch_bytes_per_token,
-    transient_bytes_per_token,
+    norm_backward_bytes_per_token,
+    released_bytes_per_token,
 )
 from hydraulis.runtime.memory.states import DTYPE_BYTES, device_precision, state_bytes
 from hydraulis.segments import Block, Segments, compose_profile
@@ -178,7 +181,8 @@ def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp
         b += (16.0 if full else 12.0) * kv * (cp - 1) / cp / (tp * beta_cp)
         a = (7.0 if recompute is Recompute.NONE else 9.0) * h / (tp * cp * rate_ms * device.attention_efficiency)
         c = device.layer_overhead_us / 1e3 + latency_ms * ((12 if full else 8) * (tp > 1) + (4 if full else 3) * (cp - 1))
-        return Block(TimeCoefficients(a, b, c), layer_bytes_per_token(widths, recompute, dtype_bytes) / cp)
+        return Block(TimeCoefficients(a, b, c), layer_bytes_per_token(widths, recompute, dtype_bytes) / cp,
+                     layer_backward_bytes_per_token(widths, recompute, dtype_bytes) / cp)
 
     def hand_off(inside_node: bool) -> TimeCoefficients:
         return TimeCoefficients(0.0, 4.0 * h / (tp * cp * _bytes_per_ms(device, inside_node)), 2.0 * latency_ms)
@@ -189,8 +193,12 @@ def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp
     def ends(first: bool, last: bool) -> Block:
         neighbours = (not first) + (not last)
         time = TimeCoefficients(0.0, neighbours * inside.b + last * head.b, neighbours * inside.c)
-        return Block(time, micro_batch_bytes_per_token(widths, (), first, last, dtype_bytes) / cp,
-                     transient_bytes_per_token(widths, last, dtype_bytes) / cp)
+        plain, full = ((micro_batch_bytes_per_token(widths, (mode,), first, last, dtype_bytes)
+                        - layer_bytes_per_token(widths, mode, dtype_bytes)) for mode in (Recompute.NONE, Recompute.FULL))
+        norm = norm_backward_bytes_per_token(widths, dtype_bytes)
+        released = released_bytes_per_token(widths, dtype_bytes) if last else 0.0
+        working = max(loss_bytes_per_token(widths, dtype_bytes), norm - released) if last else norm
+        return Block(time, plain / cp, working / cp, (plain - full) / cp, released / cp)
 
     return Segments(cp, tp, sp, layer(Recompute.NONE), layer(Recompute.SELECTIVE), layer(Recompute.FULL),
                     first=ends(True, False), middle=ends(False, False), last=ends(False, True), only=ends(True, True),

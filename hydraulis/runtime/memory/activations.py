@@ -121,15 +121,34 @@ def transient_bytes_per_token(widths: Widths, layers: Sequence[Recompute], last:
     """The working set of one micro-batch on top of what the stage keeps (module docstring): the
     larger of the loss's forward and a layer's backward (on the last stage the latter comes once
     the loss and the final norm have released what they kept)."""
-    h, b, s = widths.hidden, dtype_bytes, widths.sequence_shards
-    recomputed = {Recompute.NONE: 0.0, Recompute.SELECTIVE: b * widths.query + FP32 * widths.heads,
-                  Recompute.FULL: layer_bytes_per_token(widths, Recompute.NONE, b)}
-    norm = (3 * FP32 + (2 * b if b < FP32 else 0)) * h / s
-    backward = max(b * (2 * widths.ffn + h) + max(recomputed[recompute] for recompute in layers), norm)
+    backward = max(max(layer_backward_bytes_per_token(widths, recompute, dtype_bytes) for recompute in layers),
+                   norm_backward_bytes_per_token(widths, dtype_bytes))
     if not last:
         return backward
-    loss = (b + 2 * FP32 + (FP32 if b < FP32 else 0)) * widths.vocab
-    return max(loss, backward - _norm(h, b, s) - FP32 * widths.vocab - LOSS_BYTES)
+    return max(loss_bytes_per_token(widths, dtype_bytes), backward - released_bytes_per_token(widths, dtype_bytes))
+
+
+def layer_backward_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int) -> float:
+    """One layer's backward working set: its MLP's gradients and what it recomputes."""
+    b = dtype_bytes
+    recomputed = {Recompute.NONE: 0.0, Recompute.SELECTIVE: b * widths.query + FP32 * widths.heads,
+                  Recompute.FULL: layer_bytes_per_token(widths, Recompute.NONE, b)}[recompute]
+    return b * (2 * widths.ffn + widths.hidden) + recomputed
+
+
+def norm_backward_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:
+    """A norm's backward working set."""
+    return (3 * FP32 + (2 * dtype_bytes if dtype_bytes < FP32 else 0)) * widths.hidden / widths.sequence_shards
+
+
+def loss_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:
+    """The loss's forward working set on the last stage."""
+    return (dtype_bytes + 2 * FP32 + (FP32 if dtype_bytes < FP32 else 0)) * widths.vocab
+
+
+def released_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:
+    """What the last stage's final norm and loss have released before its layers' backward."""
+    return _norm(widths.hidden, dtype_bytes, widths.sequence_shards) + FP32 * widths.vocab + LOSS_BYTES
 
 
 def stage_bytes_per_token(model: ModelSpec, scheme: Scheme, layers: Sequence[Recompute], stage: int,
