@@ -80,9 +80,10 @@ def _check_against_brute_force(space: SchemeSpace, layout: OptimizerLayout, long
             assert choice.time_ms == pytest.approx(best, rel=1e-12), (plain.scheme, choice.scheme, longest)
 
 
+@pytest.mark.parametrize("device", ["cpu", "h100-80g"])
 @pytest.mark.parametrize("longest", [64, 512, 4096, 20000, 60000])
-def test_choice_equals_brute_force_on_analytic_segments(longest):
-    space = _space()
+def test_choice_equals_brute_force_on_analytic_segments(longest, device):
+    space = _space(device=device)
     for work in (Work.sequence(longest), Work(3.0 * longest**2, 10.0 * longest, 10.0)):
         _check_against_brute_force(space, OptimizerLayout(8, 1, 1), longest, work)
 
@@ -101,9 +102,9 @@ def random_segments(draw, cp: int, tp: int, sp: bool) -> Segments:
     layer = Block(time(), kept(), kept())
     slower = [TimeCoefficients(layer.time.a + draw(positive) * 1e-6, layer.time.b + draw(positive),
                                layer.time.c + draw(positive)) for _ in range(2)]
-    ends = {name: Block(time(), kept(), kept()) for name in ("first", "middle", "last", "only")}
-    return Segments(cp, tp, sp, layer, Block(slower[0], kept(layer.kept_bytes_per_token)),
-                    Block(slower[1], kept(layer.kept_bytes_per_token)), **ends)
+    ends = {name: Block(time(), kept(), kept(), kept(), kept()) for name in ("first", "middle", "last", "only")}
+    return Segments(cp, tp, sp, layer, Block(slower[0], kept(layer.kept_bytes_per_token), kept()),
+                    Block(slower[1], kept(layer.kept_bytes_per_token), kept()), **ends)
 
 
 @settings(max_examples=40)
