@@ -270,7 +270,8 @@ def _run(stage: StageUnderTest, batch: PackedMicroBatch, context: RankContext, m
         torch.cuda.reset_peak_memory_stats(context.device)
     before = torch.cuda.memory_allocated(context.device) if track_memory else 0
     work = _TimedStageWork(stage.model, [batch] * micro_batches, batch.tokens * micro_batches, clock)
-    run_1f1b(work, stage.link or LoopbackLink(stage.model, batch, context), micro_batches, stage.stages, stage.index)
+    link = stage.link or LoopbackLink(stage.model, context, batch.tokens)
+    run_1f1b(work, link, micro_batches, stage.stages, stage.index)
     peak = torch.cuda.max_memory_allocated(context.device) - before if track_memory else 0
     return work.forward_s * 1e3 / micro_batches, work.backward_s * 1e3 / micro_batches, float(peak)
 
@@ -297,34 +298,35 @@ def _saved_bytes_in_flight(stage: StageUnderTest | None, batch: PackedMicroBatch
 
 
 class LoopbackLink:
-    """Stands in for the neighbours of a stage measured alone: its input (N(0, 1) hidden states
-    of the micro-batch's shape, unless it embeds) and its output gradient (N(0, 1), unless it
-    computes the loss) come from here, what it sends goes nowhere."""
+    """Stands in for the neighbours of a stage measured alone: its input (unless it embeds) and
+    its output gradient (unless it computes the loss) are N(0, 1) tensors of the shapes the
+    schedule asks for, what it sends goes nowhere."""
 
-    def __init__(self, model: StageModel, batch: PackedMicroBatch, context: RankContext) -> None:
-        self.model = model
-        generator = torch.Generator(device=context.device).manual_seed(batch.tokens)
-        self.input = torch.randn(batch.hidden_rows, model.model.hidden, generator=generator, device=context.device,
-                                 dtype=context.dtype)
-        self.grad = torch.randn(self.input.shape, generator=generator, device=context.device, dtype=context.dtype)
+    def __init__(self, model: StageModel, context: RankContext, seed: int) -> None:
+        self.model, self.device, self.dtype = model, context.device, context.dtype
+        self.generator = torch.Generator(device=context.device).manual_seed(seed)
 
-    def recv_forward(self) -> torch.Tensor | None:
-        return None if self.model.first else self.input.clone()
+    def recv_forward(self, shape: tuple[int, ...]) -> torch.Tensor | None:
+        return None if self.model.first else self._random(shape)
 
     def send_forward(self, activation: torch.Tensor | None) -> None:
         return None
 
-    def recv_backward(self) -> torch.Tensor | None:
-        return None if self.model.last else self.grad
+    def recv_backward(self, shape: tuple[int, ...]) -> torch.Tensor | None:
+        return None if self.model.last else self._random(shape)
 
     def send_backward(self, grad: torch.Tensor | None) -> None:
         return None
 
-    def send_forward_recv_backward(self, activation: torch.Tensor | None) -> torch.Tensor | None:
-        return self.recv_backward()
+    def send_forward_recv_backward(self, activation: torch.Tensor | None,
+                                   shape: tuple[int, ...]) -> torch.Tensor | None:
+        return self.recv_backward(shape)
 
-    def send_backward_recv_forward(self, grad: torch.Tensor | None) -> torch.Tensor | None:
-        return self.recv_forward()
+    def send_backward_recv_forward(self, grad: torch.Tensor | None, shape: tuple[int, ...]) -> torch.Tensor | None:
+        return self.recv_forward(shape)
+
+    def _random(self, shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.randn(shape, generator=self.generator, device=self.device, dtype=self.dtype)
 
 
 def run_measure_job(job: MeasureJob, processes: int, options: RuntimeOptions, log_level: str = "warning") -> None:
