@@ -15,6 +15,7 @@ sampled steps (same seed), each step on the strategy serving it, with the cost m
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +24,7 @@ import numpy as np
 
 from hydraulis import __version__
 from hydraulis.artifacts import read_lengths
+from hydraulis.errors import HydraulisError
 from hydraulis.planner import PlannerConfig, propose
 from hydraulis.planner.config import Variants
 from hydraulis.planner.evaluate import CostContext, estimate_step
@@ -86,17 +88,22 @@ def main() -> None:
                 means = {}
                 for variants in Variants:
                     started = time.perf_counter()
-                    proposal = propose(space, lengths, replace(config, variants=variants))
+                    try:
+                        proposal = propose(space, lengths, replace(config, variants=variants))
+                    except HydraulisError as error:
+                        print(f"  variants {variants.value:4s}: no proposal: {error}")
+                        means[variants] = math.nan
+                        continue
                     means[variants] = mean_step_ms(proposal, space, steps)
                     print(f"  variants {variants.value:4s}: mean step {means[variants]:8.1f} ms "
                           f"({time.perf_counter() - started:.1f} s to propose)")
                     for p in proposal.strategies:
                         print(f"    ({p.serves_from}, {p.serves_to}]: {p.strategy}  {p.predicted_ms:.0f} ms")
-                gain = means[Variants.NONE] / means[Variants.ALL]
-                results.append((model, device, devices, means[Variants.NONE], means[Variants.ALL], gain))
-    print(f"\n{'model':10s} {'device':10s} {'devices':>7s} {'plain_ms':>9s} {'variants_ms':>11s} {'gain':>6s}")
-    for model, device, devices, plain, varied, gain in results:
-        print(f"{model:10s} {device:10s} {devices:7d} {plain:9.1f} {varied:11.1f} {gain:6.3f}")
+                results.append((model, device, devices, means[Variants.NONE], means[Variants.ALL]))
+    print(f"\n{'model':10s} {'device':10s} {'devices':>7s} {'plain_ms':>9s} {'variants_ms':>11s} {'gain':>6s}  "
+          "(nan: no proposal)")
+    for model, device, devices, plain, varied in results:
+        print(f"{model:10s} {device:10s} {devices:7d} {plain:9.1f} {varied:11.1f} {plain / varied:6.3f}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from hydraulis.profiler.profile import (
 )
 from hydraulis.profiler.sweep import SweepConfig, parse_token_counts
 from hydraulis.runtime.config import DeviceKind
+from hydraulis.types import SchemeSpace
 
 PRESET_OF_DEVICE = {DeviceKind.CPU: "cpu", DeviceKind.CUDA: "h100-80g"}
 
@@ -127,11 +128,7 @@ def _profile(args: argparse.Namespace) -> None:
 
 def _print(outcome: ProfileOutcome) -> None:
     space = outcome.space
-    emit(f"profiled {space.model.name} ({space.model.layers} layers) on {space.provenance.device}, "
-         f"{space.provenance.software}")
-    emit(f"{plural(len(outcome.fits), 'scheme')}, {plural(outcome.reused + outcome.measured, 'point')}: "
-         f"reused {outcome.reused} "
-         f"from the cache, measured {outcome.measured}, in {outcome.wall_s:.1f} s")
+    _heading(space, "", plural(len(outcome.fits), 'scheme'), outcome.reused, outcome.measured, outcome.wall_s)
     reduction = outcome.reduction
     if reduction:
         emit(f"reduction on {reduction.devices} devices ({reduction.devices}×(1,1,1), ZeRO-1): "
@@ -156,11 +153,8 @@ def _print(outcome: ProfileOutcome) -> None:
 
 def _print_segments(outcome: SegmentProfileOutcome) -> None:
     space = outcome.space
-    emit(f"profiled {space.model.name} ({space.model.layers} layers) with variants on {space.provenance.device}, "
-         f"{space.provenance.software}")
-    emit(f"{len(space.segments)} segments (cp, tp, sp) for {len(space.profiles)} schemes, "
-         f"{outcome.reused + outcome.measured} points: reused {outcome.reused} from the cache, measured "
-         f"{outcome.measured}, in {outcome.wall_s:.1f} s")
+    _heading(space, " with variants", f"{len(space.segments)} segments (cp, tp, sp) for "
+             f"{plural(len(space.profiles), 'scheme')}", outcome.reused, outcome.measured, outcome.wall_s)
     if outcome.reduction:
         emit(f"reduction on {outcome.reduction.devices} devices: {outcome.reduction.time_ms:.1f} ms per step → "
              f"reduce_gbps {space.reduce_gbps:.4g}")
@@ -183,6 +177,13 @@ def _print_segments(outcome: SegmentProfileOutcome) -> None:
          f"scheme × variant as whole stages would take {cost.whole_stage_points} points ≈ "
          f"{cost.whole_stage_wall_s:.1f} s (at {cost.whole_stage_point_s:.2f} s per held-out whole-stage point): "
          f"saved ≈ {cost.saved_s:.1f} s ({cost.whole_stage_wall_s / max(cost.segment_wall_s, 1e-9):.1f}×)")
+
+
+def _heading(space: SchemeSpace, how: str, what: str, reused: int, measured: int, wall_s: float) -> None:
+    emit(f"profiled {space.model.name} ({space.model.layers} layers){how} on {space.provenance.device}, "
+         f"{space.provenance.software}")
+    emit(f"{what}, {plural(reused + measured, 'point')}: reused {reused} from the cache, measured {measured}, "
+         f"in {wall_s:.1f} s")
 
 
 def _percent(value: float) -> str:

@@ -119,15 +119,7 @@ def profile_scheme_space(request: ProfileRequest, runner: Runner) -> ProfileOutc
     """Steps 1–4 of the module docstring."""
     started = time.perf_counter()
     plan = sweep_plan(request.sweep)
-    settings = MeasureSettings(request.sweep.model, request.environment, request.sweep.repeats, request.sweep.warmup)
-    devices = reduction_devices(request.environment)
-    with tempfile.TemporaryDirectory(prefix="hydraulis-profile-") as scratch:
-        cache = MeasurementCache(request.cache_dir or scratch)
-        reused = sum(cache.find(p, settings) is not None for p in plan.points)
-        log.info("%d of %d points found in %s", reused, len(plan.points), cache.path)
-        cache = _measure_pending(plan, settings, devices, cache, runner)
-        found = {p: cache.find(p, settings) for p in plan.points}
-        reduction = cache.find_reduction(devices, settings) if devices else None
+    found, reduction, reused = _measure_plan(request, plan, runner)
     limits = _capacity_limits(found.values())
     measured = sum(m is not None for m in found.values()) - reused
     fits, skipped = _fit_schemes(request, plan, found, limits)
@@ -170,14 +162,7 @@ def profile_segment_space(request: ProfileRequest, runner: Runner) -> SegmentPro
     stages."""
     started = time.perf_counter()
     plan = segment_plan(request.sweep)
-    settings = MeasureSettings(request.sweep.model, request.environment, request.sweep.repeats, request.sweep.warmup)
-    devices = reduction_devices(request.environment)
-    with tempfile.TemporaryDirectory(prefix="hydraulis-profile-") as scratch:
-        cache = MeasurementCache(request.cache_dir or scratch)
-        reused = sum(cache.find(p, settings) is not None for p in plan.points)
-        cache = _measure_pending(plan, settings, devices, cache, runner)
-        found = {p: cache.find(p, settings) for p in plan.points}
-        reduction = cache.find_reduction(devices, settings) if devices else None
+    found, reduction, reused = _measure_plan(request, plan, runner)
     measured = [m for m in found.values() if m is not None]
     fits = [m for m in measured if m.point.role is PointRole.FIT]
     checks = [m for m in measured if m.point.role is PointRole.CHECK]
@@ -194,6 +179,22 @@ def profile_segment_space(request: ProfileRequest, runner: Runner) -> SegmentPro
                     segments=segments)
     return SegmentProfileOutcome(space, held_out, profiling_time(request.sweep, plan.schemes, fits, checks),
                                  plan.skipped, reused, len(measured) - reused, time.perf_counter() - started, reduction)
+
+
+def _measure_plan(request: ProfileRequest, plan: SweepPlan,
+                  runner: Runner) -> tuple[dict[SweepPoint, Measurement | None], ReductionMeasurement | None, int]:
+    """Steps 2–3: every point of ``plan`` found in the cache or measured, the reduction, and how
+    many points the cache already held."""
+    settings = MeasureSettings(request.sweep.model, request.environment, request.sweep.repeats, request.sweep.warmup)
+    devices = reduction_devices(request.environment)
+    with tempfile.TemporaryDirectory(prefix="hydraulis-profile-") as scratch:
+        cache = MeasurementCache(request.cache_dir or scratch)
+        reused = sum(cache.find(p, settings) is not None for p in plan.points)
+        log.info("%d of %d points found in %s", reused, len(plan.points), cache.path)
+        cache = _measure_pending(plan, settings, devices, cache, runner)
+        found = {p: cache.find(p, settings) for p in plan.points}
+        reduction = cache.find_reduction(devices, settings) if devices else None
+    return found, reduction, reused
 
 
 def reduction_devices(environment: Environment) -> int:

@@ -45,7 +45,6 @@ with every ``pp``.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -56,7 +55,15 @@ import numpy as np
 from hydraulis.errors import HydraulisError, require
 from hydraulis.profiler.fit import relative_nnls
 from hydraulis.profiler.measurement import Measurement
-from hydraulis.profiler.sweep import PointRole, SkippedScheme, SweepConfig, SweepPlan, SweepPoint, length_mixes
+from hydraulis.profiler.sweep import (
+    PointRole,
+    SweepConfig,
+    SweepPlan,
+    SweepPoint,
+    length_mixes,
+    local_schemes,
+    sweep_degrees,
+)
 from hydraulis.runtime.layout import even_split
 from hydraulis.segments import Block, Segments, stage_block
 from hydraulis.types import ModelSpec, Recompute, Scheme, TimeCoefficients
@@ -100,16 +107,8 @@ def segment_plan(config: SweepConfig) -> SweepPlan:
     """The fit points of every ``(cp, tp, sp)`` the sweep's schemes use, then the held-out
     whole stages of every scheme (module docstring); schemes needing more than ``max_procs``
     devices are skipped."""
-    schemes, skipped = [], []
-    for cp, tp, pp in itertools.product(sorted(set(config.cps)), sorted(set(config.tps)), sorted(set(config.pps))):
-        for sp in (False, True) if tp > 1 else (False,):
-            scheme = Scheme(cp, tp, pp, sp)
-            if scheme.devices > config.max_procs:
-                skipped.append(SkippedScheme(scheme, f"needs {scheme.devices} devices, only {config.max_procs} here"))
-            else:
-                schemes.append(scheme)
-    require(bool(schemes), "schemes", [str(s.scheme) for s in skipped],
-            f"all need more than the {config.max_procs} local devices")
+    schemes, skipped = local_schemes(config, (Scheme(cp, tp, pp, sp) for cp, tp, pp in sweep_degrees(config)
+                                              for sp in ((False, True) if tp > 1 else (False,))))
     counts = sorted(set(config.token_counts))
     fit = [point for key in dict.fromkeys((s.cp, s.tp, s.sp) for s in schemes) for point in _fit_points(key, counts)]
     check = [point for scheme in schemes for point in _check_points(config.model, scheme, counts)]

@@ -143,18 +143,8 @@ class SweepPlan:
 def sweep_plan(config: SweepConfig) -> SweepPlan:
     """The points of ``config`` (module docstring); schemes needing more than ``max_procs``
     processes are skipped. Raises when none is left."""
-    schemes, skipped = [], []
-    for cp, tp, pp in itertools.product(sorted(set(config.cps)), sorted(set(config.tps)), sorted(set(config.pps))):
-        for variant in dict.fromkeys(config.variants):
-            if variant.sp and tp == 1:
-                continue
-            scheme = variant.scheme(cp, tp, pp)
-            if scheme.devices > config.max_procs:
-                skipped.append(SkippedScheme(scheme, f"needs {scheme.devices} devices, only {config.max_procs} here"))
-            else:
-                schemes.append(scheme)
-    require(bool(schemes), "schemes", [str(s.scheme) for s in skipped],
-            f"all need more than the {config.max_procs} local devices")
+    schemes, skipped = local_schemes(config, (variant.scheme(cp, tp, pp) for cp, tp, pp in sweep_degrees(config)
+                                              for variant in dict.fromkeys(config.variants) if tp > 1 or not variant.sp))
     points = []
     for scheme in schemes:
         stage = stage_layers(config.model, scheme)
@@ -222,6 +212,25 @@ def parse_token_counts(text: str) -> tuple[int, ...]:
         require(value >= MIN_PIECE, "seq_lens", value, f"must be >= {MIN_PIECE} tokens")
         MAX_SEQ_LEN.check(value, "seq_lens")
     return tuple(sorted(set(values)))
+
+
+def local_schemes(config: SweepConfig, candidates: Iterable[Scheme]) -> tuple[list[Scheme], list[SkippedScheme]]:
+    """``candidates`` that fit ``max_procs`` local processes, and the others with the reason;
+    raises when none fits."""
+    schemes, skipped = [], []
+    for scheme in candidates:
+        if scheme.devices > config.max_procs:
+            skipped.append(SkippedScheme(scheme, f"needs {scheme.devices} devices, only {config.max_procs} here"))
+        else:
+            schemes.append(scheme)
+    require(bool(schemes), "schemes", [str(s.scheme) for s in skipped],
+            f"all need more than the {config.max_procs} local devices")
+    return schemes, skipped
+
+
+def sweep_degrees(config: SweepConfig) -> Iterable[tuple[int, int, int]]:
+    """Every ``(cp, tp, pp)`` of the sweep, in order."""
+    return itertools.product(sorted(set(config.cps)), sorted(set(config.tps)), sorted(set(config.pps)))
 
 
 def points_by_scheme(points: Iterable[SweepPoint]) -> dict[Scheme, list[SweepPoint]]:
