@@ -45,6 +45,7 @@ with every ``pp``.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -104,15 +105,25 @@ class ProfilingTime:
 
 
 def segment_plan(config: SweepConfig) -> SweepPlan:
-    """The fit points of every ``(cp, tp, sp)`` the sweep's schemes use, then the held-out
-    whole stages of every scheme (module docstring); schemes needing more than ``max_procs``
-    devices are skipped."""
+    """Per ``(cp, tp, sp)`` the sweep's schemes use, its fit points and the held-out whole
+    stages of its schemes (module docstring), a stage of one in turn with a stage of the other:
+    a load that drifts while they are measured (a shared machine) then weighs on both alike.
+    Schemes needing more than ``max_procs`` devices are skipped."""
     schemes, skipped = local_schemes(config, (Scheme(cp, tp, pp, sp) for cp, tp, pp in sweep_degrees(config)
                                               for sp in ((False, True) if tp > 1 else (False,))))
     counts = sorted(set(config.token_counts))
-    fit = [point for key in dict.fromkeys((s.cp, s.tp, s.sp) for s in schemes) for point in _fit_points(key, counts)]
-    check = [point for scheme in schemes for point in _check_points(config.model, scheme, counts)]
-    return SweepPlan(tuple(fit + check), tuple(schemes), tuple(skipped))
+    points = []
+    for key in dict.fromkeys((s.cp, s.tp, s.sp) for s in schemes):
+        fit = _by_stage(_fit_points(key, counts))
+        check = _by_stage([p for s in schemes if (s.cp, s.tp, s.sp) == key for p in _check_points(config.model, s, counts)])
+        for pair in itertools.zip_longest(fit, check, fillvalue=[]):
+            points += [point for stage in pair for point in stage]
+    return SweepPlan(tuple(points), tuple(schemes), tuple(skipped))
+
+
+def _by_stage(points: Sequence[SweepPoint]) -> list[list[SweepPoint]]:
+    """``points`` cut where the stage they run changes."""
+    return [list(group) for _, group in itertools.groupby(points, key=lambda p: (p.scheme, p.stage_layers, p.stage))]
 
 
 def _fit_points(key: tuple[int, int, bool], counts: Sequence[int]) -> list[SweepPoint]:

@@ -2,6 +2,7 @@
 device (oracle: known blocks), held-out whole stages composed exactly, the time saved, and the
 recipe with a stand-in for the measuring processes."""
 
+import itertools
 import json
 
 import numpy as np
@@ -87,6 +88,8 @@ def test_the_plan_measures_seven_blocks_per_key_then_the_held_out_stages_of_ever
         (Scheme(1, 1, 2, recompute=Recompute.FULL, recompute_layers=(1,)), 0, 2),
         (Scheme(1, 1, 2, recompute=Recompute.FULL, recompute_layers=(1,)), 1, 2)}
     assert len({p.lengths for p in checks}) == 4
+    roles = [role for role, _ in itertools.groupby(p.role for p in plan.points)]
+    assert roles == [PointRole.FIT, PointRole.CHECK] * 4 + [PointRole.FIT]
 
 
 def test_sp_is_a_key_of_its_own_and_schemes_beyond_the_devices_are_skipped():
