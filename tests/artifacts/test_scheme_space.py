@@ -112,6 +112,8 @@ def test_a_space_with_segments_round_trips_and_composes_its_variants(tmp_path):
     assert document["schema_version"] == 3 and len(document["segments"]) == 6
     assert set(document["segments"][0]) == {"cp", "tp", "sp", "layer", "selective", "full", "first", "middle",
                                             "last", "only", "network_hand_off"}
+    assert {"input_bytes_per_token", "released_bytes_per_token"} <= set(document["segments"][0]["last"])
+    assert "input_bytes_per_token" not in document["segments"][0]["layer"]
     loaded = read_scheme_space(path)
     assert loaded == space and loaded.has_variants
     variant = Scheme(1, 2, 2, True, Recompute.FULL, (4, 1))
