@@ -31,9 +31,8 @@ from hydraulis.cli.arguments import Parser
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-    export,
-    fuse,
-    memory,
+COMMANDS = (space, profile, data, analyze, propose, plan_step, simulate, fuse, memory, train, check_equivalence,
+            export, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
