@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hydraulis.artifacts import read_proposal
-from hydraulis.artifacts.train_log import write_train_log
+from hydraulis.artifacts.train_log import read_train_log, write_train_log
 from hydraulis.runtime.records import StepRecord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +45,8 @@ def test_the_reduced_miniature_runs_the_three_contenders(tmp_path):
     lines = done.stdout.splitlines()
     assert LAST.match(lines[-1]), lines[-1]
     proposal = read_proposal(tmp_path / "proposal.json")
-    assert len({p.scheme for s in proposal.strategies for p in s.pipelines}) >= 2
-    for name in ("hydraulis", "homogeneous", "fixed"):
-        assert (tmp_path / "runs" / "1" / name / "train_log.json").exists()
+    assert len({group.scheme for s in proposal.strategies for group in s.strategy.pipelines}) >= 2
+    switched = read_train_log(tmp_path / "runs" / "1" / "hydraulis" / "train_log.json")
+    assert len({record.strategy for record in switched}) >= 2
+    for name in ("homogeneous", "fixed"):
+        assert len(read_train_log(tmp_path / "runs" / "1" / name / "train_log.json")) == 3
