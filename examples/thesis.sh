@@ -46,13 +46,10 @@ done
 case $check in yes|no) ;; *) echo "thesis.sh: --check-memory takes yes or no, not $check" >&2; exit 2 ;; esac
 rm -rf "$out/runs"
 mkdir -p "$out/runs"
-started=$(date +%s)
-elapsed() { echo "   ($(( $(date +%s) - started )) s since the start)"; }
+source "$root/examples/corpus.sh"
 
 echo "== 1. corpus: the standard library under $corpus_root, cut to $max_seq_len tokens"
-hydraulis data build-stdlib --root "$corpus_root" -o "$out/corpus.jsonl"
-hydraulis analyze --corpus "$out/corpus.jsonl" --vocab-size 1024 --cache-dir "$out/cache" \
-    --token-budget "$token_budget" --max-seq-len "$max_seq_len" -o "$out/report"
+stdlib_corpus "$out" "$corpus_root" "$token_budget" "$max_seq_len"
 
 echo
 echo "== 2. scheme space under $budget bytes per process"
