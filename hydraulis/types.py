@@ -25,6 +25,9 @@ proposal               the few strategies the planner hands to training, one cho
 micro-batch            packed sequences run together through one pipeline (:class:`MicroBatch`)
 step plan              for one global batch: chosen strategy, sequences per pipeline, their
                        packing into micro-batches, predicted time (:class:`StepPlan`)
+synthesis              a strategy made for one step from the proposal's (or the space's)
+                       schemes when it beats every proposal strategy, switch included
+                       (:class:`Synthesis`)
 batching method        how a batch is cut into micro-batches (:class:`BatchingMethod`)
 =====================  =====================================================================
 
@@ -186,6 +189,7 @@ class DeviceSpec:
     collective_latency_us: float
     runtime_overhead_bytes: int
     safety_margin_bytes: int
+    communicator_ms: float = 0.0
 
     def __post_init__(self) -> None:
         require(bool(self.name), "device.name", self.name, "must not be empty")
@@ -199,7 +203,7 @@ class DeviceSpec:
         for name in ("matmul_efficiency", "attention_efficiency"):
             value = require_number(getattr(self, name), f"device.{name}", maximum=1.0)
             require(value > 0, f"device.{name}", value, "must be > 0")
-        for name in ("layer_overhead_us", "collective_latency_us"):
+        for name in ("layer_overhead_us", "collective_latency_us", "communicator_ms"):
             require_number(getattr(self, name), f"device.{name}", minimum=0.0)
 
 
@@ -348,7 +352,9 @@ class SchemeSpace:
     """Every profiled scheme of one model on one cluster.
 
     ``reduce_gbps`` is the bandwidth (GB/s per device) of the gradient reduction into the
-    optimizer layout; 0 leaves the reduction out of step times.
+    optimizer layout; 0 leaves the reduction out of step times. ``communicator_ms`` is the time
+    to create one communicator, which a step pays for every communicator its strategy is the
+    first to need (:mod:`hydraulis.placement`).
     """
 
     model: ModelSpec
@@ -358,6 +364,7 @@ class SchemeSpace:
     provenance: Provenance
     pipeline_model: PipelineModel = field(default_factory=PipelineModel)
     reduce_gbps: float = 0.0
+    communicator_ms: float = 0.0
 
     def __post_init__(self) -> None:
         require(len(self.profiles) > 0, "schemes", [], "must list at least one scheme")
@@ -367,6 +374,7 @@ class SchemeSpace:
             seen.add(profile.scheme)
             self.model.check_scheme(profile.scheme, f"schemes[{i}]")
         require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
+        require_number(self.communicator_ms, "communicator_ms", minimum=0.0)
 
     def profile(self, scheme: Scheme) -> SchemeProfile:
         for profile in self.profiles:
@@ -461,7 +469,9 @@ class SolverReport:
 @dataclass(frozen=True)
 class Proposal:
     """The planner's output: a few strategies sharing one optimizer layout; ``explanation``
-    says why that layout and how the proposal compares with the best homogeneous strategy."""
+    says why that layout and how the proposal compares with the best homogeneous strategy.
+    ``reduce_gbps`` and ``communicator_ms`` are the scheme space's: they price the reduction
+    and the new communicators of a strategy made for one step."""
 
     model: ModelSpec
     devices: int
@@ -473,6 +483,8 @@ class Proposal:
     pipeline_model: PipelineModel
     solver: SolverReport
     explanation: str = ""
+    reduce_gbps: float = 0.0
+    communicator_ms: float = 0.0
 
     def __post_init__(self) -> None:
         require_int(self.devices, "devices", minimum=1)
@@ -480,6 +492,8 @@ class Proposal:
         require_int(self.token_budget, "token_budget", minimum=1)
         require_int(self.max_seq_len, "max_seq_len", minimum=1)
         require(len(self.strategies) > 0, "strategies", [], "must not be empty")
+        require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
+        require_number(self.communicator_ms, "communicator_ms", minimum=0.0)
 
 
 @dataclass(frozen=True)
@@ -520,9 +534,34 @@ class PipelinePlan:
 
 
 @dataclass(frozen=True)
+class Synthesis:
+    """A strategy made for one step because it beat every proposal strategy on it, switch
+    included: ``reduce_ms`` its reduction, ``switch_ms`` the time to create its
+    ``new_communicators`` (those no earlier step had), ``proposal_ms`` the best proposal
+    strategy's predicted step time, ``evaluations`` how many strategies the dispatcher planned
+    to find it, ``start`` where the winning descent began."""
+
+    strategy: Strategy
+    reduce_ms: float
+    switch_ms: float
+    new_communicators: int
+    proposal_ms: float
+    evaluations: int
+    start: str
+
+    def __post_init__(self) -> None:
+        require_number(self.reduce_ms, "synthesis.reduce_ms", minimum=0.0)
+        require_number(self.switch_ms, "synthesis.switch_ms", minimum=0.0)
+        require_int(self.new_communicators, "synthesis.new_communicators", minimum=0)
+        require_int(self.evaluations, "synthesis.evaluations", minimum=0)
+
+
+@dataclass(frozen=True)
 class StepPlan:
-    """One global batch planned: strategy ``strategy_index`` of the proposal, one
-    :class:`PipelinePlan` per pipeline in :meth:`Strategy.expanded` order."""
+    """One global batch planned: strategy ``strategy_index`` of the proposal — or, when
+    ``synthesis`` is set (``strategy_index`` −1), the strategy made for this step — and one
+    :class:`PipelinePlan` per pipeline in :meth:`Strategy.expanded` order. ``predicted_ms``
+    includes a synthesised strategy's switch."""
 
     strategy_index: int
     method: BatchingMethod
@@ -533,3 +572,8 @@ class StepPlan:
     alignment: int = 1
     seed: int = 0
     notes: tuple[str, ...] = ()
+    synthesis: Synthesis | None = None
+
+    def strategy(self, proposal: Proposal) -> Strategy:
+        """The strategy this plan runs: the synthesised one, or the proposal's."""
+        return self.synthesis.strategy if self.synthesis else proposal.strategies[self.strategy_index].strategy

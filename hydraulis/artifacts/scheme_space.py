@@ -7,13 +7,14 @@ Layout (``schema_version`` 1)::
      "cluster": {"devices", "devices_per_node", "device"},
      "memory": {"device_memory_bytes", "safety_margin_bytes", "layer_state_bytes",
                 "embedding_state_bytes", "sharded_state_fraction"},
-     "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps",
+     "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms",
      "provenance": {"source", "device", "created", "tool_version", "command", "software"},
      "schemes": [{"cp", "tp", "pp", "a", "b", "c", "activation_bytes_per_token",
                   "overhead_bytes", "utilization_tokens",
                   "fit": null | {"r2", "median_rel_error", "max_rel_error", "points"}}]}
 
-``provenance.software`` is optional (absent: empty), so older files still load.
+``provenance.software`` and ``communicator_ms`` are optional (absent: empty, 0), so older files
+still load.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def scheme_space_to_dict(space: SchemeSpace) -> dict:
         "memory": asdict(space.memory),
         "pipeline_model": asdict(space.pipeline_model),
         "reduce_gbps": space.reduce_gbps,
+        "communicator_ms": space.communicator_ms,
         "provenance": {**asdict(space.provenance), "source": space.provenance.source.value},
         "schemes": [_profile_to_dict(p) for p in space.profiles],
     }
@@ -87,6 +89,7 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
                               software=provenance.str("software", "")),
         pipeline_model=pipeline_model_from_record(record.sub("pipeline_model")),
         reduce_gbps=record.float("reduce_gbps", 0.0),
+        communicator_ms=record.float("communicator_ms", 0.0),
     )
 
 

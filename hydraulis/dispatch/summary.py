@@ -83,7 +83,7 @@ def micro_batch_times_ms(plan: StepPlan, proposal: Proposal) -> list[list[float]
     """Per pipeline, the per-stage time of each micro-batch in execution order, as dispatch
     timed it: ``c + Σ (a·s'² + b·s')`` over aligned lengths ``s'`` (for ``padding`` every
     sequence counts as the step's longest)."""
-    groups = proposal.strategies[plan.strategy_index].strategy.expanded()
+    groups = plan.strategy(proposal).expanded()
     aligned = [[[-(-s // plan.alignment) * plan.alignment for s in mb.lengths] for mb in p.micro_batches]
                for p in plan.pipelines]
     if plan.method is BatchingMethod.PADDING:

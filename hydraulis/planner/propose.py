@@ -97,6 +97,7 @@ def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Pla
         max_seq_len=config.max_seq_len, pipeline_model=space.pipeline_model,
         solver=_report(designs, kept, started),
         explanation=" ".join([layout_note + ".", *notes, *(n + "." for n in left_out)]),
+        reduce_gbps=space.reduce_gbps, communicator_ms=space.communicator_ms,
     )
 
 

@@ -97,6 +97,7 @@ def analytic_scheme_space(
         provenance=Provenance(SpaceSource.ANALYTIC, device.name, created, tool_version, command),
         pipeline_model=PipelineModel(p2p_ms=device.collective_latency_us / 1e3),
         reduce_gbps=device.inter_node_gbps if multi_node else device.intra_node_gbps,
+        communicator_ms=device.communicator_ms,
     )
 
 

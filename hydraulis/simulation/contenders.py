@@ -32,7 +32,7 @@ from dataclasses import replace
 from enum import Enum
 
 from hydraulis.planner.evaluate import CostContext
-from hydraulis.planner.options import SchemeOption, planning_space, scheme_options
+from hydraulis.planner.options import SchemeOption
 from hydraulis.planner.propose import strategy_of
 from hydraulis.types import BatchingMethod, Proposal, ProposedStrategy, SchemeSpace, SolverReport
 
@@ -87,13 +87,6 @@ _TABLE = {
     Contender.HOMOGENEOUS_PADDING: (Family.HOMOGENEOUS, BatchingMethod.PADDING,
                                     "best homogeneous strategy, padding"),
 }
-
-
-def usable_options(space: SchemeSpace, proposal: Proposal) -> tuple[SchemeOption, ...]:
-    """The schemes the planner could use for ``proposal``'s cluster and optimizer layout."""
-    planning = planning_space(space, proposal.devices, proposal.devices_per_node)
-    options, _ = scheme_options(planning, proposal.optimizer_layout, min(proposal.devices, proposal.devices_per_node))
-    return options
 
 
 def homogeneous_candidates(space: SchemeSpace, proposal: Proposal,

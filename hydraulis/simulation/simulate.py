@@ -34,13 +34,13 @@ from tqdm import tqdm
 from hydraulis.cost import lower_bound_ms
 from hydraulis.dispatch import dispatch
 from hydraulis.planner import propose
+from hydraulis.planner.options import proposal_options
 from hydraulis.simulation.config import SimulationConfig
 from hydraulis.simulation.contenders import (
     Contender,
     Family,
     homogeneous_candidates,
     static_candidates,
-    usable_options,
 )
 from hydraulis.types import Proposal, SchemeSpace, StepPlan
 from hydraulis.workload import sample_batches
@@ -114,7 +114,7 @@ def simulate(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Si
     proposal = propose(space, lengths, planner)
     proposal_wall_s = time.perf_counter() - started
     batches = sample_batches(lengths, planner.token_budget, config.steps, planner.max_seq_len, config.step_seed)
-    options = usable_options(space, proposal)
+    options = proposal_options(space, proposal)
     families = {
         Family.PROPOSAL: (proposal,),
         Family.STATIC: static_candidates(proposal),

@@ -9,7 +9,8 @@ from hydraulis.dispatch import dispatch
 from hydraulis.errors import HydraulisError
 from hydraulis.planner import PlannerConfig, validate_proposal
 from hydraulis.simulation import Contender, Family, SimulationConfig, simulate
-from hydraulis.simulation.contenders import homogeneous_candidates, static_candidates, usable_options
+from hydraulis.planner.options import proposal_options
+from hydraulis.simulation.contenders import homogeneous_candidates, static_candidates
 from hydraulis.workload import sample_batches
 
 from tests.simulation.conftest import small_config
@@ -56,7 +57,7 @@ def test_homogeneous_baseline_is_the_best_homogeneous_strategy_by_brute_force(sm
     proposal = small_simulation.proposal
     batches = held_out_steps(small_simulation.config, lengths)
     means = {}
-    for candidate in homogeneous_candidates(small_space, proposal, usable_options(small_space, proposal)):
+    for candidate in homogeneous_candidates(small_space, proposal, proposal_options(small_space, proposal)):
         means[candidate.strategies[0].strategy] = np.mean(
             [dispatch(candidate, b, contender.method).predicted_ms for b in batches])
     run = small_simulation.run(contender)
@@ -69,7 +70,7 @@ def test_homogeneous_baseline_is_the_best_homogeneous_strategy_by_brute_force(sm
 def test_homogeneous_candidates_hold_the_maximum_length_fit_memory_and_fill_the_cluster(small_simulation,
                                                                                        small_space):
     proposal = small_simulation.proposal
-    candidates = homogeneous_candidates(small_space, proposal, usable_options(small_space, proposal))
+    candidates = homogeneous_candidates(small_space, proposal, proposal_options(small_space, proposal))
     for candidate in candidates:
         (proposed,) = candidate.strategies
         (group,) = proposed.strategy.pipelines

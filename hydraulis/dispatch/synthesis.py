@@ -1,0 +1,366 @@
+"""A strategy made for every step: plan the step on the proposal, then look for a strategy —
+counts of the proposal's schemes, or of the space's — that runs it faster, switch included
+(DESIGN §10, "a strategy for every step").
+
+Recipe of :func:`plan_step`:
+
+1. dispatch the step on the proposal (:func:`~hydraulis.dispatch.dispatcher.plan_proposal`):
+   the best proposal strategy's plan is the incumbent, its predicted step time ``T₀``;
+2. the *menu*: the proposal's schemes (``proposal`` mode) or also the space's (``space``), each
+   with its capacity ``C_k``, devices ``D_k`` and reduction ``r_k``; a strategy is a count vector
+   ``n`` over the menu, placeable (:func:`hydraulis.placement.placement_problem`) and holding the
+   longest piece;
+3. the objective of ``n``: the real dispatcher's predicted step time of the step on ``n``
+   (:func:`~hydraulis.dispatch.dispatcher.plan_candidate`: compute and reduction) plus the
+   switch, ``σ(n) = |communicators(n) ∖ known|·t_comm`` (:mod:`hydraulis.placement`; ``known``:
+   the proposal's strategies' communicators and those earlier steps created);
+4. warm starts: the incumbent, the *fluid answer* (below) and the other proposal strategies;
+5. descents (the moves of :class:`hydraulis.planner.search.CountsSearch`: shift ``Δ`` devices
+   between schemes, ``Δ = N/2, N/4, …``): at each ``Δ`` the neighbours are ranked by a cheap
+   lower bound ``L(n)`` (spread work with fixed costs over ``n``'s devices, the longest piece's
+   crossing, plus the reduction) and planned by the dispatcher in that order until ``L`` reaches
+   the best neighbour found — so the best neighbour is found exactly with few plans; move to it
+   while it gains more than ``ε`` (:data:`hydraulis.planner.search.IMPROVEMENT`), then halve ``Δ``;
+6. keep the synthesised strategy only if it is strictly faster than ``T₀``; the plan records it
+   (:class:`~hydraulis.types.Synthesis`: strategy, reduction, switch, new communicators).
+
+**Budget.** At most ``evaluations`` dispatcher plans per step (the incumbent's is free), so a
+step's planning is deterministic and bounded; ``wall_limit_ms`` is only a safety stop, and a
+plan it cut short says so in its notes.
+
+**Fluid answer.** For each reduction level ``ρ`` (schemes with ``r_k ≤ ρ``) bisect the compute
+time ``T``: a pipeline of scheme ``k`` can do per-stage work ``B_k(T) = (√T − √((pp_k − 1)·c_k))²``
+(the 1F1B closed form with the best number of equal micro-batches, planner/fluid.py; ``T − c_k``
+for one stage); every piece ``i`` goes to the scheme, among those holding it that finish it
+alone in time (``pp_k·(c_k + w_k(s_i)) ≤ T``), with the least device share ``D_k·w_k(s_i)/B_k(T)``;
+``n_k = ⌈Σ_{i→k} w_k(s_i)/B_k(T)⌉``; ``T`` is feasible when ``Σ_k n_k·D_k ≤ N``. The answer is
+the counts at the least feasible ``T + ρ`` below ``T₀``.
+
+**Never slower.** The synthesised plan is returned only when its predicted step time, switch
+included, is below the incumbent's, so ``plan_step`` never predicts a slower step than the best
+proposal strategy (tests/dispatch/test_synthesis.py checks it on random instances).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+
+import numpy as np
+
+from hydraulis.cost import BoundScheme, reduce_ms, step_bound
+from hydraulis.dispatch.batch import Batch
+from hydraulis.dispatch.dispatcher import (
+    Candidate,
+    StrategyPlan,
+    plan_candidate,
+    plan_proposal,
+    prepare_dispatch,
+    step_plan,
+)
+from hydraulis.dispatch.options import DispatchOptions
+from hydraulis.dispatch.pipelines import PipelineTable
+from hydraulis.errors import require, require_int, require_number
+from hydraulis.placement import Communicator, communicators, placement_problem
+from hydraulis.planner.search import IMPROVEMENT, CountsSearch
+from hydraulis.types import BatchingMethod, PipelineGroup, Proposal, StepPlan, Strategy, Synthesis
+
+ACTIVE_SCHEMES = 8
+"""In ``space`` mode the descents move devices to at most this many schemes."""
+FLUID_BISECTIONS = 12
+
+
+class Synthesise(str, Enum):
+    """Which schemes a strategy made for one step may use."""
+
+    OFF = "off"
+    """None: the step runs the best proposal strategy."""
+    PROPOSAL = "proposal"
+    """Counts of the proposal's schemes."""
+    SPACE = "space"
+    """Counts of the scheme space's schemes (given as ``schemes``) and the proposal's."""
+
+
+@dataclass(frozen=True)
+class SynthesisOptions:
+    """How :func:`plan_step` synthesises: ``mode``; ``schemes`` the space's usable schemes as
+    one-pipeline groups (``space`` mode; :func:`hydraulis.planner.options.synthesis_schemes`);
+    ``evaluations`` the most strategies the dispatcher plans per step; ``wall_limit_ms`` a
+    safety stop (reported when it acts)."""
+
+    mode: Synthesise = Synthesise.PROPOSAL
+    schemes: tuple[PipelineGroup, ...] = ()
+    evaluations: int = 16
+    wall_limit_ms: float = 5000.0
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.mode, Synthesise), "synthesise", self.mode,
+                f"must be one of {[m.value for m in Synthesise]}")
+        require(self.mode is not Synthesise.SPACE or len(self.schemes) > 0, "synthesise", self.mode.value,
+                "needs the scheme space's schemes (give the scheme space)")
+        require_int(self.evaluations, "synthesis_evaluations", minimum=0, maximum=10_000)
+        require(require_number(self.wall_limit_ms, "synthesis_wall_limit_ms") > 0, "synthesis_wall_limit_ms",
+                self.wall_limit_ms, "must be > 0")
+
+
+def plan_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,
+              method: BatchingMethod | str = BatchingMethod.DISPATCH_BALANCED_PACKING,
+              options: DispatchOptions = DispatchOptions(), synthesis: SynthesisOptions = SynthesisOptions(),
+              known: frozenset[Communicator] | None = None) -> StepPlan:
+    """The recipe of the module docstring; ``known`` are the communicators the run has
+    created (None: the proposal's strategies')."""
+    started = time.perf_counter()
+    method, batch = prepare_dispatch(proposal, lengths, method, options)
+    best, lower_bound, notes = plan_proposal(proposal, batch, method, options)
+    if synthesis.mode is Synthesise.OFF:
+        return step_plan(batch, method, options, best, lower_bound, notes, started)
+    known = proposal_communicators(proposal) if known is None else known
+    search = _Search(proposal, batch, method, options, synthesis, known, best, started)
+    found = search.run()
+    notes.append(search.note(found))
+    lower_bound = min(lower_bound, search.menu_bound_ms())
+    if found is None:
+        return step_plan(batch, method, options, best, lower_bound, notes, started)
+    plan, switch, new = search.plans[found], search.switch[found], search.new[found]
+    made = Synthesis(plan.candidate.strategy, plan.candidate.reduce_ms, switch, new, best.predicted_ms,
+                     search.evaluations, search.origin[found])
+    return step_plan(batch, method, options, plan, lower_bound, notes, started, made)
+
+
+def proposal_communicators(proposal: Proposal) -> frozenset[Communicator]:
+    """The communicators of every proposal strategy (warmed before a run's first step)."""
+    return frozenset().union(*(strategy_communicators(p.strategy) for p in proposal.strategies))
+
+
+@lru_cache(maxsize=1024)
+def strategy_communicators(strategy: Strategy) -> frozenset[Communicator]:
+    """:func:`hydraulis.placement.communicators` of ``strategy``'s pipelines."""
+    return communicators([g.scheme for g in strategy.expanded()])
+
+
+class _Search:
+    """The menu, the objective, the starts and the descents of the module docstring for one step."""
+
+    def __init__(self, proposal: Proposal, batch: Batch, method: BatchingMethod, options: DispatchOptions,
+                 synthesis: SynthesisOptions, known: frozenset[Communicator], incumbent: StrategyPlan,
+                 started: float) -> None:
+        self.proposal, self.batch, self.method, self.options = proposal, batch, method, options
+        self.known, self.incumbent = known, incumbent
+        self.deadline = started + synthesis.wall_limit_ms / 1e3
+        self.left, self.evaluations, self.stopped = synthesis.evaluations, 0, False
+        self.menu = _menu(proposal, synthesis)
+        tokens = batch.tokens.astype(np.float64)
+        self.size = np.array([g.scheme.devices for g in self.menu])
+        self.pp = np.array([g.scheme.pp for g in self.menu], dtype=np.float64)
+        self.c = np.array([g.time.c for g in self.menu])
+        self.capacity = np.array([g.max_seq_len for g in self.menu], dtype=np.float64)
+        self.reduce = np.array([reduce_ms(proposal.model.params, (g.scheme, g.scheme), proposal.optimizer_layout,
+                                          proposal.reduce_gbps) for g in self.menu])
+        a = np.array([g.time.a for g in self.menu])[:, None]
+        b = np.array([g.time.b for g in self.menu])[:, None]
+        self.work = a * tokens * tokens + b * tokens
+        self.fits = tokens[None, :] <= self.capacity[:, None]
+        d = proposal.pipeline_model.p2p_ms
+        self.spread = np.where(self.fits, self.size[:, None] * (self.work + self.c[:, None] * tokens / self.capacity[:, None]),
+                               np.inf)
+        self.crossing = self.pp[:, None] * (self.c[:, None] + self.work) + 2.0 * (self.pp[:, None] - 1.0) * d
+        self.value: dict[tuple[int, ...], float] = {}
+        self.plans: dict[tuple[int, ...], StrategyPlan] = {}
+        self.switch: dict[tuple[int, ...], float] = {}
+        self.new: dict[tuple[int, ...], int] = {}
+        self.origin: dict[tuple[int, ...], str] = {}
+        self.start = self._counts(incumbent.candidate.strategy)
+        self.value[self.start] = incumbent.predicted_ms
+        self.moves = CountsSearch(self.size.tolist(), proposal.devices, self._active(), self.objective,
+                                  synthesis.evaluations)
+
+    def run(self) -> tuple[int, ...] | None:
+        """Descents from the starts while the budget lasts; the best counts found if they beat
+        the incumbent, else None."""
+        for counts, origin in self._starts():
+            self.origin.setdefault(counts, origin)
+            if not self.left and counts not in self.value:
+                break
+            self._descend(counts)
+        best = min(self.value, key=lambda n: (self.value[n], n))
+        return best if best != self.start and self.value[best] < self.value[self.start] else None
+
+    def objective(self, counts: tuple[int, ...]) -> float:
+        """Predicted step time of ``counts`` with its switch (∞ when not a valid strategy);
+        one dispatcher plan, counted against the budget."""
+        if counts in self.value:
+            return self.value[counts]
+        if not np.isfinite(self.lower(counts)):
+            self.value[counts] = math.inf
+            return math.inf
+        strategy = self.strategy(counts)
+        table = PipelineTable.of(strategy, self.proposal.pipeline_model)
+        reduction = self._reduction(strategy)
+        option = Candidate(strategy, -1, table, table.work(self.batch.tokens), self.lower(counts), reduction)
+        plan = plan_candidate(option, self.batch, self.method, self.options, self.proposal.max_seq_len)
+        self.left -= 1
+        self.evaluations += 1
+        new = len(strategy_communicators(strategy) - self.known)
+        self.plans[counts], self.new[counts] = plan, new
+        self.switch[counts] = new * self.proposal.communicator_ms
+        self.value[counts] = plan.predicted_ms + self.switch[counts]
+        return self.value[counts]
+
+    def lower(self, counts: tuple[int, ...]) -> float:
+        """``L(n)``: spread work with fixed costs over ``n``'s devices, the longest piece's
+        crossing, plus the reduction (∞ when ``n`` cannot hold a piece or be placed)."""
+        n = np.asarray(counts)
+        used = n > 0
+        sizes = np.repeat(self.size, n).tolist()
+        if not used.any() or placement_problem(sizes, self.proposal.devices, self.proposal.devices_per_node):
+            return math.inf
+        spread = self.spread[used].min(axis=0).sum() / float(n @ self.size)
+        crossing = np.where(self.fits[used, 0], self.crossing[used, 0], np.inf).min()
+        solo = n.sum() == 1 and self.proposal.optimizer_layout.dp == 1
+        return float(max(spread, crossing)) + (0.0 if solo else float(self.reduce[used].max()))
+
+    def strategy(self, counts: tuple[int, ...]) -> Strategy:
+        """The strategy of ``counts``, longest-holding groups first."""
+        groups = [PipelineGroup(g.scheme, int(n), g.max_seq_len, g.time) for g, n in zip(self.menu, counts) if n > 0]
+        return Strategy(tuple(sorted(groups, key=lambda g: (-g.max_seq_len, g.scheme))))
+
+    def menu_bound_ms(self) -> float:
+        """:func:`hydraulis.cost.step_bound`'s tight bound over the menu: no strategy of it runs
+        the step faster."""
+        schemes = [BoundScheme(g.scheme, g.time, g.max_seq_len, r) for g, r in zip(self.menu, self.reduce)]
+        return step_bound(self.batch.tokens, schemes, self.proposal.devices, self.proposal.pipeline_model.p2p_ms,
+                          self.proposal.optimizer_layout.dp == 1).tight_ms
+
+    def note(self, found: tuple[int, ...] | None) -> str:
+        stop = ", stopped by the wall-clock safety limit" if self.stopped else ""
+        if found is None:
+            best = min((v for n, v in self.value.items() if n != self.start), default=math.inf)
+            return (f"synthesis: {self.evaluations} strategies planned, none beat the proposal's "
+                    f"{self.value[self.start]:.1f} ms (best {best:.1f} ms){stop}")
+        return (f"synthesis: {self.strategy(found)} from the {self.origin.get(found, 'descent')} "
+                f"{self.value[found]:.1f} ms (switch {self.switch[found]:.1f} ms, {self.new[found]} new communicators) "
+                f"against the proposal's {self.value[self.start]:.1f} ms; {self.evaluations} strategies planned{stop}")
+
+    def _descend(self, start: tuple[int, ...]) -> None:
+        current, current_ms = start, self.objective(start)
+        if not np.isfinite(current_ms):
+            return
+        for delta in self.moves.step_sizes():
+            while True:
+                step = self._best_neighbour(current, current_ms, delta)
+                if step is None:
+                    break
+                current, current_ms = step
+                self.origin.setdefault(current, self.origin.get(start, "descent"))
+
+    def _best_neighbour(self, current: tuple[int, ...], current_ms: float,
+                        delta: int) -> tuple[tuple[int, ...], float] | None:
+        """The best neighbour at ``delta`` if it gains more than ``ε``: neighbours planned in
+        increasing ``L`` until ``L`` reaches the best found (within the budget)."""
+        target = current_ms * (1.0 - IMPROVEMENT)
+        ranked = sorted((self.lower(n), n) for n in self.moves.neighbours(current, delta))
+        best: tuple[tuple[int, ...], float] | None = None
+        for bound, counts in ranked:
+            if bound >= (best[1] if best else target):
+                break
+            if counts not in self.value:
+                if not self.left:
+                    break
+                if time.perf_counter() > self.deadline:
+                    self.stopped, self.left = True, 0
+                    break
+            value = self.objective(counts)
+            if value < (best[1] if best else target):
+                best = (counts, value)
+        return best
+
+    def _starts(self) -> list[tuple[tuple[int, ...], str]]:
+        others = [(self._counts(p.strategy), f"proposal strategy {i}") for i, p in enumerate(self.proposal.strategies)
+                  if i != self.incumbent.candidate.index]
+        starts = [(self.start, f"proposal strategy {self.incumbent.candidate.index}")]
+        fluid = self._fluid()
+        if fluid is not None:
+            starts.append((fluid, "fluid answer"))
+        ranked = sorted(starts[1:] + others, key=lambda s: self.lower(s[0]))
+        return starts[:1] + [s for s in ranked if np.isfinite(self.lower(s[0]))]
+
+    def _fluid(self) -> tuple[int, ...] | None:
+        """The fluid answer of the module docstring (None when no ``T`` below ``T₀`` is feasible)."""
+        active = np.zeros(len(self.menu), dtype=bool)
+        active[list(self.moves.active)] = True
+        ceiling, best = self.value[self.start], None
+        for level in np.unique(self.reduce[active]):
+            use = active & (self.reduce <= level)
+            if not self.fits[use].any(axis=0).all():
+                continue
+            lo, hi = 0.0, ceiling - level
+            if hi <= 0 or self._fluid_counts(use, hi) is None:
+                continue
+            for _ in range(FLUID_BISECTIONS):
+                middle = 0.5 * (lo + hi)
+                lo, hi = (lo, middle) if self._fluid_counts(use, middle) is not None else (middle, hi)
+            if best is None or hi + level < best[0]:
+                best = (hi + level, self._fluid_counts(use, hi))
+        return None if best is None else best[1]
+
+    def _fluid_counts(self, use: np.ndarray, compute_ms: float) -> tuple[int, ...] | None:
+        stages = self.pp - 1.0
+        budget = np.where(self.pp == 1, compute_ms - self.c,
+                          np.maximum((math.sqrt(compute_ms) - np.sqrt(stages * self.c)) ** 2,
+                                     compute_ms / self.pp - self.c))
+        runs = self.fits & (use & (budget > 0))[:, None] & (self.crossing <= compute_ms)
+        if not runs.any(axis=0).all():
+            return None
+        share = np.where(runs, self.size[:, None] * self.work / np.maximum(budget, 1e-12)[:, None], np.inf)
+        choice = share.argmin(axis=0)
+        load = np.bincount(choice, weights=self.work[choice, np.arange(choice.size)], minlength=len(self.menu))
+        counts = np.where(load > 0, np.ceil(load / np.maximum(budget, 1e-12) - 1e-9), 0).astype(np.int64)
+        counts = np.maximum(counts, np.bincount(choice, minlength=len(self.menu)) > 0)
+        if int(counts @ self.size) > self.proposal.devices:
+            return None
+        return tuple(int(n) for n in counts)
+
+    def _active(self) -> list[int]:
+        """Every menu scheme in ``proposal`` mode; in ``space`` mode those of the proposal
+        strategies and the cheapest for this step's pieces, at most :data:`ACTIVE_SCHEMES`."""
+        if len(self.menu) <= ACTIVE_SCHEMES:
+            return list(range(len(self.menu)))
+        held = np.isfinite(self.spread)
+        cheapest = self.spread.min(axis=0)
+        excess = np.where(held, self.spread / cheapest, 0.0).sum(axis=1) / np.maximum(held.sum(axis=1), 1)
+        chosen = {k for p in self.proposal.strategies for k in np.flatnonzero(self._counts(p.strategy))}
+        holders = np.flatnonzero(self.fits[:, 0])
+        chosen.add(int(holders[np.argmin(self.crossing[holders, 0])]))
+        for k in np.argsort(excess, kind="stable"):
+            if len(chosen) >= ACTIVE_SCHEMES:
+                break
+            chosen.add(int(k))
+        return sorted(chosen)
+
+    def _counts(self, strategy: Strategy) -> tuple[int, ...]:
+        index = {(g.scheme, g.max_seq_len, g.time): k for k, g in enumerate(self.menu)}
+        counts = [0] * len(self.menu)
+        for g in strategy.pipelines:
+            counts[index[(g.scheme, g.max_seq_len, g.time)]] += g.count
+        return tuple(counts)
+
+    def _reduction(self, strategy: Strategy) -> float:
+        return reduce_ms(self.proposal.model.params, [g.scheme for g in strategy.expanded()],
+                         self.proposal.optimizer_layout, self.proposal.reduce_gbps)
+
+
+def _menu(proposal: Proposal, synthesis: SynthesisOptions) -> tuple[PipelineGroup, ...]:
+    """The proposal's pipeline kinds, then (``space`` mode) the space's, each once, as
+    one-pipeline groups."""
+    kinds = [g for p in proposal.strategies for g in p.strategy.pipelines]
+    if synthesis.mode is Synthesise.SPACE:
+        kinds += list(synthesis.schemes)
+    menu: dict[tuple, PipelineGroup] = {}
+    for g in kinds:
+        if g.scheme.devices <= proposal.devices:
+            menu.setdefault((g.scheme, g.max_seq_len, g.time), PipelineGroup(g.scheme, 1, g.max_seq_len, g.time))
+    return tuple(menu.values())
