@@ -79,8 +79,9 @@ def lower_bound_ms(
     return step_bound(lengths, [BoundScheme(s, t, c) for s, t, c in schemes], devices).work_ms
 
 
-BISECTIONS = 40
-"""Halvings of the interval that holds ``F`` (or ``G``): a relative precision of about 1e-12."""
+PRECISION = 1e-4
+"""The bisection for ``F`` (or ``G``) stops when the interval holding it is this narrow
+(relative); it returns the interval's infeasible end, a bound still."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def step_bound(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundSchem
 
 def _least_time(devices: int, usable: np.ndarray, handoffs: np.ndarray, share: np.ndarray, fixed: np.ndarray) -> float:
     """``min {T : Σ_i min_{k usable for i, h_k(s_i) ≤ T} share[k, i]/(T − fixed[k]) ≤ N}`` by
-    bisection, returning the infeasible end (a lower bound of the minimum)."""
+    bisection to :data:`PRECISION`, returning the infeasible end (a lower bound of the minimum)."""
 
     def enough(total: float) -> bool:
         room = total - fixed
@@ -156,7 +157,7 @@ def _least_time(devices: int, usable: np.ndarray, handoffs: np.ndarray, share: n
     hi = 2.0 * max(lo, 1e-9)
     while not enough(hi):
         lo, hi = hi, 2.0 * hi
-    for _ in range(BISECTIONS):
+    while hi - lo > PRECISION * hi:
         middle = 0.5 * (lo + hi)
         lo, hi = (lo, middle) if enough(middle) else (middle, hi)
     return lo

@@ -37,7 +37,8 @@ import numpy as np
 
 from hydraulis.cost import BoundScheme, step_bound
 from hydraulis.dispatch.summary import micro_batch_times_ms
-from hydraulis.types import Proposal, StepPlan
+from hydraulis.dispatch.synthesis import menu, scheme_reduce_ms
+from hydraulis.types import PipelineGroup, Proposal, StepPlan
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,13 @@ class GapBreakdown:
     def parts(self) -> tuple[tuple[str, float], ...]:
         """``(name, ms)`` per term, in the module docstring's order."""
         return tuple((f.name.removesuffix("_ms").replace("_", " "), getattr(self, f.name)) for f in fields(self))
+
+
+def bound_schemes(proposal: Proposal, schemes: Sequence[PipelineGroup] = ()) -> tuple[BoundScheme, ...]:
+    """The pool of a plan made under ``proposal``: its schemes and ``schemes`` (e.g. the scheme
+    space's, :func:`hydraulis.planner.options.synthesis_schemes`), each with its reduction."""
+    return tuple(BoundScheme(g.scheme, g.time, g.max_seq_len, scheme_reduce_ms(proposal, g.scheme))
+                 for g in menu(proposal, schemes))
 
 
 def gap_breakdown(plan: StepPlan, proposal: Proposal, pool: Sequence[BoundScheme]) -> GapBreakdown:

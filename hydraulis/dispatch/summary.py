@@ -25,7 +25,7 @@ from hydraulis.types import BatchingMethod, Proposal, StepPlan
 @dataclass(frozen=True)
 class MethodSummary:
     """One batching method over ``steps`` batches; ``chosen[k]`` counts the steps that ran
-    strategy ``k``."""
+    strategy ``k`` of the proposal, ``synthesised`` those that ran a strategy made for them."""
 
     method: BatchingMethod
     steps: int
@@ -37,6 +37,7 @@ class MethodSummary:
     planning_median_ms: float
     planning_p90_ms: float
     chosen: tuple[int, ...]
+    synthesised: int = 0
 
 
 def compare_methods(proposal: Proposal, batches: Sequence[np.ndarray], options: DispatchOptions = DispatchOptions(),
@@ -50,7 +51,8 @@ def compare_methods(proposal: Proposal, batches: Sequence[np.ndarray], options: 
 
 
 class PlanFigures(Protocol):
-    """What a summary needs of a step plan (a :class:`StepPlan` has it)."""
+    """What a summary needs of a step plan (a :class:`StepPlan` has it; ``strategy_index`` −1:
+    a synthesised strategy)."""
 
     strategy_index: int
     predicted_ms: float
@@ -75,7 +77,9 @@ def summarise_plans(method: BatchingMethod, plans: Sequence[PlanFigures], work_b
         median_work_ratio=float(np.median(predicted / work_bounds_ms)),
         planning_median_ms=float(np.median(planning)),
         planning_p90_ms=_p90(planning),
-        chosen=tuple(np.bincount([p.strategy_index for p in plans], minlength=strategies).tolist()),
+        chosen=tuple(np.bincount([p.strategy_index for p in plans if p.strategy_index >= 0],
+                                 minlength=strategies).tolist()),
+        synthesised=sum(p.strategy_index < 0 for p in plans),
     )
 
 

@@ -14,7 +14,8 @@ Recipe of :func:`plan_step`:
    (:func:`~hydraulis.dispatch.dispatcher.plan_candidate`: compute and reduction) plus the
    switch, ``σ(n) = |communicators(n) ∖ known|·t_comm`` (:mod:`hydraulis.placement`; ``known``:
    the proposal's strategies' communicators and those earlier steps created);
-4. warm starts: the incumbent, the *fluid answer* (below) and the other proposal strategies;
+4. warm starts: the incumbent, the *fluid answers* (below, one per reduction level) and the
+   other proposal strategies;
 5. descents (the moves of :class:`hydraulis.planner.search.CountsSearch`: shift ``Δ`` devices
    between schemes, ``Δ = N/2, N/4, …``): at each ``Δ`` the neighbours are ranked by a cheap
    lower bound ``L(n)`` (spread work with fixed costs over ``n``'s devices, the longest piece's
@@ -22,7 +23,9 @@ Recipe of :func:`plan_step`:
    the best neighbour found — so the best neighbour is found exactly with few plans; move to it
    while it gains more than ``ε`` (:data:`hydraulis.planner.search.IMPROVEMENT`), then halve ``Δ``;
 6. keep the synthesised strategy only if it is strictly faster than ``T₀``; the plan records it
-   (:class:`~hydraulis.types.Synthesis`: strategy, reduction, switch, new communicators).
+   (:class:`~hydraulis.types.Synthesis`: strategy, reduction, switch, new communicators). Its lower
+   bound is the tight bound over the menu (:func:`hydraulis.cost.step_bound`), which every plan
+   of a menu strategy — the proposal's included — respects.
 
 **Budget.** At most ``evaluations`` dispatcher plans per step (the incumbent's is free), so a
 step's planning is deterministic and bounded; ``wall_limit_ms`` is only a safety stop, and a
@@ -34,7 +37,8 @@ time ``T``: a pipeline of scheme ``k`` can do per-stage work ``B_k(T) = (√T �
 for one stage); every piece ``i`` goes to the scheme, among those holding it that finish it
 alone in time (``pp_k·(c_k + w_k(s_i)) ≤ T``), with the least device share ``D_k·w_k(s_i)/B_k(T)``;
 ``n_k = ⌈Σ_{i→k} w_k(s_i)/B_k(T)⌉``; ``T`` is feasible when ``Σ_k n_k·D_k ≤ N``. The answer is
-the counts at the least feasible ``T + ρ`` below ``T₀``.
+the counts at the least feasible ``T`` (a start per level ``ρ`` with ``T + ρ`` below ``T₀``);
+schemes whose reduction plus the step's compute floor reaches ``T₀`` are left out.
 
 **Never slower.** The synthesised plan is returned only when its predicted step time, switch
 included, is below the incumbent's, so ``plan_step`` never predicts a slower step than the best
@@ -67,11 +71,12 @@ from hydraulis.dispatch.pipelines import PipelineTable
 from hydraulis.errors import require, require_int, require_number
 from hydraulis.placement import Communicator, communicators, placement_problem
 from hydraulis.planner.search import IMPROVEMENT, CountsSearch
-from hydraulis.types import BatchingMethod, PipelineGroup, Proposal, StepPlan, Strategy, Synthesis
+from hydraulis.types import BatchingMethod, PipelineGroup, Proposal, Scheme, StepPlan, Strategy, Synthesis
 
 ACTIVE_SCHEMES = 8
 """In ``space`` mode the descents move devices to at most this many schemes."""
 FLUID_BISECTIONS = 12
+"""Halvings of the fluid answer's compute-time interval per reduction level."""
 
 
 class Synthesise(str, Enum):
@@ -122,7 +127,7 @@ def plan_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,
     search = _Search(proposal, batch, method, options, synthesis, known, best, started)
     found = search.run()
     notes.append(search.note(found))
-    lower_bound = min(lower_bound, search.menu_bound_ms())
+    lower_bound = search.menu_bound_ms()
     if found is None:
         return step_plan(batch, method, options, best, lower_bound, notes, started)
     plan, switch, new = search.plans[found], search.switch[found], search.new[found]
@@ -152,14 +157,13 @@ class _Search:
         self.known, self.incumbent = known, incumbent
         self.deadline = started + synthesis.wall_limit_ms / 1e3
         self.left, self.evaluations, self.stopped = synthesis.evaluations, 0, False
-        self.menu = _menu(proposal, synthesis)
+        self.menu = menu(proposal, synthesis.schemes if synthesis.mode is Synthesise.SPACE else ())
         tokens = batch.tokens.astype(np.float64)
         self.size = np.array([g.scheme.devices for g in self.menu])
         self.pp = np.array([g.scheme.pp for g in self.menu], dtype=np.float64)
         self.c = np.array([g.time.c for g in self.menu])
         self.capacity = np.array([g.max_seq_len for g in self.menu], dtype=np.float64)
-        self.reduce = np.array([reduce_ms(proposal.model.params, (g.scheme, g.scheme), proposal.optimizer_layout,
-                                          proposal.reduce_gbps) for g in self.menu])
+        self.reduce = np.array([scheme_reduce_ms(proposal, g.scheme) for g in self.menu])
         a = np.array([g.time.a for g in self.menu])[:, None]
         b = np.array([g.time.b for g in self.menu])[:, None]
         self.work = a * tokens * tokens + b * tokens
@@ -168,6 +172,10 @@ class _Search:
         self.spread = np.where(self.fits, self.size[:, None] * (self.work + self.c[:, None] * tokens / self.capacity[:, None]),
                                np.inf)
         self.crossing = self.pp[:, None] * (self.c[:, None] + self.work) + 2.0 * (self.pp[:, None] - 1.0) * d
+        self.floor = max(float(self.spread.min(axis=0).sum()) / proposal.devices,
+                         float(np.where(self.fits, self.crossing, np.inf).min(axis=0).max(initial=0.0)))
+        self.useful = self.reduce + self.floor < incumbent.predicted_ms
+        self.bounds: dict[tuple[int, ...], float] = {}
         self.value: dict[tuple[int, ...], float] = {}
         self.plans: dict[tuple[int, ...], StrategyPlan] = {}
         self.switch: dict[tuple[int, ...], float] = {}
@@ -212,7 +220,12 @@ class _Search:
 
     def lower(self, counts: tuple[int, ...]) -> float:
         """``L(n)``: spread work with fixed costs over ``n``'s devices, the longest piece's
-        crossing, plus the reduction (∞ when ``n`` cannot hold a piece or be placed)."""
+        crossing, plus the reduction (∞ when ``n`` cannot hold a piece or be placed); memoised."""
+        if counts not in self.bounds:
+            self.bounds[counts] = self._lower(counts)
+        return self.bounds[counts]
+
+    def _lower(self, counts: tuple[int, ...]) -> float:
         n = np.asarray(counts)
         used = n > 0
         sizes = np.repeat(self.size, n).tolist()
@@ -229,11 +242,17 @@ class _Search:
         return Strategy(tuple(sorted(groups, key=lambda g: (-g.max_seq_len, g.scheme))))
 
     def menu_bound_ms(self) -> float:
-        """:func:`hydraulis.cost.step_bound`'s tight bound over the menu: no strategy of it runs
-        the step faster."""
-        schemes = [BoundScheme(g.scheme, g.time, g.max_seq_len, r) for g, r in zip(self.menu, self.reduce)]
-        return step_bound(self.batch.tokens, schemes, self.proposal.devices, self.proposal.pipeline_model.p2p_ms,
-                          self.proposal.optimizer_layout.dp == 1).tight_ms
+        """No strategy of the menu runs the step faster: :func:`hydraulis.cost.step_bound`'s
+        tight bound over the useful schemes; a strategy using another scheme ``k`` takes at
+        least ``r_k`` plus the menu's compute floor."""
+        schemes = [BoundScheme(g.scheme, g.time, g.max_seq_len, r)
+                   for g, r, useful in zip(self.menu, self.reduce, self.useful) if useful]
+        others = self.reduce[~self.useful].min(initial=math.inf) + self.floor
+        if not schemes or not self.fits[self.useful].any(axis=0).all():
+            return float(others)
+        tight = step_bound(self.batch.tokens, schemes, self.proposal.devices, self.proposal.pipeline_model.p2p_ms,
+                           self.proposal.optimizer_layout.dp == 1).tight_ms
+        return float(min(tight, others))
 
     def note(self, found: tuple[int, ...] | None) -> str:
         stop = ", stopped by the wall-clock safety limit" if self.stopped else ""
@@ -255,7 +274,6 @@ class _Search:
                 if step is None:
                     break
                 current, current_ms = step
-                self.origin.setdefault(current, self.origin.get(start, "descent"))
 
     def _best_neighbour(self, current: tuple[int, ...], current_ms: float,
                         delta: int) -> tuple[tuple[int, ...], float] | None:
@@ -273,39 +291,37 @@ class _Search:
                 if time.perf_counter() > self.deadline:
                     self.stopped, self.left = True, 0
                     break
+            self.origin.setdefault(counts, self.origin.get(current, "descent"))
             value = self.objective(counts)
             if value < (best[1] if best else target):
                 best = (counts, value)
         return best
 
     def _starts(self) -> list[tuple[tuple[int, ...], str]]:
+        """The incumbent, then the fluid answers and the other proposal strategies whose ``L``
+        is below ``T₀`` (the others cannot beat it), by ``L``."""
         others = [(self._counts(p.strategy), f"proposal strategy {i}") for i, p in enumerate(self.proposal.strategies)
                   if i != self.incumbent.candidate.index]
-        starts = [(self.start, f"proposal strategy {self.incumbent.candidate.index}")]
-        fluid = self._fluid()
-        if fluid is not None:
-            starts.append((fluid, "fluid answer"))
-        ranked = sorted(starts[1:] + others, key=lambda s: self.lower(s[0]))
-        return starts[:1] + [s for s in ranked if np.isfinite(self.lower(s[0]))]
+        ranked = sorted(self._fluid() + others, key=lambda s: self.lower(s[0]))
+        return [(self.start, f"proposal strategy {self.incumbent.candidate.index}")] + [
+            s for s in ranked if self.lower(s[0]) < self.value[self.start]]
 
-    def _fluid(self) -> tuple[int, ...] | None:
-        """The fluid answer of the module docstring (None when no ``T`` below ``T₀`` is feasible)."""
+    def _fluid(self) -> list[tuple[tuple[int, ...], str]]:
+        """The fluid answer of the module docstring at every reduction level where some ``T``
+        below ``T₀`` is feasible."""
         active = np.zeros(len(self.menu), dtype=bool)
         active[list(self.moves.active)] = True
-        ceiling, best = self.value[self.start], None
+        answers = []
         for level in np.unique(self.reduce[active]):
             use = active & (self.reduce <= level)
-            if not self.fits[use].any(axis=0).all():
-                continue
-            lo, hi = 0.0, ceiling - level
-            if hi <= 0 or self._fluid_counts(use, hi) is None:
+            lo, hi = self.floor, self.value[self.start] - level
+            if hi <= lo or self._fluid_counts(use, hi) is None:
                 continue
             for _ in range(FLUID_BISECTIONS):
                 middle = 0.5 * (lo + hi)
                 lo, hi = (lo, middle) if self._fluid_counts(use, middle) is not None else (middle, hi)
-            if best is None or hi + level < best[0]:
-                best = (hi + level, self._fluid_counts(use, hi))
-        return None if best is None else best[1]
+            answers.append((self._fluid_counts(use, hi), f"fluid answer at reduction {level:.0f} ms"))
+        return answers
 
     def _fluid_counts(self, use: np.ndarray, compute_ms: float) -> tuple[int, ...] | None:
         stages = self.pp - 1.0
@@ -315,27 +331,31 @@ class _Search:
         runs = self.fits & (use & (budget > 0))[:, None] & (self.crossing <= compute_ms)
         if not runs.any(axis=0).all():
             return None
-        share = np.where(runs, self.size[:, None] * self.work / np.maximum(budget, 1e-12)[:, None], np.inf)
-        choice = share.argmin(axis=0)
-        load = np.bincount(choice, weights=self.work[choice, np.arange(choice.size)], minlength=len(self.menu))
-        counts = np.where(load > 0, np.ceil(load / np.maximum(budget, 1e-12) - 1e-9), 0).astype(np.int64)
-        counts = np.maximum(counts, np.bincount(choice, minlength=len(self.menu)) > 0)
+        room = np.maximum(budget, 1e-12)[:, None]
+        choice = np.where(runs, self.size[:, None] * self.work / room, np.inf).argmin(axis=0)
+        taken = self.work[choice, np.arange(choice.size)]
+        load = np.bincount(choice, weights=taken, minlength=len(self.menu))
+        alone = np.bincount(choice, weights=taken > room[choice, 0] / 2, minlength=len(self.menu))
+        counts = np.maximum(np.ceil(load / room[:, 0] - 1e-9), alone).astype(np.int64)
         if int(counts @ self.size) > self.proposal.devices:
             return None
         return tuple(int(n) for n in counts)
 
     def _active(self) -> list[int]:
-        """Every menu scheme in ``proposal`` mode; in ``space`` mode those of the proposal
-        strategies and the cheapest for this step's pieces, at most :data:`ACTIVE_SCHEMES`."""
-        if len(self.menu) <= ACTIVE_SCHEMES:
-            return list(range(len(self.menu)))
+        """The useful schemes (``r_k`` plus the compute floor below ``T₀``), at most
+        :data:`ACTIVE_SCHEMES`: those of the proposal strategies, the fastest for the longest
+        piece, then the cheapest for this step's pieces."""
+        useful = np.flatnonzero(self.useful)
+        if useful.size <= ACTIVE_SCHEMES:
+            return useful.tolist()
         held = np.isfinite(self.spread)
-        cheapest = self.spread.min(axis=0)
-        excess = np.where(held, self.spread / cheapest, 0.0).sum(axis=1) / np.maximum(held.sum(axis=1), 1)
-        chosen = {k for p in self.proposal.strategies for k in np.flatnonzero(self._counts(p.strategy))}
-        holders = np.flatnonzero(self.fits[:, 0])
-        chosen.add(int(holders[np.argmin(self.crossing[holders, 0])]))
-        for k in np.argsort(excess, kind="stable"):
+        excess = np.where(held, self.spread / self.spread.min(axis=0), 0.0).sum(axis=1) / np.maximum(held.sum(axis=1), 1)
+        chosen = {int(k) for p in self.proposal.strategies for k in np.flatnonzero(self._counts(p.strategy))
+                  if self.useful[k]}
+        holders = useful[self.fits[useful, 0]]
+        if holders.size:
+            chosen.add(int(holders[np.argmin(self.crossing[holders, 0])]))
+        for k in useful[np.argsort(excess[useful], kind="stable")]:
             if len(chosen) >= ACTIVE_SCHEMES:
                 break
             chosen.add(int(k))
@@ -353,14 +373,17 @@ class _Search:
                          self.proposal.optimizer_layout, self.proposal.reduce_gbps)
 
 
-def _menu(proposal: Proposal, synthesis: SynthesisOptions) -> tuple[PipelineGroup, ...]:
-    """The proposal's pipeline kinds, then (``space`` mode) the space's, each once, as
-    one-pipeline groups."""
-    kinds = [g for p in proposal.strategies for g in p.strategy.pipelines]
-    if synthesis.mode is Synthesise.SPACE:
-        kinds += list(synthesis.schemes)
-    menu: dict[tuple, PipelineGroup] = {}
+def menu(proposal: Proposal, schemes: Sequence[PipelineGroup] = ()) -> tuple[PipelineGroup, ...]:
+    """The proposal's pipeline kinds, then ``schemes``', each once and on at most the proposal's
+    devices, as one-pipeline groups."""
+    kinds = [g for p in proposal.strategies for g in p.strategy.pipelines] + list(schemes)
+    found: dict[tuple, PipelineGroup] = {}
     for g in kinds:
         if g.scheme.devices <= proposal.devices:
-            menu.setdefault((g.scheme, g.max_seq_len, g.time), PipelineGroup(g.scheme, 1, g.max_seq_len, g.time))
-    return tuple(menu.values())
+            found.setdefault((g.scheme, g.max_seq_len, g.time), PipelineGroup(g.scheme, 1, g.max_seq_len, g.time))
+    return tuple(found.values())
+
+
+def scheme_reduce_ms(proposal: Proposal, scheme: Scheme) -> float:
+    """``r_k``: the reduction of a strategy of several pipelines whose least sharded runs ``scheme``."""
+    return reduce_ms(proposal.model.params, (scheme, scheme), proposal.optimizer_layout, proposal.reduce_gbps)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from hydraulis.artifacts import read_proposal
+from hydraulis.cost import simulate_1f1b
+from hydraulis.dispatch import OversizePolicy, micro_batch_times_ms
 from hydraulis.presets import model_preset
 from hydraulis.types import (
     OptimizerLayout,
@@ -14,6 +19,7 @@ from hydraulis.types import (
     ProposedStrategy,
     Scheme,
     SolverReport,
+    StepPlan,
     Strategy,
     TimeCoefficients,
 )
@@ -50,3 +56,36 @@ def proposal(*strategies: tuple[PipelineGroup, ...], reduce_ms: tuple[float, ...
         pipeline_model=PipelineModel(forward_fraction, p2p_ms),
         solver=SolverReport("hand_written", "none", 0.0),
     )
+
+
+def check_plan(prop: Proposal, plan: StepPlan, batch, alignment: int, policy: OversizePolicy, limit: int) -> None:
+    """Every sequence placed exactly once (whole, truncated or split by ``policy``), no
+    micro-batch above its pipeline's capacity, exact 1F1B times, the step time their maximum plus
+    the reduction (and a synthesised strategy's switch), a valid lower bound."""
+    groups_of_plan = plan.strategy(prop).expanded()
+    assert [p.scheme for p in plan.pipelines] == [g.scheme for g in groups_of_plan]
+    placed = defaultdict(list)
+    for pipeline, g in zip(plan.pipelines, groups_of_plan):
+        assert pipeline.max_seq_len == g.max_seq_len
+        for mb in pipeline.micro_batches:
+            assert mb.sequences, "a micro-batch holds at least one sequence"
+            assert mb.cu_seqlens(alignment)[-1] <= g.max_seq_len, "micro-batch above capacity"
+            for index, length in zip(mb.sequences, mb.lengths):
+                assert -(-length // alignment) * alignment <= g.max_seq_len, "sequence longer than the pipeline holds"
+                placed[index].append(length)
+    assert sorted(placed) == list(range(len(batch))), "every sequence placed"
+    for index, length in enumerate(batch):
+        aligned = -(-length // alignment) * alignment
+        if aligned <= limit:
+            assert placed[index] == [length], "placed exactly once, whole"
+        elif policy is OversizePolicy.TRUNCATE:
+            assert placed[index] == [limit]
+        else:
+            assert sum(placed[index]) == length and max(placed[index]) <= limit
+    for pipeline, times in zip(plan.pipelines, micro_batch_times_ms(plan, prop)):
+        expected = simulate_1f1b(times, pipeline.scheme.pp, prop.pipeline_model).makespan_ms if times else 0.0
+        assert pipeline.predicted_ms == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    made = plan.synthesis
+    reduction = made.reduce_ms + made.switch_ms if made else prop.strategies[plan.strategy_index].reduce_ms
+    assert plan.predicted_ms == pytest.approx(max(p.predicted_ms for p in plan.pipelines) + reduction)
+    assert plan.lower_bound_ms <= plan.predicted_ms * (1 + 1e-9)
