@@ -10,18 +10,21 @@ bar; :mod:`.inputs` reads the inputs the CLI names.
 
 from hydraulis.simulation.config import SimulationConfig
 from hydraulis.simulation.contenders import Contender, Family
-from hydraulis.simulation.simulate import Run, SimulatedStep, Simulation, StepOutcome, simulate
-from hydraulis.simulation.summary import ContenderSummary, summarise
+from hydraulis.simulation.simulate import Communicators, Run, SimulatedStep, Simulation, StepOutcome, simulate
+from hydraulis.simulation.summary import ContenderSummary, GapSummary, gap_summary, summarise
 
 __all__ = [
+    "Communicators",
     "Contender",
     "ContenderSummary",
     "Family",
+    "GapSummary",
     "Run",
     "SimulatedStep",
     "Simulation",
     "SimulationConfig",
     "StepOutcome",
+    "gap_summary",
     "simulate",
     "summarise",
 ]

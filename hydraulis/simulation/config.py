@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from hydraulis.dispatch import DispatchOptions
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.errors import require, require_int
 from hydraulis.planner import PlannerConfig
 
@@ -23,12 +24,16 @@ class SimulationConfig:
     ``planner`` is the proposal's configuration (cluster, token budget ``T``, maximum length
     ``S``, strategies ``K``, the planner's own sampled steps and seed); ``steps`` is how many
     global batches are simulated, drawn by :attr:`step_seed` from the same documents and filled
-    to the same budget; ``dispatch`` the per-step options (its seed orders equal lengths).
+    to the same budget; ``dispatch`` the per-step options (its seed orders equal lengths);
+    ``synthesis`` which schemes Hydraulis may make a strategy of for each step
+    (:mod:`hydraulis.dispatch.synthesis`) and ``synthesis_evaluations`` its budget per step.
     """
 
     planner: PlannerConfig
     steps: int = 100
     dispatch: DispatchOptions = field(default_factory=DispatchOptions)
+    synthesis: Synthesise = Synthesise.PROPOSAL
+    synthesis_evaluations: int = SynthesisOptions.evaluations
 
     def __post_init__(self) -> None:
         require(isinstance(self.planner, PlannerConfig), "planner", type(self.planner).__name__,
@@ -36,6 +41,9 @@ class SimulationConfig:
         require_int(self.steps, "steps", minimum=1)
         require(isinstance(self.dispatch, DispatchOptions), "dispatch", type(self.dispatch).__name__,
                 "must be DispatchOptions")
+        require(isinstance(self.synthesis, Synthesise), "synthesis", self.synthesis,
+                f"must be one of {[m.value for m in Synthesise]}")
+        require_int(self.synthesis_evaluations, "synthesis_evaluations", minimum=0, maximum=10_000)
 
     @property
     def step_seed(self) -> int:
@@ -46,4 +54,5 @@ class SimulationConfig:
         """The resolved configuration as plain JSON values."""
         dispatch = {**asdict(self.dispatch), "oversize": self.dispatch.oversize.value}
         return {"planner": self.planner.to_dict(), "steps": self.steps, "step_seed": self.step_seed,
-                "dispatch": dispatch}
+                "dispatch": dispatch, "synthesis": self.synthesis.value,
+                "synthesis_evaluations": self.synthesis_evaluations}

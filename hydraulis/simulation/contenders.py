@@ -3,7 +3,9 @@
 =====================================  ========================  ==========================
 contender                              plans every step with      strategies it may use
 =====================================  ========================  ==========================
-``hydraulis``                          dispatch_balanced_packing  the proposal (chosen per step)
+``hydraulis``                          dispatch_balanced_packing  the proposal (chosen per step) or a
+                                                                 strategy synthesised for the step
+``proposal_balanced_packing``          dispatch_balanced_packing  the proposal (chosen per step)
 ``proposal_dispatch_fixed_packing``    dispatch_fixed_packing     the proposal (chosen per step)
 ``proposal_fixed_packing``             fixed_packing              the proposal (chosen per step)
 ``proposal_padding``                   padding                    the proposal (chosen per step)
@@ -49,6 +51,7 @@ class Contender(str, Enum):
     """A named system of the comparison (module docstring)."""
 
     HYDRAULIS = "hydraulis"
+    PROPOSAL_BALANCED_PACKING = "proposal_balanced_packing"
     PROPOSAL_DISPATCH_FIXED_PACKING = "proposal_dispatch_fixed_packing"
     PROPOSAL_FIXED_PACKING = "proposal_fixed_packing"
     PROPOSAL_PADDING = "proposal_padding"
@@ -72,7 +75,10 @@ class Contender(str, Enum):
 
 _TABLE = {
     Contender.HYDRAULIS: (Family.PROPOSAL, BatchingMethod.DISPATCH_BALANCED_PACKING,
-                          "Hydraulis: strategy chosen per step from the proposal, dispatch + balanced packing"),
+                          "Hydraulis: strategy chosen from the proposal or synthesised per step, dispatch + "
+                          "balanced packing"),
+    Contender.PROPOSAL_BALANCED_PACKING: (Family.PROPOSAL, BatchingMethod.DISPATCH_BALANCED_PACKING,
+                                          "proposal strategies only (no synthesis), dispatch + balanced packing"),
     Contender.PROPOSAL_DISPATCH_FIXED_PACKING: (Family.PROPOSAL, BatchingMethod.DISPATCH_FIXED_PACKING,
                                                 "proposal, dispatch + fixed-capacity packing"),
     Contender.PROPOSAL_FIXED_PACKING: (Family.PROPOSAL, BatchingMethod.FIXED_PACKING,
