@@ -6,11 +6,11 @@ import argparse
 
 from hydraulis.artifacts import read_lengths, read_proposal, read_scheme_space, step_plan_to_dict, write_step_plan
 from hydraulis.cli.output import emit, emit_json, table
-from hydraulis.cli.synthesis_args import add_synthesis_arguments, synthesis_options
+from hydraulis.cli.synthesis_args import add_synthesis_arguments
 from hydraulis.cost import step_bound
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, summarise_plans, work_lower_bound_ms
 from hydraulis.dispatch.gap import bound_schemes, gap_breakdown
-from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, synthesis_options
 from hydraulis.errors import HydraulisError, require_int
 from hydraulis.planner.options import synthesis_schemes
 from hydraulis.types import BatchingMethod, Proposal, StepPlan
@@ -61,7 +61,7 @@ def _run(args: argparse.Namespace) -> None:
                               oversize=OversizePolicy(args.oversize))
     space = read_scheme_space(args.space) if args.space else None
     proposal = read_proposal(args.proposal, space)
-    synthesis = synthesis_options(args.synthesise, args.synthesis_evaluations, proposal, space)
+    synthesis = synthesis_options(args.synthesise, args.synthesis_evaluations, proposal, space, "--space")
     lengths = read_lengths(args.lengths)
     if args.steps is None:
         for flag, value in (("--token-budget", args.token_budget), ("--max-seq-len", args.max_seq_len)):

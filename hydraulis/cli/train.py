@@ -53,6 +53,6 @@ def _train(args: argparse.Namespace) -> None:
         raise SystemExit(1) from None
     if records:
         emit(table(STEP_COLUMNS, step_rows(records)))
-        emit(summary_line(summarize(records)))
+        emit(summary_line(summarize(records, config.nproc or run.devices)))
         if writer:
             write_train_log(Path(args.output_dir) / "train_log.json", records)

@@ -68,10 +68,20 @@ from hydraulis.dispatch.dispatcher import (
 )
 from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.pipelines import PipelineTable
-from hydraulis.errors import require, require_int, require_number
+from hydraulis.errors import HydraulisError, require, require_int, require_number
 from hydraulis.placement import Communicator, communicators, placement_problem
+from hydraulis.planner.options import synthesis_schemes
 from hydraulis.planner.search import IMPROVEMENT, CountsSearch
-from hydraulis.types import BatchingMethod, PipelineGroup, Proposal, Scheme, StepPlan, Strategy, Synthesis
+from hydraulis.types import (
+    BatchingMethod,
+    PipelineGroup,
+    Proposal,
+    Scheme,
+    SchemeSpace,
+    StepPlan,
+    Strategy,
+    Synthesis,
+)
 
 ACTIVE_SCHEMES = 8
 """In ``space`` mode the descents move devices to at most this many schemes."""
@@ -110,6 +120,23 @@ class SynthesisOptions:
         require_int(self.evaluations, "synthesis_evaluations", minimum=0, maximum=10_000)
         require(require_number(self.wall_limit_ms, "synthesis_wall_limit_ms") > 0, "synthesis_wall_limit_ms",
                 self.wall_limit_ms, "must be > 0")
+
+
+def synthesis_options(mode: Synthesise | str, evaluations: int, proposal: Proposal, space: SchemeSpace | None,
+                      space_field: str = "scheme_space") -> SynthesisOptions:
+    """Options for ``mode`` with the scheme space's usable schemes for ``proposal`` when the
+    mode is ``space`` (which needs ``space``, named ``space_field`` in the error)."""
+    kind = _mode(mode)
+    if kind is Synthesise.SPACE and space is None:
+        raise HydraulisError("synthesise", kind.value, f"needs the scheme space: give {space_field}")
+    return SynthesisOptions(kind, synthesis_schemes(space, proposal) if kind is Synthesise.SPACE else (), evaluations)
+
+
+def _mode(mode: Synthesise | str) -> Synthesise:
+    try:
+        return Synthesise(mode)
+    except ValueError:
+        raise HydraulisError("synthesise", mode, f"must be one of {[m.value for m in Synthesise]}") from None
 
 
 def plan_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.errors import require, require_http_url, require_int, require_number
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
@@ -77,7 +78,9 @@ class TrainConfig:
     ``space_file`` gives SPEC strategies their time coefficients (default: analytic CPU);
     ``optimizer_layout`` is ``(dp, tp, pp)`` (default: the proposal's, else ZeRO-1 over all
     ranks). Checkpoints go to ``checkpoint_dir`` every ``checkpoint_every`` steps (0: at the
-    end only); ``resume`` is a checkpoint folder or root to continue from.
+    end only); ``resume`` is a checkpoint folder or root to continue from. With a proposal,
+    ``synthesise`` says which schemes a strategy made for one step may use (``space``: those of
+    ``space_file``) and ``synthesis_evaluations`` its budget (:mod:`hydraulis.dispatch.synthesis`).
     """
 
     model: str
@@ -99,6 +102,8 @@ class TrainConfig:
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
     resume: str | None = None
+    synthesise: Synthesise = Synthesise.PROPOSAL
+    synthesis_evaluations: int = SynthesisOptions.evaluations
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
     def __post_init__(self) -> None:
@@ -120,6 +125,11 @@ class TrainConfig:
         require(self.corpus is None or self.lengths_file is None, "lengths_file", self.lengths_file,
                 "gives synthetic documents' lengths; a corpus has its own")
         require(self.tokenizer is None or self.corpus is not None, "tokenizer", self.tokenizer, "needs a corpus")
+        require(isinstance(self.synthesise, Synthesise), "synthesise", self.synthesise,
+                f"must be one of {[m.value for m in Synthesise]}")
+        require(self.synthesise is not Synthesise.SPACE or self.space_file is not None, "synthesise",
+                self.synthesise.value, "needs the scheme space: give space_file (--space)")
+        require_int(self.synthesis_evaluations, "synthesis_evaluations", minimum=0, maximum=10_000)
         require_int(self.checkpoint_every, "checkpoint_every", minimum=0)
         require(self.checkpoint_every == 0 or self.checkpoint_dir is not None, "checkpoint_every",
                 self.checkpoint_every, "needs a checkpoint_dir")

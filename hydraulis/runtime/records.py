@@ -14,6 +14,10 @@ The first step under a strategy also builds its process groups and lays out its 
 the run's first step warms up allocators and kernels — hundreds of ms on a CPU that no cost
 model charges — so ``W`` shows how well the model predicts the steps that follow.
 
+``communicators`` counts the distinct communicators the run's strategies need under aligned
+placement (:mod:`hydraulis.placement`), ``bound`` the most any run of their schemes on the same
+devices could need; ``synthesised`` the steps that ran a strategy made for them.
+
 Worked example: two steps of 200 and 300 tokens under one strategy measured at 100 and 150 ms
 (no wait), predicted 80 and 150 ms: 500 tokens / 0.25 s = 2000 tokens/s, error (0.2 + 0)/2 =
 10 %, warm error 0 % (step 2 alone).
@@ -24,6 +28,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from hydraulis.placement import communicator_bound, communicators
+from hydraulis.runtime.strategy_spec import parse_strategy_spec
+from hydraulis.types import Scheme
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,7 @@ class StepRecord:
     predicted_step_ms: float
     planning_ms: float
     wait_ms: float = 0.0
+    synthesised: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,9 +74,14 @@ class TrainSummary:
     first_loss: float
     last_loss: float
     strategies: tuple[tuple[str, int], ...]
+    synthesised: int = 0
+    communicators: int = 0
+    communicator_bound: int = 0
 
 
-def summarize(records: Sequence[StepRecord]) -> TrainSummary:
+def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
+    """The module docstring's figures; ``devices`` (the world size, default: the most any
+    strategy uses) for the communicator bound."""
     tokens = sum(r.tokens for r in records)
     seconds = sum(r.step_ms + r.wait_ms for r in records) / 1e3
     errors = [abs(r.step_ms - r.predicted_step_ms) / r.step_ms for r in records]
@@ -78,9 +92,19 @@ def summarize(records: Sequence[StepRecord]) -> TrainSummary:
             warm.append(error)
         seen.add(record.strategy)
     used = Counter(r.strategy for r in records)
+    pipelines = [_schemes(strategy) for strategy in used]
+    schemes = {s for strategy in pipelines for s in strategy}
+    devices = devices or max(sum(s.devices for s in strategy) for strategy in pipelines)
     return TrainSummary(len(records), tokens, seconds, tokens / seconds, sum(errors) / len(errors),
                         sum(warm) / len(warm) if warm else None, records[0].loss, records[-1].loss,
-                        tuple(used.most_common()))
+                        tuple(used.most_common()), sum(r.synthesised for r in records),
+                        len(frozenset().union(*(communicators(strategy) for strategy in pipelines))),
+                        communicator_bound(schemes, devices))
+
+
+def _schemes(spec: str) -> list[Scheme]:
+    """One scheme per pipeline of a strategy SPEC, in order."""
+    return [group.scheme for group in parse_strategy_spec(spec, "strategy") for _ in range(group.count)]
 
 
 def format_record(record: StepRecord) -> str:
@@ -112,4 +136,6 @@ def summary_line(summary: TrainSummary) -> str:
     return (f"summary: {summary.steps} steps, {summary.tokens} tokens in {summary.seconds:.2f} s: "
             f"{summary.tokens_per_s:.0f} tokens/s; mean prediction error {summary.prediction_error:.0%}"
             f"{warm}; "
-            f"loss {summary.first_loss:.4f} → {summary.last_loss:.4f}; strategies {used}")
+            f"loss {summary.first_loss:.4f} → {summary.last_loss:.4f}; strategies {used}; "
+            f"{summary.synthesised} steps on a strategy made for them; {summary.communicators} distinct "
+            f"communicators (bound {summary.communicator_bound})")

@@ -36,14 +36,14 @@ from hydraulis.runtime.broadcast import share_plan
 from hydraulis.runtime.checkpoint.store import restore, save_checkpoint
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job, world_size
-from hydraulis.runtime.layout import StrategyLayout
+from hydraulis.runtime.layout import StrategyLayout, even_layout
 from hydraulis.runtime.optimizer.master import gather_canonical
 from hydraulis.runtime.planning import PlanAhead
 from hydraulis.runtime.run import TrainingRun
 from hydraulis.runtime.records import StepRecord, format_record
 from hydraulis.runtime.step import StepRunner
 from hydraulis.runtime.strategy_spec import SpecGroup, strategy_layout
-from hydraulis.types import OptimizerLayout, Scheme, StepPlan, TimeCoefficients
+from hydraulis.types import ModelSpec, OptimizerLayout, Scheme, StepPlan, TimeCoefficients
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,8 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
             following = next(batches) if step + 1 < run.steps else None
             if planner and following is not None:
                 planner.submit(step + 1, following.lengths)
-            record = replace(runner.run(step, layouts[plan.strategy_index], plan, batch.documents), wait_ms=wait_ms)
+            record = replace(runner.run(step, _layout_of(layouts, plan, run.model), plan, batch.documents),
+                             wait_ms=wait_ms, synthesised=plan.synthesis is not None)
             if context.rank == 0:
                 log.info(format_record(record))
             records.append(record)
@@ -147,6 +148,11 @@ def _optimizer_layout(run: TrainingRun, context: RankContext, reference: bool) -
     if reference:
         return OptimizerLayout(1, 1, 1)
     return run.optimizer_layout or OptimizerLayout(context.world_size, 1, 1)
+
+
+def _layout_of(layouts: tuple[StrategyLayout, ...], plan: StepPlan, model: ModelSpec) -> StrategyLayout:
+    """The layout of the plan's strategy: one of the run's, or the one synthesised for its step."""
+    return even_layout(plan.synthesis.strategy, model) if plan.synthesis else layouts[plan.strategy_index]
 
 
 def _single_device_layout(run: TrainingRun) -> StrategyLayout:

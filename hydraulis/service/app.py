@@ -28,7 +28,8 @@ from hydraulis.artifacts import (
     step_plan_to_dict,
     timestamp,
 )
-from hydraulis.dispatch import DispatchOptions, dispatch
+from hydraulis.dispatch import DispatchOptions
+from hydraulis.dispatch.synthesis import plan_step, synthesis_options
 from hydraulis.planner import PlannerConfig, propose, validate_proposal
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import device_names, device_preset, model_names, model_preset
@@ -142,7 +143,10 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
             check_devices(proposal.devices, settings)
             options = DispatchOptions(seed=body.seed, ilp_time_limit_s=time_limit, alignment=body.alignment,
                                       oversize=body.oversize)
-            return step_plan_to_dict(dispatch(proposal, np.asarray(body.lengths, dtype=np.int64), body.method, options))
+            space = None if body.scheme_space is None else scheme_space_from_dict(body.scheme_space)
+            synthesis = synthesis_options(body.synthesise, body.synthesis_evaluations, proposal, space)
+            lengths = np.asarray(body.lengths, dtype=np.int64)
+            return step_plan_to_dict(plan_step(proposal, lengths, body.method, options, synthesis))
         return await off_loop(work, time_limit + settings.default_time_limit_s)
 
     return router

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hydraulis.dispatch import OversizePolicy
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
 
@@ -99,3 +100,11 @@ class StepPlanRequest(Body):
     time_limit_s: float = Field(default=0.0, ge=0, description="seconds for the packing ILP (0 skips it)")
     alignment: int = Field(default=1, ge=1, le=65536)
     oversize: OversizePolicy = OversizePolicy.ERROR
+    synthesise: Synthesise = Field(default=Synthesise.PROPOSAL,
+                                   description="make a strategy for the step from the proposal's schemes, the "
+                                               "scheme space's (needs scheme_space), or never (off)")
+    synthesis_evaluations: int = Field(default=SynthesisOptions.evaluations, ge=0, le=1000,
+                                       description="strategies the dispatcher may plan while synthesising")
+    scheme_space: dict[str, Any] | None = Field(default=None,
+                                                description="the scheme space the proposal was made from "
+                                                            "(synthesise=space)")

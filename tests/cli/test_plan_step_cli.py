@@ -88,7 +88,7 @@ def test_summary_of_all_methods_over_sampled_steps():
     (["--steps", "2"], "--token-budget: None is required with --steps"),
     (["--steps", "0", "--token-budget", "200000"], "--steps: 0 must be >= 1"),
     (["--steps", "2", "--token-budget", "200000", "--gantt", "x.png"], "leave out --steps"),
-    (["--synthesise", "space"], "--synthesise: 'space' needs the scheme space: give --space"),
+    (["--synthesise", "space"], "synthesise: 'space' needs the scheme space: give --space"),
     (["--synthesis-evaluations", "-1"], "synthesis_evaluations: -1 must be >= 0"),
 ])
 def test_bad_arguments(batch, extra, message):

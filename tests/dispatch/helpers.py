@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from hydraulis.artifacts import read_proposal
-from hydraulis.cost import simulate_1f1b
+from hydraulis.cost import reduce_ms, simulate_1f1b
 from hydraulis.dispatch import OversizePolicy, micro_batch_times_ms
 from hydraulis.presets import model_preset
 from hydraulis.types import (
@@ -89,3 +90,33 @@ def check_plan(prop: Proposal, plan: StepPlan, batch, alignment: int, policy: Ov
     reduction = made.reduce_ms + made.switch_ms if made else prop.strategies[plan.strategy_index].reduce_ms
     assert plan.predicted_ms == pytest.approx(max(p.predicted_ms for p in plan.pipelines) + reduction)
     assert plan.lower_bound_ms <= plan.predicted_ms * (1 + 1e-9)
+
+
+MODEL = model_preset("llama-7b")
+
+
+def kind(tp: int, pp: int, capacity: int, a: float, b: float, c: float) -> PipelineGroup:
+    return PipelineGroup(Scheme(1, tp, pp), 1, capacity, TimeCoefficients(a, b, c))
+
+
+def consistent_proposal(strategies: list[list[tuple[PipelineGroup, int]]], devices: int, reduce_gbps: float = 0.0,
+                        communicator_ms: float = 0.0, p2p_ms: float = 0.0) -> Proposal:
+    """A proposal whose reductions follow the cost model (ZeRO-1 over all devices)."""
+    layout = OptimizerLayout(devices, 1, 1)
+    proposed = []
+    for groups in strategies:
+        strategy = Strategy(tuple(replace(g, count=n) for g, n in groups))
+        reduction = reduce_ms(MODEL.params, [g.scheme for g in strategy.expanded()], layout, reduce_gbps)
+        proposed.append(ProposedStrategy(strategy, 0, strategy.max_seq_len, 0.0, reduction, (0,) * len(groups)))
+    longest = max(p.strategy.max_seq_len for p in proposed)
+    return Proposal(MODEL, devices, 8, layout, tuple(proposed), longest, longest, PipelineModel(p2p_ms=p2p_ms),
+                    SolverReport("hand_written", "none", 0.0), reduce_gbps=reduce_gbps,
+                    communicator_ms=communicator_ms)
+
+
+FAST = kind(4, 1, 100_000, 0.0, 0.03, 1.0)
+"""A (1,4,1) kind that holds long sequences and runs them fast, on 4 devices."""
+CHEAP = kind(1, 1, 2_000, 0.0, 0.1, 1.0)
+"""A (1,1,1) kind, cheaper per device but short."""
+BATCH = [20_000] + [1_000] * 30
+"""A step that runs faster on 1×FAST + 4×CHEAP than on 2×FAST (8×CHEAP cannot hold it)."""

@@ -8,48 +8,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from hydraulis.cost import reduce_ms
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, dispatch
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, menu, plan_step, strategy_communicators
 from hydraulis.errors import HydraulisError
 from hydraulis.placement import placement_problem
-from hydraulis.presets import model_preset
-from hydraulis.types import (
-    BatchingMethod,
-    OptimizerLayout,
-    PipelineGroup,
-    PipelineModel,
-    Proposal,
-    ProposedStrategy,
-    Scheme,
-    SolverReport,
-    Strategy,
-    TimeCoefficients,
-)
+from hydraulis.types import BatchingMethod
 
-from tests.dispatch.helpers import check_plan
-
-MODEL = model_preset("llama-7b")
-
-
-def kind(tp: int, pp: int, capacity: int, a: float, b: float, c: float) -> PipelineGroup:
-    return PipelineGroup(Scheme(1, tp, pp), 1, capacity, TimeCoefficients(a, b, c))
-
-
-def consistent_proposal(strategies: list[list[tuple[PipelineGroup, int]]], devices: int, reduce_gbps: float = 0.0,
-                        communicator_ms: float = 0.0, p2p_ms: float = 0.0) -> Proposal:
-    """A proposal whose reductions follow the cost model (ZeRO-1 over all devices)."""
-    layout = OptimizerLayout(devices, 1, 1)
-    proposed = []
-    for groups in strategies:
-        strategy = Strategy(tuple(replace(g, count=n) for g, n in groups))
-        reduction = reduce_ms(MODEL.params, [g.scheme for g in strategy.expanded()], layout, reduce_gbps)
-        proposed.append(ProposedStrategy(strategy, 0, strategy.max_seq_len, 0.0, reduction, (0,) * len(groups)))
-    longest = max(p.strategy.max_seq_len for p in proposed)
-    return Proposal(MODEL, devices, 8, layout, tuple(proposed), longest, longest, PipelineModel(p2p_ms=p2p_ms),
-                    SolverReport("hand_written", "none", 0.0), reduce_gbps=reduce_gbps,
-                    communicator_ms=communicator_ms)
-
+from tests.dispatch.helpers import BATCH, CHEAP, FAST, check_plan, consistent_proposal, kind
 
 kinds = st.builds(kind, tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2]), capacity=st.integers(500, 6000),
                   a=st.floats(0.0, 1e-4), b=st.floats(1e-3, 0.1), c=st.floats(0.0, 20.0))
@@ -117,11 +82,6 @@ def test_space_synthesis_is_never_slower_and_uses_the_space(prop, batch, extra):
     if plan.synthesis:
         allowed = {(g.scheme, g.max_seq_len, g.time) for g in menu(prop, extra)}
         assert {(g.scheme, g.max_seq_len, g.time) for g in plan.synthesis.strategy.pipelines} <= allowed
-
-
-FAST = kind(4, 1, 100_000, 0.0, 0.03, 1.0)
-CHEAP = kind(1, 1, 2_000, 0.0, 0.1, 1.0)
-BATCH = [20_000] + [1_000] * 30
 
 
 def test_worked_example_one_fast_pipeline_for_the_long_sequence_and_cheap_ones_for_the_rest():
