@@ -3,10 +3,10 @@
 For each case, ``--steps`` steps are sampled from the lengths file (token budget from the
 proposal: 200K tokens for 7B, 1.6M for 32B; pieces of at most 32K), each is dispatched with
 all four batching methods, and the table shows the predicted step time, its ratio to the plan's
-lower bound and to DESIGN §4's work bound, and the planning time (median and p90, measured
+lower bound and to design §4's work bound, and the planning time (median and p90, measured
 inside ``dispatch`` with ``time.perf_counter``; one warm-up call first).
 
-    python benchmarks/dispatch_latency.py [--steps 100] [--time-limit 0] [--cases 7b_32dev,7b_64dev,32b_1024dev]
+    python benchmarks/dispatch_latency.py [--steps 100] [--ilp-nodes 0] [--cases 7b_32dev,7b_64dev,32b_1024dev]
 """
 from __future__ import annotations
 
@@ -25,15 +25,15 @@ MAX_SEQ_LEN = 32_768
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--time-limit", type=float, default=0.0, help="ILP time limit per step (s)")
+    parser.add_argument("--ilp-nodes", type=int, default=0, help="ILP branch-and-bound nodes per pipeline (0: none)")
     parser.add_argument("--lengths", default="examples/data/longtail.txt")
     parser.add_argument("--cases", default="7b_32dev,7b_64dev,32b_1024dev")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     lengths = read_lengths(args.lengths)
-    options = DispatchOptions(ilp_time_limit_s=args.time_limit)
+    options = DispatchOptions(ilp_nodes=args.ilp_nodes)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
-          f"{args.steps} steps per case, ILP time limit {args.time_limit} s")
+          f"{args.steps} steps per case, ILP budget {args.ilp_nodes} nodes")
     for case in args.cases.split(","):
         proposal = read_proposal(f"examples/proposals/{case}.json")
         batches = sample_batches(lengths, proposal.token_budget, args.steps, MAX_SEQ_LEN, seed=args.seed)

@@ -9,6 +9,8 @@ planner latency, quality   dispatch_latency.py         per-step dispatch time (m
 proposal time              proposal_time.py            proposal wall time; against the best
                                                        homogeneous strategy
 plan quality               stage2_vs_ilp.py            greedy stage-2 packing against the ILP
+synthesis, bounds          synthesis_quality.py        compute / pool bound, predicted / tight
+                                                       bound, planning time, communicators
 service throughput         service_throughput.py       requests/s and p50/p99 of POST
                                                        /v1/step-plans on loopback
 =========================  ==========================  =======================================
@@ -30,7 +32,9 @@ HERE = Path(__file__).resolve().parent
 BENCHMARKS = (
     ("planner latency and plan quality", "dispatch_latency.py", ("--steps", "100"), ("--steps", "20")),
     ("proposal time", "proposal_time.py", ("--repeat", "3"), ("--repeat", "1")),
-    ("plan quality: greedy packing against the ILP", "stage2_vs_ilp.py", (), ("--instances", "3", "--time-limit", "1")),
+    ("plan quality: greedy packing against the ILP", "stage2_vs_ilp.py", (), ("--instances", "3", "--nodes", "200")),
+    ("per-step synthesis against the bounds, communicators", "synthesis_quality.py", ("--steps", "100"),
+     ("--steps", "10", "--cases", "7b_32dev")),
     ("service throughput", "service_throughput.py", (), ("--requests", "200")),
 )
 

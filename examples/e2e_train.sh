@@ -48,7 +48,7 @@ hydraulis space show "$space"
 echo
 echo "== 3. proposal for the corpus' lengths"
 hydraulis propose --space "$space" --devices "$nproc" --devices-per-node "$nproc" --token-budget "$token_budget" \
-    --max-seq-len "$max_seq_len" --lengths "$out/report/lengths.txt" --strategies 4 --time-limit 10 \
+    --max-seq-len "$max_seq_len" --lengths "$out/report/lengths.txt" --strategies 4 \
     -o "$out/proposal.json"
 elapsed
 

@@ -1,6 +1,6 @@
 """Core types of Hydraulis and the glossary they spell out.
 
-Every part of the system speaks these words (DESIGN §2); each is one frozen dataclass below,
+Every part of the system speaks these words (design §2); each is one frozen dataclass below,
 validated at construction so that a value that exists is a valid value.
 
 =====================  =====================================================================
@@ -44,7 +44,7 @@ from hydraulis.errors import HydraulisError, require, require_int, require_numbe
 
 
 class BatchingMethod(str, Enum):
-    """How one global batch becomes micro-batches (DESIGN §2, the paper's baselines)."""
+    """How one global batch becomes micro-batches (design §2, the paper's baselines)."""
 
     PADDING = "padding"
     """Pad every sequence to the batch's longest; a fixed number of sequences per micro-batch."""
@@ -114,7 +114,8 @@ class Scheme:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A Llama-style decoder: RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention."""
+    """A Llama-style decoder: RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention.
+    ``rope_theta`` is the rotary base θ, ``norm_eps`` the RMSNorm ε (Llama 2: 10000 and 1e-5)."""
 
     name: str
     layers: int
@@ -123,11 +124,16 @@ class ModelSpec:
     kv_heads: int
     ffn_hidden: int
     vocab: int
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
         require(bool(self.name), "model.name", self.name, "must not be empty")
         for name in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"):
             require_int(getattr(self, name), f"model.{name}", minimum=1)
+        require(require_number(self.rope_theta, "model.rope_theta") > 1, "model.rope_theta", self.rope_theta,
+                "must be > 1")
+        require(require_number(self.norm_eps, "model.norm_eps") > 0, "model.norm_eps", self.norm_eps, "must be > 0")
         require(self.hidden % self.heads == 0, "model.hidden", self.hidden,
                 f"must be a multiple of model.heads = {self.heads}")
         require(self.heads % self.kv_heads == 0, "model.kv_heads", self.kv_heads,
@@ -249,7 +255,7 @@ class OptimizerLayout:
 
 @dataclass(frozen=True)
 class TimeCoefficients:
-    """Time of one micro-batch on one pipeline stage, forward + backward, in ms (DESIGN §4):
+    """Time of one micro-batch on one pipeline stage, forward + backward, in ms (design §4):
     ``t(mb) = c + Σ_i (a·s_i² + b·s_i)``."""
 
     a: float
@@ -298,7 +304,7 @@ class SchemeProfile:
 
 @dataclass(frozen=True)
 class MemoryModel:
-    """Model-state memory facts shared by all schemes of a space (DESIGN §4).
+    """Model-state memory facts shared by all schemes of a space (design §4).
 
     ``layer_state_bytes`` is one layer's unsharded model-state bytes (≈ 16 bytes/param:
     bf16 params + grads, fp32 master + two Adam moments), ``embedding_state_bytes`` the same for
@@ -524,13 +530,16 @@ class MicroBatch:
 
 @dataclass(frozen=True)
 class PipelinePlan:
-    """One pipeline's share of a step: its micro-batches in execution order."""
+    """One pipeline's share of a step: its micro-batches in execution order, how its packing was
+    obtained (``solver_status``) and, when proven, a lower bound on its time for its number of
+    micro-batches (``proven_ms``: its own time when the packing is proven optimal)."""
 
     scheme: Scheme
     max_seq_len: int
     micro_batches: tuple[MicroBatch, ...]
     predicted_ms: float
     solver_status: str = ""
+    proven_ms: float | None = None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from hydraulis.presets import device_preset, model_matching, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
@@ -17,6 +18,11 @@ from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
 from hydraulis.types import Cluster, SchemeSpace
 
 POOLS = resources.files("hydraulis.resources").joinpath("reference_pools")
+
+# No per-example deadline for property tests: a loaded machine must not fail them (each test's
+# max_examples bounds them).
+settings.register_profile("no_deadline", deadline=None)
+settings.load_profile("no_deadline")
 
 
 def pool_path(name: str) -> Path:
@@ -73,15 +79,16 @@ def planning_service() -> str:
     from hydraulis.service.app import create_app
     from hydraulis.service.settings import ServiceSettings
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(ServiceSettings(auth_token=SERVICE_TOKEN)), host="127.0.0.1",
-                                           port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(ServiceSettings(auth_token=SERVICE_TOKEN)), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
     while not server.started:
-        assert time.monotonic() < deadline, "the planning service did not start"
+        assert thread.is_alive(), "the planning service stopped while starting"
         time.sleep(0.05)
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
-    thread.join(timeout=10)
+    thread.join()
+    listening.close()

@@ -1,4 +1,4 @@
-"""The pure core must import without torch and without fastapi (DESIGN §3)."""
+"""The pure core must import without torch and without fastapi (design §3)."""
 
 import subprocess
 import sys

@@ -3,7 +3,8 @@
 Layout (``schema_version`` 1)::
 
     {"schema_version": 1, "kind": "scheme_space",
-     "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"},
+     "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
+               "rope_theta", "norm_eps"},            (the last two only when not 10000 and 1e-5)
      "cluster": {"devices", "devices_per_node", "device"},
      "memory": {"device_memory_bytes", "safety_margin_bytes", "layer_state_bytes",
                 "embedding_state_bytes", "sharded_state_fraction"},
@@ -19,7 +20,7 @@ still load.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
@@ -41,6 +42,9 @@ from hydraulis.types import (
 
 KIND = "scheme_space"
 SCHEMA_VERSION = 1
+
+_MODEL_DEFAULTS = {f.name: f.default for f in fields(ModelSpec) if f.default is not MISSING}
+"""Model fields written only when they differ from these (files without them still load)."""
 
 
 def scheme_space_to_dict(space: SchemeSpace) -> dict:
@@ -102,14 +106,21 @@ def write_scheme_space(path: str | Path, space: SchemeSpace) -> None:
 
 
 def model_to_dict(model: ModelSpec) -> dict:
-    return asdict(model)
+    """The model's fields; ``rope_theta`` and ``norm_eps`` only when they are not the defaults."""
+    document = asdict(model)
+    for name in _MODEL_DEFAULTS:
+        if document[name] == _MODEL_DEFAULTS[name]:
+            del document[name]
+    return document
 
 
 def model_from_record(record: Record) -> ModelSpec:
     return build(record.path, ModelSpec, name=record.str("name"), layers=record.int("layers"),
                  hidden=record.int("hidden"), heads=record.int("heads"),
                  kv_heads=record.int("kv_heads"), ffn_hidden=record.int("ffn_hidden"),
-                 vocab=record.int("vocab"))
+                 vocab=record.int("vocab"),
+                 **{name: record.float(name, default) for name, default in _MODEL_DEFAULTS.items()})
+
 
 
 def pipeline_model_from_record(record: Record) -> PipelineModel:

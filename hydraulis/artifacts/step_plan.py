@@ -5,13 +5,14 @@ Layout (``schema_version`` 1)::
     {"schema_version": 1, "kind": "step_plan", "strategy_index", "method", "predicted_ms",
      "lower_bound_ms", "planning_ms", "alignment", "seed", "notes": [...],
      "pipelines": [{"scheme": {"cp", "tp", "pp"}, "max_seq_len", "predicted_ms", "solver_status",
-                    "micro_batches": [{"sequences": [...], "lengths": [...], "tokens",
-                                       "cu_seqlens": [...]}]}],
+                    ["proven_ms",] "micro_batches": [{"sequences": [...], "lengths": [...], "tokens",
+                                                      "cu_seqlens": [...]}]}],
      "synthesis": null | {"pipelines": [<a proposal strategy's pipelines>], "reduce_ms",
                           "switch_ms", "new_communicators", "proposal_ms", "evaluations",
                           "start"}}
 
 ``tokens`` and ``cu_seqlens`` are derived (with ``alignment``) and checked on load;
+``proven_ms`` (a proven lower bound on the pipeline's time) is written only when known;
 ``synthesis`` (a strategy made for this step, :class:`~hydraulis.types.Synthesis`) is absent or
 null otherwise.
 """
@@ -49,6 +50,7 @@ def step_plan_to_dict(plan: StepPlan) -> dict:
                 "max_seq_len": p.max_seq_len,
                 "predicted_ms": p.predicted_ms,
                 "solver_status": p.solver_status,
+                **({} if p.proven_ms is None else {"proven_ms": p.proven_ms}),
                 "micro_batches": [
                     {"sequences": list(mb.sequences), "lengths": list(mb.lengths), "tokens": mb.tokens,
                      "cu_seqlens": list(mb.cu_seqlens(plan.alignment))}
@@ -100,6 +102,7 @@ def _pipeline_from_record(record: Record, alignment: int) -> PipelinePlan:
         micro_batches=tuple(_micro_batch_from_record(r, alignment) for r in record.records("micro_batches")),
         predicted_ms=record.float("predicted_ms"),
         solver_status=record.str("solver_status", ""),
+        proven_ms=None if record.raw("proven_ms", None) is None else record.float("proven_ms"),
     )
 
 

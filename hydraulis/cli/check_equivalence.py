@@ -12,11 +12,11 @@ from hydraulis.runtime.config import OptimizerKind, Precision, RuntimeOptions, T
 from hydraulis.runtime.run import resolve_run
 
 DEFAULT_RUNTIME = RuntimeOptions(precision=Precision.FP32, optimizer=OptimizerKind.ADAM, lr=1e-4)
-"""Adam at lr 1e-4: each step moves every weight by about 1e-4 (0.5 % of the initial 0.02), so a
-wrong gradient shows as a difference of ~1e-2 of the weights, while fp32 rounding amplified by
-Adam stays below ~1.5e-6 (see :mod:`hydraulis.runtime.equivalence`; at lr 1e-3 it reaches
-1.7e-5); fp32 on every device (bf16 rounding is ~1e-3). ``--optimizer sgd --lr 1`` makes every gradient error show in proportion: SGD is linear
-in the gradient, Adam hides a gradient's scale."""
+"""Adam at lr 1e-4: each step moves every weight by about 1e-4 (0.5 % of the initial 0.02), while
+fp32 rounding amplified by Adam stays below ~1.5e-6 (see :mod:`hydraulis.runtime.equivalence`;
+at lr 1e-3 it reaches 1.7e-5); fp32 on every device (bf16 rounding is ~1e-3). A wrong gradient
+shows in the first step's gradients whatever the optimizer (Adam hides a gradient's scale from
+the weights)."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -24,9 +24,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "check-equivalence", help="train distributed and on one device, compare the weights",
         description="Train --steps steps with the --strategy SPECs (cycled per step) on --nproc processes and "
                     "on a single process on the same batches from the same initial weights, then compare "
-                    "every parameter: rel = ||p_dist - p_ref|| / ||p_ref|| (whole-tensor 2-norms). Prints "
-                    "per-step losses of both sides and, as the last line, max_rel_diff=<max over parameters>; "
-                    "exits 1 when it exceeds --tolerance. Defaults: model tiny, 2 steps, Adam with lr 1e-4.")
+                    "every parameter's gradient after the first step (reduced and gathered to the canonical "
+                    "layout) and every parameter after the last: rel = ||x_dist - x_ref|| / ||x_ref|| "
+                    "(whole-tensor 2-norms). Prints per-step losses of both sides, max_grad_rel_diff=<max over "
+                    "gradients> and, as the last line, max_rel_diff=<the larger of the gradients' and the "
+                    "weights' maxima>; exits 1 when it exceeds --tolerance. Defaults: model tiny, 2 steps, Adam "
+                    "with lr 1e-4.")
     add_training_arguments(check)
     check.add_argument("--tolerance", type=float, default=1e-5, help="largest accepted max_rel_diff (default 1e-5)")
     check.set_defaults(run=_check)
@@ -51,8 +54,9 @@ def _check(args: argparse.Namespace) -> None:
             for r, ref in zip(result.records, result.reference_losses)]
     emit(f"{config.model}, {config.runtime.optimizer.value} lr {config.runtime.lr:g}, seed {config.runtime.seed}")
     emit(table(("step", "strategy", "tokens", "loss", "reference loss", "|difference|"), rows))
-    emit(f"largest difference in {result.worst_parameter}; the updates differ by "
-         f"{result.update_rel_diff:.3g} of their size")
+    emit(f"largest difference in {result.worst_parameter}; the weights differ by "
+         f"{result.max_weight_rel_diff:.3e}, the updates by {result.update_rel_diff:.3g} of their size")
+    emit(f"max_grad_rel_diff={result.max_grad_rel_diff:.3e}")
     emit(f"max_rel_diff={result.max_rel_diff:.3e}")
     if result.max_rel_diff > args.tolerance:
         sys.stderr.write(f"hydraulis: error: max_rel_diff {result.max_rel_diff:.3e} exceeds the tolerance "

@@ -13,6 +13,7 @@ from hydraulis.dispatch.gap import bound_schemes, gap_breakdown
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, synthesis_options
 from hydraulis.errors import HydraulisError, require_int
 from hydraulis.planner.options import synthesis_schemes
+from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, Proposal, StepPlan
 from hydraulis.workload import sample_batches
 
@@ -32,8 +33,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                       default=BatchingMethod.DISPATCH_BALANCED_PACKING.value,
                       help="batching method (default dispatch_balanced_packing, Hydraulis)")
     plan.add_argument("--seed", type=int, default=0, help="seed: tie order in dispatch, step sampling (default 0)")
-    plan.add_argument("--time-limit", type=float, default=0.0, metavar="SEC",
-                      help="integer-program time limit for the slowest pipeline; 0 skips it (default 0)")
+    plan.add_argument("--ilp-nodes", type=int, default=0, metavar="N",
+                      help="branch-and-bound nodes of the integer program for the slowest pipeline; the plan "
+                           "depends only on the inputs, the seed and this budget; 0 skips it (default 0)")
+    plan.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
+                      help="integer-program solver (default cbc; highs also reports a stopped program's gap)")
+    plan.add_argument("--time-limit", type=float, default=DispatchOptions.ilp_time_limit_s, metavar="SEC",
+                      help="safety stop of the integer programs, reported in the plan when it fires "
+                           f"(default {DispatchOptions.ilp_time_limit_s:g})")
     plan.add_argument("--alignment", type=int, default=1, help="round every sequence up to a multiple of this in "
                                                                "cu_seqlens, capacities and times (default 1)")
     plan.add_argument("--oversize", choices=[p.value for p in OversizePolicy], default=OversizePolicy.ERROR.value,
@@ -43,7 +50,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                                       "space, and the pool --explain measures the gap against (default: the "
                                       "proposal's schemes)")
     plan.add_argument("--explain", action="store_true",
-                      help="print the bounds (DESIGN §4's pool bound, the tight bound) and the plan's gap, term by "
+                      help="print the bounds (design §4's pool bound, the tight bound) and the plan's gap, term by "
                            "term: strategy set, off-cheapest placement, fixed costs, imbalance, bubbles, reduction, "
                            "switch")
     plan.add_argument("--format", choices=("table", "json"), default="table")
@@ -57,7 +64,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
-    options = DispatchOptions(seed=args.seed, ilp_time_limit_s=args.time_limit, alignment=args.alignment,
+    options = DispatchOptions(seed=args.seed, ilp_nodes=args.ilp_nodes, ilp_solver=SolverName(args.solver),
+                              ilp_time_limit_s=args.time_limit, alignment=args.alignment,
                               oversize=OversizePolicy(args.oversize))
     space = read_scheme_space(args.space) if args.space else None
     proposal = read_proposal(args.proposal, space)
@@ -162,7 +170,7 @@ def _many_steps(args: argparse.Namespace, proposal: Proposal, lengths, options: 
         return
     baseline = next(s.mean_ms for s in summaries if s.method is BatchingMethod.FIXED_PACKING)
     emit(f"{args.steps} steps of {args.token_budget} tokens sampled from {args.lengths} (seed {args.seed}); "
-         f"ratio = predicted / lower bound, work ratio = predicted / DESIGN §4 work bound")
+         f"ratio = predicted / lower bound, work ratio = predicted / design §4 work bound")
     emit(table(("method", "mean_ms", "median_ms", "ratio_median", "ratio_p90", "work_ratio_median",
                 "speedup_vs_fixed", "plan_ms_median", "plan_ms_p90", "strategies_chosen", "synthesised"),
                [[name, s.mean_ms, s.median_ms, s.median_ratio, s.p90_ratio, s.median_work_ratio,

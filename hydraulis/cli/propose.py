@@ -27,8 +27,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-seq-len", type=int, required=True, help="longest sequence; longer documents are cut")
     parser.add_argument("--lengths", required=True, help="document lengths: .txt, .txt.gz or .npy, one per line")
     parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
-    parser.add_argument("--time-limit", type=float, default=20.0,
-                        help="seconds for all integer programs and local searches together (default 20)")
+    parser.add_argument("--solver-nodes", type=int, default=PlannerConfig.solver_nodes, metavar="N",
+                        help="branch-and-bound nodes of each integer program: with --search-evaluations, the "
+                             f"budgets the proposal depends on (default {PlannerConfig.solver_nodes})")
+    parser.add_argument("--time-limit", type=float, default=PlannerConfig.time_limit_s, metavar="SEC",
+                        help="safety stop of all integer programs and local searches together; when it fires the "
+                             "best proposal so far is written with solver status time_limit "
+                             f"(default {PlannerConfig.time_limit_s:g})")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
                         help="integer-program solver (default cbc)")
     parser.add_argument("--steps", type=int, default=64, help="steps sampled to specialise and predict (default 64)")
@@ -52,7 +57,7 @@ def _propose(args: argparse.Namespace) -> None:
         devices_per_node=args.devices_per_node or space.cluster.devices_per_node,
         token_budget=args.token_budget, max_seq_len=args.max_seq_len, strategies=args.strategies,
         bucket_width=args.bucket_width, steps=args.steps, seed=args.seed, solver=SolverName(args.solver),
-        time_limit_s=args.time_limit, search_evaluations=args.search_evaluations,
+        time_limit_s=args.time_limit, solver_nodes=args.solver_nodes, search_evaluations=args.search_evaluations,
         optimizer_layout=optimizer_layout(args.optimizer_layout) if args.optimizer_layout else None,
     )
     proposal = propose(space, lengths, config)

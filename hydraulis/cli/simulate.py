@@ -61,8 +61,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0,
                         help="planner and synthetic seed; simulated steps use seed + 1 (default 0)")
     parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
-    parser.add_argument("--time-limit", type=float, default=20.0, help="planner integer programs, seconds "
-                                                                       "(default 20)")
+    parser.add_argument("--time-limit", type=float, default=PlannerConfig.time_limit_s,
+                        help="safety stop of the planner's searches, seconds; the planner's budgets are its "
+                             f"defaults (hydraulis propose) (default {PlannerConfig.time_limit_s:g})")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value)
     parser.add_argument("--planner-steps", type=int, default=64, help="steps the planner samples (default 64)")
     add_synthesis_arguments(parser)
@@ -114,7 +115,7 @@ def report(simulation: Simulation, summaries: tuple[ContenderSummary, ...]) -> s
     ]
     lines += [f"  strategy {i}: {p.strategy}  serves ({p.serves_from}, {p.serves_to}]  ran on {n} steps"
               for i, (p, n) in enumerate(zip(proposal.strategies, hydraulis.figures.chosen))]
-    lines.append("ratio = predicted / the plan's lower bound; work ratio = predicted / DESIGN §4 work bound; "
+    lines.append("ratio = predicted / the plan's lower bound; work ratio = predicted / design §4 work bound; "
                  "speedup = Hydraulis' over the contender (ratio of mean step times)")
     lines.append(table(("contender", "strategy", "mean_ms", "median_ms", "ratio_med", "ratio_p90", "work_ratio_med",
                         "plan_ms_med", "plan_ms_p90", "speedup"),

@@ -1,6 +1,6 @@
-"""Lower bounds of any plan of a batch (DESIGN §4), used to report plan quality.
+"""Lower bounds of any plan of a batch (design §4), used to report plan quality.
 
-**Work and longest sequence** (DESIGN §4, :func:`lower_bound_ms` is the first term)::
+**Work and longest sequence** (design §4, :func:`lower_bound_ms` is the first term)::
 
     work    = Σ_i min_{k : C_k ≥ s_i} D_k·w_k(s_i) / N,     w_k(s) = a_k·s² + b_k·s
     longest = max_i min_{k : C_k ≥ s_i} pp_k·(c_k + w_k(s_i))
@@ -106,7 +106,7 @@ class StepBound:
 
     @property
     def pool_ms(self) -> float:
-        """DESIGN §4's bound, ``max(work, longest)``."""
+        """design §4's bound, ``max(work, longest)``."""
         return max(self.work_ms, self.longest_ms)
 
 

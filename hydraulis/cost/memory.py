@@ -1,6 +1,6 @@
 """Memory per device of a scheme under an optimizer layout, and the longest sequence it holds.
 
-For compute scheme ``(cp, tp, pp)`` and optimizer layout ``(dp_o, tp_o, pp_o)`` (DESIGN §4;
+For compute scheme ``(cp, tp, pp)`` and optimizer layout ``(dp_o, tp_o, pp_o)`` (design §4;
 the original system's formula, README of the reference pools):
 
     states = ⌈L/pp⌉·B_layer·(1 − α)/tp + ⌈L/pp_o⌉·B_layer·α/(tp_o·dp_o)

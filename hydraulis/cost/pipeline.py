@@ -22,7 +22,7 @@ first micro-batch's forward crosses the ``p − 1`` stages ahead of it, then mus
     T_closed = (p − 1)·(f_1 + d) + Σ_j t_j + (p − 1)·(b_v + d)
 
 It is a lower bound of the simulation for any micro-batches and equals it when all
-micro-batches are equal and ``d = 0``: ``(v + p − 1)·t``. (DESIGN §4's approximation
+micro-batches are equal and ``d = 0``: ``(v + p − 1)·t``. (design §4's approximation
 ``Σ_j t_j + (p − 1)·max_j t_j`` is neither: with ``p = 2``, ``t = (T, ε)`` and φ = 1/3 the
 schedule takes ``2T + 2ε/3 < 2T + ε``.)
 

@@ -1,4 +1,4 @@
-"""A strategy's step time: the slowest pipeline plus the gradient reduction (DESIGN §4).
+"""A strategy's step time: the slowest pipeline plus the gradient reduction (design §4).
 
     T_step = max_p T_pipe(p) + T_reduce
 

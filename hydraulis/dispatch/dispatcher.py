@@ -1,5 +1,5 @@
 """Dispatch one global batch: choose a strategy of the proposal, give its pipelines their
-sequences, pack them into micro-batches (DESIGN §6).
+sequences, pack them into micro-batches (design §6).
 
 Recipe of :func:`dispatch`:
 
@@ -12,13 +12,13 @@ Recipe of :func:`dispatch`:
    reaches the best predicted step time so far (that strategy and all after it cannot win);
 4. keep the strategy with the lowest predicted step time ``max_p T_p + T_reduce``;
 5. for Hydraulis, let an integer program try to speed up its slowest pipeline (:mod:`.ilp`)
-   when a time limit is given;
+   when given a node budget (``ilp_nodes``);
 6. write the step plan, with the lower bound ``min_k B_k`` of the batch under the proposal.
 
 **The plan's lower bound.** Every plan of the batch runs one strategy ``k`` of the proposal,
 so its step time is at least ``B_k = max(balance_k, crossing_k) + T_reduce(k)``
 (:mod:`.bounds`), and ``LB = min_k B_k`` bounds every plan dispatch could make. It is never
-below DESIGN §4's work bound ``Σ_i min_k D_k·w_k(s_i)/N``
+below design §4's work bound ``Σ_i min_k D_k·w_k(s_i)/N``
 (:func:`~hydraulis.dispatch.bounds.work_lower_bound_ms`): ``balance_k`` is at least strategy
 ``k``'s perfectly spread work, which uses only its own schemes and devices (``≤ N``). The two
 differ where no plan can reach the work bound: the reduction, a strategy's less efficient
@@ -27,9 +27,10 @@ pipelines, and a long sequence that one pipeline must carry through all its stag
 the work bound is ≈ 0.7 s).
 
 **Determinism.** Nothing here is random but the order of equal-length sequences, which the
-seed fixes: the same inputs and seed give the same plan. A time-limited integer program
-(``ilp_time_limit_s > 0``) is the exception: where it stops depends on the machine's speed,
-unless it proves optimality in time.
+seed fixes, and nothing is bounded by time but the integer programs' safety stop: their work
+is bounded by ``ilp_nodes`` nodes each (hydraulis/solver.py), so the same inputs, seed and
+budget give the same plan on any machine. Should the safety stop fire, the pipeline's status
+(``ilp_time_limit``) and the notes say so.
 """
 
 from __future__ import annotations
@@ -161,8 +162,8 @@ def _pieces_of(owner: np.ndarray, pipelines: int) -> list[np.ndarray]:
 
 
 def _with_ilp(best: StrategyPlan, batch: Batch, options: DispatchOptions, notes: list[str]) -> StrategyPlan:
-    if options.ilp_time_limit_s <= 0:
-        notes.append("ilp skipped: time limit 0 (greedy packings)")
+    if options.ilp_nodes == 0:
+        notes.append("ilp skipped: ilp_nodes 0 (greedy packings)")
         return best
     packings, ilp_notes = improve_slowest(best.candidate.table, best.packings, batch.tokens, best.candidate.work, options)
     notes.extend(ilp_notes)
@@ -182,6 +183,7 @@ def step_plan(batch: Batch, method: BatchingMethod, options: DispatchOptions, be
                                 for mb in packing.micro_batches),
             predicted_ms=packing.time_ms,
             solver_status=packing.status.value,
+            proven_ms=packing.time_ms if packing.status.proven else packing.proven_ms,
         )
         for group, packing in zip(groups, best.packings)
     )

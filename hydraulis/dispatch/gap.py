@@ -8,7 +8,7 @@ schemes (the scheme space's, or the proposal's) and ``S`` the plan's strategy::
     predicted = work + strategy set + off-cheapest + fixed costs + imbalance + bubbles
                 + reduction + switch
 
-    work          = Σ_i min_{k∈K} D_k·w_k(s_i) / N              DESIGN §4's work bound
+    work          = Σ_i min_{k∈K} D_k·w_k(s_i) / N              design §4's work bound
     strategy set  = Σ_i min_{k∈S} D_k·w_k(s_i) / N − work        the strategy's schemes are dearer
     off-cheapest  = Σ_p D_p·W_p / N − Σ_i min_{k∈S} D_k·w_k(s_i) / N
                                                                  pieces not on their strategy's cheapest scheme

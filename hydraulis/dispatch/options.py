@@ -1,4 +1,4 @@
-"""What the caller can choose about one dispatch: seed, solver time, alignment, oversize policy."""
+"""What the caller can choose about one dispatch: seed, solver budget, alignment, oversize policy."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hydraulis.errors import require, require_int, require_number
+from hydraulis.solver import SolverName
 
 
 class OversizePolicy(str, Enum):
@@ -26,11 +27,15 @@ class DispatchOptions:
 
     * ``seed`` — orders sequences of equal length before the (otherwise deterministic)
       algorithms run: the same seed gives the same plan, another seed an equally good one.
-    * ``ilp_time_limit_s`` — wall-clock budget of the integer program that tries to improve the
-      slowest pipeline's packing; 0 (the default: dispatch runs on every step's critical path,
-      and the greedy packings came within 0.7–1.7 % on average, 3.9 % at most, of a 3 s
-      integer program on 1F1B pipelines of 2–8 stages: ``benchmarks/stage2_vs_ilp.py``) skips
-      it, and the plan's notes say so.
+    * ``ilp_nodes`` — branch-and-bound nodes of each integer program that tries to improve the
+      slowest pipeline's packing (:mod:`hydraulis.dispatch.ilp`); a count of work, so the plan
+      depends on the inputs, the seed and this budget only. 0 (the default: dispatch runs on
+      every step's critical path, and the greedy packing is compared with the program's proven
+      optima by ``benchmarks/stage2_vs_ilp.py``) skips it, and the plan's notes say so.
+    * ``ilp_solver`` — CBC (default) or HiGHS, which also reports how far a stopped program's
+      answer may be from the optimum.
+    * ``ilp_time_limit_s`` — the safety stop of all the step's integer programs together: it
+      does not fire in normal use; when it does, the pipeline's status is ``ilp_time_limit``.
     * ``ilp_max_sequences`` — the integer program is only built for pipelines with at most this
       many sequences (its size grows as sequences × micro-batches).
     * ``alignment`` — every sequence occupies ``⌈s/alignment⌉·alignment`` tokens of its
@@ -43,7 +48,9 @@ class DispatchOptions:
     """
 
     seed: int = 0
-    ilp_time_limit_s: float = 0.0
+    ilp_nodes: int = 0
+    ilp_solver: SolverName = SolverName.CBC
+    ilp_time_limit_s: float = 60.0
     ilp_max_sequences: int = 48
     alignment: int = 1
     oversize: OversizePolicy = OversizePolicy.ERROR
@@ -52,6 +59,9 @@ class DispatchOptions:
 
     def __post_init__(self) -> None:
         require_int(self.seed, "seed", minimum=0)
+        require_int(self.ilp_nodes, "ilp_nodes", minimum=0)
+        require(isinstance(self.ilp_solver, SolverName), "ilp_solver", self.ilp_solver,
+                f"must be one of {[s.value for s in SolverName]}")
         require_number(self.ilp_time_limit_s, "ilp_time_limit_s", minimum=0.0, maximum=3600.0)
         require_int(self.ilp_max_sequences, "ilp_max_sequences", minimum=1)
         require_int(self.alignment, "alignment", minimum=1)

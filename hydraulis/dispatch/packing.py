@@ -34,23 +34,37 @@ class PackingStatus(str, Enum):
     GREEDY = "greedy"
     """Balanced greedy packing; no integer program was run for it."""
     ILP_OPTIMAL = "ilp_optimal"
-    """The integer program proved its answer optimal and that answer beat the greedy one."""
+    """The integer program proved its answer optimal (among packings into the greedy's number
+    of micro-batches, any number on one stage) and that answer beat the greedy one."""
     ILP_FEASIBLE = "ilp_feasible"
-    """The integer program stopped at its time limit with an answer better than the greedy one."""
+    """The integer program ran out of its node budget with an answer better than the greedy one."""
+    GREEDY_ILP_OPTIMAL = "greedy_ilp_optimal"
+    """The integer program proved that nothing beats the greedy packing (as for ``ilp_optimal``)."""
     GREEDY_ILP_NOT_BETTER = "greedy_ilp_not_better"
-    """The integer program ran; its answer was not faster, the greedy one was kept."""
+    """The integer program ran out of its node budget without beating the greedy packing, which
+    was kept; it is not proven optimal."""
     GREEDY_ILP_NO_ANSWER = "greedy_ilp_no_answer"
-    """The integer program found no answer within its time limit (or the solver failed); the
+    """The integer program found no answer within its node budget (or the solver failed); the
     greedy one was kept."""
+    ILP_TIME_LIMIT = "ilp_time_limit"
+    """The safety time limit stopped the integer program; the better of its answer so far and
+    the greedy packing was kept (this one depends on the machine's speed)."""
+
+    @property
+    def proven(self) -> bool:
+        """Whether the packing is proven optimal (for its micro-batch count on several stages)."""
+        return self in (PackingStatus.OPTIMAL, PackingStatus.ILP_OPTIMAL, PackingStatus.GREEDY_ILP_OPTIMAL)
 
 
 @dataclass(frozen=True)
 class Packing:
-    """Micro-batches as arrays of piece positions, in execution order, and the exact time."""
+    """Micro-batches as arrays of piece positions, in execution order, the exact time, how the
+    packing was obtained, and a proven lower bound on the time when an integer program gave one."""
 
     micro_batches: tuple[np.ndarray, ...]
     time_ms: float
     status: PackingStatus
+    proven_ms: float | None = None
 
 
 def first_fit_decreasing(tokens: np.ndarray, capacity: int) -> list[list[int]]:

@@ -1,6 +1,6 @@
 """A strategy made for every step: plan the step on the proposal, then look for a strategy —
 counts of the proposal's schemes, or of the space's — that runs it faster, switch included
-(DESIGN §10, "a strategy for every step").
+(design §6; the runtime switches strategies by redistribution, §7).
 
 Recipe of :func:`plan_step`:
 

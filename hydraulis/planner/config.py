@@ -1,23 +1,39 @@
-"""What a proposal is asked for: the cluster, the workload and the search's knobs.
+"""What a proposal is asked for: the cluster, the workload and the search's budgets.
 
 A :class:`PlannerConfig` is validated at construction; the CLI saves it (resolved) into the
 proposal's ``config`` so a proposal says what it was made from.
+
+**Budgets, not clocks.** The proposal depends only on the inputs, the seed and these work
+budgets, never on how fast the machine is:
+
+==========================  =====================================================  =========
+budget                      bounds                                                 default
+==========================  =====================================================  =========
+``tolerance``               the makespan bisection of each range: it stops when    0.002
+                            ``hi − lo ≤ tolerance·hi``, so at most
+                            ``⌈log₂((hi₀ − lo₀)/(tolerance·lo₀))⌉ + 1`` programs
+``solver_nodes``            each integer program: branch-and-bound nodes (CBC      1000
+                            ``maxNodes``, HiGHS ``mip_max_nodes``)
+``search_evaluations``      the local search of each range: distinct strategies    120
+                            judged, each on ``search_steps`` sampled steps
+``time_limit_s``            nothing, normally: a wall-clock safety stop over all   300 s
+                            programs and searches; when it fires the proposal's
+                            solver status is ``time_limit`` and the answer is the
+                            best found so far
+==========================  =====================================================  =========
+
+With these defaults the programs of the bundled settings finish at their root node and the
+proposals take what they took under the former 20 s deadline (``benchmarks/proposal_time.py``):
+the safety stop is far above them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 from hydraulis.errors import require, require_int, require_number
+from hydraulis.solver import SolverName
 from hydraulis.types import OptimizerLayout
-
-
-class SolverName(str, Enum):
-    """The integer-program solver PuLP drives: CBC (bundled with PuLP) or HiGHS (``highspy``)."""
-
-    CBC = "cbc"
-    HIGHS = "highs"
 
 
 @dataclass(frozen=True)
@@ -28,9 +44,9 @@ class PlannerConfig:
     ``token_budget`` is a step's global token count, ``max_seq_len`` the longest sequence
     (documents are cut to it); ``strategies`` is the most strategies proposed (K);
     ``bucket_width`` the histogram bucket in tokens; ``steps`` how many steps are sampled
-    (by ``seed``) to specialise and predict; ``time_limit_s`` bounds all integer programs and
-    local searches together; ``tolerance`` is the relative gap at which the makespan bisection
-    stops; ``min_gain`` the relative step-time gain a strategy must bring over its neighbour on the
+    (by ``seed``) to specialise and predict; ``tolerance`` is the relative gap at which the
+    makespan bisection stops, ``solver_nodes`` the branch-and-bound nodes of each integer
+    program; ``time_limit_s`` is the safety stop (module docstring); ``min_gain`` the relative step-time gain a strategy must bring over its neighbour on the
     steps it serves to be kept; ``work_classes`` caps the length classes an integer program
     sees; ``search_steps`` is how many of a range's sampled steps the local search judges
     strategies on and ``search_evaluations`` how many distinct strategies it may judge per
@@ -46,8 +62,9 @@ class PlannerConfig:
     steps: int = 64
     seed: int = 0
     solver: SolverName = SolverName.CBC
-    time_limit_s: float = 20.0
+    time_limit_s: float = 300.0
     tolerance: float = 0.002
+    solver_nodes: int = 1000
     min_gain: float = 0.01
     work_classes: int = 24
     search_steps: int = 16
@@ -74,6 +91,7 @@ class PlannerConfig:
                 "must be > 0")
         value = require_number(self.tolerance, "tolerance", maximum=0.5)
         require(value > 0, "tolerance", value, "must be > 0")
+        require_int(self.solver_nodes, "solver_nodes", minimum=1)
         require_number(self.min_gain, "min_gain", minimum=0.0, maximum=1.0)
         require_int(self.work_classes, "work_classes", minimum=1)
         require_int(self.search_steps, "search_steps", minimum=1)
@@ -92,7 +110,7 @@ class PlannerConfig:
             "token_budget": self.token_budget, "max_seq_len": self.max_seq_len,
             "strategies": self.strategies, "bucket_width": self.bucket_width, "steps": self.steps,
             "seed": self.seed, "solver": self.solver.value, "time_limit_s": self.time_limit_s,
-            "tolerance": self.tolerance, "min_gain": self.min_gain, "work_classes": self.work_classes,
+            "tolerance": self.tolerance, "solver_nodes": self.solver_nodes, "min_gain": self.min_gain, "work_classes": self.work_classes,
             "search_steps": self.search_steps, "search_evaluations": self.search_evaluations,
             "optimizer_layout": None if layout is None else {"dp": layout.dp, "tp": layout.tp, "pp": layout.pp},
         }

@@ -15,21 +15,29 @@ per-stage work budget ``B_kl = (C − β_k − ρ_l)/γ_k``:
     Σ_kl ⌊B_kl/w_k(ℓ_j)⌋·n_kl ≥ T_j                 room for the T_j sequences of class ≥ j
     maximise Σ_kl n_kl·B_kl / W_k                   spare throughput: use the idle devices
 
-Bisection keeps ``lo`` (a proven bound: the fluid lower bound, then every infeasible ``C``)
-and ``hi`` (the best answer: the homogeneous incumbent, then the makespan that a feasible
-answer's own routing reaches, which is ≤ its ``C``) and stops when ``hi − lo ≤ tol·hi`` or at
-the deadline; the answer is then optimal within ``tol`` unless a solve was stopped.
+Bisection keeps ``lo`` (the fluid lower bound, then every ``C`` without an answer) and ``hi``
+(the best answer: the homogeneous incumbent, then the makespan that a feasible answer's own
+routing reaches, which is ≤ its ``C``; any answer proves ``C`` feasible, optimal for its
+objective or not) and stops when ``hi − lo ≤ tol·hi``: at most about
+``⌈log₂((hi₀ − lo₀)/(tol·lo₀))⌉ + 1`` programs, each within ``nodes`` branch-and-bound nodes
+(hydraulis/solver.py). ``lo`` is a proven bound while every program without an answer was
+proven infeasible: the answer is then optimal within ``tol`` (:attr:`BisectionStatus.OPTIMAL`).
+A program stopped by its node budget without an answer proves nothing, so the reported bound
+stays at the last proven one (:attr:`BisectionStatus.NODE_LIMIT`); the wall-clock safety stop
+ends the bisection with the best answer so far (:attr:`BisectionStatus.TIME_LIMIT`). Nothing
+but the safety stop looks at the clock: the answer depends on the inputs and the budgets only.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 import pulp
 
-from hydraulis.planner.config import SolverName
 from hydraulis.planner.fluid import (
     FluidProblem,
     assignment_makespan,
@@ -37,59 +45,72 @@ from hydraulis.planner.fluid import (
     lower_bound_ms,
     sequences_per_pipeline,
 )
-from hydraulis.planner.solvers import Outcome, solve
+from hydraulis.solver import Outcome, Solved, SolverName, solve
 
 HEURISTIC = "heuristic"
+
+
+class BisectionStatus(str, Enum):
+    """What the bisection's answer is worth (module docstring)."""
+
+    OPTIMAL = "optimal"
+    NODE_LIMIT = "node_limit"
+    TIME_LIMIT = "time_limit"
 
 
 @dataclass(frozen=True)
 class CountsAnswer:
     """Pipelines per scheme option; the fluid makespan their routing reaches (``≥ M(n)``, within
-    the tolerance of the optimum when ``status`` is ``optimal``, ``time_limit`` when a deadline
-    stopped the bisection); the proven lower bound; what produced the answer (a solver's name
-    or ``heuristic``); how many programs were solved; and every distinct answer found with its
+    the tolerance of the optimum when ``status`` is optimal); the proven lower bound; what the
+    answer is worth (:class:`BisectionStatus`); what produced it (a solver's name or
+    ``heuristic``); how many programs were solved; and every distinct answer found with its
     source, best first (the planner judges them all on sampled steps)."""
 
     counts: tuple[int, ...]
     makespan_ms: float
     lower_bound_ms: float
-    status: str
+    status: BisectionStatus
     source: str
     solves: int
     found: tuple[tuple[tuple[int, ...], str], ...]
 
 
-def optimise_counts(problem: FluidProblem, solver: SolverName, deadline: float, tolerance: float) -> CountsAnswer:
-    """Bisection of the module docstring from the homogeneous incumbent; the first trial,
+def optimise_counts(problem: FluidProblem, solver: SolverName, tolerance: float, nodes: int,
+                    deadline: float = math.inf) -> CountsAnswer:
+    """Bisection of the module docstring from the homogeneous incumbent, each program within
+    ``nodes`` nodes, stopped for safety at ``deadline`` (``time.monotonic``); the first trial,
     just below the incumbent, settles the common case where the incumbent is already optimal."""
     best, hi = homogeneous_incumbent(problem)
-    lo, source, solves, stopped = lower_bound_ms(problem), HEURISTIC, 0, False
+    bound = lo = lower_bound_ms(problem)
+    source, solves, stopped = HEURISTIC, 0, False
     found = [(problem.scheme_counts(best), HEURISTIC)]
-    while hi - lo > tolerance * hi:
+    while hi - lo > tolerance * hi and not stopped:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             stopped = True
             break
         trial = (1.0 - tolerance) * hi if solves == 0 else 0.5 * (lo + hi)
-        outcome, counts, reached = feasible_at(problem, trial, solver, remaining)
+        solved, counts, reached = feasible_at(problem, trial, solver, nodes, remaining)
         solves += 1
-        if outcome.has_answer:
+        stopped = solved.outcome.timed_out
+        if solved.outcome.has_answer:
             best, hi, source = counts, min(reached, trial), solver.value
             found.insert(0, (problem.scheme_counts(counts), source))
         else:
             lo = trial
-            stopped = stopped or outcome is Outcome.STOPPED
+            bound = trial if solved.outcome is Outcome.INFEASIBLE else bound
+    status = (BisectionStatus.TIME_LIMIT if stopped else
+              BisectionStatus.OPTIMAL if hi - bound <= tolerance * hi else BisectionStatus.NODE_LIMIT)
     distinct: dict[tuple[int, ...], str] = {}
     for counts, origin in found:
         distinct.setdefault(counts, origin)
-    return CountsAnswer(problem.scheme_counts(best), hi, lo, "time_limit" if stopped else "optimal", source,
-                        solves, tuple(distinct.items()))
+    return CountsAnswer(problem.scheme_counts(best), hi, bound, status, source, solves, tuple(distinct.items()))
 
 
-def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName,
-                time_limit_s: float) -> tuple[Outcome, tuple[int, ...], float]:
-    """Solve the program of the module docstring at ``C = makespan``: the outcome, the counts
-    and the makespan their routing reaches (``inf`` without an answer)."""
+def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName, nodes: int,
+                time_limit_s: float) -> tuple[Solved, tuple[int, ...], float]:
+    """Solve the program of the module docstring at ``C = makespan`` within ``nodes`` nodes:
+    how it ended, the counts and the makespan their routing reaches (``inf`` without an answer)."""
     levels = np.unique(problem.reduce)
     model = pulp.LpProblem("pipeline_counts", pulp.LpMaximize)
     n, budget = {}, {}
@@ -107,7 +128,7 @@ def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName,
     holders = [key for key in n if problem.holder[key[0]] + levels[key[1]] <= makespan]
     classes = range(problem.work.shape[1])
     if not holders or any(not any((k, j) in f for k in used) for j in classes):
-        return Outcome.INFEASIBLE, (), float("inf")
+        return Solved(Outcome.INFEASIBLE, None, None, 0.0), (), float("inf")
     z = {level: model.add_variable(f"z_{level}", 0, 1, cat=pulp.LpInteger) for level in sorted({lv for _, lv in n})}
     total = problem.work.sum(axis=1)
     model.setObjective(pulp.LpAffineExpression(
@@ -130,16 +151,16 @@ def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName,
     for j in classes:
         _add(model, [(var, per_pipeline[lv][k, j]) for (k, lv), var in n.items() if per_pipeline[lv][k, j] > 0],
              pulp.LpConstraintGE, float(problem.tail[j]))
-    outcome = solve(model, solver, time_limit_s)
-    if not outcome.has_answer:
-        return outcome, (), float("inf")
+    solved = solve(model, solver, nodes, time_limit_s)
+    if not solved.outcome.has_answer:
+        return solved, (), float("inf")
     counts = np.zeros(len(problem.origin), dtype=np.int64)
     for (k, _), var in n.items():
         counts[k] += int(round(var.value()))
     fractions = np.zeros_like(problem.work)
     for (k, j), var in f.items():
         fractions[k, j] = max(0.0, var.value())
-    return outcome, tuple(int(c) for c in counts), assignment_makespan(problem, counts, fractions)
+    return solved, tuple(int(c) for c in counts), assignment_makespan(problem, counts, fractions)
 
 
 def _add(model: pulp.LpProblem, terms: list[tuple[pulp.LpVariable, float]], sense: int, rhs: float) -> None:

@@ -1,4 +1,4 @@
-"""Propose a few heterogeneous strategies for a length distribution (DESIGN §5).
+"""Propose a few heterogeneous strategies for a length distribution (design §5).
 
 Recipe:
 
@@ -15,7 +15,10 @@ Recipe:
 6. prune: a strategy that a neighbour replaces on its steps at a loss of at most ``min_gain``
    (duplicates lose nothing) is dropped and the neighbour serves both ranges — provided the
    neighbour stays no slower than the baseline there;
-7. predicted step time, reduction and memory headroom per strategy, from the sampled steps.
+7. complete the proposal for steps that differ (planner/differing.py): while fewer than ``K``,
+   add the strategy that lowers the mean over the sampled steps of their best strategy's time
+   by more than ``min_gain``; it serves the steps it is best on;
+8. predicted step time, reduction, memory headroom and gain per strategy, from the sampled steps.
 
 **Two searches, one judge.** Let ``J(n)`` be the judge's mean step time of counts ``n`` over a
 range's sampled steps ``I`` — what the proposal predicts and is compared by. The integer
@@ -39,24 +42,31 @@ descent fitted to its subset. (LLaMA-32B analytic, 1,024 H100s, 1.6M tokens: the
 Each range keeps the best of candidates that include the baseline, and a merged range keeps
 a strategy no slower than the baseline on it, all judged on the same steps: the proposal's
 mean predicted step time is never above the best homogeneous strategy's that step 3 found.
+
+**Budgets, not clocks.** Every search is bounded by work (planner/config.py: the programs by
+the tolerance and ``solver_nodes``, the local search by ``search_evaluations``); only the safety
+stop ``time_limit_s`` reads the clock, and the proposal's solver status says when it fired. So
+the same inputs and seed give the same proposal on an idle machine and on a loaded one.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from hydraulis.cost import lower_bound_ms
 from hydraulis.planner.config import PlannerConfig
+from hydraulis.planner.differing import complete_proposal, gains
 from hydraulis.planner.distribution import StepStatistics, length_histogram, step_statistics
 from hydraulis.planner.evaluate import CostContext, StepEstimate, estimate_step
 from hydraulis.planner.fluid import fluid_problem
 from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.planner.options import SchemeOption, planning_space, scheme_options
-from hydraulis.planner.program import HEURISTIC, CountsAnswer, optimise_counts
+from hydraulis.planner.program import HEURISTIC, BisectionStatus, CountsAnswer, optimise_counts
 from hydraulis.planner.search import CountsSearch, Descent
 from hydraulis.planner.specialise import homogeneous_step_ms, serving_ranges, spread_step_ms
 from hydraulis.planner.validate import node_placement
@@ -65,6 +75,7 @@ from hydraulis.workload import cut_to_max, sample_batches
 
 BASELINE = "homogeneous baseline"
 LOCAL_SEARCH = "local search"
+COMPLEMENT = "complement for differing steps"
 SCREENED_HOMOGENEOUS = 3
 SEARCH_STARTS = 3
 """Local searches per range, from the best starts on the search steps."""
@@ -84,12 +95,10 @@ def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Pla
     baseline = best_homogeneous(options, stats, judge, space, config)
     ranges = serving_ranges(stats, options, config.devices, space.pipeline_model, config.strategies,
                             config.min_gain)
-    designs = []
-    for index, (lo, hi) in enumerate(ranges):
-        share = time.monotonic() + (deadline - time.monotonic()) / (len(ranges) - index)
-        designs.append(design_range(lo, hi, stats, options, judge, baseline, space, config, share))
+    designs = [design_range(lo, hi, stats, options, judge, baseline, space, config, deadline) for lo, hi in ranges]
     kept = prune(designs, judge, config.min_gain, baseline)
-    strategies = tuple(_proposed(d, options, judge, config) for d in kept)
+    kept += complement(kept, designs, stats, options, judge, config, deadline)
+    strategies = _with_gains(tuple(_proposed(d, options, judge, config) for d in kept), judge, stats)
     notes = _notes(lengths, stats, kept, judge, baseline, config)
     return Proposal(
         model=space.model, devices=config.devices, devices_per_node=config.devices_per_node,
@@ -121,7 +130,9 @@ class Judge:
 @dataclass(frozen=True, eq=False)
 class RangeDesign:
     """The strategy serving steps whose longest sequence lies in ``(lo, hi]`` (sampled ``steps``),
-    what produced it, the integer programs' answer for the range and notes on how it was chosen."""
+    what produced it, the integer programs' answer for the range, notes on how it was chosen,
+    and what the search is worth: the programs' status, or ``time_limit`` when the safety stop
+    also cut a local search short."""
 
     lo: int
     hi: int
@@ -130,6 +141,7 @@ class RangeDesign:
     source: str
     answer: CountsAnswer
     notes: tuple[str, ...]
+    status: BisectionStatus
 
 
 def best_homogeneous(options: Sequence[SchemeOption], stats: StepStatistics, judge: Judge, space: SchemeSpace,
@@ -146,12 +158,14 @@ def best_homogeneous(options: Sequence[SchemeOption], stats: StepStatistics, jud
 
 
 def design_range(lo: int, hi: int, stats: StepStatistics, options: Sequence[SchemeOption], judge: Judge,
-                 baseline: Strategy, space: SchemeSpace, config: PlannerConfig, deadline: float) -> RangeDesign:
-    """Step 5 of the recipe for the range ``(lo, hi]``."""
+                 baseline: Strategy, space: SchemeSpace, config: PlannerConfig,
+                 deadline: float = math.inf) -> RangeDesign:
+    """Step 5 of the recipe for the range ``(lo, hi]`` within the config's budgets; ``deadline``
+    (``time.monotonic``) is the safety stop."""
     indices = stats.serving(lo, hi)
     problem = fluid_problem(options, stats.workload(indices), hi, config.devices, space.pipeline_model,
                             config.work_classes)
-    answer = optimise_counts(problem, config.solver, deadline, config.tolerance)
+    answer = optimise_counts(problem, config.solver, config.tolerance, config.solver_nodes, deadline)
     starts = dict(answer.found)
     starts.setdefault(counts_of(options, baseline), BASELINE)
     descents = search_counts(list(starts), indices, hi, stats, options, judge, space, config, deadline)
@@ -163,18 +177,21 @@ def design_range(lo: int, hi: int, stats: StepStatistics, options: Sequence[Sche
     source = placeable[strategy]
     judged = ", ".join(f"{s} {judge.mean_ms(s, indices):.0f} ms ({origin})" for s, origin in placeable.items())
     searched = "; ".join(f"{strategy_of(options, d.start)} {d.start_ms:.0f} → {strategy_of(options, d.counts)} "
-                         f"{d.mean_ms:.0f} ms" + (", stopped by the time limit" if d.stopped else "")
+                         f"{d.mean_ms:.0f} ms" + (", stopped by the safety time limit" if d.stopped else "")
                          for d in descents)
     note = (f"For ({lo}, {hi}] ({len(indices)} steps) {answer.solves} integer programs reached a fluid makespan of "
-            f"{answer.makespan_ms:.0f} ms (proven ≥ {answer.lower_bound_ms:.0f} ms, {answer.status}); the local search "
-            f"judged {sum(d.evaluations for d in descents)} strategies on {min(len(indices), config.search_steps)} "
-            f"of its steps ({searched}); judged on all its steps: {judged}; kept the {source} strategy.")
-    return RangeDesign(lo, hi, indices, strategy, source, answer, (note,))
+            f"{answer.makespan_ms:.0f} ms (proven ≥ {answer.lower_bound_ms:.0f} ms, {answer.status.value}); the local "
+            f"search judged {sum(d.evaluations for d in descents)} of its budget of {config.search_evaluations} "
+            f"strategies on {min(len(indices), config.search_steps)} of its steps ({searched}); judged on all its "
+            f"steps: {judged}; kept the {source} strategy.")
+    stopped = any(d.stopped for d in descents)
+    return RangeDesign(lo, hi, indices, strategy, source, answer, (note,),
+                       BisectionStatus.TIME_LIMIT if stopped else answer.status)
 
 
 def search_counts(starts: list[tuple[int, ...]], indices: np.ndarray, longest: int, stats: StepStatistics,
                   options: Sequence[SchemeOption], judge: Judge, space: SchemeSpace,
-                  config: PlannerConfig, deadline: float) -> list[Descent]:
+                  config: PlannerConfig, deadline: float = math.inf) -> list[Descent]:
     """Local search (planner/search.py) from the best :data:`SEARCH_STARTS` of ``starts``, judged on
     the first ``search_steps`` of the range's steps; active options: those of the starts and the
     :data:`ACTIVE_BY_THROUGHPUT` best by spread work (planner/specialise.py)."""
@@ -218,7 +235,7 @@ def prune(designs: list[RangeDesign], judge: Judge, min_gain: float, baseline: S
                 f"gained only {gain:.1%}.")
         designs[j:j + 2] = [RangeDesign(left.lo, right.hi, np.concatenate((left.steps, right.steps)),
                                         keeper.strategy, keeper.source, keeper.answer,
-                                        keeper.notes + dropped.notes + (note,))]
+                                        keeper.notes + dropped.notes + (note,), keeper.status)]
     return designs
 
 
@@ -261,26 +278,76 @@ def _proposed(design: RangeDesign, options: Sequence[SchemeOption], judge: Judge
                             judge.context.reduction_ms(design.strategy), headroom, explanation)
 
 
+def complement(kept: list[RangeDesign], designs: list[RangeDesign], stats: StepStatistics,
+               options: Sequence[SchemeOption], judge: Judge, config: PlannerConfig,
+               deadline: float = math.inf) -> list[RangeDesign]:
+    """Step 7 of the recipe (planner/differing.py): strategies for steps that differ, each
+    serving the steps it is best on."""
+    judged = _judged(judge, stats)
+    added = complete_proposal([d.strategy for d in kept], stats, options, judged, config.devices,
+                              config.devices_per_node, config.strategies, config.min_gain, config.search_steps,
+                              config.search_evaluations, lambda counts: strategy_of(options, counts),
+                              lambda strategy: counts_of(options, strategy), deadline)
+    found = []
+    for strategy, steps, gain in added:
+        maxima = stats.maxima[steps]
+        lo, hi = max(0, int(maxima.min()) - 1), int(maxima.max())
+        home = next(d for d in designs if d.lo < hi <= d.hi)
+        note = (f"Added for steps that differ: best on {len(steps)} sampled steps, it lowers the proposal's mean "
+                f"predicted step time by {gain:.1%} (planner/differing.py).")
+        found.append(RangeDesign(lo, hi, steps, strategy, COMPLEMENT, home.answer, (note,), home.status))
+    return found
+
+
+def _judged(judge: Judge, stats: StepStatistics):
+    """Step times of a strategy on sampled steps, ∞ on those it cannot hold."""
+    def judged(strategy: Strategy, indices: Sequence[int]) -> list[float]:
+        return [judge.estimates(strategy, [i])[0].step_ms if strategy.max_seq_len >= stats.maxima[i] else math.inf
+                for i in indices]
+    return judged
+
+
+def _with_gains(strategies: tuple[ProposedStrategy, ...], judge: Judge,
+                stats: StepStatistics) -> tuple[ProposedStrategy, ...]:
+    """Each strategy's explanation with what it gains (planner/differing.py)."""
+    found = gains([p.strategy for p in strategies], _judged(judge, stats), len(stats.maxima))
+    explained = []
+    for proposed, (steps, extra, runner_up) in zip(strategies, found):
+        if runner_up < 0:
+            note = f"Best on {len(steps)} of the {len(stats.maxima)} sampled steps."
+        else:
+            note = (f"Best on {len(steps)} of the {len(stats.maxima)} sampled steps, where the next best, mostly "
+                    f"strategy {runner_up}, would take {extra:.1%} longer.")
+        explained.append(replace(proposed, explanation=f"{proposed.explanation} {note}"))
+    return tuple(explained)
+
+
 def _notes(lengths: Sequence[int] | np.ndarray, stats: StepStatistics, kept: list[RangeDesign], judge: Judge,
            baseline: Strategy, config: PlannerConfig) -> list[str]:
     histogram = length_histogram(cut_to_max(lengths, config.max_seq_len), config.bucket_width, config.max_seq_len)
     everything = range(len(stats.maxima))
-    proposal_ms = sum(judge.mean_ms(d.strategy, d.steps) * len(d.steps) for d in kept) / len(stats.maxima)
+    judged = _judged(judge, stats)
+    proposal_ms = float(np.min([judged(d.strategy, everything) for d in kept], axis=0).mean())
     baseline_ms = judge.mean_ms(baseline, everything)
     return [
         f"Documents cut to {config.max_seq_len} tokens: median ≤ {histogram.quantile(0.5)}, "
         f"p99 ≤ {histogram.quantile(0.99)}; sampled steps' longest sequence: median "
         f"{int(np.median(stats.maxima))}, max {int(stats.maxima.max())}.",
-        f"Over the {config.steps} sampled steps the proposal's mean predicted step time is {proposal_ms:.0f} ms "
+        f"Over the {config.steps} sampled steps, each on its best strategy, the proposal's mean predicted step time "
+        f"is {proposal_ms:.0f} ms "
         f"against {baseline_ms:.0f} ms for the best homogeneous strategy {baseline} "
         f"(ratio {proposal_ms / baseline_ms:.3f}).",
     ]
 
 
 def _report(designs: list[RangeDesign], kept: list[RangeDesign], started: float) -> SolverReport:
-    stopped = any(d.answer.status != "optimal" for d in designs)
+    """The proposal's solver status: ``time_limit`` when the safety stop cut any range's search
+    short, else ``node_limit`` when a program's node budget left a range's bound unproven, else
+    ``optimal`` (every range's fluid makespan within the tolerance of its proven bound)."""
+    statuses = {d.status for d in designs}
+    status = next(s for s in (BisectionStatus.TIME_LIMIT, BisectionStatus.NODE_LIMIT, BisectionStatus.OPTIMAL)
+                  if s in statuses)
     sources = sorted({d.source for d in kept})
     message = "; ".join(f"({d.lo}, {d.hi}]: {d.answer.solves} programs, fluid {d.answer.makespan_ms:.0f} ms "
-                        f"≥ {d.answer.lower_bound_ms:.0f} ms ({d.answer.status}), chose {d.source}" for d in designs)
-    return SolverReport("time_limit" if stopped else "optimal", "+".join(sources),
-                        (time.perf_counter() - started) * 1000.0, message)
+                        f"≥ {d.answer.lower_bound_ms:.0f} ms ({d.status.value}), chose {d.source}" for d in designs)
+    return SolverReport(status.value, "+".join(sources), (time.perf_counter() - started) * 1000.0, message)

@@ -39,7 +39,8 @@ strategies (half the devices to a cheaper scheme), the last ones tune the counts
 pipeline. ``J`` falls at every accepted move and ``F`` is finite, so the descent ends, and its
 answer is never worse than its start: ``J(n_end) ≤ J(n_start)``. A search judges at most
 ``max_evaluations`` new neighbours over all its descents (each costs ``|I|`` judged steps; ``J``
-is memoised per count vector) and none anew past its deadline (the planner's time limit); past
+is memoised per count vector) and none anew past its deadline (the planner's safety stop,
+which normally never fires: the evaluation budget, not the clock, bounds the search); past
 either, a descent only moves to counts already judged.
 
 Worked example (LLaMA-32B analytic on H100s, 1024 devices, 1.6M tokens, ``J`` over 64
@@ -65,8 +66,8 @@ IMPROVEMENT = 1e-3
 @dataclass(frozen=True)
 class Descent:
     """Where a descent started and ended (count vectors and their ``J``), how many counts it
-    judged that no earlier descent had, how many moves it took, and whether the deadline
-    stopped it."""
+    judged that no earlier descent had, how many moves it took, and whether the safety stop
+    cut it short."""
 
     start: tuple[int, ...]
     start_ms: float

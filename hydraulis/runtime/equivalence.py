@@ -5,12 +5,38 @@ global batches (:mod:`.data`) and use the same optimizer. The distributed side r
 configured strategies (cycled per step) or the proposal's on ``nproc`` processes with plans from
 the dispatcher, gradients reduced into and weights propagated from the optimizer layout; the
 reference runs every batch as one packed micro-batch on one device in this process (optimizer
-layout ``dp1·tp1·pp1``, the same update code). After the last step, for every parameter tensor ``p``::
+layout ``dp1·tp1·pp1``, the same update code). Both sides are compared twice, per parameter
+tensor ``p`` (norms of whole tensors, computed in float64):
 
-    rel(p)       = ‖θ_dist(p) − θ_ref(p)‖₂ / ‖θ_ref(p)‖₂
-    max_rel_diff = max_p rel(p)
+* the **gradients** of the first step, reduced into the optimizer layout and gathered to the
+  canonical layout, against the single-process gradient::
 
-(norms of whole tensors, computed in float64). Because ``rel`` is relative to the weights, it is
+      grad_rel(p)       = ‖g_dist(p) − g_ref(p)‖₂ / ‖g_ref(p)‖₂
+      max_grad_rel_diff = max_p grad_rel(p)
+
+* the **weights** after the last step::
+
+      rel(p)              = ‖θ_dist(p) − θ_ref(p)‖₂ / ‖θ_ref(p)‖₂
+      max_weight_rel_diff = max_p rel(p)
+
+and ``max_rel_diff = max(max_grad_rel_diff, max_weight_rel_diff)``. The gradient is the sharp
+test: a bug in the distribution (a norm gradient counted once per tp rank, a missing all-reduce,
+the loss normalised per pipeline, context-parallel chunks out of order, a stage's gradient
+lost) changes some tensor's gradient by O(1) of itself, while the weights after a few steps at
+a small learning rate move by ``~lr`` per step, and Adam hides a gradient's scale (a gradient
+counted twice moves a weight as far as the right one). The fp32 rounding of a gradient summed in
+another order stays ~1e-7 of it. Measured with the defaults of ``hydraulis check-equivalence``
+(tiny, 2 steps, Adam lr 1e-4, ``1,2,1``; ``tests/runtime/test_equivalence_faults_distributed.py``
+injects each bug, each under a strategy that exercises it), ``max_grad_rel_diff`` / weights::
+
+    no fault (1,2,1 · 1,1,1x2 · 2,1,1 · 1,1,2)   7.0e-7 · 2.5e-7 · 3.9e-7 · 2.5e-7 / ≤ 4.5e-7
+    norm gradient counted per tp rank (1,2,1)    1.0 / 4.5e-7   (the weights alone miss it)
+    tp all-reduce missing in backward (1,2,1)    1.03 / 9.4e-3
+    loss normalised per pipeline (1,1,1x2)       1.01 / 1.1e-3
+    cp chunks gathered in wrong order (2,1,1)    1.39 / 9.9e-3
+    first pp stage's gradient dropped (1,1,2)    1.0 / 7.8e-3
+
+Because ``rel`` is relative to the weights, it is
 also reported against the training update: ``update_rel_diff = max_p ‖θ_dist − θ_ref‖₂ /
 ‖θ_ref − θ₀‖₂`` over parameters that moved — how far the distributed update is from the
 reference update (it includes the fp32 rounding of the weights themselves, one unit in the last
@@ -52,26 +78,39 @@ from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.optimizer.master import initial_weights
 from hydraulis.runtime.records import StepRecord
 from hydraulis.runtime.run import TrainingRun
-from hydraulis.runtime.trainer import train
+from hydraulis.runtime.trainer import TrainResult, train
 
 
 @dataclass(frozen=True)
 class EquivalenceResult:
-    """One case: per-step losses of both sides and the per-parameter relative differences."""
+    """One case: per-step losses of both sides and the per-parameter relative differences of
+    the first step's gradients and of the final weights."""
 
     strategies: tuple[str, ...]
     records: tuple[StepRecord, ...]
     reference_losses: tuple[float, ...]
     rel_diff: dict[str, float]
+    grad_rel_diff: dict[str, float]
     update_rel_diff: float
 
     @property
-    def max_rel_diff(self) -> float:
+    def max_weight_rel_diff(self) -> float:
         return max(self.rel_diff.values())
 
     @property
+    def max_grad_rel_diff(self) -> float:
+        return max(self.grad_rel_diff.values())
+
+    @property
+    def max_rel_diff(self) -> float:
+        return max(self.max_weight_rel_diff, self.max_grad_rel_diff)
+
+    @property
     def worst_parameter(self) -> str:
-        return max(self.rel_diff, key=self.rel_diff.__getitem__)
+        """The parameter of ``max_rel_diff``, ``(gradient)`` or ``(weights)`` appended."""
+        if self.max_grad_rel_diff >= self.max_weight_rel_diff:
+            return max(self.grad_rel_diff, key=self.grad_rel_diff.__getitem__) + " (gradient)"
+        return max(self.rel_diff, key=self.rel_diff.__getitem__) + " (weights)"
 
     @property
     def max_loss_diff(self) -> float:
@@ -93,8 +132,7 @@ def check_equivalence(runs: Sequence[TrainingRun], options: RuntimeOptions, npro
             reference = train(reference_context, run, options, reference=True, canonical=True)
             initial = initial_weights(run.model, options.seed)
             records = tuple(StepRecord(**record) for record in outcome["records"])
-            results.append(_compare(run, records, outcome["params"], reference.params,
-                                    tuple(r.loss for r in reference.records), initial))
+            results.append(_compare(run, records, outcome, reference, initial))
     return results
 
 
@@ -114,18 +152,26 @@ def _distributed_job(context: RankContext, runs: tuple[TrainingRun, ...], option
     for index, run in enumerate(runs):
         result = train(context, run, options, canonical=True)
         if context.rank == 0:
-            torch.save({"params": result.params, "records": [asdict(r) for r in result.records]},
-                       Path(folder) / f"case{index}.pt")
+            outcome = {"params": result.params, "grads": result.grads, "records": [asdict(r) for r in result.records]}
+            torch.save(outcome, Path(folder) / f"case{index}.pt")
 
 
-def _compare(run: TrainingRun, records: tuple[StepRecord, ...], params: dict[str, torch.Tensor],
-             reference: dict[str, torch.Tensor], reference_losses: tuple[float, ...],
+def _compare(run: TrainingRun, records: tuple[StepRecord, ...], outcome: dict, reference: TrainResult,
              initial: dict[str, torch.Tensor]) -> EquivalenceResult:
-    rel, update = {}, 0.0
-    for name, ref in reference.items():
-        ref64, diff = ref.double(), (params[name].double() - ref.double()).norm().item()
-        rel[name] = diff / max(ref64.norm().item(), torch.finfo(torch.float64).tiny)
-        moved = (ref64 - initial[name].double()).norm().item()
+    params, update = outcome["params"], 0.0
+    for name, ref in reference.params.items():
+        moved = (ref.double() - initial[name].double()).norm().item()
         if moved > 0:
-            update = max(update, diff / moved)
-    return EquivalenceResult(tuple(str(layout) for layout in run.layouts), records, reference_losses, rel, update)
+            update = max(update, (params[name].double() - ref.double()).norm().item() / moved)
+    return EquivalenceResult(tuple(str(layout) for layout in run.layouts), records,
+                             tuple(r.loss for r in reference.records), _relative(params, reference.params),
+                             _relative(outcome["grads"], reference.grads), update)
+
+
+def _relative(ours: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> dict[str, float]:
+    """``‖ours − reference‖₂ / ‖reference‖₂`` per tensor, in float64."""
+    rel = {}
+    for name, ref in reference.items():
+        diff = (ours[name].double() - ref.double()).norm().item()
+        rel[name] = diff / max(ref.double().norm().item(), torch.finfo(torch.float64).tiny)
+    return rel

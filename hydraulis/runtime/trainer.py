@@ -50,17 +50,20 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TrainResult:
-    """Every step's record and, when asked for, the final weights in canonical form."""
+    """Every step's record and, when asked for, the final weights and the first step's reduced
+    gradients in canonical form."""
 
     records: tuple[StepRecord, ...]
     params: dict[str, torch.Tensor] | None = None
+    grads: dict[str, torch.Tensor] | None = None
 
 
 def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, reference: bool = False,
           canonical: bool = False) -> TrainResult:
     """The recipe of the module docstring on this rank; ``reference``: on one device, each batch
     as one micro-batch (the equivalence check's single-process side, no checkpoints);
-    ``canonical``: gather the final weights on every rank (:func:`~.optimizer.master.gather_canonical`)."""
+    ``canonical``: gather, on every rank, the gradients of the first step and the final
+    weights (:func:`~.optimizer.master.gather_canonical`)."""
     layouts = (_single_device_layout(run),) if reference else run.layouts
     layout = _optimizer_layout(run, context, reference)
     runner = StepRunner(run.model, context, options, layout)
@@ -70,7 +73,7 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
         position = run.resume.manifest.position
     planner = _planner(run, context, reference)
     batches = run.data.batches(position)
-    records = []
+    records, grads = [], None
     try:
         batch = next(batches)
         if planner:
@@ -85,6 +88,8 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
             if context.rank == 0:
                 log.info(format_record(record))
             records.append(record)
+            if canonical and grads is None:
+                grads = gather_canonical(runner.optimizer, "grad", context.world)
             if run.checkpoint and not reference and run.checkpoint.due(step + 1, run.steps):
                 folder = save_checkpoint(run.checkpoint.root, step + 1, runner.optimizer, run.data,
                                          batch.next_position, context)
@@ -95,7 +100,7 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
         if planner:
             planner.close()
     params = gather_canonical(runner.optimizer, "master", context.world) if canonical else None
-    return TrainResult(tuple(records), params)
+    return TrainResult(tuple(records), params, grads)
 
 
 def train_job(context: RankContext, run: TrainingRun, options: RuntimeOptions, folder: str | None = None) -> None:

@@ -141,7 +141,8 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
         def work() -> dict[str, Any]:
             proposal = validate_proposal(proposal_from_dict(body.proposal))
             check_devices(proposal.devices, settings)
-            options = DispatchOptions(seed=body.seed, ilp_time_limit_s=time_limit, alignment=body.alignment,
+            options = DispatchOptions(seed=body.seed, ilp_nodes=body.ilp_nodes, ilp_solver=body.ilp_solver,
+                                      ilp_time_limit_s=time_limit, alignment=body.alignment,
                                       oversize=body.oversize)
             space = None if body.scheme_space is None else scheme_space_from_dict(body.scheme_space)
             synthesis = synthesis_options(body.synthesise, body.synthesis_evaluations, proposal, space)

@@ -58,10 +58,12 @@ class PlannerClient:
                   space: SchemeSpace | None = None) -> StepPlan:
         """The service's plan of one step; ``space`` is sent with ``synthesise`` space."""
         body = {"proposal": self._proposal(proposal), "lengths": [int(s) for s in lengths],
-                "method": BatchingMethod(method).value, "seed": options.seed,
-                "time_limit_s": options.ilp_time_limit_s, "alignment": options.alignment,
+                "method": BatchingMethod(method).value, "seed": options.seed, "alignment": options.alignment,
                 "oversize": options.oversize.value, "synthesise": synthesis.mode.value,
                 "synthesis_evaluations": synthesis.evaluations}
+        if options.ilp_nodes:
+            body.update(ilp_nodes=options.ilp_nodes, ilp_solver=options.ilp_solver.value,
+                        time_limit_s=options.ilp_time_limit_s)
         if synthesis.mode is Synthesise.SPACE and space is not None:
             body["scheme_space"] = scheme_space_to_dict(space)
         return step_plan_from_dict(self._post(body))

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hydraulis.dispatch import OversizePolicy
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
+from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
 
@@ -88,7 +89,9 @@ class ProposalRequest(Body):
     lengths: list[Int64] | None = Field(default=None, description="document lengths (give this or histogram)")
     histogram: Histogram | None = Field(default=None, description="document counts per length")
     strategies: int = Field(default=8, ge=1, le=64)
-    time_limit_s: float | None = Field(default=None, ge=0, description="seconds for the integer programs")
+    time_limit_s: float | None = Field(default=None, ge=0, description="safety stop of the planner's searches, "
+                                       "seconds (they are bounded by work budgets; the proposal's solver status "
+                                       "says when this fired)")
     seed: int = Field(default=0, ge=0)
 
 
@@ -97,7 +100,10 @@ class StepPlanRequest(Body):
     lengths: list[Int64] = Field(description="the global batch: one length per sequence")
     method: BatchingMethod = BatchingMethod.DISPATCH_BALANCED_PACKING
     seed: int = Field(default=0, ge=0)
-    time_limit_s: float = Field(default=0.0, ge=0, description="seconds for the packing ILP (0 skips it)")
+    ilp_nodes: int = Field(default=0, ge=0, le=10_000_000,
+                           description="branch-and-bound nodes of the packing ILP per pipeline (0 skips it)")
+    ilp_solver: SolverName = SolverName.CBC
+    time_limit_s: float | None = Field(default=None, ge=0, description="safety stop of the packing ILPs, seconds")
     alignment: int = Field(default=1, ge=1, le=65536)
     oversize: OversizePolicy = OversizePolicy.ERROR
     synthesise: Synthesise = Field(default=Synthesise.PROPOSAL,

@@ -83,6 +83,7 @@ def test_summary_of_all_methods_over_sampled_steps():
 @pytest.mark.parametrize("extra, message", [
     (["--method", "greedy"], "invalid choice"),
     (["--time-limit", "-1"], "ilp_time_limit_s: -1.0 must be >= 0.0"),
+    (["--ilp-nodes", "-1"], "ilp_nodes: -1 must be >= 0"),
     (["--alignment", "0"], "alignment: 0 must be >= 1"),
     (["--token-budget", "100"], "--token-budget: 100 needs --steps"),
     (["--steps", "2"], "--token-budget: None is required with --steps"),

@@ -66,7 +66,7 @@ def test_lower_bound_never_exceeds_a_simulated_plan(kinds, seed, phi, d):
        pool=st.lists(schemes, max_size=3))
 def test_the_tight_bound_is_never_above_a_simulated_plan(kinds, seed, phi, d, dp, gbps, pool):
     """Any plan on any pipelines of the pool's schemes, step time = slowest 1F1B pipeline + the
-    cost model's reduction, is at least the tight bound (which is at least DESIGN §4's)."""
+    cost model's reduction, is at least the tight bound (which is at least design §4's)."""
     pipelines, devices, lengths, queues = random_plan(kinds, seed)
     layout = OptimizerLayout(dp, 1, 1)
     pipe_ms = compute_ms(pipelines, queues, PipelineModel(forward_fraction=phi, p2p_ms=d))

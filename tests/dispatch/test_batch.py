@@ -61,6 +61,10 @@ def test_longest_first_with_seeded_ties():
 def test_options_are_validated():
     with pytest.raises(HydraulisError, match="ilp_time_limit_s"):
         DispatchOptions(ilp_time_limit_s=-1)
+    with pytest.raises(HydraulisError, match="ilp_nodes: -1 must be >= 0"):
+        DispatchOptions(ilp_nodes=-1)
+    with pytest.raises(HydraulisError, match="ilp_solver"):
+        DispatchOptions(ilp_solver="gurobi")
     with pytest.raises(HydraulisError, match="alignment"):
         DispatchOptions(alignment=0)
     with pytest.raises(HydraulisError, match="oversize"):

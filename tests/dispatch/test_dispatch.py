@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hydraulis.cost import simulate_1f1b
-from hydraulis.dispatch import DispatchOptions, OversizePolicy, dispatch, strategy_bound
+from hydraulis.dispatch import DispatchOptions, OversizePolicy, PackingStatus, dispatch, strategy_bound
 from hydraulis.dispatch.estimate import estimate_ms
 from hydraulis.dispatch.packing import first_fit_decreasing, organ_order
 from hydraulis.dispatch.pipelines import PipelineTable
@@ -111,19 +111,32 @@ def test_fixed_packing_deals_round_robin_to_the_context_length():
     assert micro == [[(0, 2)], [(1, 3, 4)]]
 
 
-def test_time_limit_zero_says_so_and_a_limit_runs_the_solver():
+def test_no_node_budget_says_so_and_a_budget_runs_the_solver_the_same_way_every_time():
     prop = proposal((group(pp=2, count=1, capacity=4000, a=1e-4, b=0.1, c=3.0),))
     lengths = [900, 700, 500, 400, 300, 200, 100]
     greedy = dispatch(prop, lengths)
-    assert any("time limit 0" in note for note in greedy.notes) and greedy.pipelines[0].solver_status == "greedy"
-    solved = dispatch(prop, lengths, options=DispatchOptions(ilp_time_limit_s=5.0))
+    assert any("ilp_nodes 0" in note for note in greedy.notes) and greedy.pipelines[0].solver_status == "greedy"
+    options = DispatchOptions(ilp_nodes=3)
+    solved = dispatch(prop, lengths, options=options)
     assert solved.pipelines[0].solver_status.startswith(("ilp_", "greedy_ilp_"))
+    assert solved.pipelines[0].solver_status != PackingStatus.ILP_TIME_LIMIT.value
     assert solved.predicted_ms <= greedy.predicted_ms
+    assert any(note.startswith("ilp for pipeline 0: ") for note in solved.notes)
+    again = dispatch(prop, lengths, options=options)
+    assert (again.pipelines, again.notes) == (solved.pipelines, solved.notes)
+
+
+def test_a_safety_stop_that_fires_is_reported():
+    """No time left at all: the program is not even started, and the notes say why."""
+    prop = proposal((group(pp=2, count=1, capacity=4000, a=1e-4, b=0.1, c=3.0),))
+    plan = dispatch(prop, [900, 700, 500, 400], options=DispatchOptions(ilp_nodes=10, ilp_time_limit_s=0.0))
+    assert any("safety time limit is used up" in note for note in plan.notes)
+    assert plan.pipelines[0].solver_status == "greedy"
 
 
 def test_ilp_skips_pipelines_with_too_many_sequences():
     prop = proposal((group(pp=2, count=1, capacity=4000, a=1e-4, b=0.1, c=3.0),))
-    plan = dispatch(prop, list(range(10, 40)), options=DispatchOptions(ilp_time_limit_s=1.0, ilp_max_sequences=5))
+    plan = dispatch(prop, list(range(10, 40)), options=DispatchOptions(ilp_nodes=10, ilp_max_sequences=5))
     assert any("ilp_max_sequences" in note for note in plan.notes) and plan.pipelines[0].solver_status == "greedy"
 
 

@@ -16,7 +16,9 @@ from hydraulis.types import BatchingMethod, PipelineModel
 
 from tests.dispatch.helpers import group, proposal
 
-ILP = DispatchOptions(ilp_time_limit_s=20.0)
+ILP = DispatchOptions(ilp_nodes=100_000, ilp_time_limit_s=3600.0)
+"""A node budget that closes every tiny instance; the safety stop never fires."""
+PROVEN = {PackingStatus.ILP_OPTIMAL.value, PackingStatus.GREEDY_ILP_OPTIMAL.value}
 
 
 def set_partitions(items):
@@ -84,11 +86,12 @@ def test_ilp_packs_one_stage_pipelines_into_the_fewest_micro_batches():
     prop = proposal((group(pp=1, count=1, capacity=10, a=0.0, b=1.0, c=5.0),))
     greedy = dispatch(prop, [5, 4, 3, 3, 3, 2])
     assert len(greedy.pipelines[0].micro_batches) == 3 and greedy.pipelines[0].solver_status == "greedy"
-    assert any("ilp skipped: time limit 0" in note for note in greedy.notes)
+    assert any("ilp skipped: ilp_nodes 0" in note for note in greedy.notes)
     solved = dispatch(prop, [5, 4, 3, 3, 3, 2], options=ILP)
     assert len(solved.pipelines[0].micro_batches) == 2
     assert solved.pipelines[0].solver_status == PackingStatus.ILP_OPTIMAL.value
     assert solved.predicted_ms == pytest.approx(greedy.predicted_ms - 5.0)
+    assert solved.pipelines[0].proven_ms == solved.pipelines[0].predicted_ms
 
 
 @settings(max_examples=15, deadline=None)
@@ -101,7 +104,8 @@ def test_ilp_finds_the_best_packing_and_order_for_its_micro_batch_count(lengths,
     solved = dispatch(prop, lengths, options=ILP)
     v = len(greedy.pipelines[0].micro_batches)
     model = PipelineModel()
+    assert solved.pipelines[0].solver_status in PROVEN
     assert solved.predicted_ms <= greedy.predicted_ms * (1 + 1e-9)
     assert solved.predicted_ms <= best_pipeline_ms(lengths, g, model, parts=v) * (1 + 1e-6)
     assert solved.predicted_ms >= best_pipeline_ms(lengths, g, model) * (1 - 1e-9)
-    assert solved.pipelines[0].solver_status in {s.value for s in PackingStatus}
+    assert solved.pipelines[0].proven_ms == solved.predicted_ms

@@ -1,5 +1,5 @@
 """The bisection over the counts program against exhaustive search on tiny instances (the
-oracle), and the solver's real status."""
+oracle), and what a node budget or the safety stop does to its answer."""
 
 import itertools
 import time
@@ -8,15 +8,14 @@ import numpy as np
 import pulp
 import pytest
 
-from hydraulis.errors import HydraulisError
-from hydraulis.planner.config import SolverName
 from hydraulis.planner.fluid import FluidProblem, fluid_problem
-from hydraulis.planner.program import HEURISTIC, optimise_counts
-from hydraulis.planner.solvers import Outcome, solve
+from hydraulis.planner.program import HEURISTIC, BisectionStatus, optimise_counts
+from hydraulis.solver import Outcome, SolverName, solve
 from hydraulis.types import PipelineModel
 from tests.planner.instances import random_instance
 
 TOLERANCE = 1e-6
+NODES = 100_000
 
 
 def exhaustive_makespan(problem: FluidProblem) -> float:
@@ -61,7 +60,7 @@ def _routing_makespan(problem: FluidProblem, counts: np.ndarray, rho: float) -> 
         for r in used:
             load = pulp.lpSum(problem.work[r, j] * v for (rr, j), v in f.items() if rr == r)
             model += problem.gamma[r] * load <= int(counts[r]) * (c - problem.beta[r] - rho)
-        assert solve(model, SolverName.HIGHS, None) is Outcome.OPTIMAL
+        assert solve(model, SolverName.HIGHS, NODES, None).outcome is Outcome.OPTIMAL
         if c.value() < end:
             return c.value()
     return np.inf
@@ -96,7 +95,7 @@ def test_bisection_matches_exhaustive_search():
         options, load, devices, longest = random_instance(seed)
         problem = fluid_problem(options, load, longest, devices, PipelineModel(), classes=64)
         assert problem.work.shape[1] <= 6 and len(options) <= 4 and devices <= 16
-        answer = optimise_counts(problem, SolverName.CBC, time.monotonic() + 60, TOLERANCE)
+        answer = optimise_counts(problem, SolverName.CBC, TOLERANCE, NODES)
         expected = exhaustive_makespan(problem)
         assert answer.status == "optimal", seed
         assert expected * (1 - FEASIBILITY) <= answer.makespan_ms <= expected / (1 - TOLERANCE) * (1 + FEASIBILITY), seed
@@ -108,52 +107,22 @@ def test_bisection_matches_exhaustive_search():
 def test_highs_reaches_the_same_makespan():
     options, load, devices, longest = random_instance(3)
     problem = fluid_problem(options, load, longest, devices, PipelineModel(), classes=64)
-    cbc = optimise_counts(problem, SolverName.CBC, time.monotonic() + 60, TOLERANCE)
-    highs = optimise_counts(problem, SolverName.HIGHS, time.monotonic() + 60, TOLERANCE)
+    cbc = optimise_counts(problem, SolverName.CBC, TOLERANCE, NODES)
+    highs = optimise_counts(problem, SolverName.HIGHS, TOLERANCE, NODES)
     assert highs.makespan_ms == pytest.approx(cbc.makespan_ms, rel=2 * TOLERANCE)
 
 
-def test_a_passed_deadline_returns_the_incumbent_as_stopped():
+def test_a_passed_safety_stop_returns_the_incumbent_as_time_limited():
     options, load, devices, longest = random_instance(1)
     problem = fluid_problem(options, load, longest, devices, PipelineModel(), classes=64)
-    answer = optimise_counts(problem, SolverName.CBC, time.monotonic() - 1.0, TOLERANCE)
-    assert (answer.status, answer.source, answer.solves) == ("time_limit", HEURISTIC, 0)
+    answer = optimise_counts(problem, SolverName.CBC, TOLERANCE, NODES, deadline=time.monotonic() - 1.0)
+    assert (answer.status, answer.source, answer.solves) == (BisectionStatus.TIME_LIMIT, HEURISTIC, 0)
     assert answer.found == ((answer.counts, HEURISTIC),)
 
 
-def _hard_knapsack() -> pulp.LpProblem:
-    """A multi-dimensional 0-1 knapsack that CBC cannot close within a fraction of a second."""
-    rng = np.random.default_rng(7)
-    items, dimensions = 400, 30
-    weights = rng.integers(10, 1000, size=(dimensions, items))
-    model = pulp.LpProblem("knapsack", pulp.LpMaximize)
-    x = [model.add_variable(f"x{i}", 0, 1, cat=pulp.LpInteger) for i in range(items)]
-    model += pulp.lpSum(int(v) * xi for v, xi in zip(rng.integers(10, 1000, size=items), x))
-    for row in weights:
-        model += pulp.lpSum(int(w) * xi for w, xi in zip(row, x)) <= int(row.sum() // 2)
-    return model
-
-
-def test_a_time_limited_answer_is_not_called_optimal():
-    model = _hard_knapsack()
-    outcome = solve(model, SolverName.CBC, 0.2)
-    assert model.status == pulp.LpStatusOptimal  # what PuLP's status alone would claim
-    assert outcome is Outcome.FEASIBLE
-
-
-def test_infeasible_and_optimal_outcomes():
-    model = pulp.LpProblem("tiny", pulp.LpMinimize)
-    x = model.add_variable("x", 0, 3, cat=pulp.LpInteger)
-    model += x
-    model += x >= 2
-    assert solve(model, SolverName.CBC, 5.0) is Outcome.OPTIMAL and x.value() == 2
-    model += x <= 1
-    assert solve(model, SolverName.CBC, 5.0) is Outcome.INFEASIBLE
-
-
-def test_highs_missing_is_named(monkeypatch):
-    monkeypatch.setattr(pulp.HiGHS, "available", lambda self: False)
-    model = pulp.LpProblem("tiny", pulp.LpMinimize)
-    model += model.add_variable("x", 0, 1)
-    with pytest.raises(HydraulisError, match="^solver: 'highs' needs the highspy package"):
-        solve(model, SolverName.HIGHS, 1.0)
+def test_the_answer_does_not_depend_on_a_safety_stop_that_does_not_fire():
+    options, load, devices, longest = random_instance(5)
+    problem = fluid_problem(options, load, longest, devices, PipelineModel(), classes=64)
+    unlimited = optimise_counts(problem, SolverName.CBC, TOLERANCE, NODES)
+    stopped_late = optimise_counts(problem, SolverName.CBC, TOLERANCE, NODES, deadline=time.monotonic() + 3600)
+    assert unlimited == stopped_late and unlimited.solves > 2

@@ -170,7 +170,7 @@ def test_too_many_sequences_is_413(example_proposal):
 
 def test_proposal_from_lengths_and_from_histogram(client, space_document):
     common = {"scheme_space": space_document, "devices": 16, "devices_per_node": 8, "token_budget": 65536,
-              "max_seq_len": 16384, "time_limit_s": 2.0, "strategies": 2}
+              "max_seq_len": 16384, "strategies": 2}
     lengths = [300] * 200 + [2000] * 40 + [16000] * 3
     by_lengths = client.post("/v1/proposals", json={**common, "lengths": lengths})
     assert by_lengths.status_code == 200, by_lengths.text
@@ -193,7 +193,7 @@ def test_proposal_from_lengths_and_from_histogram(client, space_document):
 ])
 def test_proposal_errors_name_the_field(client, space_document, extra, field):
     body = {"scheme_space": space_document, "devices": 16, "devices_per_node": 8, "token_budget": 65536,
-            "max_seq_len": 16384, "time_limit_s": 1.0, **extra}
+            "max_seq_len": 16384, **extra}
     response = client.post("/v1/proposals", json=body)
     assert response.status_code == 422, response.text
     if field is not None:

@@ -1,7 +1,6 @@
 """The training loop's client of the planning service, against a real server on loopback:
 the same plan as in-process dispatch, bearer tokens, bounded retries, errors that name the field."""
 
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ TOKEN = SERVICE_TOKEN
 
 def test_the_service_plans_as_dispatch_does(planning_service):
     client = PlannerClient(planning_service, ClientOptions(token=TOKEN))
-    options = DispatchOptions(seed=3)
+    options = DispatchOptions(seed=3, ilp_nodes=20)
     for method in (BatchingMethod.DISPATCH_BALANCED_PACKING, BatchingMethod.FIXED_PACKING):
         remote = client.step_plan(PROPOSAL, LENGTHS, method, options)
         local = plan_step(PROPOSAL, LENGTHS, method, options)
@@ -30,12 +29,14 @@ def test_the_service_plans_as_dispatch_does(planning_service):
     client.close()
 
 
-def test_a_bad_request_names_the_field_without_retrying(planning_service):
+def test_a_bad_request_names_the_field_without_retrying(planning_service, monkeypatch):
     client = PlannerClient(planning_service, ClientOptions(token=TOKEN, attempts=3, backoff_s=5.0))
-    started = time.monotonic()
+    posts = []
+    monkeypatch.setattr(client.http, "post", lambda *args, post=client.http.post, **kwargs:
+                        posts.append(args) or post(*args, **kwargs))
     with pytest.raises(HydraulisError, match="lengths"):
         client.step_plan(PROPOSAL, [10 ** 6], BatchingMethod.FIXED_PACKING, DispatchOptions())
-    assert time.monotonic() - started < 5.0
+    assert len(posts) == 1
     with pytest.raises(HydraulisError, match="401"):
         PlannerClient(planning_service).step_plan(PROPOSAL, LENGTHS, BatchingMethod.FIXED_PACKING, DispatchOptions())
 

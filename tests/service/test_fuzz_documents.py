@@ -51,6 +51,5 @@ def test_proposals_with_a_valid_space_never_5xx(client, space_7b, devices, per_n
                                                 strategies):
     response = client.post("/v1/proposals", json={
         "scheme_space": scheme_space_to_dict(space_7b), "devices": devices, "devices_per_node": per_node,
-        "token_budget": budget, "max_seq_len": longest, "lengths": lengths, "strategies": strategies,
-        "time_limit_s": 1.0})
+        "token_budget": budget, "max_seq_len": longest, "lengths": lengths, "strategies": strategies})
     assert response.status_code < 500, response.text[:500]

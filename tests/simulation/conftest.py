@@ -16,7 +16,7 @@ LENGTHS = EXAMPLES / "data" / "longtail.txt"
 
 def small_config(steps: int = 4) -> SimulationConfig:
     return SimulationConfig(PlannerConfig(devices=16, devices_per_node=8, token_budget=40_000, max_seq_len=16_384,
-                                          strategies=3, steps=12, time_limit_s=3.0), steps=steps)
+                                          strategies=3, steps=12), steps=steps)
 
 
 @pytest.fixture(scope="session")

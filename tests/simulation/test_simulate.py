@@ -103,7 +103,7 @@ def test_static_candidates_are_the_proposal_strategies_serving_every_step(small_
 
 def test_a_maximum_length_no_scheme_holds_is_named(small_space, lengths):
     config = SimulationConfig(PlannerConfig(devices=16, devices_per_node=8, token_budget=400_000,
-                                            max_seq_len=200_000, strategies=2, steps=4, time_limit_s=1.0), steps=1)
+                                            max_seq_len=200_000, strategies=2, steps=4), steps=1)
     with pytest.raises(HydraulisError) as error:
         simulate(small_space, lengths, config)
     assert error.value.field == "max_seq_len"

@@ -5,8 +5,9 @@ Per layer, on a packed micro-batch ``x`` of ``T`` tokens × ``H``::
     x ← x + W_o · Attn(RoPE(W_q·n), RoPE(W_k·n), W_v·n),   n = RMSNorm_attn(x)
     x ← x + W_down · (silu(W_gate·m) ⊙ W_up·m),             m = RMSNorm_mlp(x)
 
-RMSNorm ``y = x / √(mean(x²) + ε) · w`` (Zhang & Sennrich 2019, ε = 1e-5 as in Llama 2);
-rotary positions (Su et al. 2021, θ = 10000) from each token's position *inside its document*;
+RMSNorm ``y = x / √(mean(x²) + ε) · w`` (Zhang & Sennrich 2019, ε = ``model.norm_eps``, 1e-5 in
+Llama 2); rotary positions (Su et al. 2021, base θ = ``model.rope_theta``, 10000 in Llama 2) from
+each token's position *inside its document*;
 grouped-query attention with ``kv_heads`` key/value heads, each shared by ``heads/kv_heads``
 query heads; SwiGLU MLP (Shazeer 2020). The token embedding and the output head are separate
 ``V × H`` matrices; the loss is the per-token cross-entropy of the next token.
@@ -38,21 +39,19 @@ from hydraulis.runtime.parallel.tensor import (
 from hydraulis.runtime.optimizer.sharding import Shard, unit_range
 from hydraulis.types import ModelSpec
 
-ROPE_THETA = 10000.0
-NORM_EPS = 1e-5
-
 Rope = tuple[torch.Tensor, torch.Tensor]
 """``cos, sin`` tables of a micro-batch's token positions."""
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, hidden: int, **factory) -> None:
+    def __init__(self, hidden: int, eps: float, **factory) -> None:
         super().__init__()
+        self.eps = eps
         self.weight = nn.Parameter(torch.empty(hidden, **factory))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         wide = at_least_fp32(x)
-        y = wide * torch.rsqrt(wide.pow(2).mean(dim=-1, keepdim=True) + NORM_EPS)
+        y = wide * torch.rsqrt(wide.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         return (y * at_least_fp32(self.weight)).to(x.dtype)
 
 
@@ -61,11 +60,11 @@ def at_least_fp32(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
-def rotary_tables(positions: torch.Tensor, head_dim: int, dtype: torch.dtype) -> Rope:
+def rotary_tables(positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> Rope:
     """``cos, sin`` of ``p·θ^(−2i/d)`` for every token position ``p``, shaped ``[T, 1, d]``, in
     fp32 or ``dtype`` when wider."""
     wide = torch.promote_types(dtype, torch.float32)
-    inv_freq = ROPE_THETA ** (-torch.arange(0, head_dim, 2, device=positions.device, dtype=wide) / head_dim)
+    inv_freq = theta ** (-torch.arange(0, head_dim, 2, device=positions.device, dtype=wide) / head_dim)
     angles = positions.to(wide).unsqueeze(-1) * inv_freq
     angles = torch.cat((angles, angles), dim=-1).unsqueeze(1)
     return angles.cos(), angles.sin()
@@ -117,9 +116,9 @@ class MLP(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, **factory) -> None:
         super().__init__()
-        self.attn_norm = RMSNorm(model.hidden, **factory)
+        self.attn_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
         self.attn = Attention(model, tp, cp, **factory)
-        self.mlp_norm = RMSNorm(model.hidden, **factory)
+        self.mlp_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
         self.mlp = MLP(model, tp, **factory)
 
     def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
@@ -145,14 +144,14 @@ class StageModel(nn.Module):
             self.embed = VocabParallelEmbedding(model.vocab, model.hidden, tp, **factory)
         self.layers = nn.ModuleDict({str(i): DecoderLayer(model, tp, cp, **factory) for i in layout.stage_range(stage)})
         if self.last:
-            self.norm = RMSNorm(model.hidden, **factory)
+            self.norm = RMSNorm(model.hidden, model.norm_eps, **factory)
             first, count = unit_range(model.vocab, tp.size, tp.rank)
             self.vocab_start = first
             self.head = ColumnParallelLinear(model.hidden, count, **factory)
 
     def forward(self, hidden: torch.Tensor | None, batch: PackedMicroBatch) -> torch.Tensor:
         x = self.embed(batch.input_ids) if self.first else hidden
-        rope = rotary_tables(batch.positions, self.model.head_dim, x.dtype)
+        rope = rotary_tables(batch.positions, self.model.head_dim, self.model.rope_theta, x.dtype)
         for layer in self.layers.values():
             x = layer(x, batch, rope)
         if not self.last:

@@ -65,6 +65,10 @@ class OptimizerShard:
     def master(self) -> torch.Tensor:
         return self.tensors["master"]
 
+    def buffer(self, name: str) -> torch.Tensor:
+        """``grad`` (the last reduced gradient) or one of ``tensors`` by name."""
+        return self.grad if name == "grad" else self.tensors[name]
+
     def step(self) -> None:
         """One update of ``master`` with ``grad`` (module docstring)."""
         self.steps += 1
@@ -109,13 +113,13 @@ def initial_weights(model: ModelSpec, seed: int) -> dict[str, torch.Tensor]:
 
 
 def gather_canonical(shard: OptimizerShard, name: str, world: ParallelGroup) -> dict[str, torch.Tensor]:
-    """Every rank's ``name`` tensor (e.g. ``master``) assembled into full canonical tensors on
+    """Every rank's ``name`` tensor (e.g. ``master``, or ``grad``) assembled into full canonical tensors on
     the CPU, on every rank — one all-gather of ``P`` elements per rank: for checks and small
     models, not for training at scale (checkpoints are written per buffer instead)."""
     placement = shard.placement
     sizes = [placement.buffer_size(r) for r in range(world.size)]
     padded = torch.zeros(max(sizes), dtype=torch.float32, device=shard.master.device)
-    padded[:sizes[world.rank]].copy_(shard.tensors[name])
+    padded[:sizes[world.rank]].copy_(shard.buffer(name))
     every = world.all_gather(padded.unsqueeze(0)).cpu()
     return assemble_canonical(placement, lambda rank: every[rank])
 

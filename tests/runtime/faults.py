@@ -1,0 +1,100 @@
+"""Deliberate distribution bugs, injected into the ranks of a spawned job by test-only patching
+(nothing in the product knows of them).
+
+A test replaces ``hydraulis.runtime.equivalence._distributed_job`` in its own process with
+``functools.partial(job_with_faults, faults)``; the launcher pickles that by reference, so each
+spawned rank imports this module and runs :func:`job_with_faults`, which patches the rank's own
+modules around each case's training (case ``i`` under ``faults[i]``) and then runs the real job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from unittest import mock
+
+import torch
+
+import hydraulis.runtime.equivalence as equivalence
+from hydraulis.runtime import step
+from hydraulis.runtime.model import decoder
+
+
+def _norm_gradient_per_tp_rank() -> mock._patch:
+    """Every tp rank contributes the replicated RMSNorm weights' gradient (counted tp times)."""
+    shards = step.stage_shards
+    return mock.patch.object(step, "stage_shards", lambda *args: tuple(
+        dataclasses.replace(shard, contributes=True) for shard in shards(*args)))
+
+
+def _tp_all_reduce_missing_in_backward() -> mock._patch:
+    """The tensor-parallel region's entry is the identity in backward too (no all-reduce of the
+    input gradient over the tp ranks)."""
+    return mock.patch.object(decoder, "copy_to_group", lambda x, group: x)
+
+
+def _loss_normalised_per_pipeline() -> mock._patch:
+    """Each pipeline divides its loss by its own loss tokens instead of the global batch's."""
+    compute = step.StepRunner._compute
+
+    def per_pipeline(self, stage, plan, documents, tokens):
+        return compute(self, stage, plan, documents, sum(mb.tokens for mb in plan.pipelines[stage.place.pipeline]
+                                                             .micro_batches))
+
+    return mock.patch.object(step.StepRunner, "_compute", per_pipeline)
+
+
+def _context_chunks_in_wrong_order() -> mock._patch:
+    """The gathered keys and values come in reversed cp-rank order (the masks assume rank-major)."""
+    gather = decoder.gather_from_context
+
+    def reversed_ranks(x, group):
+        return torch.cat(tuple(reversed(gather(x, group).chunk(group.size))))
+
+    return mock.patch.object(decoder, "gather_from_context", reversed_ranks)
+
+
+def _pipeline_stage_gradient_dropped() -> mock._patch:
+    """The first stage of a pipeline of several stages loses its gradients before the reduction."""
+    schedule = step.run_1f1b
+
+    def dropping(work, link, micro_batches, pp, stage):
+        schedule(work, link, micro_batches, pp, stage)
+        if pp > 1 and stage == 0:
+            for param in work.model.parameters():
+                param.grad = torch.zeros_like(param)
+
+    return mock.patch.object(step, "run_1f1b", dropping)
+
+
+FAULTS: dict[str, Callable[[], mock._patch]] = {
+    "norm gradient per tp rank": _norm_gradient_per_tp_rank,
+    "tp all-reduce missing in backward": _tp_all_reduce_missing_in_backward,
+    "loss normalised per pipeline": _loss_normalised_per_pipeline,
+    "cp chunks in wrong order": _context_chunks_in_wrong_order,
+    "pp stage gradient dropped": _pipeline_stage_gradient_dropped,
+}
+"""Each fault's patch (applied in a rank process)."""
+
+
+@contextmanager
+def injected(fault: str | None) -> Iterator[None]:
+    if fault is None:
+        yield
+        return
+    with FAULTS[fault]():
+        yield
+
+
+def job_with_faults(faults: tuple[str | None, ...], context, runs, options, folder) -> None:
+    """The equivalence check's distributed job, case ``i`` trained under ``faults[i]`` (None: none)."""
+    cases = iter(faults)
+    train = equivalence.train
+
+    def train_with_fault(*args, **kwargs):
+        with injected(next(cases)):
+            return train(*args, **kwargs)
+
+    with mock.patch.object(equivalence, "train", train_with_fault):
+        equivalence._distributed_job(context, runs, options, folder)
