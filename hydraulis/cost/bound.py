@@ -39,7 +39,8 @@ scheme ``k``: ``n_k ≥ Σ_{i on k} w_k(s_i)/(T − pp_k·c_k)``, and ``N ≥ Σ
 sum only shrinks as ``T`` grows, so ``T ≥ F_{ρ*}``; the same with the second inequality gives
 ``T ≥ G_{ρ*}``. So the plan takes ``≥ ρ* + max(F_{ρ*}, G_{ρ*}) ≥ tight``. At its ``T`` every
 piece fits its scheme in time and ``G``'s sum is at least ``Σ_i min_k D_k·w_k(s_i)/T``, so each
-level is at least ``max(work, longest)``: ``pool ≤ tight``. When a lone pipeline needs no
+level is at least ``max(work, longest)``: ``pool ≤ tight`` (the code also takes the maximum with
+those two terms, computed exactly, so that the bisection's precision never puts ``tight`` below them). When a lone pipeline needs no
 reduction (its optimizer layout has ``dp = 1``, ``solo_free``), one more level bounds those
 plans: ``ρ = 0`` and one pipeline of some scheme ``k`` holding every piece,
 ``max(Σ_i (w_k(s_i) + c_k·s_i/C_k) + (pp_k − 1)·c_k, max_i h_k(s_i))``. ``F`` and ``G`` are found by
@@ -81,7 +82,7 @@ def lower_bound_ms(
 
 PRECISION = 1e-4
 """The bisection for ``F`` (or ``G``) stops when the interval holding it is this narrow
-(relative); it returns the interval's infeasible end, a bound still."""
+(relative, and absolute below 1 ms); it returns the interval's infeasible end, a bound still."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,9 @@ def step_bound(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundSchem
     for level in np.unique(reduction):
         usable = fits & (reduction <= level)[:, None]
         if usable.any(axis=0).all():
-            compute = max(_least_time(devices, usable, handoffs, share, fixed) for share, fixed in forms)
+            spread = float(np.where(usable, forms[1][0], np.inf).min(axis=0).sum()) / devices
+            compute = max([spread, _longest(handoffs, usable)]
+                          + [_least_time(devices, usable, handoffs, share, fixed) for share, fixed in forms])
             tight = min(tight, level + compute)
     if solo_free:
         for k in np.flatnonzero((size[:, 0] <= devices) & fits.all(axis=1)):
@@ -157,7 +160,7 @@ def _least_time(devices: int, usable: np.ndarray, handoffs: np.ndarray, share: n
     hi = 2.0 * max(lo, 1e-9)
     while not enough(hi):
         lo, hi = hi, 2.0 * hi
-    while hi - lo > PRECISION * hi:
+    while hi - lo > PRECISION * max(hi, 1.0):
         middle = 0.5 * (lo + hi)
         lo, hi = (lo, middle) if enough(middle) else (middle, hi)
     return lo

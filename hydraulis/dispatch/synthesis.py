@@ -258,10 +258,37 @@ class _Search:
         sizes = np.repeat(self.size, n).tolist()
         if not used.any() or placement_problem(sizes, self.proposal.devices, self.proposal.devices_per_node):
             return math.inf
-        spread = self.spread[used].min(axis=0).sum() / float(n @ self.size)
-        crossing = np.where(self.fits[used, 0], self.crossing[used, 0], np.inf).min()
         solo = n.sum() == 1 and self.proposal.optimizer_layout.dp == 1
-        return float(max(spread, crossing)) + (0.0 if solo else float(self.reduce[used].max()))
+        return self._compute_floor(counts) + (0.0 if solo else float(self.reduce[used].max()))
+
+    def could_beat(self, counts: tuple[int, ...], value: float) -> bool:
+        """Whether a plan on ``counts`` could take less than ``value``: with the reduction
+        ``ρ`` taken, in compute time ``T = value − ρ`` every piece needs a scheme of ``n`` that
+        finishes it alone in ``T`` (``pp·(c + w) ≤ T``); the pieces' least device time must fit
+        ``Σ_k n_k·D_k·(T − pp_k·c_k)``; and the pieces only one scheme ``k`` finishes in time
+        must fit its ``n_k`` pipelines — their work within ``n_k·(T − pp_k·c_k)``, at most
+        ``n_k`` of them above half of ``T − pp_k·c_k`` (two of those cannot share a pipeline)."""
+        n = np.asarray(counts)
+        used = np.flatnonzero(n > 0)
+        compute = value - (self.lower(counts) - self._compute_floor(counts))
+        room = compute - self.pp[used] * self.c[used]
+        can = self.fits[used] & (self.crossing[used] <= compute) & (room > 0)[:, None]
+        if not can.any(axis=0).all():
+            return False
+        device_time = np.where(can, self.size[used, None] * self.work[used], np.inf).min(axis=0).sum()
+        if device_time > float((n[used] * self.size[used]) @ np.maximum(room, 0.0)):
+            return False
+        only = can & (can.sum(axis=0) == 1)[None, :]
+        forced = np.where(only, self.work[used], 0.0)
+        halves = (only & (self.work[used] > room[:, None] / 2)).sum(axis=1)
+        return bool(np.all(forced.sum(axis=1) <= n[used] * room) and np.all(halves <= n[used]))
+
+    def _compute_floor(self, counts: tuple[int, ...]) -> float:
+        """``L(n)`` without its reduction."""
+        n = np.asarray(counts)
+        used = n > 0
+        spread = self.spread[used].min(axis=0).sum() / float(n @ self.size)
+        return float(max(spread, np.where(self.fits[used, 0], self.crossing[used, 0], np.inf).min()))
 
     def strategy(self, counts: tuple[int, ...]) -> Strategy:
         """The strategy of ``counts``, longest-holding groups first."""
@@ -285,8 +312,9 @@ class _Search:
         stop = ", stopped by the wall-clock safety limit" if self.stopped else ""
         if found is None:
             best = min((v for n, v in self.value.items() if n != self.start), default=math.inf)
+            tried = f" (best {best:.1f} ms)" if np.isfinite(best) else ", by their bounds"
             return (f"synthesis: {self.evaluations} strategies planned, none beat the proposal's "
-                    f"{self.value[self.start]:.1f} ms (best {best:.1f} ms){stop}")
+                    f"{self.value[self.start]:.1f} ms{tried}{stop}")
         return (f"synthesis: {self.strategy(found)} from the {self.origin.get(found, 'descent')} "
                 f"{self.value[found]:.1f} ms (switch {self.switch[found]:.1f} ms, {self.new[found]} new communicators) "
                 f"against the proposal's {self.value[self.start]:.1f} ms; {self.evaluations} strategies planned{stop}")
@@ -310,8 +338,11 @@ class _Search:
         ranked = sorted((self.lower(n), n) for n in self.moves.neighbours(current, delta))
         best: tuple[tuple[int, ...], float] | None = None
         for bound, counts in ranked:
-            if bound >= (best[1] if best else target):
+            beat = best[1] if best else target
+            if bound >= beat:
                 break
+            if counts not in self.value and not self.could_beat(counts, beat):
+                continue
             if counts not in self.value:
                 if not self.left:
                     break
