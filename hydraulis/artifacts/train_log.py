@@ -6,10 +6,13 @@ Layout (``schema_version`` 1)::
     {"schema_version": 1, "kind": "train_log",
      "summary": {"steps", "tokens", "seconds", "tokens_per_s", "prediction_error",
                  "warm_prediction_error" (null: no step after a strategy's first), "first_loss",
-                 "last_loss", "strategies": [[SPEC, steps], ...]},
+                 "last_loss", "strategies": [[SPEC, steps], ...], "synthesised", "communicators",
+                 "communicator_bound"},
      "steps": [{"step", "strategy", "tokens", "loss", "measured_ms": [...], "predicted_ms": [...],
                 "propagate_ms", "reduce_ms", "step_ms", "predicted_step_ms", "planning_ms",
-                "wait_ms"}]}
+                "wait_ms", "synthesised"}]}
+
+``synthesised`` (a step that ran a strategy made for it) is optional on load (absent: false).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def _step(record: Record) -> StepRecord:
     return build(record.path, StepRecord, step=record.int("step"), strategy=record.str("strategy"),
                  tokens=record.int("tokens"), loss=record.float("loss"),
                  measured_ms=tuple(_floats(record, "measured_ms")), predicted_ms=tuple(_floats(record, "predicted_ms")),
-                 **{key: record.float(key) for key in _TIMES})
+                 synthesised=record.bool("synthesised", False), **{key: record.float(key) for key in _TIMES})
 
 
 def _floats(record: Record, key: str) -> list[float]:
