@@ -2,7 +2,8 @@
 # End-to-end training on CPU: the tiny model on 4 processes (gloo, fp32), trained on the CPython
 # standard library with a proposal and the Hydraulis batching method, then a homogeneous baseline
 # on the same batches; each prints a per-step table (strategy, tokens, loss, measured vs predicted
-# ms) and a summary (tokens/s, mean prediction error), and the last lines compare them.
+# ms) and a summary (tokens/s, mean prediction error), and the last lines compare them; both runs
+# write TensorBoard events under DIR/tensorboard/.
 #
 # Usage: bash examples/e2e_train.sh [--out DIR] [--space SPACE.json] [--steps 8]
 #            [--method dispatch_balanced_packing] [--baseline 1,1,1x4] [--baseline-method fixed_packing]
@@ -58,17 +59,19 @@ common=(--model tiny --corpus "$out/corpus.jsonl" --cache-dir "$out/cache" --ste
 echo
 echo "== 4. train: the proposal, batching method $method"
 hydraulis train "${common[@]}" --proposal "$out/proposal.json" --method "$method" \
-    --checkpoint-dir "$out/checkpoints" --output-dir "$out/hydraulis" | tee "$out/hydraulis.txt"
+    --checkpoint-dir "$out/checkpoints" --output-dir "$out/hydraulis" --tensorboard "$out/tensorboard/hydraulis" \
+    | tee "$out/hydraulis.txt"
 elapsed
 
 echo
 echo "== 5. train: homogeneous baseline $baseline, batching method $baseline_method"
 hydraulis train "${common[@]}" --strategy "$baseline" --space "$space" --micro-batch-tokens "$max_seq_len" \
-    --method "$baseline_method" --output-dir "$out/baseline" | tee "$out/baseline.txt"
+    --method "$baseline_method" --output-dir "$out/baseline" --tensorboard "$out/tensorboard/baseline" \
+    | tee "$out/baseline.txt"
 elapsed
 
 echo
 echo "== comparison ($steps steps of at most $token_budget tokens, $nproc processes)"
 printf '%-44s %s\n' "proposal, $method:" "$(grep '^summary:' "$out/hydraulis.txt" | cut -d' ' -f2-)"
 printf '%-44s %s\n' "baseline $baseline, $baseline_method:" "$(grep '^summary:' "$out/baseline.txt" | cut -d' ' -f2-)"
-echo "e2e wall time $(( $(date +%s) - started )) s; artifacts in $out"
+echo "e2e wall time $(( $(date +%s) - started )) s; artifacts in $out; both runs side by side: tensorboard --logdir $out/tensorboard"

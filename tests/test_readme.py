@@ -28,3 +28,9 @@ def test_every_cli_command_in_readme_exists():
         result = subprocess.run([sys.executable, "-m", "hydraulis", *command.split(), "--help"],
                                 capture_output=True, text=True)
         assert result.returncode == 0, (command, result.stderr)
+
+
+def test_ci_installs_chromium_for_the_browser_tests_before_the_test_command():
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    install = next(i for i, line in enumerate(lines) if "apt-get install" in line and "chromium" in line)
+    assert install < lines.index(readme_commands()[1])

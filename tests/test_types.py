@@ -2,7 +2,7 @@ import pytest
 
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import device_preset, model_preset
-from hydraulis.types import BatchingMethod, MicroBatch, OptimizerLayout, Scheme, TimeCoefficients
+from hydraulis.types import BatchingMethod, MicroBatch, OptimizerLayout, Recompute, Scheme, TimeCoefficients
 
 
 def test_scheme_devices_and_text():
@@ -17,6 +17,21 @@ def test_scheme_rejects_non_positive_degrees(field, kwargs):
     with pytest.raises(HydraulisError) as caught:
         Scheme(**kwargs)
     assert caught.value.field == field
+
+
+def test_recompute_layers_count_full_layers_per_stage():
+    full = Recompute.FULL
+    assert Scheme(1, 1, 2, recompute=full, recompute_layers=(3, 3)) == Scheme(1, 1, 2, recompute=full,
+                                                                              recompute_layers=(3,))
+    assert str(Scheme(1, 2, 2, True, full, (3, 1))) == "(1,2,2)[sp,recompute=full:3/1]"
+    scheme = Scheme(1, 1, 2, recompute=full, recompute_layers=(3, 1))
+    assert scheme.stage_recompute(1, 2) == (full, Recompute.NONE)
+    assert Scheme(1, 1, 2, recompute=full).full_layers(0, 16) == 16
+    assert Scheme(1, 1, 2, recompute=Recompute.SELECTIVE).full_layers(0, 16) == 0
+    with pytest.raises(HydraulisError, match="needs recompute = full"):
+        Scheme(1, 1, 1, recompute=Recompute.SELECTIVE, recompute_layers=(1,))
+    with pytest.raises(HydraulisError, match="recomputes 3 layers of stage 1, which holds 2"):
+        model_preset("tiny").check_scheme(Scheme(1, 1, 2, recompute=full, recompute_layers=(1, 3)))
 
 
 def test_model_checks_scheme_against_heads_and_layers():

@@ -7,7 +7,7 @@ lengths, repeats, warm-up runs, device, torch version, precision, threads, clock
 the node was filled with replicas — and its result::
 
     {"schema_version": 1, "kind": "profile_measurement",
-     "key": {"model": {...}, "scheme": [cp, tp, pp], "depth", "lengths": [...], "repeats",
+     "key": {"model": {...}, "scheme": [cp, tp, pp], "options": [...], "depth", "lengths": [...], "repeats",
              "warmup", "device_kind", "device", "torch", "precision", "threads", "clock",
              "fill_node"},
      "status": "ok" | "out_of_memory", "time_ms", "forward_ms", "activation_bytes",
@@ -21,7 +21,8 @@ the number of devices instead of a point::
      "key": {"model": {...}, "reduction_devices", "repeats", "warmup", "device_kind", ...},
      "time_ms", "propagate_ms", "reduce_ms", "samples_ms": [...]}
 
-A last line cut short by a kill is skipped with a warning; a line that parses but is not a
+``options`` (the scheme's non-default options, e.g. ``["sp", "recompute=full"]``) is left out
+for a scheme without any, so lines written before options existed keep their keys. A last line cut short by a kill is skipped with a warning; a line that parses but is not a
 measurement is an error naming the line.
 """
 
@@ -49,8 +50,9 @@ FILE_NAME = "measurements.jsonl"
 def point_key(point: SweepPoint, settings: MeasureSettings) -> str:
     """The canonical text of ``point``'s key (sorted JSON)."""
     shape = {k: v for k, v in asdict(settings.model).items() if k != "layers"}
-    key = {"model": shape, "scheme": [point.scheme.cp, point.scheme.tp, point.scheme.pp], "depth": point.depth,
-           "lengths": list(point.lengths), **_settings_key(settings)}
+    options = {"options": list(point.scheme.options)} if point.scheme.options else {}
+    key = {"model": shape, "scheme": [point.scheme.cp, point.scheme.tp, point.scheme.pp], **options,
+           "depth": point.depth, "lengths": list(point.lengths), **_settings_key(settings)}
     return json.dumps(key, sort_keys=True)
 
 

@@ -1,8 +1,8 @@
 """The scheme-space artifact: versioned JSON, validated on load.
 
-Layout (``schema_version`` 1)::
+Layout (``schema_version`` 2)::
 
-    {"schema_version": 1, "kind": "scheme_space",
+    {"schema_version": 2, "kind": "scheme_space",
      "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
                "rope_theta", "norm_eps"},            (the last two only when not 10000 and 1e-5)
      "cluster": {"devices", "devices_per_node", "device"},
@@ -10,12 +10,16 @@ Layout (``schema_version`` 1)::
                 "embedding_state_bytes", "sharded_state_fraction"},
      "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms",
      "provenance": {"source", "device", "created", "tool_version", "command", "software"},
-     "schemes": [{"cp", "tp", "pp", "a", "b", "c", "activation_bytes_per_token",
+     "schemes": [{"cp", "tp", "pp", "sp", "recompute", "a", "b", "c", "activation_bytes_per_token",
                   "overhead_bytes", "utilization_tokens",
                   "fit": null | {"r2", "median_rel_error", "max_rel_error", "points"}}]}
 
-``provenance.software`` and ``communicator_ms`` are optional (absent: empty, 0), so older files
-still load.
+A scheme's options (:class:`~hydraulis.types.SchemeOptions`) are written only when they are not
+the defaults: ``"sp": true`` (sequence parallelism) and ``"recompute": "selective" | "full"``;
+the same degrees with other options are another entry of ``schemes``. Version 2 added them;
+a version-1 file still loads, every scheme with the defaults (no sp, no recomputation), which is
+what the runtime of version 1 ran. ``provenance.software`` and ``communicator_ms`` are optional
+(absent: empty, 0).
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ from hydraulis.types import (
 )
 
 KIND = "scheme_space"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 _MODEL_DEFAULTS = {f.name: f.default for f in fields(ModelSpec) if f.default is not MISSING}
 """Model fields written only when they differ from these (files without them still load)."""
@@ -64,7 +69,7 @@ def scheme_space_to_dict(space: SchemeSpace) -> dict:
 
 def scheme_space_from_dict(document: object) -> SchemeSpace:
     record = Record(document)
-    check_header(record, KIND, (SCHEMA_VERSION,))
+    check_header(record, KIND, READABLE_VERSIONS)
     model = model_from_record(record.sub("model"))
     cluster = record.sub("cluster")
     memory = record.sub("memory")
@@ -129,16 +134,20 @@ def pipeline_model_from_record(record: Record) -> PipelineModel:
 
 
 def scheme_to_dict(scheme: Scheme) -> dict:
-    """``{"cp", "tp", "pp"}``, plus ``"sp"`` and ``"recompute"`` when they are not the defaults."""
+    """``{"cp", "tp", "pp"}``, plus ``"sp"``, ``"recompute"`` and ``"recompute_layers"`` when
+    they are not the defaults."""
     options = {"sp": scheme.sp} if scheme.sp else {}
     if scheme.recompute is not Recompute.NONE:
         options["recompute"] = scheme.recompute.value
+    if scheme.recompute_layers:
+        options["recompute_layers"] = list(scheme.recompute_layers)
     return {"cp": scheme.cp, "tp": scheme.tp, "pp": scheme.pp, **options}
 
 
 def scheme_from_record(record: Record) -> Scheme:
     return build(record.path, Scheme, cp=record.int("cp"), tp=record.int("tp"), pp=record.int("pp"),
-                 sp=record.bool("sp", False), recompute=record.enum("recompute", Recompute, Recompute.NONE))
+                 sp=record.bool("sp", False), recompute=record.enum("recompute", Recompute, Recompute.NONE),
+                 recompute_layers=record.ints("recompute_layers", []))
 
 
 def time_from_record(record: Record) -> TimeCoefficients:

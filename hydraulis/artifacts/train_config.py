@@ -12,7 +12,7 @@ read too)::
      "corpus": null, "tokenizer": null, "cache_dir": null,
      "optimizer_layout": null | {"dp", "tp", "pp"},
      "checkpoint_dir": null, "checkpoint_every": 0, "resume": null,
-     "synthesise": "proposal", "synthesis_evaluations": 16,
+     "tensorboard_dir": null, "synthesise": "proposal", "synthesis_evaluations": 16,
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
                  "seed": 0, "timeout_s": 60.0, "threads": 1}}
 """
@@ -32,7 +32,7 @@ from hydraulis.types import BatchingMethod, OptimizerLayout
 KIND = "train_config"
 SCHEMA_VERSION = 2
 _OPTIONAL_STRINGS = ("lengths_file", "space_file", "proposal_file", "planner_url", "corpus", "tokenizer", "cache_dir",
-                     "checkpoint_dir", "resume")
+                     "checkpoint_dir", "resume", "tensorboard_dir")
 _ENUMS = {"device": DeviceKind, "precision": Precision, "optimizer": OptimizerKind}
 
 

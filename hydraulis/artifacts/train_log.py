@@ -10,7 +10,7 @@ Layout (``schema_version`` 1)::
                  "communicator_bound"},
      "steps": [{"step", "strategy", "tokens", "loss", "measured_ms": [...], "predicted_ms": [...],
                 "propagate_ms", "reduce_ms", "step_ms", "predicted_step_ms", "planning_ms",
-                "wait_ms", "synthesised"}]}
+                "wait_ms", "strategy_index", "synthesised"}]}
 
 ``synthesised`` (a step that ran a strategy made for it) is optional on load (absent: false).
 """
@@ -52,7 +52,7 @@ def write_train_log(path: str | Path, records: tuple[StepRecord, ...]) -> None:
 
 def _step(record: Record) -> StepRecord:
     return build(record.path, StepRecord, step=record.int("step"), strategy=record.str("strategy"),
-                 tokens=record.int("tokens"), loss=record.float("loss"),
+                 tokens=record.int("tokens"), loss=record.float("loss"), strategy_index=record.int("strategy_index", 0),
                  measured_ms=tuple(_floats(record, "measured_ms")), predicted_ms=tuple(_floats(record, "predicted_ms")),
                  synthesised=record.bool("synthesised", False), **{key: record.float(key) for key in _TIMES})
 

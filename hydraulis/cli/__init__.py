@@ -13,6 +13,7 @@ from hydraulis.cli import (
     analyze,
     check_equivalence,
     data,
+    fuse,
     plan_step,
     profile,
     propose,
@@ -24,7 +25,7 @@ from hydraulis.cli import (
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space, profile, data, analyze, propose, plan_step, simulate, train, check_equivalence, serve)
+COMMANDS = (space, profile, data, analyze, propose, plan_step, simulate, fuse, train, check_equivalence, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,12 @@ import sys
 from collections.abc import Sequence
 
 from hydraulis.errors import HydraulisError
-from hydraulis.types import OptimizerLayout
+from hydraulis.types import OptimizerLayout, SchemeOptions
+
+OPTIONS_HELP = ("scheme options to measure every degree under, as in a SPEC's brackets: none (the plain scheme), "
+                "sp, recompute=selective|full|full:K (the first K layers of each stage) or several joined by commas, "
+                "e.g. sp,recompute=full; repeat for "
+                "more variants, each a scheme of its own (default: none; sp applies where tp > 1)")
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -63,6 +68,17 @@ def optimizer_layout(text: str) -> OptimizerLayout:
     except ValueError:
         raise HydraulisError("optimizer_layout", text, "must be DP,TP,PP (three integers)") from None
     return OptimizerLayout(dp, tp, pp)
+
+
+def scheme_variants(texts: Sequence[str] | None) -> tuple[SchemeOptions, ...]:
+    """``--options`` values (``none`` for the plain scheme) → variants; default the plain scheme."""
+    return tuple(SchemeOptions.parse("" if text.strip() == "none" else text, "--options")
+                 for text in texts or ["none"])
+
+
+def options_cell(options: Sequence[str]) -> str:
+    """A table cell of a scheme's options, ``-`` for none."""
+    return ",".join(options) or "-"
 
 
 def _cell(value: object) -> str:

@@ -6,7 +6,7 @@ import argparse
 
 from hydraulis import __version__
 from hydraulis.artifacts import timestamp, write_scheme_space
-from hydraulis.cli.output import command_line, emit, int_list, table
+from hydraulis.cli.output import OPTIONS_HELP, command_line, emit, int_list, options_cell, scheme_variants, table
 from hydraulis.errors import require
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.measurement import Clock
@@ -32,6 +32,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--cp", type=int_list("--cp"), default=(1, 2), help="cp degrees (default 1,2)")
     parser.add_argument("--tp", type=int_list("--tp"), default=(1, 2, 4), help="tp degrees (default 1,2,4)")
     parser.add_argument("--pp", type=int_list("--pp"), default=(1, 2), help="pp degrees (default 1,2)")
+    parser.add_argument("--options", action="append", metavar="OPTIONS", help=OPTIONS_HELP)
     parser.add_argument("--seq-lens", required=True,
                         help="micro-batch token counts: a list 64,128,256 or a range 64:1024 (doubling) or "
                              "128:1024:128 (stepped); each is measured as several length mixes")
@@ -76,7 +77,7 @@ def _profile(args: argparse.Namespace) -> None:
     local = local_devices(DeviceKind(args.device), args.max_procs, args.threads,
                           Clock(args.clock) if args.clock else None, args.fill_node)
     sweep = SweepConfig(model, args.cp, args.tp, args.pp, token_counts, local.environment.devices, args.repeats,
-                        args.warmup, args.block_layers, args.check_full_stage)
+                        args.warmup, args.block_layers, args.check_full_stage, scheme_variants(args.options))
     device = device_preset(args.device_preset or PRESET_OF_DEVICE[local.kind])
     request = ProfileRequest(sweep, local.environment, device, args.cache, timestamp(), __version__, command_line())
     outcome = profile_scheme_space(request, lambda job, n: run_measure_job(job, n, local.options, args.log_level))
@@ -100,12 +101,12 @@ def _print(outcome: ProfileOutcome) -> None:
         emit(f"skipped {skipped.scheme}: {skipped.reason}")
     for limit in outcome.capacity_limits:
         emit(f"capacity limit {limit.scheme}: out of memory at {limit.tokens} tokens (stage of {limit.depth} layers)")
-    headers = ("cp", "tp", "pp", "L_s", "a", "b", "c", "R2", "held-out med", "held-out max", "fit/held",
+    headers = ("cp", "tp", "pp", "options", "L_s", "a", "b", "c", "R2", "held-out med", "held-out max", "fit/held",
                "extrap. med", "extrap. max", "act. B/token", "fwd share")
     rows = []
     for fit in outcome.fits:
         extra = fit.extrapolation
-        rows.append([fit.scheme.cp, fit.scheme.tp, fit.scheme.pp, fit.stage_layers, fit.time.a, fit.time.b, fit.time.c,
+        rows.append([fit.scheme.cp, fit.scheme.tp, fit.scheme.pp, options_cell(fit.scheme.options), fit.stage_layers, fit.time.a, fit.time.b, fit.time.c,
                      fit.quality.r2, _percent(fit.quality.median_rel_error), _percent(fit.quality.max_rel_error),
                      f"{fit.fitted_points}/{fit.quality.points}",
                      _percent(extra.median_rel_error) if extra else "-", _percent(extra.max_rel_error) if extra else "-",

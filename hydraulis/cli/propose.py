@@ -8,9 +8,8 @@ import time
 from hydraulis.artifacts import read_lengths, read_scheme_space, write_proposal
 from hydraulis.cli.output import emit, optimizer_layout, table
 from hydraulis.planner import PlannerConfig, SolverName, propose
+from hydraulis.planner.report import STRATEGY_COLUMNS, proposal_heading, strategy_rows
 from hydraulis.types import Proposal
-
-GIB = 2**30
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -68,18 +67,8 @@ def _propose(args: argparse.Namespace) -> None:
 
 
 def _print(proposal: Proposal, explain: bool) -> None:
-    emit(f"{proposal.model.name} on {proposal.devices} devices ({proposal.devices_per_node} per node), "
-         f"optimizer layout {proposal.optimizer_layout}, {proposal.token_budget} tokens per step, "
-         f"max_seq_len {proposal.max_seq_len}")
-    rows = []
-    for i, proposed in enumerate(proposal.strategies):
-        groups = proposed.strategy.pipelines
-        rows.append([i, f"({proposed.serves_from}, {proposed.serves_to}]", str(proposed.strategy),
-                     proposed.strategy.devices, "/".join(str(g.max_seq_len) for g in groups),
-                     round(proposed.predicted_ms, 1), round(proposed.reduce_ms, 1),
-                     "/".join(f"{h / GIB:.1f}" for h in proposed.headroom_bytes)])
-    emit(table(("strategy", "serves", "pipelines", "devices", "max_seq_len", "predicted_ms", "reduce_ms",
-                "headroom_GiB"), rows))
+    emit(proposal_heading(proposal))
+    emit(table(STRATEGY_COLUMNS, strategy_rows(proposal.strategies)))
     if explain:
         emit("")
         emit(proposal.explanation)

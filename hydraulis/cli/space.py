@@ -7,7 +7,17 @@ from dataclasses import replace
 
 from hydraulis import __version__
 from hydraulis.artifacts import read_json, read_scheme_space, timestamp, write_scheme_space
-from hydraulis.cli.output import command_line, emit, emit_json, int_list, optimizer_layout, table
+from hydraulis.cli.output import (
+    OPTIONS_HELP,
+    command_line,
+    emit,
+    emit_json,
+    int_list,
+    optimizer_layout,
+    options_cell,
+    scheme_variants,
+    table,
+)
 from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.compare import compare_spaces
@@ -48,12 +58,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     ana.add_argument("--cp", type=int_list("--cp"), default=(1, 2, 4, 8), help="cp degrees (default 1,2,4,8)")
     ana.add_argument("--tp", type=int_list("--tp"), default=(1, 2, 4, 8), help="tp degrees (default 1,2,4,8)")
     ana.add_argument("--pp", type=int_list("--pp"), default=(1, 2, 4, 8), help="pp degrees (default 1,2,4,8)")
+    ana.add_argument("--options", action="append", metavar="OPTIONS", help=OPTIONS_HELP)
     ana.add_argument("-o", "--output", required=True, help="scheme-space JSON to write")
     ana.set_defaults(run=_analytic)
 
     show = verbs.add_parser("show", help="one row per scheme with its longest sequence",
-                            description="One row per scheme: cp, tp, pp, devices, a, b, c, the longest "
-                                        "sequence it can hold under the optimizer layout and what limits it.")
+                            description="One row per scheme: cp, tp, pp, options (sequence parallelism, "
+                                        "recomputation), devices, a, b, c, the longest sequence it can hold "
+                                        "under the optimizer layout and what limits it.")
     show.add_argument("space", help="scheme-space JSON")
     show.add_argument("--optimizer-layout", metavar="DP,TP,PP",
                       help="optimizer layout (default: ZeRO-1 over all devices, N,1,1)")
@@ -89,7 +101,8 @@ def _analytic(args: argparse.Namespace) -> None:
     device = device_preset(args.device)
     cluster = Cluster(args.devices, args.devices_per_node or device.devices_per_node, device.name)
     space = analytic_scheme_space(model_preset(args.model), device, cluster, args.cp, args.tp, args.pp,
-                                  created=timestamp(), tool_version=__version__, command=command_line())
+                                  created=timestamp(), tool_version=__version__, command=command_line(),
+                                  variants=scheme_variants(args.options))
     write_scheme_space(args.output, space)
     emit(f"wrote {args.output}: {len(space.profiles)} analytic schemes of {args.model} on "
          f"{args.devices} × {device.name}")
@@ -105,27 +118,29 @@ def _show(args: argparse.Namespace) -> None:
         return
     emit(f"{space.model.name} on {space.cluster.devices} × {space.cluster.device} "
          f"({space.provenance.source.value}); optimizer layout {layout}")
-    headers = ("cp", "tp", "pp", "devices", "a", "b", "c", "max_seq_len", "states_GiB", "limited by")
-    emit(table(headers, [[r["cp"], r["tp"], r["pp"], r["devices"], r["a"], r["b"], r["c"], r["max_seq_len"],
-                          r["states_bytes"] / 2**30, r["limit"]] for r in rows]))
+    headers = ("cp", "tp", "pp", "options", "devices", "a", "b", "c", "max_seq_len", "states_GiB", "limited by")
+    emit(table(headers, [[r["cp"], r["tp"], r["pp"], options_cell(r["options"]), r["devices"], r["a"], r["b"],
+                          r["c"], r["max_seq_len"], r["states_bytes"] / 2**30, r["limit"]] for r in rows]))
 
 
 def _compare(args: argparse.Namespace) -> None:
     space_a, space_b = read_scheme_space(args.space_a), read_scheme_space(args.space_b)
     comparison = compare_spaces(space_a, space_b, args.lengths)
     if args.format == "json":
-        emit_json([{"cp": r.scheme.cp, "tp": r.scheme.tp, "pp": r.scheme.pp, "lengths": list(r.lengths),
+        emit_json([{"cp": r.scheme.cp, "tp": r.scheme.tp, "pp": r.scheme.pp, "options": list(r.scheme.options),
+                    "lengths": list(r.lengths),
                     "time_a_ms": list(r.time_a_ms), "time_b_ms": list(r.time_b_ms),
                     "relative_difference": list(r.relative_differences)} for r in comparison.common])
         return
     emit(f"A: {args.space_a} ({space_a.provenance.source.value}, {space_a.provenance.device})")
     emit(f"B: {args.space_b} ({space_b.provenance.source.value}, {space_b.provenance.device})")
     emit("(B - A) / A of the predicted time of a micro-batch of one sequence of s tokens:")
-    headers = ("cp", "tp", "pp", *(f"s={s}" for s in args.lengths), "median |d|")
+    headers = ("cp", "tp", "pp", "options", *(f"s={s}" for s in args.lengths), "median |d|")
     rows = []
     for row in comparison.common:
         differences = row.relative_differences
-        rows.append([row.scheme.cp, row.scheme.tp, row.scheme.pp, *(f"{100 * d:+.1f}%" for d in differences),
+        rows.append([row.scheme.cp, row.scheme.tp, row.scheme.pp, options_cell(row.scheme.options),
+                     *(f"{100 * d:+.1f}%" for d in differences),
                      f"{100 * sorted(abs(d) for d in differences)[len(differences) // 2]:.1f}%"])
     emit(table(headers, rows))
     for name, schemes in (("A", comparison.only_a), ("B", comparison.only_b)):

@@ -30,6 +30,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     train.add_argument("--config", help="training config JSON (kind train_config); flags override it")
     add_training_arguments(train)
     add_checkpoint_arguments(train)
+    train.add_argument("--tensorboard", metavar="DIR",
+                       help="write TensorBoard event files here (rank 0, every step: loss, tokens/s, measured and "
+                            "predicted step time and their error, strategy index, planning and wait ms; the "
+                            "proposal as text); watch with: tensorboard --logdir DIR")
     train.add_argument("--output-dir", help="folder for the resolved config (train_config.json) and the step "
                                             "records (train_log.json)")
     train.set_defaults(run=_train)

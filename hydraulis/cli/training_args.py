@@ -19,16 +19,19 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "lengths": "lengths_file", "space": "space_file", "proposal": "proposal_file", "method": "method",
         "planner_url": "planner_url", "corpus": "corpus", "tokenizer": "tokenizer", "cache_dir": "cache_dir",
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
-        "checkpoint_every": "checkpoint_every", "resume": "resume", "synthesise": "synthesise",
-        "synthesis_evaluations": "synthesis_evaluations"}
+        "checkpoint_every": "checkpoint_every", "resume": "resume", "tensorboard": "tensorboard_dir",
+        "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
 _RUNTIME = ("device", "precision", "optimizer", "lr", "seed", "timeout_s", "threads")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=model_names(), help="model preset, e.g. tiny")
     parser.add_argument("--strategy", action="append", metavar="SPEC",
-                        help="strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][xCOUNT], "
-                             "e.g. 1,2,1+1,1,2 or 1,1,2x2; repeat to cycle strategies per step")
+                        help="strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][[OPTIONS]][xCOUNT] "
+                             "with OPTIONS sp (sequence parallelism, tp > 1) and recompute=none|selective|full "
+                             "(full:K: the first K layers of each stage, full:K1/K2/…: per stage), "
+                             "e.g. 1,2,1+1,1,2, 1,1,2x2 or 1,4,1[sp,recompute=full]x2; repeat to cycle strategies "
+                             "per step")
     parser.add_argument("--proposal", help="proposal JSON (hydraulis propose): dispatch picks one of its "
                                            "strategies every step (instead of --strategy)")
     parser.add_argument("--method", choices=[m.value for m in BatchingMethod],

@@ -9,7 +9,7 @@ assign sequences to its pipelines (stage 1), pack each pipeline's sequences into
 * :mod:`.balanced_packing` — stage 2, sequences → micro-batches and their order;
 * :mod:`.ilp` — the integer program for the slowest pipeline;
 * :mod:`.baselines` — padding, fixed packing, dispatch + fixed packing;
-* :mod:`.summary` — batching methods compared over many steps, a plan's micro-batch times;
+* :mod:`.summary` — batching methods compared over many steps, a plan's micro-batch times and 1F1B timelines;
 * :mod:`.estimate`, :mod:`.pipelines`, :mod:`.packing` — the pieces they share.
 """
 
@@ -17,7 +17,13 @@ from hydraulis.dispatch.bounds import strategy_bound, work_lower_bound_ms
 from hydraulis.dispatch.dispatcher import dispatch
 from hydraulis.dispatch.options import DispatchOptions, OversizePolicy
 from hydraulis.dispatch.packing import PackingStatus
-from hydraulis.dispatch.summary import MethodSummary, compare_methods, micro_batch_times_ms, summarise_plans
+from hydraulis.dispatch.summary import (
+    MethodSummary,
+    compare_methods,
+    micro_batch_times_ms,
+    pipeline_timelines,
+    summarise_plans,
+)
 
 __all__ = [
     "DispatchOptions",
@@ -27,6 +33,7 @@ __all__ = [
     "compare_methods",
     "dispatch",
     "micro_batch_times_ms",
+    "pipeline_timelines",
     "strategy_bound",
     "summarise_plans",
     "work_lower_bound_ms",

@@ -1,4 +1,5 @@
-"""Batching methods side by side over many steps, and the micro-batch times behind a plan.
+"""Batching methods side by side over many steps, and the micro-batch times and 1F1B timelines
+behind a plan.
 
 For each method, every batch is dispatched and summarised by its predicted step time ``T``,
 its ratio to the plan's lower bound ``T/LB`` (:mod:`hydraulis.dispatch.dispatcher`), its ratio
@@ -14,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from hydraulis.cost import microbatch_time_ms
+from hydraulis.cost import PipelineTimeline, microbatch_time_ms, simulate_1f1b
 from hydraulis.dispatch.bounds import work_lower_bound_ms
 from hydraulis.dispatch.dispatcher import dispatch
 from hydraulis.dispatch.options import DispatchOptions
@@ -94,6 +95,15 @@ def micro_batch_times_ms(plan: StepPlan, proposal: Proposal) -> list[list[float]
         longest = max(s for pipeline in aligned for mb in pipeline for s in mb)
         aligned = [[[longest] * len(mb) for mb in pipeline] for pipeline in aligned]
     return [[microbatch_time_ms(group.time, mb) for mb in pipeline] for group, pipeline in zip(groups, aligned)]
+
+
+def pipeline_timelines(plan: StepPlan, proposal: Proposal) -> tuple[PipelineTimeline, ...]:
+    """Per pipeline, the exact 1F1B schedule of its micro-batches with every operation recorded
+    (:func:`hydraulis.cost.simulate_1f1b` on :func:`micro_batch_times_ms`); an idle pipeline has
+    an empty timeline."""
+    return tuple(simulate_1f1b(times, p.scheme.pp, proposal.pipeline_model, record=True) if times
+                 else PipelineTimeline(0.0)
+                 for p, times in zip(plan.pipelines, micro_batch_times_ms(plan, proposal)))
 
 
 def _p90(values: np.ndarray) -> float:

@@ -33,6 +33,13 @@ latency, ``o`` the fixed time per layer per micro-batch. Per stage, forward + ba
 
 * fixed cost per micro-batch: ``c = L_s·(o + λ·(8·[tp>1] + 3·(cp−1))) + 2·λ·[pp>1]``.
 
+Recomputation (:class:`~hydraulis.types.Recompute`) runs forward work again in the backward:
+``selective`` the attention core (``a``: 7 → 9); ``full`` every layer's forward — its 2 of the 6
+dense FLOPs per parameter (the head's are not recomputed: ``6·L_s·P_l → 8·L_s·P_l``), the
+attention (``a``: 7 → 9) and the forward half of the layer's tp and cp traffic and collectives
+(×3/2 and ×4/3). Sequence parallelism changes no time term: its all-gathers and reduce-scatters
+are the ones assumed above.
+
 Memory: 16 bytes per parameter of model state (bf16 weights and gradients, fp32 master and
 two Adam moments; α = 12/16 follows the optimizer layout). Activations saved per token per layer
 (bf16; FlashAttention keeps no s² scores)::
@@ -59,7 +66,9 @@ from hydraulis.types import (
     ModelSpec,
     PipelineModel,
     Provenance,
+    Recompute,
     Scheme,
+    SchemeOptions,
     SchemeProfile,
     SchemeSpace,
     SpaceSource,
@@ -80,12 +89,15 @@ def analytic_scheme_space(
     created: str,
     tool_version: str,
     command: str = "",
+    variants: Iterable[SchemeOptions] = (SchemeOptions(),),
 ) -> SchemeSpace:
-    """Every ``(cp, tp, pp)`` from the given degrees that shards ``model`` and fits the cluster."""
+    """Every ``(cp, tp, pp)`` from the given degrees that shards ``model`` and fits the cluster,
+    under each of ``variants`` (an ``sp`` variant where ``tp > 1``)."""
     schemes = [
-        Scheme(cp, tp, pp)
+        variant.scheme(cp, tp, pp)
         for cp, tp, pp in itertools.product(sorted(set(cps)), sorted(set(tps)), sorted(set(pps)))
         if cp * tp * pp <= cluster.devices and _shards(model, Scheme(cp, tp, pp))
+        for variant in dict.fromkeys(variants) if tp > 1 or not variant.sp
     ]
     require(bool(schemes), "schemes", [], f"none of the degrees shards {model.name} on {cluster.devices} devices")
     multi_node = cluster.devices > cluster.devices_per_node
@@ -123,14 +135,18 @@ def analytic_profile(model: ModelSpec, device: DeviceSpec, cluster: Cluster, sch
     beta_tp = _bytes_per_ms(device, tp <= per_node)
     beta_cp = _bytes_per_ms(device, tp * cp <= per_node)
     beta_pp = _bytes_per_ms(device, scheme.devices <= per_node)
-    b = 6.0 * (stage_layers * model.params_per_layer + h * v) / (tp * cp * rate_ms * device.matmul_efficiency)
-    b += stage_layers * 16.0 * h * (tp - 1) / tp / (cp * beta_tp)
-    b += stage_layers * 12.0 * kv * (cp - 1) / cp / (tp * beta_cp)
+    full = scheme.recompute is Recompute.FULL
+    layer_flops = 8.0 if full else 6.0
+    b = (layer_flops * stage_layers * model.params_per_layer + 6.0 * h * v) / (
+        tp * cp * rate_ms * device.matmul_efficiency)
+    b += stage_layers * (24.0 if full else 16.0) * h * (tp - 1) / tp / (cp * beta_tp)
+    b += stage_layers * (16.0 if full else 12.0) * kv * (cp - 1) / cp / (tp * beta_cp)
     if pp > 1:
         b += 4.0 * h / (tp * cp * beta_pp)
-    a = 7.0 * h * stage_layers / (tp * cp * rate_ms * device.attention_efficiency)
+    attention_flops = 7.0 if scheme.recompute is Recompute.NONE else 9.0
+    a = attention_flops * h * stage_layers / (tp * cp * rate_ms * device.attention_efficiency)
     latency_ms = device.collective_latency_us / 1e3
-    collectives = 8 * (tp > 1) + 3 * (cp - 1)
+    collectives = (12 if full else 8) * (tp > 1) + (4 if full else 3) * (cp - 1)
     c = stage_layers * (device.layer_overhead_us / 1e3 + latency_ms * collectives) + 2 * latency_ms * (pp > 1)
     per_layer = 2.0 * (6 * h + 2 * kv + 3 * model.ffn_hidden)
     first_stage = model.layers * per_layer

@@ -205,7 +205,7 @@ def _pack(point: SweepPoint, stage: StageUnderTest, context: RankContext, seed: 
     documents = [rng.integers(0, vocab, s + 1) for s in point.lengths]
     micro_batch = MicroBatch(tuple(range(len(point.lengths))), point.lengths)
     varlen = use_varlen_kernel(context.device, context.dtype, stage.scheme.cp)
-    return pack_micro_batch(documents, micro_batch, 1, stage.cp, context.device, varlen)
+    return pack_micro_batch(documents, micro_batch, 1, stage.cp, context.device, varlen, stage.model.sequence_shards)
 
 
 class _TimedStageWork(StageWork):
@@ -267,7 +267,7 @@ def _saved_bytes_in_flight(stage: StageUnderTest | None, batch: PackedMicroBatch
             storages[storage.data_ptr()] = storage.nbytes()
         return tensor
 
-    hidden = None if model.first else torch.randn(batch.tokens, model.model.hidden, dtype=next(model.parameters()).dtype,
+    hidden = None if model.first else torch.randn(batch.hidden_rows, model.model.hidden, dtype=next(model.parameters()).dtype,
                                                   requires_grad=True)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
         model(hidden, batch)

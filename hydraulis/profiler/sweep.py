@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hydraulis.errors import HydraulisError, require, require_int
-from hydraulis.types import ModelSpec, Scheme
+from hydraulis.types import ModelSpec, Scheme, SchemeOptions
 
 MIXES: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("one", (1,)),
@@ -84,7 +84,9 @@ class SweepConfig:
 
     ``max_procs`` is the number of local processes (one per device) a scheme may use;
     ``block_layers`` the repeated unit ``K``; ``warmup`` runs are discarded, the median of
-    ``repeats`` runs is kept.
+    ``repeats`` runs is kept. Every ``(cp, tp, pp)`` is measured under each of ``variants``
+    (sequence parallelism, recomputation): each variant is a scheme of its own (an ``sp``
+    variant only where ``tp > 1``).
     """
 
     model: ModelSpec
@@ -97,6 +99,7 @@ class SweepConfig:
     warmup: int = 1
     block_layers: int = 1
     check_full_stage: bool = False
+    variants: tuple[SchemeOptions, ...] = (SchemeOptions(),)
 
     def __post_init__(self) -> None:
         for name in ("cps", "tps", "pps"):
@@ -111,6 +114,7 @@ class SweepConfig:
         require_int(self.repeats, "repeats", minimum=1)
         require_int(self.warmup, "warmup", minimum=0)
         require_int(self.block_layers, "block_layers", minimum=1)
+        require(len(self.variants) > 0, "options", [], "must list at least one variant")
         for cp, tp, pp in itertools.product(self.cps, self.tps, self.pps):
             self.model.check_scheme(Scheme(cp, tp, pp))
 
@@ -130,11 +134,14 @@ def sweep_plan(config: SweepConfig) -> SweepPlan:
     processes are skipped. Raises when none is left."""
     schemes, skipped = [], []
     for cp, tp, pp in itertools.product(sorted(set(config.cps)), sorted(set(config.tps)), sorted(set(config.pps))):
-        scheme = Scheme(cp, tp, pp)
-        if scheme.devices > config.max_procs:
-            skipped.append(SkippedScheme(scheme, f"needs {scheme.devices} devices, only {config.max_procs} here"))
-        else:
-            schemes.append(scheme)
+        for variant in dict.fromkeys(config.variants):
+            if variant.sp and tp == 1:
+                continue
+            scheme = variant.scheme(cp, tp, pp)
+            if scheme.devices > config.max_procs:
+                skipped.append(SkippedScheme(scheme, f"needs {scheme.devices} devices, only {config.max_procs} here"))
+            else:
+                schemes.append(scheme)
     require(bool(schemes), "schemes", [str(s.scheme) for s in skipped],
             f"all need more than the {config.max_procs} local devices")
     points = []

@@ -24,9 +24,11 @@ module                      concept
 ``parallel.context``        load-balanced context-parallel chunks, K/V all-gather
 ``parallel.pipeline``       1F1B over micro-batches of different lengths, shapes ahead of tensors
 ``optimizer.sharding``      canonical parameters and each rank's shards
-``optimizer.placement``     who owns which element in the optimizer layout; compute shards' elements
+``optimizer.ranges``        regions of parameters and the strided blocks two regions share
+``optimizer.placement``     who owns which region of which parameter in the optimizer layout
 ``optimizer.master``        one rank's buffer: fp32 master weights, moments, the update rule
-``optimizer.routes``        gradients into the optimizer layout, weights out of it (all-to-all)
+``optimizer.routes``        gradients into the optimizer layout, weights out of it (all-to-all
+                            of blocks)
 ``planning``                step plans from the dispatcher or the service, one step ahead
 ``broadcast``               rank 0's plan to every rank
 ``step``                    one training step on one rank

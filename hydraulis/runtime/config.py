@@ -81,6 +81,7 @@ class TrainConfig:
     end only); ``resume`` is a checkpoint folder or root to continue from. With a proposal,
     ``synthesise`` says which schemes a strategy made for one step may use (``space``: those of
     ``space_file``) and ``synthesis_evaluations`` its budget (:mod:`hydraulis.dispatch.synthesis`).
+    Rank 0 writes TensorBoard event files to ``tensorboard_dir`` (:mod:`hydraulis.runtime.tensorboard`).
     """
 
     model: str
@@ -104,6 +105,7 @@ class TrainConfig:
     resume: str | None = None
     synthesise: Synthesise = Synthesise.PROPOSAL
     synthesis_evaluations: int = SynthesisOptions.evaluations
+    tensorboard_dir: str | None = None
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
     def __post_init__(self) -> None:

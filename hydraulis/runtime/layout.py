@@ -40,6 +40,7 @@ class PipelineLayout:
                 f"must name one layer count per stage (pp = {self.scheme.pp})")
         for stage, count in enumerate(self.stage_layers):
             require_int(count, f"stage_layers[{stage}]", minimum=1)
+            self.scheme.full_layers(stage, count)
 
     @property
     def layers(self) -> int:
@@ -54,9 +55,12 @@ class PipelineLayout:
         return self.stage_layers == even_split(self.layers, self.scheme.pp)
 
     def spec(self) -> str:
-        """``cp,tp,pp`` with ``:l1/l2/…`` when the split is not the even one."""
+        """``cp,tp,pp`` with ``:l1/l2/…`` when the split is not the even one, then the scheme's
+        options in brackets, e.g. ``1,1,2:3/1[recompute=full]``."""
         text = f"{self.scheme.cp},{self.scheme.tp},{self.scheme.pp}"
-        return text if self.is_even() else text + ":" + "/".join(str(n) for n in self.stage_layers)
+        split = "" if self.is_even() else ":" + "/".join(str(n) for n in self.stage_layers)
+        options = f"[{','.join(self.scheme.options)}]" if self.scheme.options else ""
+        return text + split + options
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,8 @@ class StepRecord:
     slowest rank), ``reduce_ms`` (gradients to the optimizer layout and the update: what the
     step took beyond propagation and the slowest pipeline) and the plan's
     ``predicted_step_ms`` and ``planning_ms``; ``wait_ms`` is how long the step waited for its
-    plan after the previous step ended (0 when planning kept ahead)."""
+    plan after the previous step ended (0 when planning kept ahead); ``strategy_index`` indexes
+    the run's strategies (the proposal's, or the cycled SPECs)."""
 
     step: int
     strategy: str
@@ -56,6 +57,7 @@ class StepRecord:
     predicted_step_ms: float
     planning_ms: float
     wait_ms: float = 0.0
+    strategy_index: int = 0
     synthesised: bool = False
 
 

@@ -52,7 +52,8 @@ class TrainingRun:
     """Model; the strategies a step may run (a plan's ``strategy_index`` indexes ``layouts``,
     unless the plan made a strategy for its step)
     and how steps are planned; the data; the step count to reach; the optimizer layout (None:
-    ZeRO-1 over all ranks); checkpoints to write and the one to resume from."""
+    ZeRO-1 over all ranks); checkpoints to write and the one to resume from; where rank 0 writes
+    TensorBoard event files."""
 
     model: ModelSpec
     layouts: tuple[StrategyLayout, ...]
@@ -62,6 +63,7 @@ class TrainingRun:
     optimizer_layout: OptimizerLayout | None = None
     checkpoint: CheckpointPolicy | None = None
     resume: Resume | None = None
+    tensorboard_dir: str | None = None
 
     @property
     def devices(self) -> int:
@@ -104,7 +106,8 @@ def resolve_run(config: TrainConfig) -> TrainingRun:
         require(resume.manifest.step < config.steps, "steps", config.steps,
                 f"is already reached: the checkpoint {resume.folder} is after step {resume.manifest.step}")
     checkpoint = CheckpointPolicy(config.checkpoint_dir, config.checkpoint_every) if config.checkpoint_dir else None
-    return TrainingRun(model, layouts, planning, data, config.steps, optimizer_layout, checkpoint, resume)
+    return TrainingRun(model, layouts, planning, data, config.steps, optimizer_layout, checkpoint, resume,
+                       config.tensorboard_dir)
 
 
 def _cycled_strategies(config: TrainConfig, model: ModelSpec, token_budget: int, max_seq_len: int,

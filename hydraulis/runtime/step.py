@@ -43,8 +43,7 @@ from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import ProcessGroups, RankMap, RankPlace
 from hydraulis.runtime.records import StepRecord
-from hydraulis.runtime.optimizer.routes import Route
-from hydraulis.runtime.optimizer.sharding import stage_shards
+from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 
 FIGURES = ("compute_ms", "loss", "propagate_ms", "step_ms")
@@ -101,13 +100,15 @@ class StepRunner:
         reduce = max(0.0, figures["step_ms"] - figures["propagate_ms"] - max(measured))
         return StepRecord(step, str(layout), tokens, figures["loss"], measured,
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
-                          figures["step_ms"], plan.predicted_ms, plan.planning_ms)
+                          figures["step_ms"], plan.predicted_ms, plan.planning_ms,
+                          strategy_index=plan.strategy_index)
 
     def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int) -> float:
         place, model = stage.place, stage.model
         pipeline = plan.pipelines[place.pipeline]
         varlen = use_varlen_kernel(self.context.device, self.context.dtype, pipeline.scheme.cp)
-        batches = [pack_micro_batch(documents, mb, plan.alignment, stage.groups.cp, self.context.device, varlen)
+        batches = [pack_micro_batch(documents, mb, plan.alignment, stage.groups.cp, self.context.device, varlen,
+                                    model.sequence_shards)
                    for mb in pipeline.micro_batches]
         work = StageWork(model, batches, tokens)
         run_1f1b(work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
@@ -120,16 +121,17 @@ class StepRunner:
             new_group = dist.new_group if self.context.world_size > 1 else None
             groups = ProcessGroups.create(rank_map, self.context.rank, new_group)
             place = rank_map.place(self.context.rank)
-            model, params, shards, link = None, [], (), None
+            model, params, link = None, [], None
             if place is not None:
                 pipeline = layout.pipelines[place.pipeline]
                 model = StageModel(self.model, pipeline, place.stage, groups.tp, groups.cp, self.context.dtype,
                                    self.context.device)
                 link = StageLink(rank_map.neighbour(place, -1), rank_map.neighbour(place, 1), self.context.device,
                                  self.context.dtype)
-                shards = stage_shards(self.model, pipeline, place.stage, place.tp_rank)
-                params = model.shard_parameters(shards)
-            route = Route(self.placement, shards, self.context.world, self.context.device)
+            route = Route(route_plan(self.placement, rank_map, self.context.rank), self.context.world)
+            route.check(self.context.device)
+            if model is not None:
+                params = model.shard_parameters(route.shards)
             self.stages[key] = ComputeStage(rank_map, place, groups, model, params, route, link)
         return self.stages[key]
 

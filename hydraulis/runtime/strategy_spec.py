@@ -3,11 +3,19 @@
 Grammar (whitespace ignored)::
 
     SPEC     := PIPELINE ('+' PIPELINE)*
-    PIPELINE := CP ',' TP ',' PP [':' L1 '/' L2 '/' … '/' Lpp] ['x' COUNT]
+    PIPELINE := CP ',' TP ',' PP [':' L1 '/' L2 '/' … '/' Lpp] ['[' OPTION (',' OPTION)* ']'] ['x' COUNT]
+    OPTION   := 'sp' | 'recompute=' ('none' | 'selective' | 'full' [':' K ('/' K)*])
 
 ``1,2,1+1,1,2`` is one pipeline of scheme (cp 1, tp 2, pp 1) beside one of (1, 1, 2);
 ``1,1,2x2`` two pipelines of (1, 1, 2); ``1,1,2:3/1`` one pipeline whose first stage holds
 3 layers and second 1 (default: the even split of :func:`~hydraulis.runtime.layout.even_split`).
+Options in brackets (:class:`~hydraulis.types.SchemeOptions`) make another scheme:
+``1,4,1[sp]x2`` two pipelines of tp 4 with sequence parallelism,
+``2,2,1[sp,recompute=full]+1,1,2:3/1[recompute=selective]`` one pipeline recomputing whole
+layers beside one recomputing the attention core (:mod:`hydraulis.runtime.model.decoder`);
+``1,1,2[recompute=full:1]`` recomputes the first layer of each stage in full, ``1,1,2[recompute=full:2/1]``
+the first two of stage 0 and the first of stage 1 (:class:`~hydraulis.types.Scheme`). The
+brackets may also come before the split (``1,1,2[sp]:3/1``); a layout prints them after it.
 
 A parsed SPEC becomes a :class:`~hydraulis.runtime.layout.StrategyLayout` with
 :func:`strategy_layout`, which also attaches each scheme's time coefficients (for predicted
@@ -25,10 +33,21 @@ from hydraulis.errors import HydraulisError, require
 from hydraulis.presets import device_preset
 from hydraulis.profiler.analytic import analytic_profile
 from hydraulis.runtime.layout import PipelineLayout, StrategyLayout, even_split
-from hydraulis.types import Cluster, ModelSpec, PipelineGroup, Scheme, SchemeSpace, Strategy, TimeCoefficients
+from hydraulis.types import (
+    Cluster,
+    ModelSpec,
+    PipelineGroup,
+    Scheme,
+    SchemeOptions,
+    SchemeSpace,
+    Strategy,
+    TimeCoefficients,
+)
 
-_PIPELINE = re.compile(r"^(\d+),(\d+),(\d+)(?::(\d+(?:/\d+)*))?(?:x(\d+))?$")
-_FORM = "cp,tp,pp with an optional :L1/L2/… layer split and xCOUNT, e.g. 1,2,1x2 or 1,1,2:3/1"
+_OPTIONS = r"(?:\[([^\[\]]*)\])?"
+_PIPELINE = re.compile(rf"^(\d+),(\d+),(\d+){_OPTIONS}(?::(\d+(?:/\d+)*))?{_OPTIONS}(?:x(\d+))?$")
+_FORM = ("cp,tp,pp with an optional :L1/L2/… layer split, [options] and xCOUNT, "
+         "e.g. 1,2,1x2, 1,1,2:3/1 or 1,4,1[sp,recompute=full]x2")
 
 TimeSource = Callable[[Scheme], TimeCoefficients]
 
@@ -51,10 +70,12 @@ def parse_strategy_spec(text: str, field: str = "strategy") -> tuple[SpecGroup, 
         match = _PIPELINE.match(part)
         if match is None:
             raise HydraulisError(field, text, f"pipeline {index + 1} ({part!r}) must be {_FORM}")
-        cp, tp, pp, split, count = match.groups()
+        cp, tp, pp, before, split, after, count = match.groups()
         where = f"{field}[{index}]"
+        require(before is None or after is None, f"{where}.options", part, "gives options twice")
         try:
-            scheme = Scheme(int(cp), int(tp), int(pp))
+            options = SchemeOptions.parse(before or after or "", f"{where}.options")
+            scheme = options.scheme(int(cp), int(tp), int(pp))
         except HydraulisError as error:
             raise HydraulisError(f"{where}.{error.field.split('.')[-1]}", error.value, error.problem) from None
         layers = tuple(int(n) for n in split.split("/")) if split else None

@@ -10,7 +10,8 @@ Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the chec
 3. every rank runs the step (:class:`~.step.StepRunner`: propagate, 1F1B, reduce, update) under
    the strategy the plan chose;
 4. after the steps the policy names, every rank writes its part of a checkpoint
-   (:mod:`.checkpoint.store`), recording the loader position of the next batch.
+   (:mod:`.checkpoint.store`), recording the loader position of the next batch; rank 0 adds
+   the step to TensorBoard when asked (:mod:`.tensorboard`).
 
 Rank 0 logs one line per step::
 
@@ -43,6 +44,7 @@ from hydraulis.runtime.run import TrainingRun
 from hydraulis.runtime.records import StepRecord, format_record
 from hydraulis.runtime.step import StepRunner
 from hydraulis.runtime.strategy_spec import SpecGroup, strategy_layout
+from hydraulis.runtime.tensorboard import TensorBoardLog
 from hydraulis.types import ModelSpec, OptimizerLayout, Scheme, StepPlan, TimeCoefficients
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,7 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
         restore(run.resume.folder, run.resume.manifest, runner.optimizer, context.rank)
         position = run.resume.manifest.position
     planner = _planner(run, context, reference)
+    board = _tensorboard(run, context, reference)
     batches = run.data.batches(position)
     records, grads = [], None
     try:
@@ -87,6 +90,8 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
                              wait_ms=wait_ms, synthesised=plan.synthesis is not None)
             if context.rank == 0:
                 log.info(format_record(record))
+            if board:
+                board.add(record)
             records.append(record)
             if canonical and grads is None:
                 grads = gather_canonical(runner.optimizer, "grad", context.world)
@@ -99,6 +104,8 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
     finally:
         if planner:
             planner.close()
+        if board:
+            board.close()
     params = gather_canonical(runner.optimizer, "master", context.world) if canonical else None
     return TrainResult(tuple(records), params, grads)
 
@@ -147,6 +154,12 @@ def _planner(run: TrainingRun, context: RankContext, reference: bool) -> PlanAhe
 
         client = PlannerClient(run.planning.planner_url, ClientOptions(token=os.environ.get(TOKEN_VARIABLE) or None))
     return PlanAhead(run.planning, client)
+
+
+def _tensorboard(run: TrainingRun, context: RankContext, reference: bool) -> TensorBoardLog | None:
+    if context.rank != 0 or reference or run.tensorboard_dir is None:
+        return None
+    return TensorBoardLog(run.tensorboard_dir, run.planning.proposals, run.planning.cycle)
 
 
 def _optimizer_layout(run: TrainingRun, context: RankContext, reference: bool) -> OptimizerLayout:

@@ -20,6 +20,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from hydraulis import __version__
 import numpy as np
 
+from hydraulis.artifacts.step_comparison import step_comparison_to_dict
 from hydraulis.artifacts import (
     proposal_from_dict,
     proposal_to_dict,
@@ -28,25 +29,33 @@ from hydraulis.artifacts import (
     step_plan_to_dict,
     timestamp,
 )
+from hydraulis.artifacts.fused import fused_problem_from_dict, fused_schedule_to_dict
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import plan_step, synthesis_options
+from hydraulis.fused import FuseOptions, fuse, fused_schedule
 from hydraulis.planner import PlannerConfig, propose, validate_proposal
+from hydraulis.data.synth import synth_lengths
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import device_names, device_preset, model_names, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.report import space_rows
+from hydraulis.service.pages import explorer_routes
 from hydraulis.service.errors import ServiceError, install_error_handlers
 from hydraulis.service.middleware import BodyLimit, RequestLog
 from hydraulis.service.schemas import (
     AnalyticSpaceRequest,
+    FusedScheduleRequest,
     LayoutBody,
     Presets,
     ProposalRequest,
+    StepComparisonRequest,
     StepPlanRequest,
+    SyntheticLengthsRequest,
     ValidateSpaceRequest,
     ValidateSpaceResponse,
 )
 from hydraulis.service.settings import ServiceSettings
+from hydraulis.simulation import compare_step
 from hydraulis.types import Cluster, OptimizerLayout
 
 T = TypeVar("T")
@@ -59,6 +68,7 @@ def create_app(settings: ServiceSettings = ServiceSettings()) -> FastAPI:
     app.state.settings = settings
     install_error_handlers(app)
     app.include_router(_health_routes())
+    app.include_router(explorer_routes())
     app.include_router(_v1_routes(settings), prefix="/v1", dependencies=[Depends(_authorize)])
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["*"],
@@ -150,11 +160,41 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
             return step_plan_to_dict(plan_step(proposal, lengths, body.method, options, synthesis))
         return await off_loop(work, time_limit + settings.default_time_limit_s)
 
+    @router.post("/lengths/synthetic")
+    async def synthetic_lengths(body: SyntheticLengthsRequest) -> dict[str, Any]:
+        check_sequences(body.docs, settings)
+
+        def work() -> dict[str, Any]:
+            return {"lengths": synth_lengths(body.docs, body.shape(), body.seed).tolist()}
+        return await off_loop(work, settings.default_time_limit_s)
+
+    @router.post("/step-comparisons")
+    async def step_comparisons(body: StepComparisonRequest) -> dict[str, Any]:
+        documents = request_lengths(body, settings)
+
+        def work() -> dict[str, Any]:
+            space = scheme_space_from_dict(body.scheme_space)
+            proposal = validate_proposal(proposal_from_dict(body.proposal), space)
+            check_devices(proposal.devices, settings)
+            return step_comparison_to_dict(compare_step(space, proposal, documents, body.seed))
+        return await off_loop(work, settings.default_time_limit_s)
+
+    @router.post("/fused-schedules")
+    async def fused_schedules(body: FusedScheduleRequest) -> dict[str, Any]:
+        time_limit = request_time_limit(body.time_limit_s, settings)
+
+        def work() -> dict[str, Any]:
+            problem = fused_problem_from_dict(body.problem)
+            check_devices(problem.devices, settings)
+            options = FuseOptions(time_limit_s=time_limit, seed=body.seed, memory_limit=body.memory_limit)
+            return fused_schedule_to_dict(fused_schedule(fuse(problem, options)), asdict(options))
+        return await off_loop(work, time_limit + settings.default_time_limit_s)
+
     return router
 
 
-def request_lengths(body: ProposalRequest, settings: ServiceSettings) -> np.ndarray:
-    """The document lengths of a proposal request: ``lengths``, or ``histogram`` expanded."""
+def request_lengths(body: ProposalRequest | StepComparisonRequest, settings: ServiceSettings) -> np.ndarray:
+    """The document lengths of a request: ``lengths``, or ``histogram`` expanded."""
     if (body.lengths is None) == (body.histogram is None):
         raise HydraulisError("lengths", None, "give exactly one of lengths and histogram")
     if body.lengths is not None:

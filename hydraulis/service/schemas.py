@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hydraulis.data.synth import LongTail
 from hydraulis.dispatch import OversizePolicy
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.solver import SolverName
@@ -32,7 +33,7 @@ class LayoutBody(Body):
 
 
 class Presets(BaseModel):
-    models: dict[str, dict[str, int]]
+    models: dict[str, dict[str, int | float]]
     devices: dict[str, dict[str, float | int]]
 
 
@@ -46,6 +47,7 @@ class SchemeRow(BaseModel):
     cp: int
     tp: int
     pp: int
+    options: list[str] = Field(description="non-default scheme options, e.g. [\"sp\", \"recompute=full\"]")
     devices: int
     a: float
     b: float
@@ -114,3 +116,35 @@ class StepPlanRequest(Body):
     scheme_space: dict[str, Any] | None = Field(default=None,
                                                 description="the scheme space the proposal was made from "
                                                             "(synthesise=space)")
+
+
+class SyntheticLengthsRequest(Body):
+    """A synthetic long tail (:mod:`hydraulis.data.synth`): a lognormal body with a Pareto tail."""
+
+    docs: int = Field(ge=1, description="how many document lengths to draw")
+    seed: int = Field(default=0, ge=0)
+    body_mu: float = Field(LongTail.body_mu, description="μ of the lognormal body: its median is e^μ tokens")
+    body_sigma: float = Field(LongTail.body_sigma, description="σ of the lognormal body")
+    tail_start: int = Field(LongTail.tail_start, description="where the Pareto tail starts, in tokens")
+    tail_alpha: float = Field(LongTail.tail_alpha, description="index α of the tail: P(s > x) = (tail_start/x)^α")
+    tail_share: float = Field(LongTail.tail_share, description="probability that a document comes from the tail")
+    max_len: int = Field(LongTail.max_len, description="every length is capped here")
+
+    def shape(self) -> LongTail:
+        return LongTail(self.body_mu, self.body_sigma, self.tail_start, self.tail_alpha, self.tail_share, self.max_len)
+
+
+class StepComparisonRequest(Body):
+    scheme_space: dict[str, Any] = Field(description="the scheme space the proposal was made from")
+    proposal: dict[str, Any] = Field(description="a proposal document (POST /v1/proposals, hydraulis propose)")
+    lengths: list[Int64] | None = Field(default=None, description="document lengths to draw the step from "
+                                                                  "(give this or histogram)")
+    histogram: Histogram | None = Field(default=None, description="document counts per length")
+    seed: int = Field(default=0, ge=0, description="draws the step's documents")
+
+
+class FusedScheduleRequest(Body):
+    problem: dict[str, Any] = Field(description="a fused problem document (hydraulis fuse --problem)")
+    time_limit_s: float | None = Field(default=None, gt=0, description="search seconds (default: the service's)")
+    seed: int = Field(default=0, ge=0)
+    memory_limit: float | None = Field(default=None, gt=0, description="hard limit on any device's memory")

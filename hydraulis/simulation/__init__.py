@@ -5,9 +5,11 @@ bar; :mod:`.inputs` reads the inputs the CLI names.
 * :mod:`.config` — :class:`SimulationConfig`;
 * :mod:`.contenders` — the compared systems and their candidate strategies;
 * :mod:`.simulate` — :func:`simulate`, the recipe;
-* :mod:`.summary` — per-contender figures and Hydraulis' speed-up over each.
+* :mod:`.summary` — per-contender figures and Hydraulis' speed-up over each;
+* :mod:`.compare` — one sampled step under every contender, with Hydraulis' 1F1B timelines.
 """
 
+from hydraulis.simulation.compare import ContenderStep, StepComparison, compare_step
 from hydraulis.simulation.config import SimulationConfig
 from hydraulis.simulation.contenders import Contender, Family
 from hydraulis.simulation.simulate import Communicators, Run, SimulatedStep, Simulation, StepOutcome, simulate
@@ -16,6 +18,7 @@ from hydraulis.simulation.summary import ContenderSummary, GapSummary, gap_summa
 __all__ = [
     "Communicators",
     "Contender",
+    "ContenderStep",
     "ContenderSummary",
     "Family",
     "GapSummary",
@@ -23,7 +26,9 @@ __all__ = [
     "SimulatedStep",
     "Simulation",
     "SimulationConfig",
+    "StepComparison",
     "StepOutcome",
+    "compare_step",
     "gap_summary",
     "simulate",
     "summarise",

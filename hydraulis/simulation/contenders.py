@@ -95,6 +95,17 @@ _TABLE = {
 }
 
 
+def contender_families(space: SchemeSpace, proposal: Proposal,
+                       options: tuple[SchemeOption, ...]) -> dict[Family, tuple[Proposal, ...]]:
+    """The candidates of each family: the proposal; each proposal strategy holding ``S`` alone
+    (static); each usable homogeneous strategy holding ``S``."""
+    return {
+        Family.PROPOSAL: (proposal,),
+        Family.STATIC: static_candidates(proposal),
+        Family.HOMOGENEOUS: homogeneous_candidates(space, proposal, options),
+    }
+
+
 def homogeneous_candidates(space: SchemeSpace, proposal: Proposal,
                            options: tuple[SchemeOption, ...]) -> tuple[Proposal, ...]:
     """One single-strategy proposal per usable scheme holding ``S``: ``⌊N/D_k⌋`` pipelines of it."""

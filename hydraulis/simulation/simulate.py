@@ -53,8 +53,7 @@ from hydraulis.simulation.config import SimulationConfig
 from hydraulis.simulation.contenders import (
     Contender,
     Family,
-    homogeneous_candidates,
-    static_candidates,
+    contender_families,
 )
 from hydraulis.types import Proposal, SchemeSpace, StepPlan
 from hydraulis.workload import sample_batches
@@ -150,11 +149,7 @@ def simulate(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Si
     proposal_wall_s = time.perf_counter() - started
     batches = sample_batches(lengths, planner.token_budget, config.steps, planner.max_seq_len, config.step_seed)
     options = proposal_options(space, proposal)
-    families = {
-        Family.PROPOSAL: (proposal,),
-        Family.STATIC: static_candidates(proposal),
-        Family.HOMOGENEOUS: homogeneous_candidates(space, proposal, options),
-    }
+    families = contender_families(space, proposal, options)
     synthesis = SynthesisOptions(config.synthesis, synthesis_schemes(space, proposal)
                                  if config.synthesis is Synthesise.SPACE else (), config.synthesis_evaluations)
     pool = [BoundScheme(o.scheme, o.time, o.capacity, o.reduce_ms) for o in options]

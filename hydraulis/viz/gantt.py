@@ -1,6 +1,6 @@
 """The exact 1F1B timeline of a step plan: one row per pipeline stage, one bar per forward
 (light) and backward (dark) of each micro-batch, coloured by micro-batch, as
-:func:`hydraulis.cost.simulate_1f1b` schedules them; the step's slowest pipeline ends at the
+:func:`hydraulis.dispatch.pipeline_timelines` schedules them; the step's slowest pipeline ends at the
 dashed line (the gradient reduction that follows is not drawn)."""
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from hydraulis.cost import simulate_1f1b  # noqa: E402
 from hydraulis.cost.pipeline import Phase  # noqa: E402
-from hydraulis.dispatch import micro_batch_times_ms  # noqa: E402
+from hydraulis.dispatch import pipeline_timelines  # noqa: E402
 from hydraulis.types import Proposal, StepPlan  # noqa: E402
 
 ROW_INCHES = 0.28
@@ -24,13 +23,10 @@ MAX_INCHES = 60.0
 
 def draw_gantt(plan: StepPlan, proposal: Proposal, path: str | Path) -> None:
     """Write the timeline of every pipeline and stage of ``plan`` to ``path`` (PNG)."""
-    times = micro_batch_times_ms(plan, proposal)
     rows, labels = [], []
-    for p, (pipeline, pipeline_times) in enumerate(zip(plan.pipelines, times)):
-        pp = pipeline.scheme.pp
-        ops = simulate_1f1b(pipeline_times, pp, proposal.pipeline_model, record=True).ops if pipeline_times else ()
-        for stage in range(pp):
-            rows.append([op for op in ops if op.stage == stage])
+    for p, (pipeline, timeline) in enumerate(zip(plan.pipelines, pipeline_timelines(plan, proposal))):
+        for stage in range(pipeline.scheme.pp):
+            rows.append([op for op in timeline.ops if op.stage == stage])
             labels.append(f"p{p} {pipeline.scheme} s{stage}")
     height = min(MAX_INCHES, max(3.0, ROW_INCHES * len(rows) + 1.5))
     figure, axes = plt.subplots(figsize=(14, height))

@@ -81,3 +81,13 @@ def test_a_reduction_is_found_beside_the_points_and_keyed_by_its_devices_and_lay
     assert again.find_reduction(2, SETTINGS) is None
     deeper = replace(SETTINGS, model=replace(SETTINGS.model, layers=SETTINGS.model.layers + 1))
     assert again.find_reduction(4, deeper) is None
+
+
+def test_a_scheme_with_other_options_is_another_point(tmp_path):
+    MeasurementCache(tmp_path).append(_ok(), SETTINGS)
+    sequence_parallel = replace(POINT, scheme=replace(POINT.scheme, sp=True))
+    assert MeasurementCache(tmp_path).find(sequence_parallel, SETTINGS) is None
+    MeasurementCache(tmp_path).append(_ok(sequence_parallel, 9.0), SETTINGS)
+    again = MeasurementCache(tmp_path)
+    assert again.find(sequence_parallel, SETTINGS).time_ms == 9.0 and again.find(POINT, SETTINGS).time_ms == 12.5
+    assert '"options": ["sp"]' in again.path.read_text().splitlines()[-1]

@@ -58,3 +58,36 @@ def test_malformed_and_missing_files(tmp_path):
         read_scheme_space(tmp_path / "nowhere.json")
     with pytest.raises(HydraulisError, match="document: .* must be a JSON object"):
         scheme_space_from_dict([1, 2])
+
+
+def test_options_make_other_schemes_and_round_trip(space_7b):
+    from dataclasses import replace
+
+    from hydraulis.types import Recompute
+
+    first = space_7b.profiles[1]
+    variants = tuple(replace(first, scheme=replace(first.scheme, tp=2, sp=sp, recompute=recompute, recompute_layers=k))
+                     for sp, recompute, k in ((True, Recompute.NONE, ()), (True, Recompute.FULL, ()),
+                                              (False, Recompute.SELECTIVE, ()), (False, Recompute.FULL, (3,))))
+    space = replace(space_7b, profiles=space_7b.profiles + variants)
+    document = _document(space)
+    assert [{k: s[k] for k in ("sp", "recompute", "recompute_layers") if k in s} for s in document["schemes"][-4:]] == [
+        {"sp": True}, {"sp": True, "recompute": "full"}, {"recompute": "selective"},
+        {"recompute": "full", "recompute_layers": [3]}]
+    assert "sp" not in document["schemes"][0] and "recompute" not in document["schemes"][0]
+    assert scheme_space_from_dict(document) == space
+
+
+def test_a_version_1_file_loads_with_the_default_options(space_7b):
+    document = _document(space_7b)
+    document["schema_version"] = 1
+    space = scheme_space_from_dict(document)
+    assert space == space_7b
+    assert all(not p.scheme.sp and not p.scheme.options for p in space.profiles)
+
+
+def test_an_unknown_recompute_value_names_the_field(space_7b):
+    document = _document(space_7b)
+    document["schemes"][0]["recompute"] = "half"
+    with pytest.raises(HydraulisError, match=r"schemes\[0\]\.recompute: 'half' must be one of none, selective, full"):
+        scheme_space_from_dict(document)

@@ -50,3 +50,19 @@ def test_small_clusters(space_7b):
     assert any("more than the 4 planned" in n for n in notes)
     with pytest.raises(HydraulisError, match=r"^devices: 1 is smaller than every scheme of the space"):
         planning_space(space_7b, 1, 8)
+
+
+def test_a_scheme_with_other_options_is_another_option(space_7b):
+    from dataclasses import replace
+
+    from hydraulis.types import Recompute
+
+    plain = next(p for p in space_7b.profiles if p.scheme == Scheme(1, 8, 1))
+    slower = replace(plain, scheme=replace(plain.scheme, recompute=Recompute.FULL),
+                     time=replace(plain.time, b=plain.time.b * 1.3),
+                     activation_bytes_per_token=plain.activation_bytes_per_token / 4)
+    space = planning_space(replace(space_7b, profiles=space_7b.profiles + (slower,)), 32, 8)
+    options, _ = scheme_options(space, OptimizerLayout(32, 1, 1), 8)
+    by_scheme = {o.scheme: o for o in options}
+    assert by_scheme[slower.scheme].capacity > 3 * by_scheme[plain.scheme].capacity
+    assert by_scheme[slower.scheme].time.b > by_scheme[plain.scheme].time.b

@@ -31,3 +31,24 @@ def test_tensor_parallel_across_nodes_pays_the_network():
 def test_space_skips_schemes_larger_than_the_cluster(space_32b_analytic):
     assert all(p.scheme.devices <= 1024 for p in space_32b_analytic.profiles)
     assert len(space_32b_analytic.profiles) == 64
+
+
+def test_recomputation_costs_forward_work_again():
+    from hydraulis.types import Recompute
+
+    base = profile(Scheme(1, 2, 1))
+    selective = profile(Scheme(1, 2, 1, recompute=Recompute.SELECTIVE))
+    full = profile(Scheme(1, 2, 1, recompute=Recompute.FULL))
+    assert selective.time.a == pytest.approx(base.time.a * 9 / 7) and selective.time.b == base.time.b
+    assert full.time.a == selective.time.a and full.time.b > base.time.b * 1.25 and full.time.c > base.time.c
+
+
+def test_space_lists_every_variant_as_a_scheme():
+    from hydraulis.profiler.analytic import analytic_scheme_space
+    from hydraulis.types import SchemeOptions
+
+    spec = device_preset("h100-80g")
+    space = analytic_scheme_space(model_preset("llama-7b"), spec, Cluster(16, 8, "h100-80g"), (1,), (1, 2), (1,),
+                                  created="2026-01-01T00:00:00+00:00", tool_version="test",
+                                  variants=(SchemeOptions(), SchemeOptions(sp=True)))
+    assert [str(p.scheme) for p in space.profiles] == ["(1,1,1)", "(1,2,1)", "(1,2,1)[sp]"]

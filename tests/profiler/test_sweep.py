@@ -13,7 +13,7 @@ from hydraulis.profiler.sweep import (
     parse_token_counts,
     sweep_plan,
 )
-from hydraulis.types import Scheme
+from hydraulis.types import Recompute, Scheme, SchemeOptions
 
 TINY = model_preset("tiny")
 
@@ -75,3 +75,11 @@ def test_no_scheme_fits_is_an_error():
 def test_a_degree_that_cannot_shard_the_model_is_an_error():
     with pytest.raises(HydraulisError, match="does not divide model.heads"):
         SweepConfig(TINY, (1,), (3,), (1,), (64, 128), max_procs=4)
+
+
+def test_every_variant_is_a_scheme_of_its_own_and_sp_needs_tp():
+    variants = (SchemeOptions(), SchemeOptions(sp=True), SchemeOptions(recompute=Recompute.FULL))
+    plan = sweep_plan(SweepConfig(TINY, (1,), (1, 2), (1,), (64, 128), max_procs=4, variants=variants))
+    assert set(plan.schemes) == {Scheme(1, 1, 1), Scheme(1, 1, 1, recompute=Recompute.FULL), Scheme(1, 2, 1),
+                                 Scheme(1, 2, 1, sp=True), Scheme(1, 2, 1, recompute=Recompute.FULL)}
+    assert len({p.scheme for p in plan.points}) == 5

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from unittest import mock
 
 import torch
@@ -19,13 +19,19 @@ import torch
 import hydraulis.runtime.equivalence as equivalence
 from hydraulis.runtime import step
 from hydraulis.runtime.model import decoder
+from hydraulis.runtime.optimizer import routes, sharding
 
 
-def _norm_gradient_per_tp_rank() -> mock._patch:
+@contextmanager
+def _norm_gradient_per_tp_rank() -> Iterator[None]:
     """Every tp rank contributes the replicated RMSNorm weights' gradient (counted tp times)."""
-    shards = step.stage_shards
-    return mock.patch.object(step, "stage_shards", lambda *args: tuple(
-        dataclasses.replace(shard, contributes=True) for shard in shards(*args)))
+    shard_of = sharding.shard_of
+
+    def contributing(*args):
+        return dataclasses.replace(shard_of(*args), contributes=True)
+
+    with mock.patch.object(sharding, "shard_of", contributing), mock.patch.object(routes, "shard_of", contributing):
+        yield
 
 
 def _tp_all_reduce_missing_in_backward() -> mock._patch:
@@ -68,7 +74,7 @@ def _pipeline_stage_gradient_dropped() -> mock._patch:
     return mock.patch.object(step, "run_1f1b", dropping)
 
 
-FAULTS: dict[str, Callable[[], mock._patch]] = {
+FAULTS: dict[str, Callable[[], AbstractContextManager]] = {
     "norm gradient per tp rank": _norm_gradient_per_tp_rank,
     "tp all-reduce missing in backward": _tp_all_reduce_missing_in_backward,
     "loss normalised per pipeline": _loss_normalised_per_pipeline,

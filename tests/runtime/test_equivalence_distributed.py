@@ -14,7 +14,9 @@ from hydraulis.types import BatchingMethod
 
 pytestmark = pytest.mark.distributed
 
-ACCEPTANCE = ["1,1,1x2", "1,2,1", "1,1,2", "2,1,1", "1,2,1+1,1,2", "1,1,2+1,1,1x2", "2,1,1+1,1,1x2"]
+ACCEPTANCE = ["1,1,1x2", "1,2,1", "1,1,2", "2,1,1", "1,2,1+1,1,2", "1,1,2+1,1,1x2", "2,1,1+1,1,1x2",
+              "1,2,1[sp]", "2,2,1[sp,recompute=full]", "1,1,2[recompute=selective]+1,2,1[sp]", "4,1,1",
+              "1,1,2[recompute=full:2/1]+1,2,1[sp,recompute=full:1]"]
 OPTIONS = RuntimeOptions(device=DeviceKind.CPU, optimizer=OptimizerKind.SGD, lr=1.0, timeout_s=60.0)
 BUDGET = 192
 PIPELINE_CASE = TrainConfig("tiny", ("1,1,4",), 2, token_budget=BUDGET, max_seq_len=32, micro_batch_tokens=32,

@@ -6,7 +6,7 @@ from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
 from hydraulis.runtime.layout import PipelineLayout, even_split
 from hydraulis.runtime.strategy_spec import SpecGroup, parse_strategy, parse_strategy_spec, scheme_times
-from hydraulis.types import Scheme
+from hydraulis.types import Recompute, Scheme
 
 TINY = model_preset("tiny")
 TIMES = scheme_times(TINY, 4)
@@ -18,7 +18,29 @@ def test_groups_in_order_with_counts_and_splits():
     assert parse_strategy_spec("1,1,2:3/1x2") == (SpecGroup(Scheme(1, 1, 2), 2, (3, 1)),)
 
 
-@pytest.mark.parametrize("text", ["1,2,1+1,1,2", "1,1,2x2", "2,1,1+1,1,1x2", "1,1,2:3/1+1,2,1", "1,1,1x2+1,1,2"])
+def test_options_in_brackets_make_other_schemes():
+    assert parse_strategy_spec("1,4,1[sp]x2") == (SpecGroup(Scheme(1, 4, 1, sp=True), 2),)
+    full, selective = parse_strategy_spec("2,2,1[sp,recompute=full]+1,1,2:3/1[recompute=selective]")
+    assert full == SpecGroup(Scheme(2, 2, 1, True, Recompute.FULL), 1)
+    assert selective == SpecGroup(Scheme(1, 1, 2, recompute=Recompute.SELECTIVE), 1, (3, 1))
+    assert parse_strategy_spec("1,1,2[recompute=full]:3/1") == parse_strategy_spec("1,1,2:3/1[recompute=full]")
+    assert parse_strategy_spec("1,2,1[]") == parse_strategy_spec("1,2,1")
+
+
+def test_full_recomputation_of_k_layers_per_stage():
+    (uniform,) = parse_strategy_spec("1,1,2[recompute=full:1]")
+    assert uniform.scheme == Scheme(1, 1, 2, recompute=Recompute.FULL, recompute_layers=(1,))
+    assert parse_strategy_spec("1,1,2[recompute=full:1/1]") == (uniform,)
+    (per_stage,) = parse_strategy_spec("1,2,2[sp,recompute=full:2/1]")
+    assert per_stage.scheme.recompute_layers == (2, 1)
+    layout = parse_strategy("1,1,2[recompute=full:2/1]", TINY, TIMES, 64).pipelines[0]
+    assert [layout.scheme.stage_recompute(s, 2) for s in (0, 1)] == [
+        (Recompute.FULL, Recompute.FULL), (Recompute.FULL, Recompute.NONE)]
+
+
+@pytest.mark.parametrize("text", ["1,2,1+1,1,2", "1,1,2x2", "2,1,1+1,1,1x2", "1,1,2:3/1+1,2,1", "1,1,1x2+1,1,2",
+                                  "1,2,1[sp]x2+1,1,2:3/1[recompute=full]", "1,2,1[sp,recompute=selective]+1,2,1",
+                                  "1,1,2:3/1[recompute=full:2/1]+1,2,1[sp,recompute=full:3]"])
 def test_layout_prints_back_as_its_spec(text):
     assert str(parse_strategy(text, TINY, TIMES, 64)) == text
 
@@ -44,6 +66,16 @@ def test_even_split_gives_the_first_stages_the_remainder():
     ("1,1,1x0", "strategy[0].count", ">= 1"),
     ("0,1,1", "strategy[0].cp", ">= 1"),
     ("1,1,2:4", "strategy[0].stage_layers", "one layer count per stage"),
+    ("1,2,1[tp]", "strategy[0].options", "is not an option: sp, or recompute=none|selective|full"),
+    ("1,2,1[recompute=some]", "strategy[0].options", "is not an option"),
+    ("1,2,1[sp,sp]", "strategy[0].options", "is given twice"),
+    ("1,2,1[sp]:1/1[sp]", "strategy[0].options", "gives options twice"),
+    ("1,1,1+1,1,2[sp]", "strategy[1].sp", "needs scheme.tp > 1"),
+    ("1,1,2:3[recompute=full]", "strategy[0].stage_layers", "one layer count per stage"),
+    ("1,1,2[recompute=selective:1]", "strategy[0].options", "is not an option"),
+    ("1,1,2[recompute=full:x]", "strategy[0].options", "is not an option"),
+    ("1,1,2[recompute=full:0]", "strategy[0].recompute_layers", "recomputes no layer"),
+    ("1,1,2[recompute=full:1/1/1]", "strategy[0].recompute_layers", "one per stage (pp = 2)"),
 ])
 def test_malformed_specs_name_the_pipeline(text, field, words):
     with pytest.raises(HydraulisError) as error:
@@ -56,6 +88,8 @@ def test_malformed_specs_name_the_pipeline(text, field, words):
     ("1,3,1", "does not divide model.heads"),
     ("1,1,5", "exceeds model.layers"),
     ("1,1,2:2/1", "must sum to model.layers = 4"),
+    ("1,1,2[recompute=full:3]", "recomputes 3 layers of stage 0, which holds 2"),
+    ("1,1,2:3/1[recompute=full:2]", "recomputes 2 layers of stage 1, which holds 1"),
 ])
 def test_specs_the_model_cannot_run_are_refused(text, words):
     with pytest.raises(HydraulisError) as error:

@@ -15,9 +15,10 @@ with a manifest, so the last complete checkpoint stays the one a new job resumes
 (:mod:`hydraulis.runtime.checkpoint.resume`).
 
 **Resuming** (:func:`restore`): each rank of the new job takes, for every element of its new
-buffer, the value at that element's old owner and position (both layouts' placements locate
-every element, :meth:`~hydraulis.runtime.optimizer.placement.OptimizerPlacement.locate`), reading only the
-shard files it needs (memory-mapped). So the new job may run another proposal, other
+buffer, the value at that element's old owner and position — block by block, where its new
+regions overlap the old owners' (:meth:`~hydraulis.runtime.optimizer.placement.OptimizerPlacement.owner_regions`,
+:func:`~hydraulis.runtime.optimizer.ranges.overlap`) — reading only the shard files it needs
+(memory-mapped). So the new job may run another proposal, other
 strategies, another batching method or planner, another number of processes — and even
 another optimizer layout, at the price that a rank then reads parts of several shard files.
 What must stay: the model, the optimizer kind (the moments must exist), the data (corpus and
@@ -48,6 +49,7 @@ from hydraulis.runtime.launch import RankContext
 from hydraulis.runtime.checkpoint.manifest import MANIFEST_FILE, RNG_FILE, SHARD_FILE, CheckpointManifest, ShardFile
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
+from hydraulis.runtime.optimizer.ranges import overlap
 
 PARTIAL = ".partial"
 
@@ -85,16 +87,14 @@ def restore(folder: str | Path, manifest: CheckpointManifest, shard: OptimizerSh
     files = {s.rank: s for s in manifest.shards}
     loaded: dict[int, dict[str, torch.Tensor]] = {}
     values = {name: torch.empty_like(tensor, device="cpu") for name, tensor in shard.tensors.items()}
-    for run in shard.runs:
-        owner, position = old.locate(run.spec, run.indices)
-        for source in np.unique(owner).tolist():
-            if source not in loaded:
+    for region in shard.regions:
+        for source, stored in old.owner_regions(region.spec):
+            blocks = overlap(stored, region)
+            if blocks and source not in loaded:
                 loaded[source] = _load_shard(folder, files[source])
-            mine = owner == source
-            targets = torch.from_numpy(run.offset + np.flatnonzero(mine))
-            picks = torch.from_numpy(position[mine])
             for name, value in values.items():
-                value[targets] = loaded[source][name][picks]
+                for block in blocks:
+                    block.b_view(value).copy_(block.a_view(loaded[source][name]))
     shard.load(values, manifest.optimizer_steps)
     states = folder / RNG_FILE.format(rank=rank)
     if states.is_file():

@@ -15,7 +15,41 @@ query heads; SwiGLU MLP (Shazeer 2020). The token embedding and the output head 
 A :class:`StageModel` holds the layers of one stage, sharded for its tp rank
 (:mod:`hydraulis.runtime.optimizer.sharding`), and communicates through its tp and cp groups; with
 trivial groups and one stage of all layers it is the single-device model, which is how the
-equivalence check's reference runs.
+equivalence check's reference runs. The scheme's options shape it:
+
+* ``sp`` (:mod:`hydraulis.runtime.parallel.sequence`): the residual stream, the norms and the
+  hand-offs between stages hold ``T/tp`` tokens per tp rank; each block is entered by an
+  all-gather and left by a reduce-scatter instead of an identity and an all-reduce;
+* ``recompute`` per layer (:func:`layer_recompute`: every layer of the stage gets the scheme's,
+  or under ``recompute=full:K`` the stage's first ``K`` layers ``full`` and the others none): ``selective`` runs the attention core under :func:`torch.utils.checkpoint.checkpoint`,
+  ``full`` the whole layer — its forward runs again in the backward, collectives included, on
+  every rank of the tp and cp groups in the same order.
+
+**What a layer keeps for its backward**, per token of a micro-batch (``t = T/cp`` tokens on this
+rank; ``s = tp`` with sequence parallelism, else 1; ``H`` hidden, ``F`` MLP width, ``q = heads·d``,
+``k = kv_heads·d`` with ``d`` the head size, ``h_q`` query heads; elements of the compute dtype
+unless said; the norms keep fp32 copies as they compute in fp32):
+
+=====================  ================================================================
+recompute              elements kept per token of ``t``
+=====================  ================================================================
+``none``               residual-stream side, sharded by ``s``: the two norms' inputs
+                       (``2·H``, fp32) and their outputs (``2·H``); tensor-parallel side,
+                       per tp rank: the gathered norm outputs when ``s > 1`` (``2·H``),
+                       Q after rotary (``q/tp``), K and V gathered over cp
+                       (``cp·2·k/tp``, the K/V projections before rotary ``2·k/tp``),
+                       the attention output (``q/tp``) and its log-sum-exp (``h_q/tp``,
+                       fp32), the MLP's gate and up outputs and their product
+                       (``3·F/tp``, plus the silu ``F/tp``)
+``selective``          the same without the attention core's log-sum-exp (its output is
+                       also the input the output projection keeps)
+``full``               the layer's input only (``H/s``)
+=====================  ================================================================
+
+(``tests/runtime/model/test_decoder_options.py`` checks the ratios between these options by
+counting the bytes autograd saves.) The stage also keeps, per micro-batch in flight, the
+rotary tables (``2·d`` fp32 per token), and on the first stage the embedding's token ids, on
+the last the final norm's input and output and the head's logits softmax (``V/tp`` fp32).
 """
 
 from __future__ import annotations
@@ -23,12 +57,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from hydraulis.runtime.model.attention import packed_attention
 from hydraulis.runtime.layout import PipelineLayout
 from hydraulis.runtime.model.packing import PackedMicroBatch
 from hydraulis.runtime.parallel.context import gather_from_context
 from hydraulis.runtime.parallel.group import ParallelGroup
+from hydraulis.runtime.parallel.sequence import gather_sequence
 from hydraulis.runtime.parallel.tensor import (
     ColumnParallelLinear,
     RowParallelLinear,
@@ -37,7 +73,7 @@ from hydraulis.runtime.parallel.tensor import (
     vocab_parallel_cross_entropy,
 )
 from hydraulis.runtime.optimizer.sharding import Shard, unit_range
-from hydraulis.types import ModelSpec
+from hydraulis.types import ModelSpec, Recompute
 
 Rope = tuple[torch.Tensor, torch.Tensor]
 """``cos, sin`` tables of a micro-batch's token positions."""
@@ -78,52 +114,82 @@ def apply_rotary(x: torch.Tensor, tables: Rope) -> torch.Tensor:
     return (wide * cos + torch.cat((-second, first), dim=-1) * sin).to(x.dtype)
 
 
+def enter_group(x: torch.Tensor, tp: ParallelGroup, sequence_parallel: bool) -> torch.Tensor:
+    """Into a tensor-parallel block: ``f`` (:func:`copy_to_group`), or under sequence
+    parallelism every tp rank's tokens (:func:`gather_sequence`)."""
+    return gather_sequence(x, tp) if sequence_parallel else copy_to_group(x, tp)
+
+
+def recomputed(function, *args):
+    """``function(*args)`` whose activations are computed again in the backward instead of kept."""
+    return checkpoint(function, *args, use_reentrant=False, preserve_rng_state=False)
+
+
 class Attention(nn.Module):
-    def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, **factory) -> None:
+    def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, sequence_parallel: bool = False,
+                 recompute_core: bool = False, **factory) -> None:
         super().__init__()
         self.tp, self.cp, self.head_dim = tp, cp, model.head_dim
+        self.sequence_parallel, self.recompute_core = sequence_parallel, recompute_core
         self.heads = model.heads // tp.size
         self.kv_heads = unit_range(model.kv_heads, tp.size, tp.rank)[1]
         self.wq = ColumnParallelLinear(model.hidden, self.heads * model.head_dim, **factory)
         self.wk = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, **factory)
         self.wv = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, **factory)
-        self.wo = RowParallelLinear(self.heads * model.head_dim, model.hidden, tp, **factory)
+        self.wo = RowParallelLinear(self.heads * model.head_dim, model.hidden, tp, sequence_parallel, **factory)
 
     def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
+        x = enter_group(x, self.tp, self.sequence_parallel)
         tokens = x.shape[0]
-        x = copy_to_group(x, self.tp)
         q = apply_rotary(self.wq(x).view(tokens, self.heads, self.head_dim), rope)
         k = apply_rotary(self.wk(x).view(tokens, self.kv_heads, self.head_dim), rope)
         v = self.wv(x).view(tokens, self.kv_heads, self.head_dim)
         k, v = gather_from_context(torch.cat((k, v), dim=1), self.cp).split(self.kv_heads, dim=1)
+        if self.recompute_core:
+            return self.wo(recomputed(packed_attention, q, k, v, batch.blocks, batch.cu_seqlens, batch.max_seqlen))
         return self.wo(packed_attention(q, k, v, batch.blocks, batch.cu_seqlens, batch.max_seqlen))
 
 
 class MLP(nn.Module):
-    def __init__(self, model: ModelSpec, tp: ParallelGroup, **factory) -> None:
+    def __init__(self, model: ModelSpec, tp: ParallelGroup, sequence_parallel: bool = False, **factory) -> None:
         super().__init__()
-        self.tp = tp
+        self.tp, self.sequence_parallel = tp, sequence_parallel
         width = model.ffn_hidden // tp.size
         self.gate = ColumnParallelLinear(model.hidden, width, **factory)
         self.up = ColumnParallelLinear(model.hidden, width, **factory)
-        self.down = RowParallelLinear(width, model.hidden, tp, **factory)
+        self.down = RowParallelLinear(width, model.hidden, tp, sequence_parallel, **factory)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = copy_to_group(x, self.tp)
+        x = enter_group(x, self.tp, self.sequence_parallel)
         return self.down(F.silu(self.gate(x)) * self.up(x))
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, **factory) -> None:
+    def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, sequence_parallel: bool = False,
+                 recompute: Recompute = Recompute.NONE, **factory) -> None:
         super().__init__()
+        self.recompute = recompute
         self.attn_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
-        self.attn = Attention(model, tp, cp, **factory)
+        self.attn = Attention(model, tp, cp, sequence_parallel, recompute is Recompute.SELECTIVE, **factory)
         self.mlp_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
-        self.mlp = MLP(model, tp, **factory)
+        self.mlp = MLP(model, tp, sequence_parallel, **factory)
 
     def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
+        if self.recompute is Recompute.FULL:
+            return recomputed(self._forward, x, batch, rope)
+        return self._forward(x, batch, rope)
+
+    def _forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), batch, rope)
         return x + self.mlp(self.mlp_norm(x))
+
+
+def layer_recompute(layout: PipelineLayout, stage: int) -> dict[int, Recompute]:
+    """What each decoder layer of ``stage`` recomputes: the scheme's option, for every layer, or
+    with ``recompute=full:K`` full recomputation for the stage's first ``K`` layers only
+    (:meth:`~hydraulis.types.Scheme.stage_recompute`)."""
+    layers = layout.stage_range(stage)
+    return dict(zip(layers, layout.scheme.stage_recompute(stage, len(layers))))
 
 
 class StageModel(nn.Module):
@@ -139,10 +205,12 @@ class StageModel(nn.Module):
         super().__init__()
         factory = {"dtype": dtype, "device": device}
         self.model, self.tp = model, tp
+        self.sequence_parallel = layout.scheme.sp
         self.first, self.last = stage == 0, stage == layout.scheme.pp - 1
         if self.first:
-            self.embed = VocabParallelEmbedding(model.vocab, model.hidden, tp, **factory)
-        self.layers = nn.ModuleDict({str(i): DecoderLayer(model, tp, cp, **factory) for i in layout.stage_range(stage)})
+            self.embed = VocabParallelEmbedding(model.vocab, model.hidden, tp, self.sequence_parallel, **factory)
+        self.layers = nn.ModuleDict({str(i): DecoderLayer(model, tp, cp, self.sequence_parallel, recompute, **factory)
+                                     for i, recompute in layer_recompute(layout, stage).items()})
         if self.last:
             self.norm = RMSNorm(model.hidden, model.norm_eps, **factory)
             first, count = unit_range(model.vocab, tp.size, tp.rank)
@@ -156,8 +224,13 @@ class StageModel(nn.Module):
             x = layer(x, batch, rope)
         if not self.last:
             return x
-        logits = self.head(copy_to_group(self.norm(x), self.tp))
+        logits = self.head(enter_group(self.norm(x), self.tp, self.sequence_parallel))
         return vocab_parallel_cross_entropy(logits, batch.labels, self.tp, self.vocab_start)
+
+    @property
+    def sequence_shards(self) -> int:
+        """How many ranks share a micro-batch's tokens between the blocks (tp under sp, else 1)."""
+        return self.tp.size if self.sequence_parallel else 1
 
     def shard_parameters(self, shards: tuple[Shard, ...]) -> list[nn.Parameter]:
         """This stage's parameters in the order of ``shards`` (its shards, :func:`~hydraulis.runtime.optimizer.sharding.stage_shards`)."""

@@ -51,10 +51,16 @@ class PackedMicroBatch:
     blocks: tuple[DocumentBlock, ...] | None
     cu_seqlens: torch.Tensor
     max_seqlen: int
+    sequence_shards: int = 1
 
     @property
     def tokens(self) -> int:
         return int(self.input_ids.shape[0])
+
+    @property
+    def hidden_rows(self) -> int:
+        """Rows of the hidden states a tp rank holds between blocks (and hands to the next stage)."""
+        return self.tokens // self.sequence_shards
 
 
 def cp_alignment(alignment: int, cp: int) -> int:
@@ -62,11 +68,25 @@ def cp_alignment(alignment: int, cp: int) -> int:
     return alignment if cp == 1 else math.lcm(alignment, 2 * cp)
 
 
+def packed_bounds(micro_batch: MicroBatch, alignment: int, cp: int, sequence_shards: int = 1) -> tuple[int, ...]:
+    """Document starts of the packed micro-batch: each document padded to a multiple of
+    :func:`cp_alignment`, then the last one further so that every cp rank's tokens split evenly
+    over ``sequence_shards`` (the tp ranks under sequence parallelism). Worked example, lengths
+    (5, 9), alignment 1, cp 1, 4 shards: ``(0, 5, 16)`` — 14 tokens padded to 16."""
+    unit = cp_alignment(alignment, cp)
+    bounds = list(micro_batch.cu_seqlens(unit))
+    step = math.lcm(unit, cp * sequence_shards)
+    bounds[-1] = math.ceil(bounds[-1] / step) * step
+    return tuple(bounds)
+
+
 def pack_micro_batch(documents: Documents, micro_batch: MicroBatch, alignment: int,
-                     cp: ParallelGroup, device: torch.device, varlen: bool = False) -> PackedMicroBatch:
-    """Pack ``micro_batch``'s documents (token tensors of ``length + 1``) for cp rank ``cp.rank``."""
+                     cp: ParallelGroup, device: torch.device, varlen: bool = False,
+                     sequence_shards: int = 1) -> PackedMicroBatch:
+    """Pack ``micro_batch``'s documents (token tensors of ``length + 1``) for cp rank ``cp.rank``;
+    under sequence parallelism over ``sequence_shards`` tp ranks, a multiple of them per cp rank."""
     require(len(micro_batch.sequences) > 0, "micro_batch.sequences", [], "must not be empty")
-    bounds = micro_batch.cu_seqlens(cp_alignment(alignment, cp.size))
+    bounds = packed_bounds(micro_batch, alignment, cp.size, sequence_shards)
     total = bounds[-1]
     input_ids = torch.zeros(total, dtype=torch.long)
     labels = torch.full((total,), IGNORE_INDEX, dtype=torch.long)
@@ -96,6 +116,7 @@ def pack_micro_batch(documents: Documents, micro_batch: MicroBatch, alignment: i
         blocks=blocks,
         cu_seqlens=cu_seqlens,
         max_seqlen=max_seqlen,
+        sequence_shards=sequence_shards,
     )
 
 

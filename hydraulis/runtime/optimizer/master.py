@@ -37,6 +37,7 @@ import torch
 from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
+from hydraulis.runtime.optimizer.ranges import Region, overlap
 from hydraulis.runtime.optimizer.sharding import ParameterSpec, parameter_specs
 from hydraulis.types import ModelSpec
 
@@ -53,7 +54,7 @@ class OptimizerShard:
     def __init__(self, placement: OptimizerPlacement, rank: int, options: RuntimeOptions,
                  device: torch.device) -> None:
         self.placement, self.rank, self.options = placement, rank, options
-        self.runs = placement.owned_runs(rank)
+        self.regions = placement.owned_regions(rank)
         size = placement.buffer_size(rank)
         self.tensors = {name: torch.zeros(size, dtype=torch.float32, device=device)
                         for name in STATE_NAMES[options.optimizer]}
@@ -90,13 +91,11 @@ class OptimizerShard:
         self.steps = steps
 
     def _initialise(self) -> None:
-        drawn: dict[str, torch.Tensor] = {}
-        for run in self.runs:
-            if run.spec.name not in drawn:
-                drawn = {run.spec.name: initial_value(run.spec, self.placement.specs.index(run.spec),
-                                                      self.options.seed)}
-            part = drawn[run.spec.name].reshape(-1)[torch.from_numpy(run.indices)]
-            self.master[run.offset:run.offset + run.indices.size].copy_(part)
+        for region in self.regions:
+            index = self.placement.specs.index(region.spec)
+            full = initial_value(region.spec, index, self.options.seed).reshape(-1)
+            for block in overlap(Region.whole(region.spec), region):
+                block.b_view(self.master).copy_(block.a_view(full))
 
 
 def initial_value(spec: ParameterSpec, index: int, seed: int) -> torch.Tensor:
@@ -129,6 +128,7 @@ def assemble_canonical(placement: OptimizerPlacement, buffer: Callable[[int], to
     full = {spec.name: torch.empty(spec.numel, dtype=torch.float32) for spec in placement.specs}
     for rank in range(placement.owners):
         values = buffer(rank)
-        for run in placement.owned_runs(rank):
-            full[run.spec.name][torch.from_numpy(run.indices)] = values[run.offset:run.offset + run.indices.size]
+        for region in placement.owned_regions(rank):
+            for block in overlap(region, Region.whole(region.spec)):
+                block.b_view(full[region.spec.name]).copy_(block.a_view(values))
     return {spec.name: full[spec.name].view(spec.shape) for spec in placement.specs}

@@ -1,4 +1,4 @@
-"""Where every parameter element lives: in the optimizer layout and in a compute shard.
+"""Where every parameter element lives in the optimizer layout.
 
 The optimizer layout ``(dp_o, tp_o, pp_o)`` (design §2, §7) holds the fp32 master weights and
 Adam moments once, sharded, whatever strategy computes a step. Its ranks are laid out like a
@@ -21,27 +21,28 @@ divide the world) own nothing. Rank ``(s, d, t)`` owns:
    ``[⌊d·Q/dp_o⌋, ⌊(d+1)·Q/dp_o⌋)``; the chunk is the rank's **buffer** (master weights,
    gradient and moments are flat tensors of its length).
 
-So every element of every parameter has exactly one owner and one position in its buffer
-(:meth:`OptimizerPlacement.locate`), and the buffers hold ``≈ P/(dp_o·tp_o·pp_o)`` elements
-each. Worked example, ``tiny`` (L = 4, H = 64, V = 1024, P = 315,968) under ``dp2·tp1·pp2`` on
-4 ranks: stage 0 holds the embedding and layers 0–1 (65,536 + 2·46,208 = 157,952 elements),
-rank 0 the first 78,976 of them, rank 1 the rest; ranks 2 and 3 split layers 2–3, the final norm
-and the head (158,016 elements) into 79,008 each.
+So every element of every parameter has exactly one owner and one position in its buffer, and
+the buffers hold ``≈ P/(dp_o·tp_o·pp_o)`` elements each. Worked example, ``tiny`` (L = 4,
+H = 64, V = 1024, P = 315,968) under ``dp2·tp1·pp2`` on 4 ranks: stage 0 holds the embedding and
+layers 0–1 (65,536 + 2·46,208 = 157,952 elements), rank 0 the first 78,976 of them, rank 1 the
+rest; ranks 2 and 3 split layers 2–3, the final norm and the head (158,016 elements) into
+79,008 each.
 
-A compute shard (:class:`~hydraulis.runtime.optimizer.sharding.Shard`) is addressed the same way:
-:func:`shard_indices` lists the canonical flat index of each of its elements in the order of
-the shard's own flattening. Indices are canonical flat indices into one parameter
-(row-major). Only numpy here: the maps are built once per strategy and reused every step.
+An owner's part of one parameter is a :class:`~hydraulis.runtime.optimizer.ranges.Region` (its tp
+slice cut to its dp chunk): :meth:`OptimizerPlacement.owned_regions` lists a buffer's regions,
+:meth:`OptimizerPlacement.owner_regions` every owner's region of one parameter — ``O(tp_o + chunks
+crossed)`` entries, never one per element. Maps to other holders (compute shards, another
+layout's buffers, canonical tensors) are their regions' overlaps (:mod:`.ranges`).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
-import numpy as np
-
 from hydraulis.runtime.layout import even_split
-from hydraulis.runtime.optimizer.sharding import Holder, ParameterSpec, Shard, parameter_specs, unit_range
+from hydraulis.runtime.optimizer.ranges import Region
+from hydraulis.runtime.optimizer.sharding import Holder, ParameterSpec, parameter_specs, unit_range
 from hydraulis.types import ModelSpec, OptimizerLayout
 
 
@@ -55,25 +56,16 @@ class OwnerPlace:
 
 
 @dataclass(frozen=True)
-class OwnedRun:
-    """A contiguous part of a rank's buffer: the elements ``indices`` (canonical flat indices,
-    in buffer order) of parameter ``spec``, starting at ``offset`` in the buffer."""
-
-    spec: ParameterSpec
-    offset: int
-    indices: np.ndarray
-
-
-@dataclass(frozen=True)
 class _Slice:
-    """The tp slice a tp rank owns of one parameter: ``length`` elements of dimension ``dim``
-    from ``start`` (``dim`` None: the whole tensor), at ``offset`` in the stage's flattening."""
+    """The tp slice a tp rank owns of ``spec`` (a whole :class:`Region`), at ``offset`` in the
+    stage's flattening."""
 
-    dim: int | None
-    start: int
-    length: int
+    region: Region
     offset: int
-    numel: int
+
+    @property
+    def numel(self) -> int:
+        return self.region.hi
 
 
 class OptimizerPlacement:
@@ -86,18 +78,19 @@ class OptimizerPlacement:
         split = even_split(model.layers, layout.pp)
         self._stage_layers = [range(sum(split[:s]), sum(split[:s + 1])) for s in range(layout.pp)]
         self._slices: dict[tuple[int, int], dict[str, _Slice]] = {}
-        self._totals: dict[tuple[int, int], int] = {}
+        self._bounds: dict[tuple[int, int], list[int]] = {}
+        self._owners: dict[str, tuple[tuple[int, Region], ...]] = {}
         for stage in range(layout.pp):
             for tp_rank in range(layout.tp):
                 slices, offset = {}, 0
                 for spec in self.specs:
                     if self.stage_of(spec) == stage:
-                        owned = self._owned_slice(spec, tp_rank, offset)
+                        owned = self._owned_slice(spec, tp_rank)
                         if owned is not None:
-                            slices[spec.name] = owned
-                            offset += owned.numel
+                            slices[spec.name] = _Slice(owned, offset)
+                            offset += owned.hi
                 self._slices[stage, tp_rank] = slices
-                self._totals[stage, tp_rank] = offset
+                self._bounds[stage, tp_rank] = [d * offset // layout.dp for d in range(layout.dp + 1)]
 
     @property
     def owners(self) -> int:
@@ -129,102 +122,55 @@ class OptimizerPlacement:
         start, stop = self._chunk(place)
         return stop - start
 
-    def locate(self, spec: ParameterSpec, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Owner rank and buffer position of each element ``indices`` (canonical flat) of ``spec``."""
-        indices = np.asarray(indices, dtype=np.int64)
-        stage, tp = self.stage_of(spec), self.layout.tp
-        tp_rank = self._owner_tp_rank(spec, indices)
-        owner = np.empty_like(indices)
-        position = np.empty_like(indices)
-        for t in np.unique(tp_rank).tolist():
-            mine = tp_rank == t
-            owned = self._slices[stage, t][spec.name]
-            flat = owned.offset + _slice_position(spec, owned, indices[mine])
-            bounds = self._bounds(stage, t)
-            dp_rank = np.searchsorted(bounds, flat, side="right") - 1
-            owner[mine] = (stage * self.layout.dp + dp_rank) * tp + t
-            position[mine] = flat - bounds[dp_rank]
-        return owner, position
-
-    def owned_runs(self, rank: int) -> tuple[OwnedRun, ...]:
-        """The parameter runs of ``rank``'s buffer, in buffer order (empty when it owns nothing)."""
+    def owned_regions(self, rank: int) -> tuple[Region, ...]:
+        """The regions of ``rank``'s buffer, in buffer order (empty when it owns nothing)."""
         place = self.place(rank)
         if place is None:
             return ()
         start, stop = self._chunk(place)
-        runs = []
-        for name, owned in self._slices[place.stage, place.tp_rank].items():
-            lo, hi = max(start, owned.offset), min(stop, owned.offset + owned.numel)
-            if lo < hi:
-                spec = self._spec(name)
-                positions = np.arange(lo - owned.offset, hi - owned.offset, dtype=np.int64)
-                runs.append(OwnedRun(spec, lo - start, _canonical_index(spec, owned, positions)))
-        return tuple(runs)
+        regions = []
+        for owned in self._slices[place.stage, place.tp_rank].values():
+            region = _cut(owned, start, stop)
+            if region is not None:
+                regions.append(region)
+        return tuple(regions)
 
-    def _owned_slice(self, spec: ParameterSpec, tp_rank: int, offset: int) -> _Slice | None:
+    def owner_regions(self, spec: ParameterSpec) -> tuple[tuple[int, Region], ...]:
+        """``(owner rank, its region)`` for every owner of a part of ``spec``."""
+        if spec.name not in self._owners:
+            stage, regions = self.stage_of(spec), []
+            for tp_rank in range(self.layout.tp):
+                owned = self._slices[stage, tp_rank].get(spec.name)
+                if owned is None:
+                    continue
+                bounds = self._bounds[stage, tp_rank]
+                dp_rank = bisect_right(bounds, owned.offset) - 1
+                while dp_rank < self.layout.dp and bounds[dp_rank] < owned.offset + owned.numel:
+                    region = _cut(owned, bounds[dp_rank], bounds[dp_rank + 1])
+                    if region is not None:
+                        regions.append((self.rank(OwnerPlace(stage, dp_rank, tp_rank)), region))
+                    dp_rank += 1
+            self._owners[spec.name] = tuple(regions)
+        return self._owners[spec.name]
+
+    def _owned_slice(self, spec: ParameterSpec, tp_rank: int) -> Region | None:
         if spec.tp_dim is None:
-            return _Slice(None, 0, spec.shape[0], offset, spec.numel) if tp_rank == 0 else None
+            return Region.whole(spec) if tp_rank == 0 else None
         units, tp = spec.units, self.layout.tp
         if units < tp and tp_rank % (tp // units):
             return None
         first, count = unit_range(units, tp, tp_rank)
-        length = count * spec.unit
-        return _Slice(spec.tp_dim, first * spec.unit, length, offset, spec.numel // spec.shape[spec.tp_dim] * length)
-
-    def _owner_tp_rank(self, spec: ParameterSpec, indices: np.ndarray) -> np.ndarray:
-        if spec.tp_dim is None:
-            return np.zeros_like(indices)
-        units, tp = spec.units, self.layout.tp
-        unit = _coordinate(spec, indices) // spec.unit
-        return unit // (units // tp) if units >= tp else unit * (tp // units)
-
-    def _bounds(self, stage: int, tp_rank: int) -> np.ndarray:
-        total, dp = self._totals[stage, tp_rank], self.layout.dp
-        return np.array([d * total // dp for d in range(dp + 1)], dtype=np.int64)
+        return Region.slice(spec, first * spec.unit, count * spec.unit)
 
     def _chunk(self, place: OwnerPlace) -> tuple[int, int]:
-        bounds = self._bounds(place.stage, place.tp_rank)
-        return int(bounds[place.dp_rank]), int(bounds[place.dp_rank + 1])
-
-    def _spec(self, name: str) -> ParameterSpec:
-        return next(spec for spec in self.specs if spec.name == name)
+        bounds = self._bounds[place.stage, place.tp_rank]
+        return bounds[place.dp_rank], bounds[place.dp_rank + 1]
 
 
-def shard_indices(shard: Shard) -> np.ndarray:
-    """Canonical flat indices of ``shard``'s elements, in the order of the shard flattened."""
-    spec = shard.spec
-    if shard.dim is None:
-        return np.arange(spec.numel, dtype=np.int64)
-    rows, columns = spec.shape
-    if shard.dim == 0:
-        return np.arange(shard.start * columns, (shard.start + shard.length) * columns, dtype=np.int64)
-    grid = np.arange(rows, dtype=np.int64)[:, None] * columns + shard.start + np.arange(shard.length)[None, :]
-    return grid.ravel()
-
-
-def _coordinate(spec: ParameterSpec, indices: np.ndarray) -> np.ndarray:
-    """Each element's index along ``spec``'s tp dimension."""
-    columns = spec.shape[1] if len(spec.shape) == 2 else 1
-    return indices // columns if spec.tp_dim == 0 else indices % columns
-
-
-def _slice_position(spec: ParameterSpec, owned: _Slice, indices: np.ndarray) -> np.ndarray:
-    """Position of canonical elements ``indices`` in the tp slice ``owned`` flattened."""
-    if owned.dim is None:
-        return indices
-    columns = spec.shape[1]
-    if owned.dim == 0:
-        return indices - owned.start * columns
-    rows, cols = np.divmod(indices, columns)
-    return rows * owned.length + cols - owned.start
-
-
-def _canonical_index(spec: ParameterSpec, owned: _Slice, positions: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`_slice_position`."""
-    if owned.dim is None:
-        return positions
-    columns = spec.shape[1]
-    if owned.dim == 0:
-        return positions + owned.start * columns
-    rows, cols = np.divmod(positions, owned.length)
-    return rows * columns + owned.start + cols
+def _cut(owned: _Slice, start: int, stop: int) -> Region | None:
+    """The part of ``owned`` in the stage-flat chunk ``[start, stop)``, positioned in the chunk."""
+    lo, hi = max(0, start - owned.offset), min(owned.numel, stop - owned.offset)
+    if lo >= hi:
+        return None
+    region = owned.region
+    return Region(region.spec, region.start, region.length, lo, hi, owned.offset - start)

@@ -1,36 +1,51 @@
 """Gradients from a compute layout into the optimizer layout, weights back out: one route per
-(strategy, rank), two all-to-all exchanges per step.
+(strategy, rank), two all-to-all exchanges per step, described by ranges.
 
 Under a strategy, rank ``r`` holds the shards of its stage (:func:`~hydraulis.runtime.optimizer.sharding.stage_shards`,
-nothing when the strategy leaves it idle); every element of a shard has one owner and one
-position in the owner's buffer (:meth:`~hydraulis.runtime.optimizer.placement.OptimizerPlacement.locate`).
-A :class:`Route` is that map, built once per strategy when the strategy is first used:
+nothing when the strategy leaves it idle) and owns a buffer of the optimizer layout
+(:mod:`.placement`). Both are regions of parameters, and what a shard and a buffer share is a
+few strided blocks (:func:`~hydraulis.runtime.optimizer.ranges.overlap`). A :class:`RoutePlan`
+lists them, built once per strategy from the layouts alone — no communication, no per-element
+array:
 
-1. rank ``r`` flattens its shards in order (``n_r`` elements), locates each element and sorts
-   them by owner (stable): ``order``, and ``sent[o]`` elements for owner ``o``;
-2. one all-to-all of the counts and one of the positions tell each owner, per source rank, which
-   buffer positions the incoming elements go to (``positions``, source-major).
+* **held**: for each shard ``k`` of ``r`` and each owner ``o`` of a part of its parameter,
+  the blocks (offset in the shard, count, length, stride);
+* **owned**: for each region of ``r``'s buffer and each rank ``h`` holding a shard of its
+  parameter (every pipeline, tp rank and cp rank), the blocks (offset in the buffer, …).
 
-**Reduce** (every step, after the backward passes): rank ``r`` sends its shards' gradients (fp32)
-in ``order`` — zeros for shards that only repeat tp rank 0's identical gradient
-(:attr:`~hydraulis.runtime.optimizer.sharding.Shard.contributes`, the RMSNorm weights) — with one
-``all_to_all_single``; each owner zeroes its gradient buffer and adds the incoming parts source by
-source (``index_add_`` per source: no position repeats within one source, so the sum is
-deterministic on every device, in rank order). The buffer then holds, for each element, the sum
-over every pipeline, cp rank, tp rank and micro-batch that computed it — the single-device
-gradient up to the order of the sums (:mod:`..model.loss` normalises by the whole batch). A reduce-scatter
-in effect, for any mix of layouts.
+Both sides order a peer's blocks by (parameter, offset in the shard), so a sender packs and a
+receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
+(:attr:`~hydraulis.runtime.optimizer.sharding.Shard.contributes`, the RMSNorm weights) is left
+out of the reduction and still receives weights.
+
+**Reduce** (every step, after the backward passes): rank ``r`` packs its shards' gradients
+(fp32) block by block, peer by peer, and sends them with one ``all_to_all_single``; each owner
+zeroes its gradient buffer and adds the incoming blocks source by source, in rank order (one
+source never sends an element twice, so each source's adds are disjoint and the sum is
+deterministic on every device). The buffer then holds, for each element, the sum over every
+pipeline, cp rank, tp rank and micro-batch that computed it — the single-device gradient up to
+the order of the sums (:mod:`..model.loss` normalises by the whole batch). A reduce-scatter in
+effect, for any mix of layouts.
 
 **Propagate** (every step, before the forward passes, for the step's strategy): the reverse
-exchange — each owner gathers ``θ[positions]`` in the compute dtype and sends it back; rank ``r``
-scatters what it receives through ``order`` into its shards. A strategy switch between steps is
-therefore just another route: no restart, no full copy of the model anywhere.
+exchange — each owner packs its blocks of ``θ`` in the compute dtype and sends them; rank ``r``
+copies what it receives into its shards. A strategy switch between steps is therefore just
+another route: no restart, no full copy of the model anywhere.
+
+**Size of a route**: ``O(shards × owners crossed + regions × holders)`` blocks of 7 integers.
+Each (shard, owner region) pair shares at most nine blocks (:mod:`.ranges`); in practice one
+(parameters cut along rows) or one strided block per dp-chunk boundary crossed (along
+columns). Worked example, Llama-7B under ``1,8,1x8`` on 64 ranks with the optimizer layout
+``64,1,1``: a rank's 291 shards meet ≈ 2 owners each, its buffer of ``P/64`` elements ≈ 3
+parameters × 8 pipelines × 8 tp ranks — a few thousand blocks, tens of kilobytes, where one
+int64 per element held and owned took ``8·(P/8 + P/64) ≈ 7.6 GB``.
 
 **Communication volume per step.** Let ``h(x)`` be the number of ranks that hold element ``x``
 under the step's strategy (``Σ_pipelines cp`` for a parameter every pipeline shards by tp; × tp
-for the norm weights, replicated over tp). Rank ``r`` sends ``n_r`` gradient values and receives
-``Σ_{x owned by r} h(x)``, then the reverse for the weights; summed over ranks both directions move
-``Σ_x h(x)`` values. With 4-byte gradients and ``b``-byte weights (4 fp32, 2 bf16)::
+for the norm weights, replicated over tp). Rank ``r`` sends its ``n_r`` contributed gradient
+values and receives ``Σ_{x owned by r} h(x)`` (norm weights once per pipeline and cp rank), then
+the reverse for the weights; summed over ranks both directions move ``≈ Σ_x h(x)`` values.
+With 4-byte gradients and ``b``-byte weights (4 fp32, 2 bf16)::
 
     per rank  ≈ (4 + b) · P · h / N     bytes sent and the same received   (h = mean h(x))
 
@@ -42,72 +57,199 @@ the bytes of a ring reduce-scatter of the ``P/(tp·pp)`` gradients of a rank's s
 (h = 2 for almost every element) in fp32: ``8·315,968·2/4 ≈ 1.26 MB`` per rank per step each way,
 where the canonical all-reduce it replaces moved ``2·¾·4·P ≈ 1.9 MB``. The exchange is
 point-to-point (every rank talks to the ranks it shares elements with), so its latency grows
-with the number of partners rather than ``log N``; the index tables cost 8 bytes per element a
-rank holds or owns, built once per strategy.
+with the number of partners rather than ``log N``. Its buffers (the packed blocks, sent and
+received) exist only during the exchange.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
-from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement, shard_indices
-from hydraulis.runtime.optimizer.sharding import Shard
+from hydraulis.runtime.optimizer.placement import OptimizerPlacement
+from hydraulis.runtime.optimizer.ranges import Region, overlap, strided
+from hydraulis.runtime.optimizer.sharding import ParameterSpec, Shard, holding_stage, shard_of, stage_shards
+from hydraulis.runtime.rank_map import RankMap, RankPlace
+
+HELD = ("peer", "parameter", "offset", "shard", "count", "length", "stride", "contributes")
+"""Columns of :attr:`RoutePlan.held` (``offset``: in the shard's own tensor)."""
+OWNED = ("peer", "parameter", "source_offset", "offset", "count", "length", "stride", "contributes")
+"""Columns of :attr:`RoutePlan.owned` (``offset``: in the buffer; ``source_offset``: in the
+peer's shard, the order both sides agree on)."""
+
+
+@dataclass(frozen=True)
+class RoutePlan:
+    """One rank's blocks under one strategy (module docstring): ``held`` and ``owned`` are
+    int64 tables with the columns :data:`HELD` and :data:`OWNED`, rows in exchange order."""
+
+    rank: int
+    world_size: int
+    shards: tuple[Shard, ...]
+    held: np.ndarray
+    owned: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the plan's tables and of the exchange's per-peer counts (4 × world)."""
+        return int(self.held.nbytes + self.owned.nbytes) + 4 * 8 * self.world_size
+
+    def sent(self, reduce: bool) -> list[int]:
+        """Elements this rank's shards send to each rank (reduce: contributing shards only)."""
+        return _counts(self.held, HELD, self.world_size, reduce)
+
+    def received(self, reduce: bool) -> list[int]:
+        """Elements this rank's buffer receives from each rank (reduce: contributions only)."""
+        return _counts(self.owned, OWNED, self.world_size, reduce)
+
+
+def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int) -> RoutePlan:
+    """The blocks of ``rank`` under the strategy of ``rank_map`` (module docstring)."""
+    place = rank_map.place(rank)
+    shards = () if place is None else stage_shards(placement.model, rank_map.pipelines[place.pipeline], place.stage,
+                                                   place.tp_rank)
+    index = {spec.name: i for i, spec in enumerate(placement.specs)}
+    held = []
+    for k, shard in enumerate(shards):
+        mine = Region.of_shard(shard)
+        for owner, region in placement.owner_regions(shard.spec):
+            held += [(owner, index[shard.name], block.a, k, block.count, block.length, block.a_stride,
+                      shard.contributes) for block in overlap(mine, region)]
+    owned = []
+    for region in placement.owned_regions(rank):
+        for holders, shard in _holders(rank_map, region.spec):
+            blocks = overlap(Region.of_shard(shard), region)
+            owned += [(holder, index[region.spec.name], block.a, block.b, block.count, block.length, block.b_stride,
+                       shard.contributes) for holder in holders for block in blocks]
+    return RoutePlan(rank, rank_map.world_size, shards, _table(held, HELD), _table(owned, OWNED))
 
 
 class Route:
-    """The element routes of one rank's ``shards`` (empty when idle) to and from the owners."""
+    """A :class:`RoutePlan` run over the world group ``world`` (module docstring). Each
+    exchange is a pack, one all-to-all and an unpack; the four parts are methods of their own."""
 
-    def __init__(self, placement: OptimizerPlacement, shards: tuple[Shard, ...], world: ParallelGroup,
-                 device: torch.device) -> None:
-        self.world, self.shards = world, shards
-        owners, positions, contributes = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)], []
-        for shard in shards:
-            owner, position = placement.locate(shard.spec, shard_indices(shard))
-            owners.append(owner)
-            positions.append(position)
-            contributes.append(np.full(owner.size, shard.contributes))
-        owner, position = np.concatenate(owners), np.concatenate(positions)
-        order = np.argsort(owner, kind="stable")
-        sent = np.bincount(owner, minlength=world.size).astype(np.int64)
-        received = world.all_to_all(torch.from_numpy(sent).to(device), [1] * world.size, [1] * world.size).cpu()
-        self.sent = sent.tolist()
-        self.received = received.tolist()
-        self.order = torch.from_numpy(order).to(device)
-        self.contributes = torch.from_numpy(np.concatenate(contributes or [np.empty(0, dtype=bool)])[order]).to(device)
-        self.positions = world.all_to_all(torch.from_numpy(position[order]).to(device), self.received, self.sent)
-        self.elements = int(owner.size)
+    def __init__(self, plan: RoutePlan, world) -> None:
+        self.plan, self.world, self.shards = plan, world, plan.shards
+        self.sent = {reduce: plan.sent(reduce) for reduce in (True, False)}
+        self.received = {reduce: plan.received(reduce) for reduce in (True, False)}
 
-    def reduce(self, grads: list[torch.Tensor | None], into: torch.Tensor) -> None:
+    def check(self, device: torch.device) -> None:
+        """Raise unless every peer's plan sends this rank what its own plan expects (one
+        all-to-all of the counts, when the route is built)."""
+        size = self.world.size
+        told = self.world.all_to_all(torch.tensor(self.sent[False], device=device), [1] * size, [1] * size)
+        if told.cpu().tolist() != self.received[False]:
+            raise RuntimeError(f"rank {self.plan.rank}: its peers' routes send {told.cpu().tolist()} elements, "
+                               f"its own expects {self.received[False]}; the ranks disagree on the strategy")
+
+    def reduce(self, grads: list, into: torch.Tensor) -> None:
         """``into`` (the owner's gradient buffer) ← the sum of every holder's gradient; ``grads``
         are this rank's shard gradients in shard order (None: no contribution, zeros)."""
-        flat = self._flatten([torch.zeros(s.shape, device=into.device) if g is None else g for g, s in
-                              zip(grads, self.shards)], torch.float32, into.device)
-        outgoing = torch.where(self.contributes, flat[self.order], torch.zeros((), device=into.device))
-        incoming = self.world.all_to_all(outgoing, self.received, self.sent)
-        into.zero_()
-        start = 0
-        for count in self.received:
-            if count:
-                into.index_add_(0, self.positions[start:start + count], incoming[start:start + count])
-            start += count
+        outgoing = self.pack_gradients(grads, into.device)
+        self.add_received(self.world.all_to_all(outgoing, self.received[True], self.sent[True]), into)
 
-    @torch.no_grad()
-    def propagate(self, master: torch.Tensor, params: list[torch.Tensor]) -> None:
+    def propagate(self, master: torch.Tensor, params: list) -> None:
         """Copy the owners' ``master`` values of this rank's elements into ``params`` (its shards'
         tensors in shard order, any dtype)."""
         dtype = params[0].dtype if params else master.dtype
-        incoming = self.world.all_to_all(master[self.positions].to(dtype), self.sent, self.received)
-        flat = torch.empty(self.elements, dtype=dtype, device=master.device)
-        flat.index_copy_(0, self.order, incoming)
-        start = 0
-        for param in params:
-            param.copy_(flat[start:start + param.numel()].view_as(param))
-            start += param.numel()
+        outgoing = self.pack_weights(master, dtype)
+        self.copy_received(self.world.all_to_all(outgoing, self.sent[False], self.received[False]), params)
 
-    @staticmethod
-    def _flatten(tensors: list[torch.Tensor], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        if not tensors:
-            return torch.empty(0, dtype=dtype, device=device)
-        return torch.cat([t.reshape(-1).to(dtype) for t in tensors])
+    def pack_gradients(self, grads: list, device: torch.device) -> torch.Tensor:
+        """The contributing shards' gradient blocks in exchange order, fp32."""
+        outgoing = torch.empty(sum(self.sent[True]), dtype=torch.float32, device=device)
+        targets, sources, start = [], [], 0
+        for _, k, offset, count, length, stride, contributes in self._held_rows():
+            if not contributes:
+                continue
+            target = outgoing[start:start + count * length].view(count, length)
+            start += count * length
+            if grads[k] is None:
+                target.zero_()
+            else:
+                targets.append(target)
+                sources.append(strided(grads[k].reshape(-1), offset, count, length, stride))
+        if targets:
+            torch._foreach_copy_(targets, sources)
+        return outgoing
+
+    def add_received(self, incoming: torch.Tensor, into: torch.Tensor) -> None:
+        """``into`` ← 0, then every source's blocks added, source by source in rank order."""
+        into.zero_()
+        start = 0
+        for blocks in _by_peer(self._owned_rows(), reduce=True):
+            views, parts = [], []
+            for offset, count, length, stride in blocks:
+                views.append(strided(into, offset, count, length, stride))
+                parts.append(incoming[start:start + count * length].view(count, length))
+                start += count * length
+            torch._foreach_add_(views, parts)
+
+    def pack_weights(self, master: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """Every holder's blocks of ``master`` in exchange order, in ``dtype``."""
+        outgoing = torch.empty(sum(self.received[False]), dtype=dtype, device=master.device)
+        targets, sources, start = [], [], 0
+        for _, offset, count, length, stride, _ in self._owned_rows():
+            targets.append(outgoing[start:start + count * length].view(count, length))
+            sources.append(strided(master, offset, count, length, stride))
+            start += count * length
+        if targets:
+            torch._foreach_copy_(targets, sources)
+        return outgoing
+
+    def copy_received(self, incoming: torch.Tensor, params: list) -> None:
+        """The received weight blocks into this rank's shard tensors."""
+        targets, sources, start = [], [], 0
+        for _, k, offset, count, length, stride, _ in self._held_rows():
+            targets.append(strided(params[k].data.view(-1), offset, count, length, stride))
+            sources.append(incoming[start:start + count * length].view(count, length))
+            start += count * length
+        if targets:
+            torch._foreach_copy_(targets, sources)
+
+    def _held_rows(self) -> list[list[int]]:
+        """``(peer, shard, offset, count, length, stride, contributes)`` in exchange order."""
+        return self.plan.held[:, [0, 3, 2, 4, 5, 6, 7]].tolist()
+
+    def _owned_rows(self) -> list[list[int]]:
+        """``(peer, offset, count, length, stride, contributes)`` in exchange order."""
+        return self.plan.owned[:, [0, 3, 4, 5, 6, 7]].tolist()
+
+
+def _holders(rank_map: RankMap, spec: ParameterSpec) -> list[tuple[list[int], Shard]]:
+    """Every rank holding a shard of ``spec`` under ``rank_map``, grouped by the shard they hold."""
+    groups: dict[Shard, list[int]] = {}
+    for p, layout in enumerate(rank_map.pipelines):
+        scheme, stage = layout.scheme, holding_stage(spec, layout)
+        for c in range(scheme.cp):
+            for t in range(scheme.tp):
+                groups.setdefault(shard_of(spec, scheme, t), []).append(rank_map.rank(RankPlace(p, stage, c, t)))
+    return [(ranks, shard) for shard, ranks in groups.items()]
+
+
+def _table(rows: list[tuple], columns: tuple[str, ...]) -> np.ndarray:
+    table = np.array(rows, dtype=np.int64).reshape(-1, len(columns))
+    return table[np.lexsort((table[:, 2], table[:, 1], table[:, 0]))] if len(table) else table
+
+
+def _counts(table: np.ndarray, columns: tuple[str, ...], world_size: int, reduce: bool) -> list[int]:
+    rows = table[table[:, columns.index("contributes")] == 1] if reduce else table
+    sizes = rows[:, columns.index("count")] * rows[:, columns.index("length")]
+    return np.bincount(rows[:, 0], weights=sizes, minlength=world_size).astype(np.int64).tolist()
+
+
+def _by_peer(rows: list[list[int]], reduce: bool):
+    """The owned blocks ``(offset, count, length, stride)`` grouped by peer, in peer order."""
+    peer, group = None, []
+    for row in rows:
+        if reduce and not row[5]:
+            continue
+        if row[0] != peer and group:
+            yield group
+            group = []
+        peer = row[0]
+        group.append(row[1:5])
+    if group:
+        yield group

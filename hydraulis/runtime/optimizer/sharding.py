@@ -18,8 +18,10 @@ and rank ``r``'s query heads ``r·H_q/4 …`` all map to exactly that kv head.
 Gradient contributions. The gradient of a parameter is the sum of its shards' gradients over
 all pipelines, with one exception: a parameter that every tp rank holds whole and computes from
 the same replicated activations (the RMSNorm weights) has the *same* gradient on every tp rank,
-so only tp rank 0 contributes it (:attr:`Shard.contributes`). Replicated kv heads, on the
-contrary, receive different partial gradients (from different query heads) and all contribute.
+so only tp rank 0 contributes it (:attr:`Shard.contributes`) — unless the pipeline runs sequence
+parallelism (:mod:`hydraulis.runtime.parallel.sequence`): each tp rank then normalises its own
+tokens and every tp rank contributes its partial gradient. Replicated kv heads receive
+different partial gradients (from different query heads) and all contribute.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hydraulis.runtime.layout import PipelineLayout
-from hydraulis.types import ModelSpec
+from hydraulis.types import ModelSpec, Scheme
 
 
 class Holder(str, Enum):
@@ -121,22 +123,22 @@ def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
 
 def stage_shards(model: ModelSpec, layout: PipelineLayout, stage: int, tp_rank: int) -> tuple[Shard, ...]:
     """The shards held by tp rank ``tp_rank`` of ``stage`` of a pipeline laid out as ``layout``."""
-    tp = layout.scheme.tp
-    shards = []
-    for spec in parameter_specs(model):
-        if not _held(spec, layout, stage):
-            continue
-        if spec.tp_dim is None:
-            shards.append(Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0))
-            continue
-        first, count = unit_range(spec.units, tp, tp_rank)
-        shards.append(Shard(spec, spec.tp_dim, first * spec.unit, count * spec.unit, contributes=True))
-    return tuple(shards)
+    return tuple(shard_of(spec, layout.scheme, tp_rank) for spec in parameter_specs(model)
+                 if holding_stage(spec, layout) == stage)
 
 
-def _held(spec: ParameterSpec, layout: PipelineLayout, stage: int) -> bool:
+def shard_of(spec: ParameterSpec, scheme: Scheme, tp_rank: int) -> Shard:
+    """The shard of ``spec`` that tp rank ``tp_rank`` of a pipeline of ``scheme`` holds."""
+    if spec.tp_dim is None:
+        return Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0 or scheme.sp)
+    first, count = unit_range(spec.units, scheme.tp, tp_rank)
+    return Shard(spec, spec.tp_dim, first * spec.unit, count * spec.unit, contributes=True)
+
+
+def holding_stage(spec: ParameterSpec, layout: PipelineLayout) -> int:
+    """The stage of a pipeline laid out as ``layout`` that holds ``spec``."""
     if spec.holder is Holder.EMBEDDING:
-        return stage == 0
+        return 0
     if spec.holder is Holder.OUTPUT:
-        return stage == layout.scheme.pp - 1
-    return spec.layer in layout.stage_range(stage)
+        return layout.scheme.pp - 1
+    return next(stage for stage in range(layout.scheme.pp) if spec.layer in layout.stage_range(stage))

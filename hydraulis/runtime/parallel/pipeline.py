@@ -99,7 +99,7 @@ class StageWork:
     def forward(self, j: int, received: torch.Tensor | None) -> torch.Tensor | None:
         """Run micro-batch ``j``; the activation to send on (None on the last stage)."""
         if not self.model.first:
-            expected = (self.batches[j].tokens, self.model.model.hidden)
+            expected = (self.batches[j].hidden_rows, self.model.model.hidden)
             if tuple(received.shape) != expected:
                 raise RuntimeError(f"micro-batch {j}: received activations of shape {tuple(received.shape)}, "
                                    f"the plan says {expected}; the stages disagree on the step plan")

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
+from hydraulis.runtime.parallel.sequence import scatter_sequence
 from hydraulis.runtime.optimizer.sharding import unit_range
 
 IGNORE_INDEX = -100
@@ -55,25 +56,33 @@ class ColumnParallelLinear(nn.Module):
         return F.linear(x, self.weight)
 
 
-class RowParallelLinear(nn.Module):
-    """``Y = Σ_r X_r·W_rᵀ`` with ``W`` split by input columns; the sum is ``reduce_from_group``."""
+def leave_group(x: torch.Tensor, group: ParallelGroup, sequence_parallel: bool) -> torch.Tensor:
+    """The sum over the group of the partial results ``x``: ``g`` (all-reduce), or under sequence
+    parallelism this rank's rows of it (:func:`~hydraulis.runtime.parallel.sequence.scatter_sequence`)."""
+    return scatter_sequence(x, group) if sequence_parallel else reduce_from_group(x, group)
 
-    def __init__(self, local_in_features: int, out_features: int, group: ParallelGroup, **factory) -> None:
+
+class RowParallelLinear(nn.Module):
+    """``Y = Σ_r X_r·W_rᵀ`` with ``W`` split by input columns; the sum is :func:`leave_group`."""
+
+    def __init__(self, local_in_features: int, out_features: int, group: ParallelGroup,
+                 sequence_parallel: bool = False, **factory) -> None:
         super().__init__()
-        self.group = group
+        self.group, self.sequence_parallel = group, sequence_parallel
         self.weight = nn.Parameter(torch.empty(out_features, local_in_features, **factory))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return reduce_from_group(F.linear(x, self.weight), self.group)
+        return leave_group(F.linear(x, self.weight), self.group, self.sequence_parallel)
 
 
 class VocabParallelEmbedding(nn.Module):
     """Rows ``[start, start + V/tp)`` of the embedding; tokens outside give zeros, the sum over
-    ranks (``reduce_from_group``) is the full lookup."""
+    ranks (:func:`leave_group`) is the full lookup."""
 
-    def __init__(self, vocab: int, hidden: int, group: ParallelGroup, **factory) -> None:
+    def __init__(self, vocab: int, hidden: int, group: ParallelGroup, sequence_parallel: bool = False,
+                 **factory) -> None:
         super().__init__()
-        self.group = group
+        self.group, self.sequence_parallel = group, sequence_parallel
         first, count = unit_range(vocab, group.size, group.rank)
         self.start, self.stop = first, first + count
         self.weight = nn.Parameter(torch.empty(count, hidden, **factory))
@@ -82,7 +91,7 @@ class VocabParallelEmbedding(nn.Module):
         outside = (ids < self.start) | (ids >= self.stop)
         local = (ids - self.start).masked_fill(outside, 0)
         out = F.embedding(local, self.weight).masked_fill(outside.unsqueeze(-1), 0.0)
-        return reduce_from_group(out, self.group)
+        return leave_group(out, self.group, self.sequence_parallel)
 
 
 class _VocabParallelCrossEntropy(torch.autograd.Function):

@@ -8,8 +8,9 @@ import torch
 
 from hydraulis.presets import model_preset
 from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
-from hydraulis.runtime.optimizer.master import OptimizerShard, initial_weights
+from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical, initial_weights
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
+from hydraulis.runtime.optimizer.ranges import Region, overlap
 from hydraulis.types import OptimizerLayout
 
 TINY = model_preset("tiny")
@@ -22,11 +23,8 @@ def shards(layout: OptimizerLayout, world: int, options: RuntimeOptions) -> list
 
 
 def canonical(buffers: list[OptimizerShard], name: str = "master") -> dict[str, torch.Tensor]:
-    full = {spec.name: torch.full((spec.numel,), float("nan")) for spec in buffers[0].placement.specs}
-    for shard in buffers:
-        for run in shard.runs:
-            full[run.spec.name][torch.from_numpy(run.indices)] = shard.tensors[name][run.offset:run.offset + run.indices.size]
-    return full
+    full = assemble_canonical(buffers[0].placement, lambda rank: buffers[rank].tensors[name])
+    return {key: value.reshape(-1) for key, value in full.items()}
 
 
 def test_every_layout_starts_from_the_same_weights():
@@ -49,8 +47,9 @@ def test_updates_are_elementwise_identical_under_any_layout(optimizer):
                                              * 10.0 ** rng.integers(-12, -1, spec.numel))
                  for spec in one[0].placement.specs}
         for shard in one + many:
-            for run in shard.runs:
-                shard.grad[run.offset:run.offset + run.indices.size] = grads[run.spec.name][torch.from_numpy(run.indices)]
+            for region in shard.regions:
+                for block in overlap(Region.whole(region.spec), region):
+                    block.b_view(shard.grad).copy_(block.a_view(grads[region.spec.name]))
             shard.step()
     for name in ("master",) + (("exp_avg", "exp_avg_sq") if optimizer is OptimizerKind.ADAM else ()):
         a, b = canonical(one, name), canonical(many, name)

@@ -1,0 +1,68 @@
+"""TensorBoard events of a training run: the scalars of a step, the proposal as text, and
+``hydraulis train --tensorboard`` on the e2e example's space, read back from the event files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from hydraulis.artifacts import read_proposal
+from hydraulis.artifacts.train_log import read_train_log
+from hydraulis.runtime.records import StepRecord
+from hydraulis.runtime.tensorboard import TEXT_TAG, proposal_markdown, step_scalars
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TAGS = {"train/loss", "train/tokens_per_s", "time/measured_step_ms", "time/predicted_step_ms",
+        "time/prediction_error", "plan/strategy_index", "plan/planning_ms", "plan/wait_ms"}
+
+
+def test_step_scalars_worked_example():
+    record = StepRecord(3, "1,1,1", 500, 2.5, (180.0,), (140.0,), 5.0, 15.0, 200.0, 150.0, 1.5, 50.0, 1)
+    assert step_scalars(record) == {"train/loss": 2.5, "train/tokens_per_s": 2000.0, "time/measured_step_ms": 200.0,
+                                    "time/predicted_step_ms": 150.0, "time/prediction_error": 0.25,
+                                    "plan/strategy_index": 1.0, "plan/planning_ms": 1.5, "plan/wait_ms": 50.0}
+
+
+def test_proposal_markdown_has_a_row_per_strategy_in_index_order():
+    proposal = read_proposal(EXAMPLES / "proposals" / "7b_32dev.json")
+    text = proposal_markdown((proposal,), cycle=False)
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert len(rows) == 2 + len(proposal.strategies)
+    assert rows[0].startswith("| strategy | serves |") and rows[2].startswith(f"| 0 | (0, {proposal.strategies[0].serves_to}]")
+    assert proposal.explanation in text
+    first, second = (replace(proposal, strategies=(s,)) for s in proposal.strategies[:2])
+    cycled = proposal_markdown((second, first), cycle=True)
+    assert "cycled per step" in cycled and f"| 0 | (" in cycled and str(second.strategies[0].strategy) in \
+        cycled.splitlines()[4]
+
+
+@pytest.mark.distributed
+def test_train_writes_every_scalar_per_step_and_the_proposal(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    space = EXAMPLES / "spaces" / "tiny_cpu.json"
+    common = ("--token-budget", "1024", "--max-seq-len", "256")
+    run = [sys.executable, "-m", "hydraulis"]
+    subprocess.run([*run, "propose", "--space", str(space), "--devices", "2", "--devices-per-node", "2", *common,
+                    "--lengths", str(EXAMPLES / "data" / "longtail.txt"), "--strategies", "2", "--time-limit", "5",
+                    "-o", str(tmp_path / "proposal.json")], check=True, capture_output=True, timeout=600)
+    result = subprocess.run([*run, "train", "--model", "tiny", "--proposal", str(tmp_path / "proposal.json"),
+                             "--steps", "2", "--nproc", "2", "--device", "cpu", *common, "--tensorboard",
+                             str(tmp_path / "board"), "--output-dir", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    events = EventAccumulator(str(tmp_path / "board"))
+    events.Reload()
+    assert set(events.Tags()["scalars"]) == TAGS
+    records = read_train_log(tmp_path / "out" / "train_log.json")
+    for tag in TAGS:
+        written = events.Scalars(tag)
+        assert [e.step for e in written] == [0, 1]
+        for event, record in zip(written, records):
+            assert event.value == pytest.approx(step_scalars(record)[tag], rel=1e-6)
+    text = events.Tensors(f"{TEXT_TAG}/text_summary")[0].tensor_proto.string_val[0].decode()
+    assert text == proposal_markdown((read_proposal(tmp_path / "proposal.json"),), cycle=False)

@@ -1,0 +1,122 @@
+"""The plan explorer end to end in a real headless Chromium (Debian's ``chromium``, driven by
+Playwright for Python), against a planning service that requires a bearer token.
+
+Set ``HYDRAULIS_EXPLORER_SCREENSHOT=docs/explorer.png`` to write README's screenshot.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SERVICE_TOKEN
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic")
+WAIT_MS = 180_000
+FORM = {"#devices": "64", "#devices-per-node": "8", "#token-budget": "131072", "#max-seq-len": "16384",
+        "#strategies": "4", "#time-limit": "1", "#docs": "3000"}
+
+
+@pytest.fixture(scope="module")
+def browser_page(planning_service, tmp_path_factory):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed "
+                                                                "(pip install -e '.[dev]')")
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's chromium package "
+                    "(apt-get install chromium), as .ci/run does")
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=list(CHROMIUM_ARGS), viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(WAIT_MS)
+        requested: list[str] = []
+        context.on("request", lambda request: requested.append(request.url))
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{planning_service}/")
+        yield page, requested, errors
+        context.close()
+
+
+def test_page_asks_for_the_token(browser_page):
+    page, _, _ = browser_page
+    page.wait_for_selector("#token-error:not(:empty)")
+    assert "bearer token" in page.inner_text("#token-error")
+
+
+def test_proposal_with_the_token_typed_in_the_page(browser_page, planning_service):
+    page, requested, errors = browser_page
+    page.fill("#token", SERVICE_TOKEN)
+    page.press("#token", "Tab")
+    page.wait_for_selector("#model option[value='llama-32b']", state="attached")
+    page.wait_for_selector("#token-error:empty", state="attached")
+    page.select_option("#model", "llama-32b")
+    page.select_option("#device", "a100-40g")
+    for selector, value in FORM.items():
+        page.fill(selector, value)
+    page.click("#propose")
+    page.wait_for_selector("#proposal:not([hidden])")
+    rows = page.locator("#strategies-table tbody tr")
+    assert rows.count() >= 1
+    assert "×(" in rows.first.inner_text() and "iB" in rows.first.inner_text()
+    assert SERVICE_TOKEN not in page.url
+    assert page.evaluate("localStorage.length + sessionStorage.length") == 0
+    assert all(url.startswith(planning_service) or url.startswith("data:") for url in requested), requested
+    assert not errors
+
+
+def test_sampled_step_gantt_shows_each_operation(browser_page):
+    page, _, errors = browser_page
+    page.fill("#step-seed", "1")
+    page.click("#sample-step")
+    page.wait_for_selector("#step:not([hidden]) #gantt rect.op")
+    contenders = page.locator("#contenders-table tbody tr")
+    assert contenders.count() == 9
+    assert "Megatron-LM style" in page.inner_text("#contenders-table") and "×" in contenders.nth(1).inner_text()
+    page.hover("#gantt rect.op >> nth=0")
+    details = page.locator("#op-details")
+    details.wait_for(state="visible")
+    assert "micro-batch 0" in details.inner_text() and "tokens" in details.inner_text()
+    page.focus("#gantt")
+    first = details.inner_text()
+    page.keyboard.press("End")
+    page.wait_for_function("text => document.getElementById('op-details').innerText !== text", arg=first)
+    assert "Backward" in details.inner_text()
+    screenshot = os.environ.get("HYDRAULIS_EXPLORER_SCREENSHOT")
+    if screenshot:
+        page.hover("#gantt rect.op.backward >> nth=1")
+        page.screenshot(path=screenshot, full_page=True)
+    assert not errors
+
+
+def test_api_error_is_shown_next_to_the_field_it_names(browser_page):
+    page, _, errors = browser_page
+    page.fill("#max-seq-len", "1000000")
+    page.fill("#token-budget", "2000000")
+    page.click("#propose")
+    page.wait_for_selector("#max-seq-len-error:not(:empty)")
+    assert "longest sequence any scheme can hold" in page.inner_text("#max-seq-len-error")
+    assert page.get_attribute("#max-seq-len", "aria-invalid") == "true"
+    assert page.evaluate("document.activeElement.id") == "max-seq-len"
+    assert page.inner_text("#form-error") == ""
+    assert not errors
+
+
+def test_a_bad_lengths_file_is_named_next_to_its_field(browser_page):
+    page, _, errors = browser_page
+    page.fill("#max-seq-len", "16384")
+    page.check("input[name='lengths-source'][value='file']")
+    page.set_input_files("#lengths-file", files=[{"name": "lengths.txt", "mimeType": "text/plain",
+                                                  "buffer": b"# lengths\n300\nmany\n"}])
+    page.click("#propose")
+    page.wait_for_selector("#lengths-file-error:not(:empty)")
+    assert page.inner_text("#lengths-file-error").startswith('lengths.txt:3: "many"')
+    assert page.is_hidden("#docs")
+    assert not errors
