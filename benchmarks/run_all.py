@@ -11,8 +11,12 @@ proposal time              proposal_time.py            proposal wall time; again
 plan quality               stage2_vs_ilp.py            greedy stage-2 packing against the ILP
 synthesis, bounds          synthesis_quality.py        compute / pool bound, predicted / tight
                                                        bound, planning time, communicators
-service throughput         service_throughput.py       requests/s and p50/p99 of POST
-                                                       /v1/step-plans on loopback
+service throughput         service_throughput.py       requests/s, p50/p99 and CPU per request
+                                                       of POST /v1/step-plans on loopback
+service under a burst      service_burst.py            answers to 200 concurrent mixed valid and
+                                                       invalid requests; healthy afterwards
+attention scaling          attention_scaling.py        the runtime's CPU attention on 32K tokens
+                                                       as 2,048 × 16 and 64 × 512 documents
 =========================  ==========================  =======================================
 
 A script that is not there yet is skipped with a message. ``--quick`` runs smaller sizes.
@@ -36,6 +40,9 @@ BENCHMARKS = (
     ("per-step synthesis against the bounds, communicators", "synthesis_quality.py", ("--steps", "100"),
      ("--steps", "10", "--cases", "7b_32dev")),
     ("service throughput", "service_throughput.py", (), ("--requests", "200")),
+    ("service under a burst", "service_burst.py", (), ("--requests", "60")),
+    ("attention scaling", "attention_scaling.py", (), ("--repeats", "1")),
+    ("fidelity: the e2e example measured against the cost model", "fidelity.py", (), ("--steps", "4")),
 )
 
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # End-to-end training on CPU: the tiny model on 4 processes (gloo, fp32), trained on the CPython
 # standard library with a proposal and the Hydraulis batching method, then a homogeneous baseline
-# on the same batches; each prints a per-step table (strategy, tokens, loss, measured vs predicted
-# ms) and a summary (tokens/s, mean prediction error), and the last lines compare them; both runs
+# on the same batches; each prints one line per step as it ends (strategy, tokens, loss, measured vs
+# predicted ms) and a summary (tokens/s, mean prediction error), and the last lines compare them; both runs
 # write TensorBoard events under DIR/tensorboard/.
 #
 # Usage: bash examples/e2e_train.sh [--out DIR] [--space SPACE.json] [--steps 8]
 #            [--method dispatch_balanced_packing] [--baseline 1,1,1x4] [--baseline-method fixed_packing]
 #            [--stdlib-root DIR] [--token-budget 2048] [--max-seq-len 512] [--nproc 4]
+#            [--record-operations no|yes]
 #
 # --space: a scheme space for 4 CPU devices (default: examples/spaces/tiny_cpu.json, measured on a
 #   2-core machine by `hydraulis profile` with the node filled by 4 processes, as training fills
@@ -15,6 +16,8 @@
 #   on a quiet machine — see examples/spaces/README.md).
 # --stdlib-root: the part of the standard library to train on (default: its idlelib package,
 #   125 files, 1.2 MB — the whole library takes minutes to tokenize on two cores).
+# --record-operations yes: both train logs record every stage's forwards and backwards with their
+#   times (benchmarks/fidelity.py compares them with the cost model).
 # Runs from a checkout whose .venv README's first command created.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,12 +25,13 @@ export PATH="$root/.venv/bin:$PATH"
 stdlib=$(python -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
 
 out=$root/out/e2e space=$root/examples/spaces/tiny_cpu.json steps=8 method=dispatch_balanced_packing baseline=1,1,1x4
-baseline_method=fixed_packing corpus_root=$stdlib/idlelib token_budget=2048 max_seq_len=512 nproc=4
+baseline_method=fixed_packing corpus_root=$stdlib/idlelib token_budget=2048 max_seq_len=512 nproc=4 record=no
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2 ;; --space) space=$2 ;; --steps) steps=$2 ;; --method) method=$2 ;;
     --baseline) baseline=$2 ;; --baseline-method) baseline_method=$2 ;; --stdlib-root) corpus_root=$2 ;;
     --token-budget) token_budget=$2 ;; --max-seq-len) max_seq_len=$2 ;; --nproc) nproc=$2 ;;
+    --record-operations) record=$2 ;;
     *) echo "e2e_train.sh: unknown option $1 (see the usage at the top of the script)" >&2; exit 2 ;;
   esac
   shift 2
@@ -55,6 +59,10 @@ elapsed
 
 common=(--model tiny --corpus "$out/corpus.jsonl" --cache-dir "$out/cache" --steps "$steps" --nproc "$nproc"
         --device cpu --token-budget "$token_budget" --max-seq-len "$max_seq_len")
+case $record in
+  yes) common+=(--record-operations) ;; no) ;;
+  *) echo "e2e_train.sh: --record-operations takes yes or no, not $record" >&2; exit 2 ;;
+esac
 
 echo
 echo "== 4. train: the proposal, batching method $method"

@@ -37,10 +37,11 @@ Units: times in milliseconds, memory in bytes, lengths in tokens.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from hydraulis.errors import HydraulisError, require, require_int, require_number
+from hydraulis.limits import DEVICES, DEVICES_PER_NODE, PARALLEL_DEGREE
 
 
 class BatchingMethod(str, Enum):
@@ -54,6 +55,21 @@ class BatchingMethod(str, Enum):
     """Stage-1 dispatch of sequences to pipelines, then fixed-capacity packing."""
     DISPATCH_BALANCED_PACKING = "dispatch_balanced_packing"
     """Stage-1 dispatch, then time-balanced packing (Hydraulis)."""
+
+
+class Synthesise(str, Enum):
+    """Which schemes a strategy made for one step may use."""
+
+    OFF = "off"
+    """None: the step runs the best proposal strategy."""
+    PROPOSAL = "proposal"
+    """Counts of the proposal's schemes."""
+    SPACE = "space"
+    """Counts of the scheme space's schemes and the proposal's."""
+
+
+SYNTHESIS_EVALUATIONS_DEFAULT = 16
+"""Strategies dispatch plans per step while synthesising, unless told otherwise."""
 
 
 class SpaceSource(str, Enum):
@@ -153,7 +169,7 @@ class Scheme:
 
     def __post_init__(self) -> None:
         for name in ("cp", "tp", "pp"):
-            require_int(getattr(self, name), f"scheme.{name}", minimum=1)
+            PARALLEL_DEGREE.check(getattr(self, name), f"scheme.{name}")
         require(isinstance(self.sp, bool), "scheme.sp", self.sp, "must be true or false")
         require(not self.sp or self.tp > 1, "scheme.sp", self.sp,
                 f"needs scheme.tp > 1 (sequence parallelism shards over the tp group), tp = {self.tp}")
@@ -239,6 +255,11 @@ class ModelSpec:
     @property
     def head_dim(self) -> int:
         return self.hidden // self.heads
+
+    def matches(self, other: ModelSpec) -> bool:
+        """The same model: the same name, or the same shape under another name (e.g. a
+        Hugging Face import of a preset's model)."""
+        return self.name == other.name or replace(other, name=self.name) == self
 
     @property
     def kv_dim(self) -> int:
@@ -327,8 +348,8 @@ class Cluster:
     device: str
 
     def __post_init__(self) -> None:
-        require_int(self.devices, "cluster.devices", minimum=1)
-        require_int(self.devices_per_node, "cluster.devices_per_node", minimum=1)
+        DEVICES.check(self.devices, "cluster.devices")
+        DEVICES_PER_NODE.check(self.devices_per_node, "cluster.devices_per_node")
         require(bool(self.device), "cluster.device", self.device, "must not be empty")
 
 
@@ -342,7 +363,7 @@ class OptimizerLayout:
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp"):
-            require_int(getattr(self, name), f"optimizer_layout.{name}", minimum=1)
+            PARALLEL_DEGREE.check(getattr(self, name), f"optimizer_layout.{name}")
 
     @property
     def devices(self) -> int:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hydraulis.errors import HydraulisError, require, require_int
+from hydraulis.limits import check_sequences
 
 
 def cut_to_max(lengths: Sequence[int] | np.ndarray, max_seq_len: int) -> np.ndarray:
@@ -25,6 +26,7 @@ def cut_to_max(lengths: Sequence[int] | np.ndarray, max_seq_len: int) -> np.ndar
     s = positive_lengths(lengths)
     full, rest = np.divmod(s, max_seq_len)
     counts = full + (rest > 0)
+    check_sequences(float(counts.sum()), "max_seq_len", max_seq_len, "the documents' pieces")
     pieces = np.full(int(counts.sum()), max_seq_len, dtype=np.int64)
     last = np.cumsum(counts) - 1
     pieces[last[rest > 0]] = rest[rest > 0]
@@ -57,8 +59,11 @@ def sample_batches(
     require(token_budget >= max_seq_len, "token_budget", token_budget,
             f"is smaller than one sequence of max_seq_len = {max_seq_len} tokens")
     pieces = cut_to_max(lengths, max_seq_len)
+    require(pieces.size > 0, "lengths", [], "must hold at least one length")
     rng = np.random.default_rng(seed)
     per_step = max(1, int(token_budget / pieces.mean()))
+    check_sequences((steps + 1) * per_step, "steps", steps,
+                    f"(steps + 1) × {per_step} sequences per step of token_budget = {token_budget}")
     drawn = pieces[rng.integers(0, pieces.size, size=(steps + 1) * per_step + 16)]
     batches = fill_to_budget(drawn, token_budget)
     while len(batches) <= steps:

@@ -1,5 +1,8 @@
 """Lengths files: one positive integer (a document's length in tokens) per line.
 
+Every length lies within :data:`hydraulis.limits.LENGTH` and a file holds at most
+:data:`hydraulis.limits.LENGTHS` of them; errors name the line (or index) and the value.
+
 Accepted forms: ``.txt`` (blank lines and lines starting with ``#`` are skipped), ``.txt.gz``
 (the same, gzip-compressed) and ``.npy`` (a one-dimensional integer array). The planner, the
 dispatcher's CLI, the simulator and the data analysis all read and write them here.
@@ -13,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from hydraulis.errors import HydraulisError
+from hydraulis.limits import LENGTH, LENGTHS
 
 
 def read_lengths(path: str | Path) -> np.ndarray:
@@ -26,6 +30,9 @@ def read_lengths(path: str | Path) -> np.ndarray:
         lengths = _read_text(path)
     if lengths.size == 0:
         raise HydraulisError("lengths", str(path), "holds no lengths")
+    if lengths.size > LENGTHS.maximum:
+        raise HydraulisError("lengths", str(path), f"holds {lengths.size} lengths, more than "
+                                                   f"{int(LENGTHS.maximum)} ({LENGTHS.what})")
     return lengths
 
 
@@ -52,9 +59,10 @@ def _read_npy(path: Path) -> np.ndarray:
         raise HydraulisError("lengths", str(path), f"is not a readable .npy array ({error})") from None
     if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
         raise HydraulisError("lengths", str(path), f"must hold a 1-D integer array, not {array.dtype} {array.shape}")
-    bad = np.flatnonzero(array <= 0)
+    bad = np.flatnonzero((array < LENGTH.minimum) | (array > LENGTH.maximum))
     if bad.size:
-        raise HydraulisError(f"lengths[{int(bad[0])}]", int(array[bad[0]]), "must be a positive integer")
+        raise HydraulisError(f"lengths[{int(bad[0])}]", int(array[bad[0]]), f"must be {LENGTH.range_text} "
+                                                                            f"({LENGTH.what})")
     return array.astype(np.int64)
 
 
@@ -75,8 +83,11 @@ def _read_text(path: Path) -> np.ndarray:
         try:
             value = int(text)
         except ValueError:
-            raise HydraulisError(f"{path.name}:{number}", text, "is not an integer") from None
-        if value <= 0:
-            raise HydraulisError(f"{path.name}:{number}", value, "must be a positive length")
+            raise HydraulisError(f"{path.name}:{number}", text[:40], "is not an integer") from None
+        problem = LENGTH.problem(value)
+        if problem:
+            raise HydraulisError(f"{path.name}:{number}", value, problem)
         values.append(value)
+        if len(values) > LENGTHS.maximum:
+            break
     return np.asarray(values, dtype=np.int64)

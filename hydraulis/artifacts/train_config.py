@@ -1,20 +1,22 @@
 """The training-config artifact: what ``hydraulis train --config`` reads and writes back resolved.
 
-Layout (``schema_version`` 2; every field but ``model``, ``steps`` and one of ``strategies``
-and ``proposal_file`` optional; version 1, without the fields from ``proposal_file`` on, is
-read too)::
+Layout (``schema_version`` 3; every field but ``steps`` and one of ``strategies`` and
+``proposal_file`` optional — ``model`` too when ``init_from`` or ``resume`` gives the model;
+version 2, without ``init_from``, and version 1, without the fields from ``proposal_file`` on,
+are read too)::
 
-    {"schema_version": 2, "kind": "train_config", "model": "tiny",
+    {"schema_version": 3, "kind": "train_config", "model": "tiny",
      "strategies": ["1,2,1+1,1,2", "1,1,2x2"], "steps": 10, "token_budget": 256,
      "max_seq_len": 64, "micro_batch_tokens": 96, "nproc": 4,
      "lengths_file": null, "space_file": null,
      "proposal_file": null, "method": "dispatch_balanced_packing", "planner_url": null,
      "corpus": null, "tokenizer": null, "cache_dir": null,
      "optimizer_layout": null | {"dp", "tp", "pp"},
-     "checkpoint_dir": null, "checkpoint_every": 0, "resume": null,
+     "checkpoint_dir": null, "checkpoint_every": 0, "resume": null, "init_from": null,
      "tensorboard_dir": null, "synthesise": "proposal", "synthesis_evaluations": 16,
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
-                 "seed": 0, "timeout_s": 60.0, "threads": 1}}
+                 "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "fp32",
+                 "record_operations": false}}
 """
 
 from __future__ import annotations
@@ -26,14 +28,14 @@ from pathlib import Path
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.errors import HydraulisError
-from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, RuntimeOptions, TrainConfig
+from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, ReduceDtype, RuntimeOptions, TrainConfig
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
 KIND = "train_config"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _OPTIONAL_STRINGS = ("lengths_file", "space_file", "proposal_file", "planner_url", "corpus", "tokenizer", "cache_dir",
-                     "checkpoint_dir", "resume", "tensorboard_dir")
-_ENUMS = {"device": DeviceKind, "precision": Precision, "optimizer": OptimizerKind}
+                     "checkpoint_dir", "resume", "init_from", "tensorboard_dir")
+_ENUMS = {"device": DeviceKind, "precision": Precision, "grad_reduce_dtype": ReduceDtype, "optimizer": OptimizerKind}
 
 
 def train_config_to_dict(config: TrainConfig) -> dict:
@@ -47,7 +49,7 @@ def train_config_to_dict(config: TrainConfig) -> dict:
 
 def train_config_from_dict(document: object) -> TrainConfig:
     record = Record(document)
-    check_header(record, KIND, (1, SCHEMA_VERSION))
+    check_header(record, KIND, (1, 2, SCHEMA_VERSION))
     runtime, layout = record.optional_sub("runtime"), record.optional_sub("optimizer_layout")
     method = record.str("method", BatchingMethod.DISPATCH_BALANCED_PACKING.value)
     try:
@@ -55,7 +57,7 @@ def train_config_from_dict(document: object) -> TrainConfig:
     except ValueError:
         raise HydraulisError("method", method, f"must be one of {[m.value for m in BatchingMethod]}") from None
     return build("", TrainConfig,
-        model=record.str("model"),
+        model=_optional_str(record, "model"),
         strategies=record.strs("strategies", []),
         steps=record.int("steps"),
         token_budget=_optional_int(record, "token_budget"),
@@ -93,6 +95,8 @@ def _runtime_from_record(record: Record) -> RuntimeOptions:
             except ValueError:
                 raise HydraulisError(f"{record.path}.{spec.name}", text,
                                      f"must be one of {[e.value for e in _ENUMS[spec.name]]}") from None
+        elif isinstance(default, bool):
+            values[spec.name] = record.bool(spec.name, default)
         elif isinstance(default, float):
             values[spec.name] = record.float(spec.name, default)
         else:

@@ -5,14 +5,19 @@ Layout (``schema_version`` 1)::
 
     {"schema_version": 1, "kind": "train_log",
      "summary": {"steps", "tokens", "seconds", "tokens_per_s", "prediction_error",
-                 "warm_prediction_error" (null: no step after a strategy's first), "first_loss",
-                 "last_loss", "strategies": [[SPEC, steps], ...], "synthesised", "communicators",
+                 "warm_prediction_error", "warm_error_median", "warm_error_p90" (null: no step after
+                 a strategy's first), "first_loss", "last_loss", "strategies": [[SPEC, steps], ...], "synthesised", "communicators",
                  "communicator_bound"},
      "steps": [{"step", "strategy", "tokens", "loss", "measured_ms": [...], "predicted_ms": [...],
                 "propagate_ms", "reduce_ms", "step_ms", "predicted_step_ms", "planning_ms",
-                "wait_ms", "strategy_index", "synthesised"}]}
+                "wait_ms", "strategy_index", "communicators", "synthesised",
+                ["operations": [{"pipeline", "micro_batch_ms": [...],
+                                 "ops": [{"stage", "micro_batch", "phase": "F" | "B",
+                                          "start_ms", "end_ms"}]}]]}]}
 
-``synthesised`` (a step that ran a strategy made for it) is optional on load (absent: false).
+``communicators`` (process groups the step created) and ``synthesised`` (a step that ran a strategy
+made for it) are optional (absent: 0, false), so older logs load.
+``operations`` (``hydraulis train --record-operations``) is written only when recorded.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
-from hydraulis.runtime.records import StepRecord, summarize
+from hydraulis.cost.pipeline import Phase, ScheduledOp
+from hydraulis.runtime.records import PipelineOperations, StepRecord, summarize
 
 KIND = "train_log"
 SCHEMA_VERSION = 1
@@ -32,8 +38,7 @@ def train_log_to_dict(records: tuple[StepRecord, ...]) -> dict:
     summary = asdict(summarize(records))
     summary["strategies"] = [list(pair) for pair in summary["strategies"]]
     return {"schema_version": SCHEMA_VERSION, "kind": KIND, "summary": summary,
-            "steps": [{**asdict(r), "measured_ms": list(r.measured_ms), "predicted_ms": list(r.predicted_ms)}
-                      for r in records]}
+            "steps": [_step_to_dict(r) for r in records]}
 
 
 def train_log_from_dict(document: object) -> tuple[StepRecord, ...]:
@@ -50,11 +55,34 @@ def write_train_log(path: str | Path, records: tuple[StepRecord, ...]) -> None:
     write_json(path, train_log_to_dict(records))
 
 
+def _step_to_dict(step: StepRecord) -> dict:
+    document = {**asdict(step), "measured_ms": list(step.measured_ms), "predicted_ms": list(step.predicted_ms)}
+    del document["operations"]
+    if step.operations:
+        document["operations"] = [
+            {"pipeline": p.pipeline, "micro_batch_ms": list(p.micro_batch_ms),
+             "ops": [{"stage": op.stage, "micro_batch": op.micro_batch, "phase": op.phase.value,
+                      "start_ms": op.start, "end_ms": op.end} for op in p.ops]}
+            for p in step.operations]
+    return document
+
+
 def _step(record: Record) -> StepRecord:
     return build(record.path, StepRecord, step=record.int("step"), strategy=record.str("strategy"),
                  tokens=record.int("tokens"), loss=record.float("loss"), strategy_index=record.int("strategy_index", 0),
                  measured_ms=tuple(_floats(record, "measured_ms")), predicted_ms=tuple(_floats(record, "predicted_ms")),
-                 synthesised=record.bool("synthesised", False), **{key: record.float(key) for key in _TIMES})
+                 communicators=record.int("communicators", 0), synthesised=record.bool("synthesised", False),
+                 operations=tuple(_operations(r) for r in (record.records("operations")
+                                                            if record.raw("operations", None) is not None else [])),
+                 **{key: record.float(key) for key in _TIMES})
+
+
+def _operations(record: Record) -> PipelineOperations:
+    ops = tuple(build(r.path, ScheduledOp, stage=r.int("stage"), micro_batch=r.int("micro_batch"),
+                      phase=r.enum("phase", Phase), start=r.float("start_ms"), end=r.float("end_ms"))
+                for r in record.records("ops"))
+    return build(record.path, PipelineOperations, pipeline=record.int("pipeline"),
+                 micro_batch_ms=tuple(_floats(record, "micro_batch_ms")), ops=ops)
 
 
 def _floats(record: Record, key: str) -> list[float]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hydraulis import limits
+from hydraulis.cli.arguments import Bounded
 from hydraulis.cli.output import emit, table
 from hydraulis.cli.training_args import add_training_arguments, training_config
 from hydraulis.errors import HydraulisError
@@ -31,7 +33,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "weights' maxima>; exits 1 when it exceeds --tolerance. Defaults: model tiny, 2 steps, Adam "
                     "with lr 1e-4.")
     add_training_arguments(check)
-    check.add_argument("--tolerance", type=float, default=1e-5, help="largest accepted max_rel_diff (default 1e-5)")
+    check.add_argument("--tolerance", type=Bounded(limits.TOLERANCE),
+                       help="largest accepted max_rel_diff (default 1e-5, with --precision bf16 5e-2: the distributed "
+                            "side computes in bf16, the reference in fp32; see hydraulis.runtime.equivalence)")
     check.set_defaults(run=_check)
 
 
@@ -42,7 +46,7 @@ def _check(args: argparse.Namespace) -> None:
     base = TrainConfig("tiny", tuple(args.strategy or ()), 2, proposal_file=args.proposal, runtime=DEFAULT_RUNTIME)
     config = training_config(args, base)
     run = resolve_run(config)
-    from hydraulis.runtime.equivalence import check_equivalence
+    from hydraulis.runtime.equivalence import check_equivalence, default_tolerance
     from hydraulis.runtime.launch import RankFailure
 
     try:
@@ -58,7 +62,8 @@ def _check(args: argparse.Namespace) -> None:
          f"{result.max_weight_rel_diff:.3e}, the updates by {result.update_rel_diff:.3g} of their size")
     emit(f"max_grad_rel_diff={result.max_grad_rel_diff:.3e}")
     emit(f"max_rel_diff={result.max_rel_diff:.3e}")
-    if result.max_rel_diff > args.tolerance:
+    tolerance = args.tolerance if args.tolerance is not None else default_tolerance(config.runtime.precision)
+    if result.max_rel_diff > tolerance:
         sys.stderr.write(f"hydraulis: error: max_rel_diff {result.max_rel_diff:.3e} exceeds the tolerance "
-                         f"{args.tolerance:g}\n")
+                         f"{tolerance:g}\n")
         raise SystemExit(1)

@@ -9,6 +9,8 @@ import time
 from hydraulis.artifacts.fused import read_fused_problem, write_fused_problem, write_fused_schedule
 from hydraulis.artifacts.scheme_space import read_scheme_space
 from hydraulis.artifacts.step_plan import read_step_plan
+from hydraulis import limits
+from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit, table
 from hydraulis.errors import HydraulisError
 from hydraulis.fused import FuseOptions, Placement, fuse, fused_schedule, problem_from_step_plans
@@ -22,25 +24,25 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "from list schedules, judged against a proven lower bound and the sequential, greedy and "
                     "interleaved baselines. The last line reads makespan=… lower_bound=… sequential=…")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--problem", metavar="JSON", help="fused problem JSON (devices, models)")
-    source.add_argument("--from-step-plans", nargs=2, metavar=("A_PLAN", "B_PLAN"),
+    source.add_argument("--problem", metavar="JSON", type=InputFile(FileKind.FUSED_PROBLEM), help="fused problem JSON (devices, models)")
+    source.add_argument("--from-step-plans", nargs=2, metavar=("A_PLAN", "B_PLAN"), type=InputFile(FileKind.STEP_PLAN),
                         help="build the problem from two step plans (needs --spaces)")
-    parser.add_argument("--spaces", nargs=2, metavar=("A_SPACE", "B_SPACE"),
+    parser.add_argument("--spaces", nargs=2, metavar=("A_SPACE", "B_SPACE"), type=InputFile(FileKind.SCHEME_SPACE),
                         help="the scheme spaces that time the step plans' micro-batches")
     parser.add_argument("--device-map", default="forward,reverse", metavar="PA,PB",
                         help="placement of each step plan's stages on the devices (default forward,reverse)")
-    parser.add_argument("--problem-out", metavar="JSON", help="write the problem built from the step plans")
-    parser.add_argument("--time-limit", type=float, default=60.0, metavar="SEC",
+    parser.add_argument("--problem-out", metavar="JSON", type=OutputPath(), help="write the problem built from the step plans")
+    parser.add_argument("--time-limit", type=Bounded(limits.TIME_LIMIT_S), default=60.0, metavar="SEC",
                         help="stop the search after this many seconds (default 60)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--workers", type=Bounded(limits.PROCESSES), default=os.cpu_count() or 1,
                         help="annealing processes, one start each (default: all cores)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of starts and moves (default 0)")
-    parser.add_argument("--memory-limit", type=float, metavar="X",
+    parser.add_argument("--seed", type=Bounded(limits.SEED), default=0, help="seed of starts and moves (default 0)")
+    parser.add_argument("--memory-limit", type=Bounded(limits.MEMORY), metavar="X",
                         help="hard limit on the memory any device holds (problem units; default none)")
-    parser.add_argument("--evaluations", type=int, default=0,
+    parser.add_argument("--evaluations", type=Bounded(limits.EVALUATIONS), default=0,
                         help="per-worker budget of schedule evaluations, 0 for none (default 0)")
-    parser.add_argument("-o", "--output", required=True, metavar="SCHEDULE_JSON", help="write the schedule")
-    parser.add_argument("--gantt", metavar="PNG", help="draw the fused schedule")
+    parser.add_argument("-o", "--output", required=True, type=OutputPath(), metavar="SCHEDULE_JSON", help="write the schedule")
+    parser.add_argument("--gantt", metavar="PNG", type=OutputPath(), help="draw the fused schedule")
     parser.set_defaults(run=_run)
 
 

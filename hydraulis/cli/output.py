@@ -1,15 +1,13 @@
-"""Terminal output of the CLI: aligned tables, JSON, logging set-up, argument parsers."""
+"""Terminal output of the CLI: aligned tables, JSON, logging set-up."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
 from collections.abc import Sequence
 
-from hydraulis.errors import HydraulisError
-from hydraulis.types import OptimizerLayout, SchemeOptions
+from hydraulis.types import SchemeOptions
 
 OPTIONS_HELP = ("scheme options to measure every degree under, as in a SPEC's brackets: none (the plain scheme), "
                 "sp, recompute=selective|full|full:K (the first K layers of each stage) or several joined by commas, "
@@ -26,8 +24,17 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 strategy``, ``2 strategies``, ``0 steps``: the count with the word in the right number
+    (``many`` when the plural is not ``word + "s"``, or ``word[:-1] + "ies"`` for a final ``y``)."""
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {many or (word[:-1] + 'ies' if word.endswith('y') else word + 's')}"
+
+
 def emit(text: str) -> None:
     sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
 def emit_json(value: object) -> None:
@@ -41,33 +48,6 @@ def setup_logging(level: str) -> None:
 
 def command_line() -> str:
     return " ".join(["hydraulis", *sys.argv[1:]])
-
-
-def int_list(flag: str):
-    """An argparse type for comma-separated positive integers, e.g. ``1,2,4``."""
-
-    def parse(text: str) -> tuple[int, ...]:
-        try:
-            values = tuple(int(v) for v in text.split(",") if v.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag}: {text!r} must be comma-separated integers") from None
-        if not values or min(values) < 1:
-            raise argparse.ArgumentTypeError(f"{flag}: {text!r} must list integers >= 1")
-        return values
-
-    return parse
-
-
-def optimizer_layout(text: str) -> OptimizerLayout:
-    """``DP,TP,PP`` → :class:`OptimizerLayout`."""
-    parts = text.split(",")
-    if len(parts) != 3:
-        raise HydraulisError("optimizer_layout", text, "must be DP,TP,PP (three integers)")
-    try:
-        dp, tp, pp = (int(p) for p in parts)
-    except ValueError:
-        raise HydraulisError("optimizer_layout", text, "must be DP,TP,PP (three integers)") from None
-    return OptimizerLayout(dp, tp, pp)
 
 
 def scheme_variants(texts: Sequence[str] | None) -> tuple[SchemeOptions, ...]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from hydraulis import limits
 from hydraulis.artifacts import read_lengths, read_proposal, read_scheme_space, step_plan_to_dict, write_step_plan
-from hydraulis.cli.output import emit, emit_json, table
+from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
+from hydraulis.cli.output import emit, emit_json, plural, table
 from hydraulis.cli.synthesis_args import add_synthesis_arguments
 from hydraulis.cost import step_bound
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, summarise_plans, work_lower_bound_ms
@@ -26,23 +28,25 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "the predicted step time against the lower bound; a strategy made for the step replaces the "
                     "proposal's when it is faster, switch included (--synthesise). With --steps N --token-budget T, "
                     "sample N steps from the lengths and compare all four batching methods instead.")
-    plan.add_argument("--proposal", required=True, help="proposal JSON")
-    plan.add_argument("--lengths", required=True, help="lengths file (.txt, .txt.gz, .npy): the batch, or the "
-                                                       "document pool with --steps")
+    plan.add_argument("--proposal", required=True, type=InputFile(FileKind.PROPOSAL), help="proposal JSON")
+    plan.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS),
+                      help="lengths file (.txt, .txt.gz, .npy): the batch, or the document pool with --steps")
     plan.add_argument("--method", choices=[m.value for m in BatchingMethod],
                       default=BatchingMethod.DISPATCH_BALANCED_PACKING.value,
                       help="batching method (default dispatch_balanced_packing, Hydraulis)")
-    plan.add_argument("--seed", type=int, default=0, help="seed: tie order in dispatch, step sampling (default 0)")
-    plan.add_argument("--ilp-nodes", type=int, default=0, metavar="N",
+    plan.add_argument("--seed", type=Bounded(limits.SEED), default=0,
+                      help="seed: tie order in dispatch, step sampling (default 0)")
+    plan.add_argument("--ilp-nodes", type=Bounded(limits.ILP_NODES), default=0, metavar="N",
                       help="branch-and-bound nodes of the integer program for the slowest pipeline; the plan "
                            "depends only on the inputs, the seed and this budget; 0 skips it (default 0)")
     plan.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
                       help="integer-program solver (default cbc; highs also reports a stopped program's gap)")
-    plan.add_argument("--time-limit", type=float, default=DispatchOptions.ilp_time_limit_s, metavar="SEC",
-                      help="safety stop of the integer programs, reported in the plan when it fires "
-                           f"(default {DispatchOptions.ilp_time_limit_s:g})")
-    plan.add_argument("--alignment", type=int, default=1, help="round every sequence up to a multiple of this in "
-                                                               "cu_seqlens, capacities and times (default 1)")
+    plan.add_argument("--time-limit", type=Bounded(limits.ILP_TIME_LIMIT_S), default=DispatchOptions.ilp_time_limit_s,
+                      metavar="SEC", help="safety stop of the integer programs, reported in the plan when it fires "
+                                          f"(default {DispatchOptions.ilp_time_limit_s:g})")
+    plan.add_argument("--alignment", type=Bounded(limits.ALIGNMENT), default=1,
+                      help="round every sequence up to a multiple of this in cu_seqlens, capacities and times "
+                           "(default 1)")
     plan.add_argument("--oversize", choices=[p.value for p in OversizePolicy], default=OversizePolicy.ERROR.value,
                       help="a sequence no pipeline can hold: error (default), truncate or split")
     add_synthesis_arguments(plan)
@@ -54,12 +58,15 @@ def register(commands: argparse._SubParsersAction) -> None:
                            "term: strategy set, off-cheapest placement, fixed costs, imbalance, bubbles, reduction, "
                            "switch")
     plan.add_argument("--format", choices=("table", "json"), default="table")
-    plan.add_argument("--gantt", metavar="PNG", help="draw the 1F1B timeline of every pipeline and stage")
-    plan.add_argument("-o", "--output", metavar="PLAN_JSON", help="write the step plan")
-    plan.add_argument("--steps", type=int, help="sample this many steps and compare the batching methods")
-    plan.add_argument("--token-budget", type=int, help="tokens per sampled step (with --steps)")
-    plan.add_argument("--max-seq-len", type=int, help="cut sampled documents to this length "
-                                                      "(with --steps; default: the proposal's)")
+    plan.add_argument("--gantt", metavar="PNG", type=OutputPath(),
+                      help="draw the 1F1B timeline of every pipeline and stage")
+    plan.add_argument("-o", "--output", metavar="PLAN_JSON", type=OutputPath(), help="write the step plan")
+    plan.add_argument("--steps", type=Bounded(limits.SAMPLED_STEPS),
+                      help="sample this many steps and compare the batching methods")
+    plan.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET),
+                      help="tokens per sampled step (with --steps)")
+    plan.add_argument("--max-seq-len", type=Bounded(limits.MAX_SEQ_LEN), help="cut sampled documents to this length "
+                                                                       "(with --steps; default: the proposal's)")
     plan.set_defaults(run=_run)
 
 
@@ -169,7 +176,7 @@ def _many_steps(args: argparse.Namespace, proposal: Proposal, lengths, options: 
                    for name, s in zip(names, summaries)])
         return
     baseline = next(s.mean_ms for s in summaries if s.method is BatchingMethod.FIXED_PACKING)
-    emit(f"{args.steps} steps of {args.token_budget} tokens sampled from {args.lengths} (seed {args.seed}); "
+    emit(f"{plural(args.steps, 'step')} of {args.token_budget} tokens sampled from {args.lengths} (seed {args.seed}); "
          f"ratio = predicted / lower bound, work ratio = predicted / design §4 work bound")
     emit(table(("method", "mean_ms", "median_ms", "ratio_median", "ratio_p90", "work_ratio_median",
                 "speedup_vs_fixed", "plan_ms_median", "plan_ms_p90", "strategies_chosen", "synthesised"),

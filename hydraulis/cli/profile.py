@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from hydraulis import __version__
+from hydraulis import __version__, limits
 from hydraulis.artifacts import timestamp, write_scheme_space
-from hydraulis.cli.output import OPTIONS_HELP, command_line, emit, int_list, options_cell, scheme_variants, table
+from hydraulis.cli.arguments import Bounded, BoundedList, OutputPath
+from hydraulis.cli.output import (
+    OPTIONS_HELP,
+    command_line,
+    emit,
+    options_cell,
+    plural,
+    scheme_variants,
+    table,
+)
 from hydraulis.errors import require
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.measurement import Clock
@@ -28,20 +37,25 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "Finished points are cached (--cache), so a killed sweep resumes where it stopped. "
                     "See hydraulis.profiler.")
     parser.add_argument("--model", required=True, help="model preset, e.g. tiny or llama-7b")
-    parser.add_argument("--layers", type=int, help="override the preset's layer count (e.g. 4 for a quick look)")
-    parser.add_argument("--cp", type=int_list("--cp"), default=(1, 2), help="cp degrees (default 1,2)")
-    parser.add_argument("--tp", type=int_list("--tp"), default=(1, 2, 4), help="tp degrees (default 1,2,4)")
-    parser.add_argument("--pp", type=int_list("--pp"), default=(1, 2), help="pp degrees (default 1,2)")
+    parser.add_argument("--layers", type=Bounded(limits.LAYERS),
+                        help="override the preset's layer count (e.g. 4 for a quick look)")
+    parser.add_argument("--cp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2),
+                        help="cp degrees (default 1,2)")
+    parser.add_argument("--tp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2, 4),
+                        help="tp degrees (default 1,2,4)")
+    parser.add_argument("--pp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2),
+                        help="pp degrees (default 1,2)")
     parser.add_argument("--options", action="append", metavar="OPTIONS", help=OPTIONS_HELP)
     parser.add_argument("--seq-lens", required=True,
                         help="micro-batch token counts: a list 64,128,256 or a range 64:1024 (doubling) or "
                              "128:1024:128 (stepped); each is measured as several length mixes")
     parser.add_argument("--device", choices=[k.value for k in DeviceKind], default=DeviceKind.AUTO.value,
                         help="auto (CUDA when present), cpu or cuda (default auto)")
-    parser.add_argument("--max-procs", type=int,
+    parser.add_argument("--max-procs", type=Bounded(limits.PROCESSES),
                         help="most processes (devices) a scheme may use (default and limit: the GPUs, or 2 per "
                              "CPU core)")
-    parser.add_argument("--threads", type=int, default=1, help="intra-op threads per process (default 1)")
+    parser.add_argument("--threads", type=Bounded(limits.THREADS), default=1,
+                        help="intra-op threads per process (default 1)")
     parser.add_argument("--fill-node", action=argparse.BooleanOptionalAction, default=None,
                         help="run every point on as many replicas of its scheme as fill the local devices, as a "
                              "training step that fills the node loads it (default: on for CPU, where a device is "
@@ -49,10 +63,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--clock", choices=[c.value for c in Clock],
                         help="wall: elapsed time; cpu: each rank's busy time (default wall, but cpu on CPU with "
                              "--no-fill-node; see hydraulis.profiler.device)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per point, median kept (default 3)")
-    parser.add_argument("--warmup", type=int, default=1,
+    parser.add_argument("--repeats", type=Bounded(limits.REPEATS), default=3,
+                        help="timed runs per point, median kept (default 3)")
+    parser.add_argument("--warmup", type=Bounded(limits.WARMUP), default=1,
                         help="discarded runs per point; the first also sets the micro-batches per run (default 1)")
-    parser.add_argument("--block-layers", type=int, default=1,
+    parser.add_argument("--block-layers", type=Bounded(limits.LAYERS), default=1,
                         help="layers K of the representative block: stages of K and 2K layers are measured and "
                              "extrapolated to the stage; a stage of at most 2K layers is measured whole (default 1)")
     parser.add_argument("--check-full-stage", action="store_true",
@@ -60,8 +75,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--device-preset",
                         help="preset for what is not measured: runtime overhead, safety margin, latency, bandwidth "
                              "(default cpu, or h100-80g on CUDA)")
-    parser.add_argument("--cache", help="folder of the measurement cache (default: none, measure everything)")
-    parser.add_argument("-o", "--output", required=True, help="scheme-space JSON to write")
+    parser.add_argument("--cache", type=OutputPath(),
+                        help="folder of the measurement cache (default: none, measure everything)")
+    parser.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
     parser.set_defaults(run=_profile)
 
 
@@ -90,7 +106,8 @@ def _print(outcome: ProfileOutcome) -> None:
     space = outcome.space
     emit(f"profiled {space.model.name} ({space.model.layers} layers) on {space.provenance.device}, "
          f"{space.provenance.software}")
-    emit(f"{len(outcome.fits)} schemes, {outcome.reused + outcome.measured} points: reused {outcome.reused} "
+    emit(f"{plural(len(outcome.fits), 'scheme')}, {plural(outcome.reused + outcome.measured, 'point')}: "
+         f"reused {outcome.reused} "
          f"from the cache, measured {outcome.measured}, in {outcome.wall_s:.1f} s")
     reduction = outcome.reduction
     if reduction:

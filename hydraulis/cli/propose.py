@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import time
 
+from hydraulis import limits
 from hydraulis.artifacts import read_lengths, read_scheme_space, write_proposal
-from hydraulis.cli.output import emit, optimizer_layout, table
+from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath, optimizer_layout
+from hydraulis.cli.output import emit, plural, table
 from hydraulis.planner import PlannerConfig, SolverName, propose
 from hydraulis.planner.report import STRATEGY_COLUMNS, proposal_heading, strategy_rows
 from hydraulis.types import Proposal
@@ -19,31 +21,40 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "steps whose longest sequence lies in its range, with predicted step time and memory "
                     "headroom (integer programs with PuLP, then a local search judged on sampled steps; see "
                     "hydraulis.planner).")
-    parser.add_argument("--space", required=True, help="scheme-space JSON")
-    parser.add_argument("--devices", type=int, required=True, help="devices to plan for, N")
-    parser.add_argument("--devices-per-node", type=int, help="default: the scheme space's")
-    parser.add_argument("--token-budget", type=int, required=True, help="tokens per global batch (step)")
-    parser.add_argument("--max-seq-len", type=int, required=True, help="longest sequence; longer documents are cut")
-    parser.add_argument("--lengths", required=True, help="document lengths: .txt, .txt.gz or .npy, one per line")
-    parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
-    parser.add_argument("--solver-nodes", type=int, default=PlannerConfig.solver_nodes, metavar="N",
+    parser.add_argument("--space", required=True, type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON")
+    parser.add_argument("--devices", type=Bounded(limits.DEVICES), required=True, help="devices to plan for, N")
+    parser.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), help="default: the scheme space's")
+    parser.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET), required=True,
+                        help="tokens per global batch (step)")
+    parser.add_argument("--max-seq-len", type=Bounded(limits.MAX_SEQ_LEN), required=True,
+                        help="longest sequence; longer documents are cut")
+    parser.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS),
+                        help="document lengths: .txt, .txt.gz or .npy, one per line")
+    parser.add_argument("--strategies", type=Bounded(limits.STRATEGIES), default=8,
+                        help="most strategies proposed, K (default 8)")
+    parser.add_argument("--solver-nodes", type=Bounded(limits.SOLVER_NODES), default=PlannerConfig.solver_nodes,
+                        metavar="N",
                         help="branch-and-bound nodes of each integer program: with --search-evaluations, the "
                              f"budgets the proposal depends on (default {PlannerConfig.solver_nodes})")
-    parser.add_argument("--time-limit", type=float, default=PlannerConfig.time_limit_s, metavar="SEC",
+    parser.add_argument("--time-limit", type=Bounded(limits.TIME_LIMIT_S), default=PlannerConfig.time_limit_s,
+                        metavar="SEC",
                         help="safety stop of all integer programs and local searches together; when it fires the "
                              "best proposal so far is written with solver status time_limit "
                              f"(default {PlannerConfig.time_limit_s:g})")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value,
                         help="integer-program solver (default cbc)")
-    parser.add_argument("--steps", type=int, default=64, help="steps sampled to specialise and predict (default 64)")
-    parser.add_argument("--search-evaluations", type=int, default=PlannerConfig.search_evaluations,
+    parser.add_argument("--steps", type=Bounded(limits.PLANNER_STEPS), default=64,
+                        help="steps sampled to specialise and predict (default 64)")
+    parser.add_argument("--search-evaluations", type=Bounded(limits.SEARCH_EVALUATIONS),
+                        default=PlannerConfig.search_evaluations,
                         help="strategies the local search may judge per range, 0: integer programs only "
                              f"(default {PlannerConfig.search_evaluations})")
-    parser.add_argument("--bucket-width", type=int, default=128, help="length histogram bucket (default 128)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    parser.add_argument("--bucket-width", type=Bounded(limits.BUCKET_WIDTH), default=128,
+                        help="length histogram bucket (default 128)")
+    parser.add_argument("--seed", type=Bounded(limits.SEED), default=0, help="sampling seed (default 0)")
     parser.add_argument("--optimizer-layout", metavar="DP,TP,PP", help="fix the optimizer layout (default: chosen)")
     parser.add_argument("--explain", action="store_true", help="print why: layout, ranges, solver, comparison")
-    parser.add_argument("-o", "--output", required=True, help="proposal JSON to write")
+    parser.add_argument("-o", "--output", required=True, type=OutputPath(), help="proposal JSON to write")
     parser.set_defaults(run=_propose)
 
 
@@ -62,7 +73,8 @@ def _propose(args: argparse.Namespace) -> None:
     proposal = propose(space, lengths, config)
     write_proposal(args.output, proposal, {**config.to_dict(), "space": args.space, "lengths": args.lengths})
     _print(proposal, args.explain)
-    emit(f"wrote {args.output}: {len(proposal.strategies)} strategies in {time.perf_counter() - started:.2f} s "
+    emit(f"wrote {args.output}: {plural(len(proposal.strategies), 'strategy')} in "
+         f"{time.perf_counter() - started:.2f} s "
          f"wall (planner {proposal.solver.wall_ms / 1000:.2f} s, solver status {proposal.solver.status})")
 
 

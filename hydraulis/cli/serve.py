@@ -1,25 +1,60 @@
-"""``hydraulis serve``: the planning service on uvicorn."""
+"""``hydraulis serve``: the planning service on uvicorn, planning in a pool of worker processes."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 
-from hydraulis.service.settings import TOKEN_VARIABLE
+from hydraulis import limits
+from hydraulis.cli.arguments import Bounded
+from hydraulis.cli.output import emit
+from hydraulis.errors import HydraulisError
+from hydraulis.service.settings import TOKEN_VARIABLE, ServiceSettings
 
 
 def register(commands: argparse._SubParsersAction) -> None:
+    defaults = ServiceSettings()
     serve = commands.add_parser(
         "serve", help="serve proposals and step plans over HTTP",
-        description=f"Serve the planning API (OpenAPI at /openapi.json, docs at /docs) with uvicorn. "
-                    f"Set {TOKEN_VARIABLE} to require 'Authorization: Bearer <token>' on /v1/*.")
-    serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000, help="default 8000")
-    serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+        description=f"Serve the planning API with uvicorn; prints one line with the URL and the docs (/docs, "
+                    f"/redoc, OpenAPI at /openapi.json, all offline). Planning runs in --workers processes; "
+                    f"up to --queue more requests wait for one, beyond that the answer is 503 with "
+                    f"Retry-After. Set {TOKEN_VARIABLE} (at least 8 characters) to require 'Authorization: "
+                    f"Bearer <token>' on /v1/*.")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=Bounded(limits.PORT), default=8000, help="default 8000")
+    serve.add_argument("--workers", type=Bounded(limits.WORKERS), default=defaults.workers,
+                       help=f"planning worker processes (default {defaults.workers})")
+    serve.add_argument("--queue", type=Bounded(limits.QUEUE), default=defaults.queue,
+                       help=f"requests admitted to wait for a worker (default {defaults.queue})")
     serve.set_defaults(run=_serve)
 
 
 def _serve(args: argparse.Namespace) -> None:
     import uvicorn
 
-    uvicorn.run("hydraulis.service.app:app_from_environment", factory=True, host=args.host, port=args.port,
-                workers=args.workers, log_level=args.log_level)
+    from hydraulis.service.app import create_app
+
+    settings = ServiceSettings.from_environment(os.environ, workers=args.workers, queue=args.queue)
+    listener = _listen(args.host, args.port)
+    url = f"http://{args.host if ':' not in args.host else f'[{args.host}]'}:{args.port}"
+    emit(f"hydraulis serve: listening on {url} — docs at {url}/docs and {url}/redoc (offline), OpenAPI at "
+         f"{url}/openapi.json; {args.workers} planning worker{'s' if args.workers != 1 else ''}, queue "
+         f"{args.queue}{', bearer token required on /v1/*' if settings.auth_token else ''}")
+    config = uvicorn.Config(create_app(settings), log_level=args.log_level, access_log=False)
+    uvicorn.Server(config).run(sockets=[listener])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; an address that cannot be used is a :class:`HydraulisError`."""
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                                flags=socket.AI_PASSIVE)[0]
+        listener = socket.socket(family, kind, protocol)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(2048)
+    except (OSError, UnicodeError) as error:
+        raise HydraulisError("host:port", f"{host}:{port}", f"cannot be listened on ({error})") from None
+    return listener

@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from hydraulis import __version__
+from hydraulis import __version__, limits
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.simulation import write_simulation
 from hydraulis.cli.analyze import DEFAULT_CACHE
-from hydraulis.cli.output import command_line, emit, table
+from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
+from hydraulis.cli.output import command_line, emit, plural, table
 from hydraulis.cli.synthesis_args import add_synthesis_arguments
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise
@@ -41,35 +42,43 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "(Megatron-LM style) and balanced packing; the best single proposal strategy, static), all on "
                     "the same cost model. Prints a summary and Hydraulis' speed-up over each; writes "
                     "simulation.json, steps.csv, summary.csv, the proposals and plots into the output directory.")
-    parser.add_argument("--devices", type=int, default=1024, help="devices N (default 1024)")
-    parser.add_argument("--devices-per-node", type=int, help="default: the scheme space's")
+    parser.add_argument("--devices", type=Bounded(limits.DEVICES), default=1024, help="devices N (default 1024)")
+    parser.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), help="default: the scheme space's")
     parser.add_argument("--model", choices=model_names(),
                         help=f"model preset of an analytic space (default {DEFAULT_MODEL})")
     parser.add_argument("--device", choices=device_names(),
                         help=f"device preset of an analytic space (default {DEFAULT_DEVICE})")
-    parser.add_argument("--space", help="scheme-space JSON, or bundled:7b / bundled:13b (measured A800 pools, "
-                                        "imported for --devices); default: analytic for --model and --device")
-    parser.add_argument("--token-budget", type=int, default=1_600_000, help="tokens per step T (default 1600000)")
-    parser.add_argument("--max-seq-len", type=int, default=32_768, help="longest sequence S (default 32768)")
+    parser.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE),
+                        help="scheme-space JSON, or bundled:7b / bundled:13b (measured A800 pools, "
+                             "imported for --devices); default: analytic for --model and --device")
+    parser.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET), default=1_600_000,
+                        help="tokens per step T (default 1600000)")
+    parser.add_argument("--max-seq-len", type=Bounded(limits.MAX_SEQ_LEN), default=32_768,
+                        help="longest sequence S (default 32768)")
     workload = parser.add_mutually_exclusive_group()
-    workload.add_argument("--lengths", help="document lengths file (.txt, .txt.gz, .npy)")
-    workload.add_argument("--corpus", help="corpus to tokenize offline (JSONL, Parquet, text, directory)")
-    workload.add_argument("--synthetic-docs", type=int, default=DEFAULT_SYNTHETIC_DOCS,
+    workload.add_argument("--lengths", type=InputFile(FileKind.LENGTHS),
+                          help="document lengths file (.txt, .txt.gz, .npy)")
+    workload.add_argument("--corpus", type=InputFile(FileKind.CORPUS),
+                          help="corpus to tokenize offline (JSONL, Parquet, text, directory)")
+    workload.add_argument("--synthetic-docs", type=Bounded(limits.LENGTHS), default=DEFAULT_SYNTHETIC_DOCS,
                           help=f"documents of the synthetic long tail (hydraulis data synth defaults) when "
                                f"neither --lengths nor --corpus is given (default {DEFAULT_SYNTHETIC_DOCS})")
-    parser.add_argument("--steps", type=int, default=100, help="simulated steps (default 100)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--steps", type=Bounded(limits.SAMPLED_STEPS), default=100,
+                        help="simulated steps (default 100)")
+    parser.add_argument("--seed", type=Bounded(limits.SEED), default=0,
                         help="planner and synthetic seed; simulated steps use seed + 1 (default 0)")
-    parser.add_argument("--strategies", type=int, default=8, help="most strategies proposed, K (default 8)")
-    parser.add_argument("--time-limit", type=float, default=PlannerConfig.time_limit_s,
+    parser.add_argument("--strategies", type=Bounded(limits.STRATEGIES), default=8,
+                        help="most strategies proposed, K (default 8)")
+    parser.add_argument("--time-limit", type=Bounded(limits.TIME_LIMIT_S), default=PlannerConfig.time_limit_s,
                         help="safety stop of the planner's searches, seconds; the planner's budgets are its "
                              f"defaults (hydraulis propose) (default {PlannerConfig.time_limit_s:g})")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value)
-    parser.add_argument("--planner-steps", type=int, default=64, help="steps the planner samples (default 64)")
+    parser.add_argument("--planner-steps", type=Bounded(limits.PLANNER_STEPS), default=64,
+                        help="steps the planner samples (default 64)")
     add_synthesis_arguments(parser)
     parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("-o", "--output", required=True, help="output directory")
+    parser.add_argument("-o", "--output", required=True, type=OutputPath(), help="output directory")
     parser.set_defaults(run=_simulate)
 
 
@@ -100,7 +109,7 @@ def _simulate(args: argparse.Namespace) -> None:
 
         written += draw_simulation(simulation, summaries, args.output)
     emit(report(simulation, summaries))
-    emit(f"wrote {', '.join(str(p) for p in written)} and {len(files.proposals)} proposals "
+    emit(f"wrote {', '.join(str(p) for p in written)} and {plural(len(files.proposals), 'proposal')} "
          f"in {time.perf_counter() - started:.1f} s wall")
 
 
@@ -110,10 +119,12 @@ def report(simulation: Simulation, summaries: tuple[ContenderSummary, ...]) -> s
     hydraulis = summaries[[s.contender for s in summaries].index(Contender.HYDRAULIS)]
     lines = [
         f"{proposal.model.name} on {proposal.devices} devices, {proposal.token_budget} tokens per step, max_seq_len "
-        f"{proposal.max_seq_len}, {len(simulation.steps)} simulated steps; proposal of {len(proposal.strategies)} "
-        f"strategies in {simulation.proposal_wall_s:.1f} s (optimizer layout {proposal.optimizer_layout})",
+        f"{proposal.max_seq_len}, {plural(len(simulation.steps), 'simulated step')}; proposal of "
+        f"{plural(len(proposal.strategies), 'strategy')} in {simulation.proposal_wall_s:.1f} s "
+        f"(solver status {proposal.solver.status}, "
+        f"optimizer layout {proposal.optimizer_layout})",
     ]
-    lines += [f"  strategy {i}: {p.strategy}  serves ({p.serves_from}, {p.serves_to}]  ran on {n} steps"
+    lines += [f"  strategy {i}: {p.strategy}  serves ({p.serves_from}, {p.serves_to}]  ran on {plural(n, 'step')}"
               for i, (p, n) in enumerate(zip(proposal.strategies, hydraulis.figures.chosen))]
     lines.append("ratio = predicted / the plan's lower bound; work ratio = predicted / design §4 work bound; "
                  "speedup = Hydraulis' over the contender (ratio of mean step times)")

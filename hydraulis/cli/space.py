@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from hydraulis import __version__
+from hydraulis import __version__, limits
 from hydraulis.artifacts import read_json, read_scheme_space, timestamp, write_scheme_space
+from hydraulis.cli.arguments import Bounded, BoundedList, FileKind, InputFile, OutputPath, optimizer_layout
 from hydraulis.cli.output import (
     OPTIONS_HELP,
     command_line,
     emit,
     emit_json,
-    int_list,
-    optimizer_layout,
     options_cell,
+    plural,
     scheme_variants,
     table,
 )
@@ -36,15 +36,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     imp = verbs.add_parser("import", help="convert an original Hydraulis strategy pool",
                            description="Convert a strategy pool of the original Hydraulis system "
                                        "(tp, pp, a, b, c, memory regression) into a scheme space with cp = 1.")
-    imp.add_argument("pool", help="pool JSON, e.g. parallel_scheme_space_7b.json, or bundled:7b / bundled:13b "
-                                  "for the reference pools shipped with Hydraulis")
-    imp.add_argument("-o", "--output", required=True, help="scheme-space JSON to write")
+    imp.add_argument("pool", type=InputFile(FileKind.POOL),
+                     help="pool JSON, e.g. parallel_scheme_space_7b.json, or bundled:7b / bundled:13b "
+                          "for the reference pools shipped with Hydraulis")
+    imp.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
     imp.add_argument("--model", choices=model_names(),
                      help="model preset (default: the preset with the pool's H and L)")
-    imp.add_argument("--devices", type=int, default=64, help="cluster devices (default 64)")
+    imp.add_argument("--devices", type=Bounded(limits.DEVICES), default=64, help="cluster devices (default 64)")
     imp.add_argument("--device", default="a800-80g", choices=device_names(),
                      help="device the pool was measured on (default a800-80g)")
-    imp.add_argument("--reduce-gbps", type=float,
+    imp.add_argument("--reduce-gbps", type=Bounded(limits.BANDWIDTH_GBPS),
                      help="gradient-reduction bandwidth per device, GB/s (default: the device's network)")
     imp.set_defaults(run=_import)
 
@@ -53,20 +54,23 @@ def register(commands: argparse._SubParsersAction) -> None:
                                        "and link bandwidths (see hydraulis.profiler.analytic).")
     ana.add_argument("--model", required=True, choices=model_names(), help="model preset")
     ana.add_argument("--device", required=True, choices=device_names(), help="device preset")
-    ana.add_argument("--devices", type=int, required=True, help="cluster devices, e.g. 1024")
-    ana.add_argument("--devices-per-node", type=int, help="default: the device preset's")
-    ana.add_argument("--cp", type=int_list("--cp"), default=(1, 2, 4, 8), help="cp degrees (default 1,2,4,8)")
-    ana.add_argument("--tp", type=int_list("--tp"), default=(1, 2, 4, 8), help="tp degrees (default 1,2,4,8)")
-    ana.add_argument("--pp", type=int_list("--pp"), default=(1, 2, 4, 8), help="pp degrees (default 1,2,4,8)")
+    ana.add_argument("--devices", type=Bounded(limits.DEVICES), required=True, help="cluster devices, e.g. 1024")
+    ana.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), help="default: the device preset's")
+    ana.add_argument("--cp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2, 4, 8),
+                     help="cp degrees (default 1,2,4,8)")
+    ana.add_argument("--tp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2, 4, 8),
+                     help="tp degrees (default 1,2,4,8)")
+    ana.add_argument("--pp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2, 4, 8),
+                     help="pp degrees (default 1,2,4,8)")
     ana.add_argument("--options", action="append", metavar="OPTIONS", help=OPTIONS_HELP)
-    ana.add_argument("-o", "--output", required=True, help="scheme-space JSON to write")
+    ana.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
     ana.set_defaults(run=_analytic)
 
     show = verbs.add_parser("show", help="one row per scheme with its longest sequence",
                             description="One row per scheme: cp, tp, pp, options (sequence parallelism, "
                                         "recomputation), devices, a, b, c, the longest sequence it can hold "
                                         "under the optimizer layout and what limits it.")
-    show.add_argument("space", help="scheme-space JSON")
+    show.add_argument("space", type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON")
     show.add_argument("--optimizer-layout", metavar="DP,TP,PP",
                       help="optimizer layout (default: ZeRO-1 over all devices, N,1,1)")
     show.add_argument("--format", choices=("table", "json"), default="table")
@@ -76,9 +80,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                                description="Per scheme held by both spaces, the relative difference (B - A) / A "
                                            "of the predicted time of a micro-batch of one sequence, over lengths; "
                                            "e.g. a measured space (A) against the analytic one (B).")
-    compare.add_argument("space_a", metavar="A", help="scheme-space JSON, the reference")
-    compare.add_argument("space_b", metavar="B", help="scheme-space JSON compared with A")
-    compare.add_argument("--lengths", type=int_list("--lengths"), default=DEFAULT_COMPARE_LENGTHS,
+    compare.add_argument("space_a", metavar="A", type=InputFile(FileKind.SCHEME_SPACE),
+                         help="scheme-space JSON, the reference")
+    compare.add_argument("space_b", metavar="B", type=InputFile(FileKind.SCHEME_SPACE),
+                         help="scheme-space JSON compared with A")
+    compare.add_argument("--lengths", type=BoundedList(limits.LENGTH), default=DEFAULT_COMPARE_LENGTHS,
                          help="sequence lengths (default " + ",".join(map(str, DEFAULT_COMPARE_LENGTHS)) + ")")
     compare.add_argument("--format", choices=("table", "json"), default="table")
     compare.set_defaults(run=_compare)
@@ -94,7 +100,7 @@ def _import(args: argparse.Namespace) -> None:
                                   created=timestamp(), tool_version=__version__, command=command_line(),
                                   communicator_ms=device.communicator_ms)
     write_scheme_space(args.output, space)
-    emit(f"wrote {args.output}: {len(space.profiles)} schemes of {model.name} imported from {args.pool}")
+    emit(f"wrote {args.output}: {plural(len(space.profiles), 'scheme')} of {model.name} imported from {args.pool}")
 
 
 def _analytic(args: argparse.Namespace) -> None:
@@ -104,7 +110,7 @@ def _analytic(args: argparse.Namespace) -> None:
                                   created=timestamp(), tool_version=__version__, command=command_line(),
                                   variants=scheme_variants(args.options))
     write_scheme_space(args.output, space)
-    emit(f"wrote {args.output}: {len(space.profiles)} analytic schemes of {args.model} on "
+    emit(f"wrote {args.output}: {plural(len(space.profiles), 'analytic scheme')} of {args.model} on "
          f"{args.devices} × {device.name}")
 
 

@@ -9,33 +9,39 @@ import sys
 from pathlib import Path
 
 from hydraulis.artifacts import read_train_config, write_train_config
-from hydraulis.cli.output import emit, table
+from hydraulis.cli.arguments import FileKind, InputFile, OutputPath
+from hydraulis.cli.output import emit
 from hydraulis.cli.training_args import add_checkpoint_arguments, add_training_arguments, training_config
+from hydraulis.runtime.checkpoint.manifest import CheckpointManifest
 from hydraulis.runtime.run import resolve_run
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     train = commands.add_parser(
         "train", help="train with heterogeneous strategies on local processes or under torchrun",
-        description="Train a model preset on a corpus (--corpus) or synthetic documents: global batches filled "
+        description="Train a model preset, or a Hugging Face Llama (--init-from), on a corpus (--corpus) or "
+                    "synthetic documents: global batches filled "
                     "to --token-budget, each planned by the dispatcher with --method — under a --proposal (the "
                     "strategy chosen per step) or the --strategy SPECs cycled per step — optionally by a running "
                     "planning service (--planner-url). fp32 master weights and Adam moments live in one optimizer "
-                    "layout whatever strategy computes a step. Rank 0 logs one line per step; at the end a "
-                    "table per step (strategy, tokens, loss, measured vs predicted ms) and a summary (tokens/s, "
-                    "mean prediction error, also without each strategy's first step). Without torchrun it spawns "
+                    "layout whatever strategy computes a step. Rank 0 logs one line per step as it ends "
+                    "(strategy, tokens, loss, measured vs predicted ms); at the end a summary (tokens/s, mean "
+                    "prediction error, also without each strategy's first step), and with --output-dir every "
+                    "step's record in train_log.json. Without torchrun it spawns "
                     "--nproc local processes; under torchrun "
                     "(RANK, WORLD_SIZE, ... set) this process is one rank: torchrun --nproc-per-node N -m "
                     "hydraulis train ...")
-    train.add_argument("--config", help="training config JSON (kind train_config); flags override it")
+    train.add_argument("--config", type=InputFile(FileKind.TRAIN_CONFIG),
+                       help="training config JSON (kind train_config); flags override it")
     add_training_arguments(train)
     add_checkpoint_arguments(train)
-    train.add_argument("--tensorboard", metavar="DIR",
+    train.add_argument("--tensorboard", metavar="DIR", type=OutputPath(),
                        help="write TensorBoard event files here (rank 0, every step: loss, tokens/s, measured and "
                             "predicted step time and their error, strategy index, planning and wait ms; the "
                             "proposal as text); watch with: tensorboard --logdir DIR")
-    train.add_argument("--output-dir", help="folder for the resolved config (train_config.json) and the step "
-                                            "records (train_log.json)")
+    train.add_argument("--output-dir", type=OutputPath(),
+                       help="folder for the resolved config (train_config.json) and the step "
+                            "records (train_log.json)")
     train.set_defaults(run=_train)
 
 
@@ -47,7 +53,7 @@ def _train(args: argparse.Namespace) -> None:
         write_train_config(Path(args.output_dir) / "train_config.json", config)
     from hydraulis.artifacts.train_log import write_train_log
     from hydraulis.runtime.launch import RankFailure
-    from hydraulis.runtime.records import STEP_COLUMNS, step_rows, summarize, summary_line
+    from hydraulis.runtime.records import summarize, summary_line
     from hydraulis.runtime.trainer import run_training
 
     try:
@@ -55,8 +61,11 @@ def _train(args: argparse.Namespace) -> None:
     except RankFailure as failure:
         sys.stderr.write(f"hydraulis: error: {failure}\n")
         raise SystemExit(1) from None
+    if config.steps == 0:
+        emit(f"initial checkpoint: {Path(config.checkpoint_dir) / CheckpointManifest.name(0)}")
     if records:
-        emit(table(STEP_COLUMNS, step_rows(records)))
         emit(summary_line(summarize(records, config.nproc or run.devices)))
         if writer:
-            write_train_log(Path(args.output_dir) / "train_log.json", records)
+            log = Path(args.output_dir) / "train_log.json"
+            write_train_log(log, records)
+            emit(f"wrote {log}: every step's record")

@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from hydraulis.cli.output import optimizer_layout
+from hydraulis import limits
+from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath, optimizer_layout
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_names
-from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, TrainConfig
+from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, ReduceDtype, TrainConfig
 from hydraulis.types import BatchingMethod
 
 _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_budget": "token_budget",
@@ -19,66 +20,93 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "lengths": "lengths_file", "space": "space_file", "proposal": "proposal_file", "method": "method",
         "planner_url": "planner_url", "corpus": "corpus", "tokenizer": "tokenizer", "cache_dir": "cache_dir",
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
-        "checkpoint_every": "checkpoint_every", "resume": "resume", "tensorboard": "tensorboard_dir",
+        "checkpoint_every": "checkpoint_every", "resume": "resume", "init_from": "init_from",
+        "tensorboard": "tensorboard_dir",
         "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
-_RUNTIME = ("device", "precision", "optimizer", "lr", "seed", "timeout_s", "threads")
+_RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
+            "record_operations")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", choices=model_names(), help="model preset, e.g. tiny")
+    parser.add_argument("--model", choices=model_names(),
+                        help="model preset, e.g. tiny (train: or the model of --init-from or --resume)")
     parser.add_argument("--strategy", action="append", metavar="SPEC",
                         help="strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][[OPTIONS]][xCOUNT] "
                              "with OPTIONS sp (sequence parallelism, tp > 1) and recompute=none|selective|full "
                              "(full:K: the first K layers of each stage, full:K1/K2/…: per stage), "
                              "e.g. 1,2,1+1,1,2, 1,1,2x2 or 1,4,1[sp,recompute=full]x2; repeat to cycle strategies "
                              "per step")
-    parser.add_argument("--proposal", help="proposal JSON (hydraulis propose): dispatch picks one of its "
-                                           "strategies every step (instead of --strategy)")
+    parser.add_argument("--proposal", type=InputFile(FileKind.PROPOSAL),
+                        help="proposal JSON (hydraulis propose): dispatch picks one of its "
+                             "strategies every step (instead of --strategy)")
     parser.add_argument("--method", choices=[m.value for m in BatchingMethod],
                         help="batching method (default dispatch_balanced_packing, Hydraulis)")
     parser.add_argument("--synthesise", choices=[m.value for m in Synthesise],
                         help="with --proposal: make a strategy for a step when it beats the proposal's, switch "
                              "included, from the proposal's schemes (default proposal), --space's (space) or never "
                              "(off)")
-    parser.add_argument("--synthesis-evaluations", type=int, metavar="N",
+    parser.add_argument("--synthesis-evaluations", type=Bounded(limits.SYNTHESIS_EVALUATIONS), metavar="N",
                         help=f"strategies dispatch may plan per step while synthesising "
                              f"(default {SynthesisOptions.evaluations})")
     parser.add_argument("--planner-url", help="ask a running 'hydraulis serve' at this URL for step plans "
                                               "(default: dispatch in-process)")
-    parser.add_argument("--steps", type=int, help="training steps (with --resume: the step count to reach)")
-    parser.add_argument("--token-budget", type=int, help="tokens per global batch (default: the proposal's, else 256)")
-    parser.add_argument("--max-seq-len", type=int,
+    parser.add_argument("--steps", type=Bounded(limits.TRAINING_STEPS),
+                        help="training steps (with --resume: the step count to reach)")
+    parser.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET),
+                        help="tokens per global batch (default: the proposal's, else 256)")
+    parser.add_argument("--max-seq-len", type=Bounded(limits.MAX_SEQ_LEN),
                         help="longest piece, longer documents are cut (default: the proposal's, else 64)")
-    parser.add_argument("--micro-batch-tokens", type=int,
+    parser.add_argument("--micro-batch-tokens", type=Bounded(limits.TOKEN_BUDGET),
                         help="micro-batch capacity of --strategy pipelines (default 1.5 × max-seq-len)")
-    parser.add_argument("--nproc", type=int,
+    parser.add_argument("--nproc", type=Bounded(limits.PROCESSES),
                         help="local processes (default: the fewest the strategies and the optimizer layout need); "
                              "under torchrun, its WORLD_SIZE")
-    parser.add_argument("--corpus", help="train on this corpus (e.g. hydraulis data build-stdlib's JSONL)")
-    parser.add_argument("--tokenizer", help="tokenizer.json for --corpus (default: a byte-level BPE of the "
-                                            "model's vocabulary, trained on the corpus and cached)")
-    parser.add_argument("--cache-dir", help="trained tokenizers and datasets' cache (default ~/.cache/hydraulis)")
-    parser.add_argument("--lengths", help="lengths file of synthetic documents (default: a synthetic long tail)")
-    parser.add_argument("--space", help="scheme space for the predicted times of --strategy (default: analytic cpu)")
+    parser.add_argument("--corpus", type=InputFile(FileKind.CORPUS),
+                        help="train on this corpus (e.g. hydraulis data build-stdlib's JSONL)")
+    parser.add_argument("--tokenizer", type=InputFile(FileKind.TOKENIZER),
+                        help="tokenizer.json for --corpus (default: a byte-level BPE of the "
+                             "model's vocabulary, trained on the corpus and cached)")
+    parser.add_argument("--cache-dir", type=OutputPath(),
+                        help="trained tokenizers and datasets' cache (default ~/.cache/hydraulis)")
+    parser.add_argument("--lengths", type=InputFile(FileKind.LENGTHS),
+                        help="lengths file of synthetic documents (default: a synthetic long tail)")
+    parser.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE),
+                        help="scheme space for the predicted times of --strategy (default: analytic cpu)")
     parser.add_argument("--optimizer-layout", metavar="DP,TP,PP",
                         help="layout of master weights and Adam moments (default: the proposal's, else DP = ranks)")
     parser.add_argument("--device", choices=[d.value for d in DeviceKind], help="default auto: cuda if available")
     parser.add_argument("--precision", choices=[p.value for p in Precision],
-                        help="default auto: bf16 on CUDA, fp32 on the CPU; bf16 computes in bf16 with fp32 "
-                             "master weights")
+                        help="default auto: bf16 on CUDA, fp32 on the CPU; bf16 computes in bf16 and accumulates "
+                             "gradients across micro-batches in fp32, with fp32 master weights and moments")
+    parser.add_argument("--grad-reduce-dtype", choices=[d.value for d in ReduceDtype],
+                        help="dtype of the gradients sent to the optimizer layout, summed there in fp32 "
+                             "(default fp32; bf16 halves the reduction's bytes)")
     parser.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], help="default adam")
-    parser.add_argument("--lr", type=float, help="learning rate (default 1e-3; check-equivalence: 1e-4)")
-    parser.add_argument("--seed", type=int, help="initial weights, data order, dispatch ties (default 0)")
-    parser.add_argument("--timeout-s", type=float,
+    parser.add_argument("--lr", type=Bounded(limits.LEARNING_RATE),
+                        help="learning rate (default 1e-3; check-equivalence: 1e-4)")
+    parser.add_argument("--seed", type=Bounded(limits.SEED),
+                        help="initial weights, data order, dispatch ties (default 0)")
+    parser.add_argument("--timeout-s", type=Bounded(limits.TIMEOUT_S),
                         help="seconds a rank waits for a peer before failing (default 60)")
-    parser.add_argument("--threads", type=int, help="CPU threads per process (default 1)")
+    parser.add_argument("--threads", type=Bounded(limits.THREADS), help="CPU threads per process (default 1)")
+    parser.add_argument("--record-operations", action="store_true", default=None,
+                        help="record every stage's forwards and backwards, in order, with their times, in the "
+                             "train log (benchmarks/fidelity.py compares them with the cost model)")
 
 
 def add_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint-dir", help="write checkpoints (from the optimizer layout) under this folder")
-    parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints (default 0: at the end only)")
-    parser.add_argument("--resume", help="continue from this checkpoint folder, or the newest complete one under "
-                                         "this root; strategy, proposal, method and process count may differ")
+    parser.add_argument("--checkpoint-dir", type=OutputPath(),
+                        help="write checkpoints (from the optimizer layout) under this folder")
+    parser.add_argument("--checkpoint-every", type=Bounded(limits.CHECKPOINT_EVERY),
+                        help="steps between checkpoints (default 0: at the end only)")
+    parser.add_argument("--resume", type=InputFile(FileKind.CHECKPOINT),
+                        help="continue from this checkpoint folder, or the newest complete one under "
+                             "this root; strategy, proposal, method and process count may differ")
+    parser.add_argument("--init-from", metavar="HF_DIR", type=InputFile(FileKind.HF_MODEL),
+                        help="start from a Hugging Face Llama directory (config.json and model.safetensors or a "
+                             "sharded index): the model comes from its config.json, each rank reads only the "
+                             "weights it owns; with --steps 0 --checkpoint-dir C it writes C/step-00000000 "
+                             "(a conversion)")
 
 
 def training_config(args: argparse.Namespace, base: TrainConfig | None) -> TrainConfig:
@@ -93,17 +121,23 @@ def training_config(args: argparse.Namespace, base: TrainConfig | None) -> Train
     if "optimizer_layout" in top:
         top["optimizer_layout"] = optimizer_layout(top["optimizer_layout"])
     if base is None:
-        for flag, field in (("--model", "model"), ("--steps", "steps")):
-            if field not in top:
-                raise HydraulisError(flag, None, "is required (give it, or a --config file)")
-        base = TrainConfig(top["model"], top.get("strategies", ()), top["steps"],
-                           proposal_file=top.get("proposal_file"))
-    elif "proposal_file" in top and "strategies" not in top:
-        top["strategies"] = ()
-    elif "strategies" in top and "proposal_file" not in top:
-        top["proposal_file"] = None
+        if "steps" not in top:
+            raise HydraulisError("--steps", None, "is required (give it, or a --config file)")
+        if not {"model", "init_from", "resume"} & top.keys():
+            raise HydraulisError("--model", None, "is required (give it, --init-from, --resume or a --config file)")
+        base = TrainConfig(top.get("model"), top.get("strategies", ()), top["steps"],
+                           proposal_file=top.get("proposal_file"), init_from=top.get("init_from"),
+                           resume=top.get("resume"), checkpoint_dir=top.get("checkpoint_dir"))
+    else:
+        if "init_from" in top and "model" not in top:
+            top["model"] = None
+        if "proposal_file" in top and "strategies" not in top:
+            top["strategies"] = ()
+        elif "strategies" in top and "proposal_file" not in top:
+            top["proposal_file"] = None
     runtime = {name: _value(args, name) for name in _RUNTIME if _value(args, name) is not None}
-    for name, kind in (("device", DeviceKind), ("precision", Precision), ("optimizer", OptimizerKind)):
+    for name, kind in (("device", DeviceKind), ("precision", Precision), ("grad_reduce_dtype", ReduceDtype),
+                       ("optimizer", OptimizerKind)):
         if name in runtime:
             runtime[name] = kind(runtime[name])
     return replace(base, **top, runtime=replace(base.runtime, **runtime))

@@ -1,19 +1,26 @@
 """Memory per device of a scheme under an optimizer layout, and the longest sequence it holds.
 
-For compute scheme ``(cp, tp, pp)`` and optimizer layout ``(dp_o, tp_o, pp_o)`` (design §4;
-the original system's formula, README of the reference pools):
+For compute scheme ``(cp, tp, pp)`` and optimizer layout ``(dp_o, tp_o, pp_o)`` (design §4.4;
+the original system's formula, README of the reference pools, with the runtime's own shares),
+a device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer stage ``σ_o``::
 
-    states = ⌈L/pp⌉·B_layer·(1 − α)/tp + ⌈L/pp_o⌉·B_layer·α/(tp_o·dp_o)
-           + n(pp)·B_emb·(1 − α)/tp + n(pp_o)·B_emb·α/(tp_o·dp_o)
-    n(p)   = 2 if p = 1 else 1            (embedding and head on one stage, or one each)
+    states = (L_σ·B_layer·ρ + n_σ·B_emb/tp)·(1 − α) + (L_σo·B_layer + n_σo·B_emb)·α/(tp_o·dp_o)
+    ρ      = P_l(tp)/P_l                  the share of a layer a tp rank holds
+    n_σ    = [σ first] + [σ last]          (the embedding, the output head)
     free   = M − safety − overhead − states
     S_max  = ⌊free / m_tok⌋
 
 ``B_layer``/``B_emb`` are one layer's / one ``V×H`` matrix's unsharded model-state bytes, α the
-share (fp32 master + Adam ≈ 12 of 16 bytes/param) that follows the optimizer layout, ``m_tok`` the
-scheme's activation bytes per token on its most loaded device (the first 1F1B stage keeps ``pp``
-micro-batches of ``L/pp`` layers, so ``m_tok = L·(H/tp)·A_tp/cp``). ``S_max`` bounds both the
-longest sequence and a micro-batch's tokens.
+share that follows the optimizer layout (:mod:`hydraulis.runtime.memory.states`: master weights,
+reduced gradients and Adam moments, 16 of the 20 bytes per parameter under bf16), ``P_l(tp)``
+the elements of a layer each tp rank holds (``1/tp`` of it, plus the norm weights and, when
+``tp`` exceeds the kv heads, a kv head it shares). The planner judges a scheme by its most
+loaded device (:func:`memory_breakdown`): ``L_σ = ⌈L/pp⌉``, ``n_σ = 2`` if ``pp = 1`` else 1,
+the same for the owner, and ``m_tok`` the scheme's activation bytes per token on that device
+(the first 1F1B stage keeps up to ``pp`` micro-batches of ``L/pp`` layers). ``S_max`` bounds both
+the longest sequence and a micro-batch's tokens. :func:`device_memory` predicts any one device:
+its own stage and buffer, and ``m_tok`` scaled by the runtime's accounting of its stage
+(:mod:`hydraulis.runtime.memory.activations`) against the most loaded one of the even split.
 
 Worked example, reference LLaMA-7B pool (``B = 210·H²``, α = 0.75, H = 4096, L = 32, V = 30592,
 ``A_tp1 = 38``), scheme (1,1,2), layout dp8·tp4·pp1: states ≈ 14.09 + 2.64 + 0.50 + 0.09 = 17.33 GB;
@@ -25,8 +32,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
-from hydraulis.types import MemoryModel, OptimizerLayout, SchemeProfile, SchemeSpace
+from hydraulis.runtime.layout import even_split
+from hydraulis.runtime.memory.activations import stage_bytes_per_token
+from hydraulis.runtime.memory.states import layer_elements
+from hydraulis.types import MemoryModel, ModelSpec, OptimizerLayout, Scheme, SchemeProfile, SchemeSpace
 
 
 class MemoryLimit(str, Enum):
@@ -73,23 +84,78 @@ class MemoryBreakdown:
 
 
 def memory_breakdown(
-    memory: MemoryModel, layers: int, profile: SchemeProfile, layout: OptimizerLayout
+    memory: MemoryModel, model: ModelSpec, profile: SchemeProfile, layout: OptimizerLayout
 ) -> MemoryBreakdown:
-    """The terms of the module docstring's formula for ``profile`` under ``layout``."""
-    scheme, alpha = profile.scheme, memory.sharded_state_fraction
-    optimizer_shards = layout.tp * layout.dp
-    compute = (math.ceil(layers / scheme.pp) * memory.layer_state_bytes
-               + _embedding_matrices(scheme.pp) * memory.embedding_state_bytes) * (1.0 - alpha) / scheme.tp
-    optimizer = (math.ceil(layers / layout.pp) * memory.layer_state_bytes
-                 + _embedding_matrices(layout.pp) * memory.embedding_state_bytes) * alpha / optimizer_shards
+    """The terms of the module docstring's formula for ``profile``'s most loaded device under ``layout``."""
+    scheme = profile.scheme
     return MemoryBreakdown(
-        compute_states=compute,
-        optimizer_states=optimizer,
+        compute_states=compute_states(memory, model, scheme, math.ceil(model.layers / scheme.pp),
+                                      _embedding_matrices(scheme.pp)),
+        optimizer_states=optimizer_states(memory, layout, math.ceil(model.layers / layout.pp),
+                                          _embedding_matrices(layout.pp)),
         overhead=float(profile.overhead_bytes),
         safety_margin=float(memory.safety_margin_bytes),
         activation_per_token=profile.activation_bytes_per_token,
         device_memory=float(memory.device_memory_bytes),
     )
+
+
+def compute_states(memory: MemoryModel, model: ModelSpec, scheme: Scheme, layers: int, matrices: int) -> float:
+    """``(L_σ·B_layer·ρ + n_σ·B_emb/tp)·(1 − α)``: weights and gradients of a device of ``scheme``."""
+    share = layer_elements(model, scheme) / model.params_per_layer
+    return (layers * memory.layer_state_bytes * share + matrices * memory.embedding_state_bytes / scheme.tp) * (
+        1.0 - memory.sharded_state_fraction)
+
+
+def optimizer_states(memory: MemoryModel, layout: OptimizerLayout, layers: int, matrices: int) -> float:
+    """``(L_σo·B_layer + n_σo·B_emb)·α/(tp_o·dp_o)``: one owner's buffer of an optimizer stage."""
+    return ((layers * memory.layer_state_bytes + matrices * memory.embedding_state_bytes)
+            * memory.sharded_state_fraction / (layout.tp * layout.dp))
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """Predicted bytes of one device: its states and its activations for one micro-batch size."""
+
+    compute_states: float
+    optimizer_states: float
+    activations: float
+
+    @property
+    def states(self) -> float:
+        return self.compute_states + self.optimizer_states
+
+    @property
+    def total(self) -> float:
+        return self.states + self.activations
+
+
+@dataclass(frozen=True)
+class StagePlace:
+    """The stage a device runs: ``stage`` of a pipeline of ``scheme`` whose stages hold
+    ``stage_layers`` decoder layers."""
+
+    scheme: Scheme
+    stage_layers: tuple[int, ...]
+    stage: int
+
+
+def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int | None, running: StagePlace | None,
+                  tokens: int) -> DeviceMemory:
+    """The cost model's bytes for a device that owns a buffer of optimizer stage ``owner_stage``
+    (None: none) and runs ``running`` (None: idle) with micro-batches of ``tokens`` tokens
+    (module docstring; safety margin and overhead excluded)."""
+    model = space.model
+    optimizer = 0.0
+    if owner_stage is not None:
+        owned = even_split(model.layers, layout.pp)[owner_stage]
+        optimizer = optimizer_states(space.memory, layout, owned, (owner_stage == 0) + (owner_stage == layout.pp - 1))
+    if running is None:
+        return DeviceMemory(0.0, optimizer, 0.0)
+    scheme, stage, pp = running.scheme, running.stage, running.scheme.pp
+    compute = compute_states(space.memory, model, scheme, running.stage_layers[stage], (stage == 0) + (stage == pp - 1))
+    share = _activation_share(model, scheme, running.stage_layers, _dtype_bytes(space.memory, model))[stage]
+    return DeviceMemory(compute, optimizer, space.profile(scheme).activation_bytes_per_token * tokens * share)
 
 
 @dataclass(frozen=True)
@@ -109,10 +175,31 @@ def scheme_capacities(space: SchemeSpace, layout: OptimizerLayout) -> tuple[Sche
     and the cluster's device count first)."""
     layout.check(space.model, space.cluster.devices)
     return tuple(
-        SchemeCapacity(profile, memory_breakdown(space.memory, space.model.layers, profile, layout))
+        SchemeCapacity(profile, memory_breakdown(space.memory, space.model, profile, layout))
         for profile in space.profiles
     )
 
 
 def _embedding_matrices(pp: int) -> int:
     return 2 if pp == 1 else 1
+
+
+@lru_cache(maxsize=256)
+def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int, ...], dtype_bytes: int
+                      ) -> tuple[float, ...]:
+    """Each stage's activation bytes per token relative to those of the most loaded stage of the
+    even split (what a profile's ``m_tok`` describes), by the runtime's accounting."""
+
+    def per_stage(split: tuple[int, ...]) -> list[float]:
+        return [stage_bytes_per_token(model, scheme, (scheme.recompute,) * layers, stage, dtype_bytes)
+                for stage, layers in enumerate(split)]
+
+    most = max(per_stage(even_split(model.layers, scheme.pp)))
+    return tuple(value / most for value in per_stage(stage_layers))
+
+
+def _dtype_bytes(memory: MemoryModel, model: ModelSpec) -> int:
+    """The compute dtype's bytes that the compute share of the states implies (weights and
+    gradients in it): 2 or 4."""
+    per_parameter = memory.layer_state_bytes * (1.0 - memory.sharded_state_fraction) / model.params_per_layer
+    return 4 if per_parameter >= 6 else 2

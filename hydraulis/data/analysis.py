@@ -27,6 +27,7 @@ import numpy as np
 
 from hydraulis.data.loader import LoaderConfig, document_lengths, plan_epoch
 from hydraulis.errors import require, require_int
+from hydraulis.limits import LENGTH, SAMPLED_STEPS
 
 DEFAULT_BUCKET_EDGES = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 DEFAULT_TAIL_THRESHOLD = 8192
@@ -48,8 +49,8 @@ class AnalysisConfig:
 
     def __post_init__(self) -> None:
         LoaderConfig(self.token_budget, self.max_seq_len, self.seed)
-        require_int(self.steps, "steps", minimum=1)
-        require_int(self.tail_threshold, "tail_threshold", minimum=1)
+        SAMPLED_STEPS.check(self.steps, "steps")
+        LENGTH.check(self.tail_threshold, "tail_threshold")
         require(len(self.bucket_edges) > 0, "bucket_edges", self.bucket_edges, "must list at least one edge")
         for index, edge in enumerate(self.bucket_edges):
             require_int(edge, f"bucket_edges[{index}]", minimum=1)

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.errors import require, require_int, require_number
+from hydraulis.errors import require
+from hydraulis.limits import LENGTH, LENGTHS, LOG_LENGTH, LOG_SPREAD, SEED, SHARE, TAIL_INDEX
 
 
 @dataclass(frozen=True)
@@ -37,19 +38,20 @@ class LongTail:
     max_len: int = 1 << 20
 
     def __post_init__(self) -> None:
-        require_number(self.body_mu, "body_mu", minimum=0.0, maximum=20.0)
-        require_number(self.body_sigma, "body_sigma", minimum=0.0, maximum=10.0)
-        require_int(self.tail_start, "tail_start", minimum=1)
-        alpha = require_number(self.tail_alpha, "tail_alpha")
-        require(alpha > 0, "tail_alpha", alpha, "must be > 0")
-        require_number(self.tail_share, "tail_share", minimum=0.0, maximum=1.0)
-        require_int(self.max_len, "max_len", minimum=self.tail_start)
+        LOG_LENGTH.check(self.body_mu, "body_mu")
+        LOG_SPREAD.check(self.body_sigma, "body_sigma")
+        LENGTH.check(self.tail_start, "tail_start")
+        TAIL_INDEX.check(self.tail_alpha, "tail_alpha")
+        SHARE.check(self.tail_share, "tail_share")
+        LENGTH.check(self.max_len, "max_len")
+        require(self.max_len >= self.tail_start, "max_len", self.max_len,
+                f"must be >= tail_start = {self.tail_start}")
 
 
 def synth_lengths(documents: int, shape: LongTail = LongTail(), seed: int = 0) -> np.ndarray:
     """``documents`` lengths drawn from ``shape`` with the random seed ``seed``."""
-    require_int(documents, "docs", minimum=1)
-    require_int(seed, "seed", minimum=0)
+    LENGTHS.check(documents, "docs")
+    SEED.check(seed, "seed")
     rng = np.random.default_rng(seed)
     in_tail = rng.random(documents) < shape.tail_share
     body = np.exp(rng.normal(shape.body_mu, shape.body_sigma, documents))

@@ -75,7 +75,7 @@ def gap_breakdown(plan: StepPlan, proposal: Proposal, pool: Sequence[BoundScheme
     strategy = plan.strategy(proposal)
     groups = strategy.expanded()
     devices = proposal.devices
-    times = micro_batch_times_ms(plan, proposal)
+    times = micro_batch_times_ms(plan, plan.strategy(proposal))
     pieces = np.array([-(-s // plan.alignment) * plan.alignment
                        for p in plan.pipelines for mb in p.micro_batches for s in mb.lengths], dtype=np.int64)
     kinds = {(g.scheme, g.time, g.max_seq_len) for g in strategy.pipelines}

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hydraulis.errors import require, require_int, require_number
+from hydraulis.limits import ALIGNMENT, ILP_NODES, ILP_TIME_LIMIT_S, SEED
 from hydraulis.solver import SolverName
 
 
@@ -58,13 +59,13 @@ class DispatchOptions:
     bubble_factor: float = 0.75
 
     def __post_init__(self) -> None:
-        require_int(self.seed, "seed", minimum=0)
-        require_int(self.ilp_nodes, "ilp_nodes", minimum=0)
+        SEED.check(self.seed, "seed")
+        ILP_NODES.check(self.ilp_nodes, "ilp_nodes")
         require(isinstance(self.ilp_solver, SolverName), "ilp_solver", self.ilp_solver,
                 f"must be one of {[s.value for s in SolverName]}")
-        require_number(self.ilp_time_limit_s, "ilp_time_limit_s", minimum=0.0, maximum=3600.0)
+        ILP_TIME_LIMIT_S.check(self.ilp_time_limit_s, "ilp_time_limit_s")
         require_int(self.ilp_max_sequences, "ilp_max_sequences", minimum=1)
-        require_int(self.alignment, "alignment", minimum=1)
+        ALIGNMENT.check(self.alignment, "alignment")
         require(isinstance(self.oversize, OversizePolicy), "oversize", self.oversize,
                 f"must be one of {[p.value for p in OversizePolicy]}")
         require_int(self.local_moves, "local_moves", minimum=0)

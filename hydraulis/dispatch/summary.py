@@ -20,7 +20,7 @@ from hydraulis.dispatch.bounds import work_lower_bound_ms
 from hydraulis.dispatch.dispatcher import dispatch
 from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.errors import require
-from hydraulis.types import BatchingMethod, Proposal, StepPlan
+from hydraulis.types import BatchingMethod, Proposal, StepPlan, Strategy
 
 
 @dataclass(frozen=True)
@@ -84,11 +84,12 @@ def summarise_plans(method: BatchingMethod, plans: Sequence[PlanFigures], work_b
     )
 
 
-def micro_batch_times_ms(plan: StepPlan, proposal: Proposal) -> list[list[float]]:
+def micro_batch_times_ms(plan: StepPlan, strategy: Strategy) -> list[list[float]]:
     """Per pipeline, the per-stage time of each micro-batch in execution order, as dispatch
     timed it: ``c + Σ (a·s'² + b·s')`` over aligned lengths ``s'`` (for ``padding`` every
-    sequence counts as the step's longest)."""
-    groups = plan.strategy(proposal).expanded()
+    sequence counts as the step's longest); ``strategy`` is the one the plan runs
+    (``plan.strategy(proposal)``)."""
+    groups = strategy.expanded()
     aligned = [[[-(-s // plan.alignment) * plan.alignment for s in mb.lengths] for mb in p.micro_batches]
                for p in plan.pipelines]
     if plan.method is BatchingMethod.PADDING:
@@ -103,7 +104,7 @@ def pipeline_timelines(plan: StepPlan, proposal: Proposal) -> tuple[PipelineTime
     an empty timeline."""
     return tuple(simulate_1f1b(times, p.scheme.pp, proposal.pipeline_model, record=True) if times
                  else PipelineTimeline(0.0)
-                 for p, times in zip(plan.pipelines, micro_batch_times_ms(plan, proposal)))
+                 for p, times in zip(plan.pipelines, micro_batch_times_ms(plan, plan.strategy(proposal))))
 
 
 def _p90(values: np.ndarray) -> float:

@@ -51,7 +51,6 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from functools import lru_cache
 
 import numpy as np
@@ -68,7 +67,8 @@ from hydraulis.dispatch.dispatcher import (
 )
 from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.pipelines import PipelineTable
-from hydraulis.errors import HydraulisError, require, require_int, require_number
+from hydraulis.errors import HydraulisError, require, require_number
+from hydraulis.limits import SYNTHESIS_EVALUATIONS
 from hydraulis.placement import Communicator, communicators, placement_problem
 from hydraulis.planner.options import synthesis_schemes
 from hydraulis.planner.search import IMPROVEMENT, CountsSearch
@@ -80,24 +80,15 @@ from hydraulis.types import (
     SchemeSpace,
     StepPlan,
     Strategy,
+    SYNTHESIS_EVALUATIONS_DEFAULT,
     Synthesis,
+    Synthesise,
 )
 
 ACTIVE_SCHEMES = 8
 """In ``space`` mode the descents move devices to at most this many schemes."""
 FLUID_BISECTIONS = 12
 """Halvings of the fluid answer's compute-time interval per reduction level."""
-
-
-class Synthesise(str, Enum):
-    """Which schemes a strategy made for one step may use."""
-
-    OFF = "off"
-    """None: the step runs the best proposal strategy."""
-    PROPOSAL = "proposal"
-    """Counts of the proposal's schemes."""
-    SPACE = "space"
-    """Counts of the scheme space's schemes (given as ``schemes``) and the proposal's."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +100,7 @@ class SynthesisOptions:
 
     mode: Synthesise = Synthesise.PROPOSAL
     schemes: tuple[PipelineGroup, ...] = ()
-    evaluations: int = 16
+    evaluations: int = SYNTHESIS_EVALUATIONS_DEFAULT
     wall_limit_ms: float = 5000.0
 
     def __post_init__(self) -> None:
@@ -117,7 +108,7 @@ class SynthesisOptions:
                 f"must be one of {[m.value for m in Synthesise]}")
         require(self.mode is not Synthesise.SPACE or len(self.schemes) > 0, "synthesise", self.mode.value,
                 "needs the scheme space's schemes (give the scheme space)")
-        require_int(self.evaluations, "synthesis_evaluations", minimum=0, maximum=10_000)
+        SYNTHESIS_EVALUATIONS.check(self.evaluations, "synthesis_evaluations")
         require(require_number(self.wall_limit_ms, "synthesis_wall_limit_ms") > 0, "synthesis_wall_limit_ms",
                 self.wall_limit_ms, "must be > 0")
 

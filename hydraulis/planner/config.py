@@ -32,6 +32,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hydraulis.errors import require, require_int, require_number
+from hydraulis.limits import (
+    BUCKET_WIDTH,
+    DEVICES,
+    DEVICES_PER_NODE,
+    MAX_SEQ_LEN,
+    PLANNER_STEPS,
+    SEARCH_EVALUATIONS,
+    SEED,
+    SOLVER_NODES,
+    STRATEGIES,
+    TIME_LIMIT_S,
+    TOKEN_BUDGET,
+)
 from hydraulis.solver import SolverName
 from hydraulis.types import OptimizerLayout
 
@@ -72,30 +85,29 @@ class PlannerConfig:
     optimizer_layout: OptimizerLayout | None = None
 
     def __post_init__(self) -> None:
-        require_int(self.devices, "devices", minimum=1)
-        require_int(self.devices_per_node, "devices_per_node", minimum=1)
+        DEVICES.check(self.devices, "devices")
+        DEVICES_PER_NODE.check(self.devices_per_node, "devices_per_node")
         require(self.devices < self.devices_per_node or self.devices % self.devices_per_node == 0,
                 "devices", self.devices,
                 f"must fill whole nodes: a multiple of devices_per_node = {self.devices_per_node}")
-        require_int(self.token_budget, "token_budget", minimum=1)
-        require_int(self.max_seq_len, "max_seq_len", minimum=1)
+        TOKEN_BUDGET.check(self.token_budget, "token_budget")
+        MAX_SEQ_LEN.check(self.max_seq_len, "max_seq_len")
         require(self.token_budget >= self.max_seq_len, "token_budget", self.token_budget,
                 f"is smaller than one sequence of max_seq_len = {self.max_seq_len} tokens")
-        require_int(self.strategies, "strategies", minimum=1)
-        require_int(self.bucket_width, "bucket_width", minimum=1)
-        require_int(self.steps, "steps", minimum=1)
-        require_int(self.seed, "seed", minimum=0)
+        STRATEGIES.check(self.strategies, "strategies")
+        BUCKET_WIDTH.check(self.bucket_width, "bucket_width")
+        PLANNER_STEPS.check(self.steps, "steps")
+        SEED.check(self.seed, "seed")
         require(isinstance(self.solver, SolverName), "solver", self.solver,
                 f"must be one of {[s.value for s in SolverName]}")
-        require(require_number(self.time_limit_s, "time_limit_s") > 0, "time_limit_s", self.time_limit_s,
-                "must be > 0")
+        TIME_LIMIT_S.check(self.time_limit_s, "time_limit_s")
         value = require_number(self.tolerance, "tolerance", maximum=0.5)
         require(value > 0, "tolerance", value, "must be > 0")
-        require_int(self.solver_nodes, "solver_nodes", minimum=1)
+        SOLVER_NODES.check(self.solver_nodes, "solver_nodes")
         require_number(self.min_gain, "min_gain", minimum=0.0, maximum=1.0)
         require_int(self.work_classes, "work_classes", minimum=1)
         require_int(self.search_steps, "search_steps", minimum=1)
-        require_int(self.search_evaluations, "search_evaluations", minimum=0)
+        SEARCH_EVALUATIONS.check(self.search_evaluations, "search_evaluations")
 
     @property
     def node_size(self) -> int:

@@ -40,12 +40,16 @@ attention (``a``: 7 → 9) and the forward half of the layer's tp and cp traffic
 (×3/2 and ×4/3). Sequence parallelism changes no time term: its all-gathers and reduce-scatters
 are the ones assumed above.
 
-Memory: 16 bytes per parameter of model state (bf16 weights and gradients, fp32 master and
-two Adam moments; α = 12/16 follows the optimizer layout). Activations saved per token per layer
-(bf16; FlashAttention keeps no s² scores)::
+Memory is the runtime's own accounting (:mod:`hydraulis.runtime.memory`), at the precision the
+runtime picks on the device (bf16 on an accelerator, fp32 on the ``cpu`` preset): model states
+of ``w + g`` bytes per parameter in the compute layout (weights and their gradients, 4 under
+bf16) and 16 in the optimizer layout (fp32 master, reduced gradient and Adam moments), so
+``α = 16/20``; activations of the most loaded stage ``σ`` (1F1B keeps ``pp − σ`` micro-batches
+in flight, the last stage holds the loss's logits), with what the runtime really keeps per
+layer and per option — no sequence parallelism, recomputation or ring attention assumed where
+the scheme does not run them::
 
-      m_layer = 2·(6H + 2·kv + 3F)         (norm inputs, Q/K/V, attention output, 3 MLP tensors)
-      m_tok   = max(L·m_layer, [pp>1]·L_s·m_layer + 6V) / (tp·cp)   (+6V, logits, if pp = 1)
+      m_tok = max_σ ((pp − σ)·kept(σ) + transient(σ)) / cp
 
 Worked example, LLaMA-7B on A800 (R = 312 TFLOP/s, η_m = 0.7), scheme (1,1,2):
 ``b_flop = 6·(16·202.4M + 131M)/(218.4 T) ≈ 0.0925`` ms per token; the pipeline hand-off over
@@ -59,6 +63,10 @@ import math
 from collections.abc import Iterable
 
 from hydraulis.errors import HydraulisError, require
+from hydraulis.runtime.config import OptimizerKind
+from hydraulis.runtime.layout import even_split
+from hydraulis.runtime.memory.activations import stage_bytes_per_token
+from hydraulis.runtime.memory.states import DTYPE_BYTES, device_precision, state_bytes
 from hydraulis.types import (
     Cluster,
     DeviceSpec,
@@ -75,8 +83,6 @@ from hydraulis.types import (
     TimeCoefficients,
 )
 
-STATE_BYTES_PER_PARAM = 16
-SHARDED_STATE_FRACTION = 12 / 16
 
 
 def analytic_scheme_space(
@@ -114,14 +120,16 @@ def analytic_scheme_space(
 
 
 def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_bytes: int | None = None) -> MemoryModel:
-    """Model-state memory: 16 bytes per parameter, α = 12/16 following the optimizer layout;
-    the device's memory (or ``device_memory_bytes`` when measured) and safety margin."""
+    """Model-state memory per :func:`~hydraulis.runtime.memory.states.state_bytes` at the
+    device's precision under Adam; the device's memory (or ``device_memory_bytes`` when
+    measured) and safety margin."""
+    state = state_bytes(device_precision(device.name), OptimizerKind.ADAM)
     return MemoryModel(
         device_memory_bytes=device.memory_bytes if device_memory_bytes is None else device_memory_bytes,
         safety_margin_bytes=device.safety_margin_bytes,
-        layer_state_bytes=float(STATE_BYTES_PER_PARAM * model.params_per_layer),
-        embedding_state_bytes=float(STATE_BYTES_PER_PARAM * model.embedding_params),
-        sharded_state_fraction=SHARDED_STATE_FRACTION,
+        layer_state_bytes=float(state.total * model.params_per_layer),
+        embedding_state_bytes=float(state.total * model.embedding_params),
+        sharded_state_fraction=state.optimizer / state.total,
     )
 
 
@@ -148,13 +156,14 @@ def analytic_profile(model: ModelSpec, device: DeviceSpec, cluster: Cluster, sch
     latency_ms = device.collective_latency_us / 1e3
     collectives = (12 if full else 8) * (tp > 1) + (4 if full else 3) * (cp - 1)
     c = stage_layers * (device.layer_overhead_us / 1e3 + latency_ms * collectives) + 2 * latency_ms * (pp > 1)
-    per_layer = 2.0 * (6 * h + 2 * kv + 3 * model.ffn_hidden)
-    first_stage = model.layers * per_layer
-    last_stage = (stage_layers if pp > 1 else model.layers) * per_layer + 6.0 * v
+    dtype_bytes = DTYPE_BYTES[device_precision(device.name)]
+    split = even_split(model.layers, pp)
+    activations = max(stage_bytes_per_token(model, scheme, (scheme.recompute,) * layers, stage, dtype_bytes)
+                      for stage, layers in enumerate(split))
     return SchemeProfile(
         scheme=scheme,
         time=TimeCoefficients(a=a, b=b, c=c),
-        activation_bytes_per_token=max(first_stage, last_stage) / (tp * cp),
+        activation_bytes_per_token=activations,
         overhead_bytes=device.runtime_overhead_bytes,
     )
 

@@ -62,7 +62,7 @@ from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus
 from hydraulis.profiler.reduction import measure_reduction
 from hydraulis.profiler.sweep import SweepPoint, points_by_scheme
-from hydraulis.runtime.model.attention import use_varlen_kernel
+from hydraulis.runtime.model.attention import attention_kernel
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.layout import PipelineLayout
@@ -70,7 +70,7 @@ from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import PackedMicroBatch, pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
-from hydraulis.runtime.rank_map import ProcessGroups, RankMap, RankPlace
+from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
 from hydraulis.types import MicroBatch, ModelSpec, Scheme
 
 INIT_STD = 0.02
@@ -100,10 +100,11 @@ def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) 
     """The per-rank body: every point of ``job``, then its reduction (module docstring)."""
     cache = MeasurementCache(job.cache) if context.rank == 0 else None
     bar = tqdm(total=job.total, initial=job.done, disable=context.rank != 0, desc="profile", unit="point")
+    groups_seen = GroupCache(dist.new_group)
     for scheme, points in points_by_scheme(job.points).items():
         replicas = job.settings.environment.replicas(scheme)
         rank_map = RankMap((PipelineLayout(scheme, (1,) * scheme.pp),) * replicas, context.world_size)
-        groups = ProcessGroups.create(rank_map, context.rank, dist.new_group)
+        groups = ProcessGroups.create(rank_map, context.rank, groups_seen)
         place = rank_map.place(context.rank)
         for depth, at_depth in itertools.groupby(points, key=lambda p: p.depth):
             stage = None if place is None else _stage(job, context, rank_map, groups, place, scheme, depth)
@@ -204,8 +205,8 @@ def _pack(point: SweepPoint, stage: StageUnderTest, context: RankContext, seed: 
     vocab = stage.model.model.vocab
     documents = [rng.integers(0, vocab, s + 1) for s in point.lengths]
     micro_batch = MicroBatch(tuple(range(len(point.lengths))), point.lengths)
-    varlen = use_varlen_kernel(context.device, context.dtype, stage.scheme.cp)
-    return pack_micro_batch(documents, micro_batch, 1, stage.cp, context.device, varlen, stage.model.sequence_shards)
+    kernel = attention_kernel(context.device, context.dtype)
+    return pack_micro_batch(documents, micro_batch, 1, stage.cp, context.device, kernel, stage.model.sequence_shards)
 
 
 class _TimedStageWork(StageWork):

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hydraulis.errors import HydraulisError, require, require_int
+from hydraulis.limits import MAX_SEQ_LEN, TOKEN_COUNTS
 from hydraulis.types import ModelSpec, Scheme, SchemeOptions
 
 MIXES: tuple[tuple[str, tuple[int, ...]], ...] = (
@@ -192,6 +193,9 @@ def parse_token_counts(text: str) -> tuple[int, ...]:
     if match:
         start, stop, step = int(match[1]), int(match[2]), match[3]
         require(start >= 1 and stop >= start, "seq_lens", text, "must be START:STOP with 1 <= START <= STOP")
+        MAX_SEQ_LEN.check(stop, "seq_lens")
+        if step is not None:
+            TOKEN_COUNTS.check((stop - start) // max(int(step), 1) + 1, "seq_lens (token counts)")
         if step is None:
             values = [start * 2**i for i in range(int(math.log2(stop / start)) + 1)]
         else:
@@ -203,8 +207,10 @@ def parse_token_counts(text: str) -> tuple[int, ...]:
         except ValueError:
             raise HydraulisError("seq_lens", text, "must be a list 64,128 or a range 64:1024[:STEP]") from None
     require(bool(values), "seq_lens", text, "must name at least one token count")
+    TOKEN_COUNTS.check(len(values), "seq_lens (token counts)")
     for value in values:
         require(value >= MIN_PIECE, "seq_lens", value, f"must be >= {MIN_PIECE} tokens")
+        MAX_SEQ_LEN.check(value, "seq_lens")
     return tuple(sorted(set(values)))
 
 

@@ -12,17 +12,19 @@ module                      concept
 ==========================  ==================================================================
 ``config``                  job configuration (no torch)
 ``layout``                  stages as contiguous layer ranges; a strategy as the runtime runs it
-``strategy_spec``           the ``cp,tp,pp[:L1/…][xN]+…`` SPEC syntax
+``strategy_spec``           the ``cp,tp,pp[:L1/…][[sp,recompute=…]][xN]+…`` SPEC syntax
 ``run``                     a config resolved into what every rank needs (no torch)
 ``data``                    documents (a corpus or synthetic), batches filled to a token budget
-``rank_map``                rank → pipeline, stage, cp rank, tp rank; process groups
-``model.decoder``           the Llama-style decoder, one stage of one rank
-``model.attention``         document-causal attention over packed sequences
+``rank_map``                rank → pipeline, stage, cp rank, tp rank; process groups cached by rank set
+``model.decoder``           the Llama-style decoder, one stage of one rank; recomputation per layer
+``model.attention``         document-causal attention over packed sequences, one kernel per size
+``model.segments``          which queries attend to which keys: the kernels' plans
 ``model.packing``           a plan's micro-batch → this rank's tensors
 ``model.loss``              normalisation by the whole batch's loss tokens
 ``parallel.tensor``         column/row-parallel linears, vocab-parallel embedding and loss
-``parallel.context``        load-balanced context-parallel chunks, K/V all-gather
-``parallel.pipeline``       1F1B over micro-batches of different lengths, shapes ahead of tensors
+``parallel.sequence``       sequence parallelism: all-gather / reduce-scatter around the blocks
+``parallel.context``        load-balanced context-parallel chunks, K/V all-gather, segments
+``parallel.pipeline``       1F1B as a list of operations, shapes from the plan
 ``optimizer.sharding``      canonical parameters and each rank's shards
 ``optimizer.ranges``        regions of parameters and the strided blocks two regions share
 ``optimizer.placement``     who owns which region of which parameter in the optimizer layout
@@ -31,7 +33,8 @@ module                      concept
                             of blocks)
 ``planning``                step plans from the dispatcher or the service, one step ahead
 ``broadcast``               rank 0's plan to every rank
-``step``                    one training step on one rank
+``gradients``               fp32 gradient accumulation across micro-batches
+``step``                    one training step on one rank, one synchronisation
 ``records``                 step records, the log line, the table and the summary (no torch)
 ``trainer``                 the training loop
 ``checkpoint.manifest``,    what a checkpoint holds; finding and checking one (no torch)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.errors import require, require_http_url, require_int, require_number
-from hydraulis.types import BatchingMethod, OptimizerLayout
+from hydraulis.limits import SYNTHESIS_EVALUATIONS
+from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, OptimizerLayout, Synthesise
 
 
 class DeviceKind(str, Enum):
@@ -26,7 +26,16 @@ class Precision(str, Enum):
     """bf16 on CUDA, fp32 on the CPU."""
     FP32 = "fp32"
     BF16 = "bf16"
-    """bf16 weights and activations for compute; fp32 master weights, gradients and loss."""
+    """bf16 weights and activations for compute; fp32 gradient accumulation across
+    micro-batches, fp32 master weights, moments and loss."""
+
+
+class ReduceDtype(str, Enum):
+    """The dtype gradients travel in to the optimizer layout (they are summed there in fp32)."""
+
+    FP32 = "fp32"
+    BF16 = "bf16"
+    """Half the bytes of the reduction; each rank's fp32 accumulated gradient is rounded once."""
 
 
 class OptimizerKind(str, Enum):
@@ -38,7 +47,10 @@ class OptimizerKind(str, Enum):
 class RuntimeOptions:
     """How a job runs. ``timeout_s`` bounds every collective and point-to-point wait: a rank
     that dies or hangs surfaces as an error on the others within it. ``threads`` is the
-    number of intra-op CPU threads per process."""
+    number of intra-op CPU threads per process. ``grad_reduce_dtype`` is the dtype of the
+    gradients sent to the optimizer layout (:mod:`hydraulis.runtime.gradients`).
+    ``record_operations`` records every stage's forwards and backwards, in order, with their
+    times, into each step's record (one more all-gather per step)."""
 
     device: DeviceKind = DeviceKind.AUTO
     precision: Precision = Precision.AUTO
@@ -47,18 +59,24 @@ class RuntimeOptions:
     seed: int = 0
     timeout_s: float = 60.0
     threads: int = 1
+    grad_reduce_dtype: ReduceDtype = ReduceDtype.FP32
+    record_operations: bool = False
 
     def __post_init__(self) -> None:
         require(isinstance(self.device, DeviceKind), "device", self.device,
                 f"must be one of {[d.value for d in DeviceKind]}")
         require(isinstance(self.precision, Precision), "precision", self.precision,
                 f"must be one of {[p.value for p in Precision]}")
+        require(isinstance(self.grad_reduce_dtype, ReduceDtype), "grad_reduce_dtype", self.grad_reduce_dtype,
+                f"must be one of {[d.value for d in ReduceDtype]}")
         require(isinstance(self.optimizer, OptimizerKind), "optimizer", self.optimizer,
                 f"must be one of {[o.value for o in OptimizerKind]}")
         require(require_number(self.lr, "lr") > 0, "lr", self.lr, "must be > 0")
         require_int(self.seed, "seed", minimum=0)
         require(require_number(self.timeout_s, "timeout_s") > 0, "timeout_s", self.timeout_s, "must be > 0")
         require_int(self.threads, "threads", minimum=1)
+        require(isinstance(self.record_operations, bool), "record_operations", self.record_operations,
+                "must be true or false")
 
 
 @dataclass(frozen=True)
@@ -78,13 +96,17 @@ class TrainConfig:
     ``space_file`` gives SPEC strategies their time coefficients (default: analytic CPU);
     ``optimizer_layout`` is ``(dp, tp, pp)`` (default: the proposal's, else ZeRO-1 over all
     ranks). Checkpoints go to ``checkpoint_dir`` every ``checkpoint_every`` steps (0: at the
-    end only); ``resume`` is a checkpoint folder or root to continue from. With a proposal,
-    ``synthesise`` says which schemes a strategy made for one step may use (``space``: those of
-    ``space_file``) and ``synthesis_evaluations`` its budget (:mod:`hydraulis.dispatch.synthesis`).
+    end only); ``resume`` is a checkpoint folder or root to continue from; ``init_from`` a
+    Hugging Face Llama directory whose weights the job starts from. ``model`` names a preset;
+    without one the model comes from ``init_from``'s ``config.json`` or the checkpoint resumed.
+    ``steps`` 0 with a ``checkpoint_dir`` writes the initial checkpoint only (a conversion).
+    With a proposal, ``synthesise`` says which schemes a strategy made for one step may use
+    (``space``: those of ``space_file``) and ``synthesis_evaluations`` its budget
+    (:mod:`hydraulis.dispatch.synthesis`).
     Rank 0 writes TensorBoard event files to ``tensorboard_dir`` (:mod:`hydraulis.runtime.tensorboard`).
     """
 
-    model: str
+    model: str | None
     strategies: tuple[str, ...]
     steps: int
     token_budget: int | None = None
@@ -103,16 +125,25 @@ class TrainConfig:
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
     resume: str | None = None
+    init_from: str | None = None
     synthesise: Synthesise = Synthesise.PROPOSAL
-    synthesis_evaluations: int = SynthesisOptions.evaluations
+    synthesis_evaluations: int = SYNTHESIS_EVALUATIONS_DEFAULT
     tensorboard_dir: str | None = None
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
     def __post_init__(self) -> None:
-        require(bool(self.model), "model", self.model, "must name a model preset")
+        require(self.model is None or bool(self.model), "model", self.model, "must name a model preset")
+        require(self.model is not None or bool(self.init_from or self.resume), "model", self.model,
+                "is required: name a model preset, or give init_from (a Hugging Face directory) or resume")
+        require(self.model is None or self.init_from is None, "model", self.model,
+                "comes from init_from's config.json: give one of them")
+        require(self.init_from is None or self.resume is None, "init_from", self.init_from,
+                "starts a job from weights; a resumed job has its own: give one of init_from and resume")
         require(bool(self.strategies) != bool(self.proposal_file), "strategies", list(self.strategies),
                 "give strategy SPECs or a proposal file, exactly one of them")
-        require_int(self.steps, "steps", minimum=1)
+        require_int(self.steps, "steps", minimum=0)
+        require(self.steps > 0 or self.checkpoint_dir is not None, "steps", self.steps,
+                "trains nothing: with 0 steps give a checkpoint_dir to write the initial checkpoint")
         for name in ("token_budget", "max_seq_len", "micro_batch_tokens"):
             if getattr(self, name) is not None:
                 require_int(getattr(self, name), name, minimum=2)
@@ -131,7 +162,7 @@ class TrainConfig:
                 f"must be one of {[m.value for m in Synthesise]}")
         require(self.synthesise is not Synthesise.SPACE or self.space_file is not None, "synthesise",
                 self.synthesise.value, "needs the scheme space: give space_file (--space)")
-        require_int(self.synthesis_evaluations, "synthesis_evaluations", minimum=0, maximum=10_000)
+        SYNTHESIS_EVALUATIONS.check(self.synthesis_evaluations, "synthesis_evaluations")
         require_int(self.checkpoint_every, "checkpoint_every", minimum=0)
         require(self.checkpoint_every == 0 or self.checkpoint_dir is not None, "checkpoint_every",
                 self.checkpoint_every, "needs a checkpoint_dir")

@@ -16,17 +16,21 @@ gradient reduction.
 
 Group rank sets: a **pipeline** (all its ranks), a **stage** (the ``cp·tp`` ranks of one
 stage), a **tp group** (one stage, one cp rank) and a **cp group** (one stage, one tp rank).
-:class:`ProcessGroups` creates the torch process groups the runtime communicates over — tp and
-cp groups of more than one rank — on every rank in the same order, as
-``torch.distributed.new_group`` requires. Pipelines talk point-to-point between neighbouring
-stages on the world group, and gradients are reduced over the world, so no collective runs over
-pipeline or stage sets and no group is created for them (each creation is a collective call
-on all ranks).
+:class:`ProcessGroups` finds the torch process groups the runtime communicates over — tp and
+cp groups of more than one rank — in a :class:`GroupCache` keyed by the set of ranks: a group
+is created (``torch.distributed.new_group``, a collective call on every rank, in the same order
+everywhere — every rank sees the same strategies in the same order, so the caches agree) the
+first time its rank set is needed, by any strategy, and reused from then on. Returning to a
+strategy, or a new strategy whose tp and cp groups sit on rank sets seen before, creates no
+communicator; at 1,024 devices with a few strategies the cache holds at most the distinct rank
+sets of those strategies, whatever their placement. Pipelines talk point-to-point between
+neighbouring stages on the world group, and gradients are reduced over the world, so no
+collective runs over pipeline or stage sets and no group is created for them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -124,6 +128,22 @@ class RankMap:
         return self.rank(RankPlace(place.pipeline, stage, place.cp_rank, place.tp_rank))
 
 
+class GroupCache:
+    """Process groups by rank set (module docstring); ``new_group(ranks)`` creates one (None:
+    a single process, which needs none). ``created`` counts the groups created so far."""
+
+    def __init__(self, new_group: Callable[[list[int]], Any] | None) -> None:
+        self.new_group = new_group
+        self.groups: dict[tuple[int, ...], Any] = {}
+        self.created = 0
+
+    def group(self, ranks: tuple[int, ...]) -> Any:
+        if ranks not in self.groups:
+            self.groups[ranks] = self.new_group(list(ranks))
+            self.created += 1
+        return self.groups[ranks]
+
+
 @dataclass(frozen=True)
 class ProcessGroups:
     """This rank's tp and cp groups under one rank map (trivial groups when of size 1)."""
@@ -132,14 +152,15 @@ class ProcessGroups:
     cp: ParallelGroup
 
     @classmethod
-    def create(cls, rank_map: RankMap, rank: int, new_group: Any) -> ProcessGroups:
-        """Call ``new_group(ranks)`` (``torch.distributed.new_group``) for every tp and cp group
-        of more than one rank, in :meth:`RankMap.group_rank_sets` order, on every rank."""
+    def create(cls, rank_map: RankMap, rank: int, cache: GroupCache) -> ProcessGroups:
+        """Every tp and cp group of more than one rank from ``cache``, in
+        :meth:`RankMap.group_rank_sets` order, on every rank (the ones new to the cache are
+        created, collectively)."""
         mine = {GroupKind.TP: ParallelGroup.single(), GroupKind.CP: ParallelGroup.single()}
         for kind, ranks in rank_map.group_rank_sets():
             if kind not in mine or len(ranks) == 1:
                 continue
-            group = new_group(list(ranks))
+            group = cache.group(ranks)
             if rank in ranks:
                 mine[kind] = ParallelGroup(group, len(ranks), ranks.index(rank))
         return cls(tp=mine[GroupKind.TP], cp=mine[GroupKind.CP])

@@ -1,5 +1,4 @@
-"""What training reports: one record per step, the log line, the per-step table and the
-summary (no torch here).
+"""What training reports: one record per step, the log line and the summary (no torch here).
 
 Summary of a run's steps ``t`` with ``n_t`` loss tokens, measured step time ``m_t`` (the slowest
 rank: propagate + compute + reduce + update), time ``w_t`` spent waiting for the plan, and the
@@ -8,7 +7,8 @@ plan's predicted step time ``p_t``::
     tokens/s              = Σ n_t / Σ (m_t + w_t)
     prediction error      = mean_t |m_t − p_t| / m_t
     warm prediction error = the same mean over the steps t ∈ W that are not the first of their
-                            strategy in the run
+                            strategy in the run; also its median and 90th percentile (nearest
+                            rank: the ⌈0.9·|W|⌉-th smallest) over W
 
 The first step under a strategy also builds its process groups and lays out its weights, and
 the run's first step warms up allocators and kernels — hundreds of ms on a CPU that no cost
@@ -20,18 +20,37 @@ devices could need; ``synthesised`` the steps that ran a strategy made for them.
 
 Worked example: two steps of 200 and 300 tokens under one strategy measured at 100 and 150 ms
 (no wait), predicted 80 and 150 ms: 500 tokens / 0.25 s = 2000 tokens/s, error (0.2 + 0)/2 =
-10 %, warm error 0 % (step 2 alone).
+10 %, warm error 0 % (step 2 alone; median and p90 0 %).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hydraulis.cost.pipeline import ScheduledOp
 from hydraulis.placement import communicator_bound, communicators
 from hydraulis.runtime.strategy_spec import parse_strategy_spec
 from hydraulis.types import Scheme
+
+
+@dataclass(frozen=True)
+class PipelineOperations:
+    """What one pipeline executed in a step (recorded with ``--record-operations``): every
+    stage's forwards and backwards in the order they ran, each with its start and end in ms
+    since that stage began computing (:mod:`hydraulis.runtime.parallel.operations`), and the
+    plan's per-stage time ``t_j`` of each micro-batch in execution order, whose forward the cost
+    model predicts to take ``φ·t_j`` and backward ``(1 − φ)·t_j``."""
+
+    pipeline: int
+    micro_batch_ms: tuple[float, ...]
+    ops: tuple[ScheduledOp, ...]
+
+    def stage_order(self, stage: int) -> list[tuple[str, int]]:
+        """``stage``'s operations as (phase, micro-batch) in the order they ran."""
+        return [(op.phase.value, op.micro_batch) for op in self.ops if op.stage == stage]
 
 
 @dataclass(frozen=True)
@@ -43,7 +62,10 @@ class StepRecord:
     step took beyond propagation and the slowest pipeline) and the plan's
     ``predicted_step_ms`` and ``planning_ms``; ``wait_ms`` is how long the step waited for its
     plan after the previous step ended (0 when planning kept ahead); ``strategy_index`` indexes
-    the run's strategies (the proposal's, or the cycled SPECs)."""
+    the run's strategies (the proposal's, or the cycled SPECs; −1 and ``synthesised``: a strategy
+    made for the step); ``communicators`` how many
+    process groups the step created (:class:`~hydraulis.runtime.rank_map.GroupCache`);
+    ``operations``, per pipeline, what its stages executed (empty unless recorded)."""
 
     step: int
     strategy: str
@@ -58,6 +80,8 @@ class StepRecord:
     planning_ms: float
     wait_ms: float = 0.0
     strategy_index: int = 0
+    communicators: int = 0
+    operations: tuple[PipelineOperations, ...] = ()
     synthesised: bool = False
 
 
@@ -73,6 +97,8 @@ class TrainSummary:
     tokens_per_s: float
     prediction_error: float
     warm_prediction_error: float | None
+    warm_error_median: float | None
+    warm_error_p90: float | None
     first_loss: float
     last_loss: float
     strategies: tuple[tuple[str, int], ...]
@@ -98,10 +124,19 @@ def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
     schemes = {s for strategy in pipelines for s in strategy}
     devices = devices or max(sum(s.devices for s in strategy) for strategy in pipelines)
     return TrainSummary(len(records), tokens, seconds, tokens / seconds, sum(errors) / len(errors),
-                        sum(warm) / len(warm) if warm else None, records[0].loss, records[-1].loss,
+                        sum(warm) / len(warm) if warm else None, *_median_p90(warm), records[0].loss, records[-1].loss,
                         tuple(used.most_common()), sum(r.synthesised for r in records),
                         len(frozenset().union(*(communicators(strategy) for strategy in pipelines))),
                         communicator_bound(schemes, devices))
+
+
+def _median_p90(values: list[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return median, ordered[math.ceil(0.9 * len(ordered)) - 1]
 
 
 def _schemes(spec: str) -> list[Scheme]:
@@ -115,26 +150,14 @@ def format_record(record: StepRecord) -> str:
     return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
             f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}  "
-            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}")
-
-
-STEP_COLUMNS = ("step", "strategy", "tokens", "loss", "measured_ms", "predicted_ms", "error", "compute_ms",
-                "propagate_ms", "reduce_ms", "plan_ms", "wait_ms")
-
-
-def step_rows(records: Sequence[StepRecord]) -> list[list[object]]:
-    """One row per step under :data:`STEP_COLUMNS` (compute: measured/predicted per pipeline)."""
-    return [[r.step, r.strategy, r.tokens, round(r.loss, 4), round(r.step_ms, 1), round(r.predicted_step_ms, 1),
-             f"{abs(r.step_ms - r.predicted_step_ms) / r.step_ms:.0%}",
-             " ".join(f"{m:.0f}/{p:.0f}" for m, p in zip(r.measured_ms, r.predicted_ms)),
-             round(r.propagate_ms, 1), round(r.reduce_ms, 1), round(r.planning_ms, 1), round(r.wait_ms, 1)]
-            for r in records]
+            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}")
 
 
 def summary_line(summary: TrainSummary) -> str:
     used = ", ".join(f"{strategy} ×{count}" for strategy, count in summary.strategies)
     warm = ("" if summary.warm_prediction_error is None
-            else f" ({summary.warm_prediction_error:.0%} after each strategy's first step)")
+            else f" ({summary.warm_prediction_error:.0%} after each strategy's first step: median "
+                 f"{summary.warm_error_median:.0%}, p90 {summary.warm_error_p90:.0%})")
     return (f"summary: {summary.steps} steps, {summary.tokens} tokens in {summary.seconds:.2f} s: "
             f"{summary.tokens_per_s:.0f} tokens/s; mean prediction error {summary.prediction_error:.0%}"
             f"{warm}; "

@@ -26,6 +26,7 @@ from hydraulis.runtime.config import TrainConfig
 from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_lengths
 from hydraulis.runtime.layout import StrategyLayout, even_layout
 from hydraulis.runtime.planning import Planning, spec_proposal
+from hydraulis.runtime.checkpoint.hf_directory import HfDirectory, read_hf_directory
 from hydraulis.runtime.checkpoint.resume import Resume, check_resumable, find_checkpoint
 from hydraulis.runtime.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
 from hydraulis.types import ModelSpec, OptimizerLayout, PipelineModel
@@ -52,8 +53,8 @@ class TrainingRun:
     """Model; the strategies a step may run (a plan's ``strategy_index`` indexes ``layouts``,
     unless the plan made a strategy for its step)
     and how steps are planned; the data; the step count to reach; the optimizer layout (None:
-    ZeRO-1 over all ranks); checkpoints to write and the one to resume from; where rank 0 writes
-    TensorBoard event files."""
+    ZeRO-1 over all ranks); checkpoints to write and the one to resume from, or the Hugging
+    Face directory to start from; where rank 0 writes TensorBoard event files."""
 
     model: ModelSpec
     layouts: tuple[StrategyLayout, ...]
@@ -63,6 +64,7 @@ class TrainingRun:
     optimizer_layout: OptimizerLayout | None = None
     checkpoint: CheckpointPolicy | None = None
     resume: Resume | None = None
+    init_from: HfDirectory | None = None
     tensorboard_dir: str | None = None
 
     @property
@@ -78,12 +80,17 @@ class TrainingRun:
 
 def resolve_run(config: TrainConfig) -> TrainingRun:
     """Read presets and files, parse every strategy, prepare the data and the resume point."""
-    model = model_preset(config.model)
+    init_from = read_hf_directory(config.init_from) if config.init_from else None
+    resume = find_checkpoint(config.resume) if config.resume else None
+    if init_from:
+        model = init_from.model
+    else:
+        model = model_preset(config.model) if config.model else resume.manifest.model
     options = DispatchOptions(seed=config.runtime.seed)
     if config.proposal_file:
         proposal = read_proposal(config.proposal_file)
-        require(proposal.model.name == model.name, "proposal.model", proposal.model.name,
-                f"differs from the trained model {model.name}")
+        require(proposal.model.matches(model), "proposal.model", proposal.model.name,
+                f"differs from the trained model {model.name} (the plans assume the proposal's model's shape)")
         token_budget = config.token_budget or proposal.token_budget
         max_seq_len = config.max_seq_len or proposal.max_seq_len
         layouts = tuple(even_layout(p.strategy, model) for p in proposal.strategies)
@@ -99,15 +106,13 @@ def resolve_run(config: TrainConfig) -> TrainingRun:
     require(token_budget >= max_seq_len, "token_budget", token_budget,
             f"is smaller than one sequence of max_seq_len = {max_seq_len} tokens")
     data = _training_data(config, model, LoaderConfig(token_budget, max_seq_len, config.runtime.seed))
-    resume = None
-    if config.resume:
-        resume = find_checkpoint(config.resume)
+    if resume:
         check_resumable(resume.manifest, model.name, config.runtime.optimizer, data)
         require(resume.manifest.step < config.steps, "steps", config.steps,
                 f"is already reached: the checkpoint {resume.folder} is after step {resume.manifest.step}")
     checkpoint = CheckpointPolicy(config.checkpoint_dir, config.checkpoint_every) if config.checkpoint_dir else None
     return TrainingRun(model, layouts, planning, data, config.steps, optimizer_layout, checkpoint, resume,
-                       config.tensorboard_dir)
+                       init_from, config.tensorboard_dir)
 
 
 def _cycled_strategies(config: TrainConfig, model: ModelSpec, token_budget: int, max_seq_len: int,

@@ -3,18 +3,28 @@
 Recipe (every rank, whatever its place):
 
 1. find the rank's place under the step's strategy (:mod:`.rank_map`); the first time a
-   strategy is seen, create its process groups, its stage model and its :class:`~.optimizer.routes.Route`
-   (kept for later steps);
+   strategy is seen, find its process groups (created only for rank sets no strategy used
+   before), build its stage model and its :class:`~.optimizer.routes.Route` (kept for later
+   steps);
 2. **propagate**: the owners of the optimizer layout send the current weights to the rank's
    shards (:meth:`Route.propagate`, in the compute dtype);
 3. pack the rank's micro-batches of its pipeline's plan (:mod:`.model.packing`) and run them under
    1F1B (:mod:`.parallel.pipeline`), each back-propagating its part of the loss normalised by
    the whole batch's loss tokens (:mod:`.model.loss`);
-4. **reduce** the shards' gradients into the owners' buffers (:meth:`Route.reduce`) and step the
-   optimizer there (:mod:`.optimizer.master`);
+4. **reduce** the shards' gradients, accumulated over the micro-batches in fp32
+   (:mod:`.gradients`), into the owners' buffers (:meth:`Route.reduce`, in the
+   ``grad_reduce_dtype``) and step the optimizer there (:mod:`.optimizer.master`);
 5. gather per-rank figures: each pipeline's measured compute time is its slowest rank's (step 3),
    the step's time the slowest rank's steps 2–4, the reduction's what the step took beyond
-   step 2 and the slowest pipeline; the loss is the sum of the last stages' parts.
+   step 2 and the slowest pipeline; the loss is the sum of the last stages' parts; with
+   ``record_operations``, every stage's operations in the order they ran, with their times
+   (:mod:`.parallel.operations`).
+
+The host waits for the device once per step: the phases are timed by events on the device's
+stream (:class:`StepClock`), the losses of the micro-batches are summed on the device, shapes
+come from the plan (:mod:`.parallel.pipeline`), and the figures travel in one all-gather after
+the last event. Process groups come from one :class:`~.rank_map.GroupCache` per rank; the
+record counts the communicators a step created (none once every rank set was seen).
 
 A rank the strategy leaves idle (or whose pipeline the plan gives no micro-batch) computes
 nothing but still owns its share of the optimizer layout and takes part in steps 2 and 4. Only
@@ -31,21 +41,24 @@ import torch
 import torch.distributed as dist
 
 from hydraulis.errors import require
-from hydraulis.runtime.model.attention import use_varlen_kernel
-from hydraulis.runtime.config import RuntimeOptions
+from hydraulis.runtime.model.attention import attention_kernel
+from hydraulis.runtime.config import ReduceDtype, RuntimeOptions
+from hydraulis.runtime.gradients import GradientBuffers
 from hydraulis.runtime.launch import RankContext
 from hydraulis.runtime.layout import StrategyLayout
 from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import Documents, pack_micro_batch
+from hydraulis.runtime.parallel.operations import RecordingWork, gather_operations
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.rank_map import ProcessGroups, RankMap, RankPlace
+from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
 from hydraulis.runtime.records import StepRecord
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 
+REDUCE_DTYPES = {ReduceDtype.FP32: torch.float32, ReduceDtype.BF16: torch.bfloat16}
 FIGURES = ("compute_ms", "loss", "propagate_ms", "step_ms")
 """What every rank reports after a step (one all-gather)."""
 
@@ -59,6 +72,7 @@ class ComputeStage:
     groups: ProcessGroups
     model: StageModel | None
     params: list[torch.nn.Parameter]
+    gradients: GradientBuffers
     route: Route
     link: StageLink | None
 
@@ -69,57 +83,70 @@ class StepRunner:
 
     def __init__(self, model: ModelSpec, context: RankContext, options: RuntimeOptions,
                  layout: OptimizerLayout) -> None:
-        self.model, self.context = model, context
+        self.model, self.context, self.record = model, context, options.record_operations
         self.placement = OptimizerPlacement(model, layout, context.world_size)
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
+        self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype]
+        self.groups = GroupCache(dist.new_group if context.world_size > 1 else None)
         self.stages: dict[str, ComputeStage] = {}
         self.current: ComputeStage | None = None
 
     def run(self, step: int, layout: StrategyLayout, plan: StepPlan, documents: Documents) -> StepRecord:
         """Steps 1–5 of the module docstring."""
         _check_plan(layout, plan)
+        created = self.groups.created
         stage = self._switch(self._stage(layout))
+        communicators = self.groups.created - created
         tokens = loss_tokens(plan)
-        start = time.perf_counter()
+        clock = StepClock(self.context.device)
         stage.route.propagate(self.optimizer.master, stage.params)
-        self._synchronize()
-        propagated = time.perf_counter()
-        loss_part = 0.0
+        clock.mark()
+        loss_part = torch.zeros((), dtype=torch.float32, device=self.context.device)
+        recording = None
         if stage.model is not None:
-            loss_part = self._compute(stage, plan, documents, tokens)
-        self._synchronize()
-        computed = time.perf_counter()
-        stage.route.reduce([p.grad for p in stage.params], self.optimizer.grad)
-        for param in stage.params:
-            param.grad = None
+            loss_part, recording = self._compute(stage, plan, documents, tokens)
+        clock.mark()
+        stage.route.reduce(stage.gradients.grads(), self.optimizer.grad, self.reduce_dtype)
+        stage.gradients.clear()
         self.optimizer.step()
-        self._synchronize()
-        done = time.perf_counter()
-        mine = ((computed - propagated) * 1e3, loss_part, (propagated - start) * 1e3, (done - start) * 1e3)
+        clock.mark()
+        propagate_ms, compute_ms, update_ms = clock.elapsed_ms()
+        mine = torch.tensor((compute_ms, 0.0, propagate_ms, propagate_ms + compute_ms + update_ms),
+                            dtype=torch.float64, device=self.context.device)
+        mine[FIGURES.index("loss")] = loss_part
         measured, figures = self._gather(stage, mine)
         reduce = max(0.0, figures["step_ms"] - figures["propagate_ms"] - max(measured))
+        operations = ()
+        if self.record:
+            leads = stage.place is not None and stage.place.tp_rank == 0 and stage.place.cp_rank == 0
+            operations = gather_operations(recording.rows() if recording else [], leads, stage.rank_map, plan,
+                                           layout.strategy, self.context.world, self.context.device)
         return StepRecord(step, str(layout), tokens, figures["loss"], measured,
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
                           figures["step_ms"], plan.predicted_ms, plan.planning_ms,
-                          strategy_index=plan.strategy_index)
+                          strategy_index=plan.strategy_index, communicators=communicators,
+                          operations=operations)
 
-    def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int) -> float:
+    def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents,
+                 tokens: int) -> tuple[torch.Tensor, RecordingWork | None]:
+        """This rank's part of the loss (on the device; zero but on a last stage's tp rank 0) and,
+        with ``record_operations``, the recording of its operations."""
         place, model = stage.place, stage.model
         pipeline = plan.pipelines[place.pipeline]
-        varlen = use_varlen_kernel(self.context.device, self.context.dtype, pipeline.scheme.cp)
-        batches = [pack_micro_batch(documents, mb, plan.alignment, stage.groups.cp, self.context.device, varlen,
+        kernel = attention_kernel(self.context.device, self.context.dtype)
+        batches = [pack_micro_batch(documents, mb, plan.alignment, stage.groups.cp, self.context.device, kernel,
                                     model.sequence_shards)
                    for mb in pipeline.micro_batches]
         work = StageWork(model, batches, tokens)
-        run_1f1b(work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
-        return work.loss if model.last and place.tp_rank == 0 else 0.0
+        recording = RecordingWork(work, self.context.device) if self.record else None
+        run_1f1b(recording or work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
+        return (work.loss if model.last and place.tp_rank == 0 else torch.zeros_like(work.loss)), recording
 
     def _stage(self, layout: StrategyLayout) -> ComputeStage:
         key = str(layout)
         if key not in self.stages:
             rank_map = RankMap(layout.pipelines, self.context.world_size)
-            new_group = dist.new_group if self.context.world_size > 1 else None
-            groups = ProcessGroups.create(rank_map, self.context.rank, new_group)
+            groups = ProcessGroups.create(rank_map, self.context.rank, self.groups)
             place = rank_map.place(self.context.rank)
             model, params, link = None, [], None
             if place is not None:
@@ -132,7 +159,8 @@ class StepRunner:
             route.check(self.context.device)
             if model is not None:
                 params = model.shard_parameters(route.shards)
-            self.stages[key] = ComputeStage(rank_map, place, groups, model, params, route, link)
+            gradients = GradientBuffers(params, fp32_main=self.context.dtype != torch.float32)
+            self.stages[key] = ComputeStage(rank_map, place, groups, model, params, gradients, route, link)
         return self.stages[key]
 
     def _switch(self, stage: ComputeStage) -> ComputeStage:
@@ -142,24 +170,46 @@ class StepRunner:
             if self.current is not None:
                 for param in self.current.params:
                     param.data = param.data.new_empty(0)
+                self.current.gradients.release()
             for param, shard in zip(stage.params, stage.route.shards):
                 if param.numel() == 0:
                     param.data = param.data.new_empty(shard.shape)
             self.current = stage
         return stage
 
-    def _gather(self, stage: ComputeStage, mine: tuple[float, ...]) -> tuple[tuple[float, ...], dict[str, float]]:
-        local = torch.tensor(mine, dtype=torch.float64, device=self.context.device)
-        every = self.context.world.all_gather(local).view(self.context.world_size, len(FIGURES)).cpu()
+    def _gather(self, stage: ComputeStage, mine: torch.Tensor) -> tuple[tuple[float, ...], dict[str, float]]:
+        every = self.context.world.all_gather(mine).view(self.context.world_size, len(FIGURES)).cpu()
         pipelines = len(stage.rank_map.pipelines)
         measured = tuple(max(float(every[r, 0]) for r in stage.rank_map.pipeline_ranks(p)) for p in range(pipelines))
         figures = {name: float(every[:, i].max()) for i, name in enumerate(FIGURES)}
         figures["loss"] = float(every[:, FIGURES.index("loss")].sum())
         return measured, figures
 
-    def _synchronize(self) -> None:
-        if self.context.device.type == "cuda":
-            torch.cuda.synchronize(self.context.device)
+
+class StepClock:
+    """Times of a step's phases without waiting for the device in between: CUDA events recorded
+    on the stream (CPU: the wall clock, operations being synchronous); :meth:`elapsed_ms` waits
+    once, for the last mark — the step's one synchronisation."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self.marks: list = []
+        self.mark()
+
+    def mark(self) -> None:
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self.marks.append(event)
+        else:
+            self.marks.append(time.perf_counter())
+
+    def elapsed_ms(self) -> tuple[float, ...]:
+        """Milliseconds between consecutive marks."""
+        if self.cuda:
+            self.marks[-1].synchronize()
+            return tuple(a.elapsed_time(b) for a, b in zip(self.marks, self.marks[1:]))
+        return tuple((b - a) * 1e3 for a, b in zip(self.marks, self.marks[1:]))
 
 
 def _check_plan(layout: StrategyLayout, plan: StepPlan) -> None:

@@ -116,8 +116,8 @@ def parse_strategy(text: str, model: ModelSpec, times: TimeSource, max_seq_len: 
 def scheme_times(model: ModelSpec, devices: int, space: SchemeSpace | None = None) -> TimeSource:
     """Time coefficients per scheme: the space's profile, or the analytic ``cpu`` model."""
     if space is not None:
-        require(space.model.name == model.name, "space.model", space.model.name,
-                f"differs from the trained model {model.name}")
+        require(space.model.matches(model), "space.model", space.model.name,
+                f"differs from the trained model {model.name} (the times are the space's model's)")
         return lambda scheme: space.profile(scheme).time
     device = device_preset("cpu")
     cluster = Cluster(devices, devices, device.name)

@@ -5,16 +5,17 @@ Scalars of step ``t`` (tag: value), with ``n_t`` loss tokens, measured step time
 (slowest rank), predicted step time ``p_t`` and ``w_t`` the wait for the plan
 (:mod:`hydraulis.runtime.records`):
 
-=============================  ==========================================
-``train/loss``                 the step's loss
-``train/tokens_per_s``         ``n_t / (m_t + w_t)``
-``time/measured_step_ms``      ``m_t``
-``time/predicted_step_ms``     ``p_t``
-``time/prediction_error``      ``|m_t − p_t| / m_t``
-``plan/strategy_index``        the strategy the plan chose (index into the run's strategies)
-``plan/planning_ms``           dispatch time of the step's plan
-``plan/wait_ms``               ``w_t``
-=============================  ==========================================
+===================================  ================================================================
+``train/loss``                       the step's loss
+``train/tokens_per_s``               ``n_t / (m_t + w_t)``
+``time/measured_step_ms``            ``m_t``
+``time/predicted_step_ms``           ``p_t``
+``time/prediction_error``            ``|m_t − p_t| / m_t``
+``plan/strategy_index``              the strategy the plan chose (index into the run's strategies)
+``plan/planning_ms``                 dispatch time of the step's plan
+``plan/wait_ms``                     ``w_t``
+``runtime/communicators_created``    process groups the step created (0 once every rank set was seen)
+===================================  ================================================================
 
 Text ``proposal`` (at the run's first step): the strategies the run may use, as the Markdown
 table ``hydraulis propose`` prints, with the planner's explanation.
@@ -46,6 +47,7 @@ def step_scalars(record: StepRecord) -> dict[str, float]:
         "plan/strategy_index": float(record.strategy_index),
         "plan/planning_ms": record.planning_ms,
         "plan/wait_ms": record.wait_ms,
+        "runtime/communicators_created": float(record.communicators),
     }
 
 

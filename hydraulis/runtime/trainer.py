@@ -13,12 +13,16 @@ Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the chec
    (:mod:`.checkpoint.store`), recording the loader position of the next batch; rank 0 adds
    the step to TensorBoard when asked (:mod:`.tensorboard`).
 
+The weights start from the seed, the checkpoint resumed, or a Hugging Face directory
+(:mod:`.checkpoint.hf_import`); a run of 0 steps writes that start as checkpoint
+``step-00000000`` (a conversion).
+
 Rank 0 logs one line per step::
 
-    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0
+    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0  new groups 0
 
 (one ``measured/predicted`` compute pair per pipeline, then the whole step against the plan's
-prediction). The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
+prediction, and the process groups the step created). The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
 """
 
 from __future__ import annotations
@@ -27,13 +31,15 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
+from hydraulis.artifacts.train_log import read_train_log, write_train_log
 from hydraulis.data.loader import LoaderPosition
 from hydraulis.runtime.broadcast import share_plan
+from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.store import restore, save_checkpoint
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job, world_size
@@ -48,6 +54,8 @@ from hydraulis.runtime.tensorboard import TensorBoardLog
 from hydraulis.types import ModelSpec, OptimizerLayout, Scheme, StepPlan, TimeCoefficients
 
 log = logging.getLogger(__name__)
+RECORDS = "train_log.json"
+"""Rank 0's step records, handed to the launching process."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,10 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
     if run.resume and not reference:
         restore(run.resume.folder, run.resume.manifest, runner.optimizer, context.rank)
         position = run.resume.manifest.position
+    elif run.init_from:
+        load_hf_weights(run.init_from, runner.optimizer)
+    if run.checkpoint and not reference and run.steps == 0:
+        save_checkpoint(run.checkpoint.root, 0, runner.optimizer, run.data, position, context)
     planner = _planner(run, context, reference)
     board = _tensorboard(run, context, reference)
     batches = run.data.batches(position)
@@ -113,8 +125,8 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
 def train_job(context: RankContext, run: TrainingRun, options: RuntimeOptions, folder: str | None = None) -> None:
     """The per-rank body of ``hydraulis train``; rank 0 saves the step records in ``folder``."""
     result = train(context, run, options)
-    if context.rank == 0 and folder is not None:
-        torch.save([asdict(r) for r in result.records], Path(folder) / "records.pt")
+    if context.rank == 0 and folder is not None and result.records:
+        write_train_log(Path(folder) / RECORDS, result.records)
 
 
 def run_training(run: TrainingRun, options: RuntimeOptions, nproc: int = 0,
@@ -125,8 +137,8 @@ def run_training(run: TrainingRun, options: RuntimeOptions, nproc: int = 0,
         run.optimizer_layout.check(run.model, nproc or world_size(nproc, run.devices))
     with tempfile.TemporaryDirectory(prefix="hydraulis-train-") as folder:
         run_job(train_job, (run, options, folder), options, nproc, run.devices, log_level)
-        saved = Path(folder) / "records.pt"
-        return tuple(StepRecord(**r) for r in torch.load(saved)) if saved.exists() else ()
+        saved = Path(folder) / RECORDS
+        return read_train_log(saved) if saved.exists() else ()
 
 
 def _next_plan(planner: PlanAhead | None, context: RankContext) -> tuple[StepPlan, float]:

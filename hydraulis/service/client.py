@@ -2,9 +2,10 @@
 retries and timeouts.
 
 Each request has ``timeout_s`` to connect and answer. A connection error, a timeout or a 5xx
-answer is retried up to ``attempts`` times in all, waiting ``backoff_s·2^k`` before retry ``k``;
-then :class:`PlannerUnavailable` says which URL failed how. A 4xx answer is not retried: the
-request itself is wrong, and the service's error (``{"error": {"code", "message", "field"}}``)
+answer is retried up to ``attempts`` times in all, waiting ``backoff_s·2^k`` before retry ``k``
+— or the ``Retry-After`` seconds of a 503 (the service's queue is full), when longer; then
+:class:`PlannerUnavailable` says which URL failed how. A 4xx answer is not retried: the request
+itself is wrong, and the service's error (``{"error": {"code", "message", "field"}}``)
 becomes a :class:`~hydraulis.errors.HydraulisError` naming the field. With ``token`` the requests
 carry ``Authorization: Bearer <token>``.
 """
@@ -72,10 +73,10 @@ class PlannerClient:
         self.http.close()
 
     def _post(self, body: dict) -> dict:
-        failure = ""
+        failure, retry_after = "", 0.0
         for attempt in range(self.options.attempts):
             if attempt:
-                time.sleep(self.options.backoff_s * 2 ** (attempt - 1))
+                time.sleep(max(self.options.backoff_s * 2 ** (attempt - 1), retry_after))
             try:
                 response = self.http.post(ROUTE, json=body)
             except httpx.HTTPError as error:
@@ -86,6 +87,7 @@ class PlannerClient:
             if response.status_code < 500:
                 raise _client_error(response)
             failure = f"HTTP {response.status_code}: {response.text[:200]}"
+            retry_after = _seconds(response.headers.get("retry-after"))
         raise PlannerUnavailable(f"planner service {self.url}{ROUTE}: no step plan after {self.options.attempts} "
                                  f"attempts of {self.options.timeout_s:g} s (last: {failure})")
 
@@ -94,6 +96,14 @@ class PlannerClient:
         if key not in self._proposals:
             self._proposals[key] = proposal_to_dict(proposal)
         return self._proposals[key]
+
+
+def _seconds(header: str | None) -> float:
+    """A ``Retry-After`` header in seconds (0 when absent or not a number of seconds)."""
+    try:
+        return min(max(float(header), 0.0), 60.0) if header else 0.0
+    except ValueError:
+        return 0.0
 
 
 def _client_error(response: httpx.Response) -> HydraulisError:

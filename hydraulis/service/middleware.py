@@ -1,20 +1,25 @@
-"""ASGI middleware: request ids with one structured log line per request, and the body limit."""
+"""ASGI middleware, outermost first: request ids with one structured log line per request;
+bearer-token authentication; admission to the worker pool; the body limit. Authentication and
+admission answer from the headers alone, before any of the body is read."""
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import time
 import uuid
 
 from hydraulis.service.errors import error_body
+from hydraulis.service.pool import WorkerPool
 
 logger = logging.getLogger("hydraulis.service.access")
 
 
 class RequestLog:
     """Gives every request an id (``X-Request-ID``, kept when the client sends one) and logs
-    ``{"request_id", "method", "route", "status", "duration_ms"}`` as one JSON line."""
+    ``{"request_id", "method", "path", "status", "duration_ms"}`` as one JSON line (the full
+    path, ``/v1/step-plans``)."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -37,12 +42,58 @@ class RequestLog:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            route = scope.get("route")
-            logger.info(json.dumps({
-                "request_id": request_id, "method": scope.get("method"),
-                "route": getattr(route, "path", scope.get("path")), "status": status["code"],
-                "duration_ms": round((time.perf_counter() - start) * 1e3, 3),
-            }))
+            if logger.isEnabledFor(logging.INFO):
+                logger.info(json.dumps({
+                    "request_id": request_id, "method": scope.get("method"),
+                    "path": scope.get("root_path", "") + scope.get("path", ""), "status": status["code"],
+                    "duration_ms": round((time.perf_counter() - start) * 1e3, 3),
+                }))
+
+
+class BearerAuth:
+    """With a ``token``, every request under ``prefix`` needs ``Authorization: Bearer <token>``;
+    otherwise 401 with ``WWW-Authenticate: Bearer``, before the body is read."""
+
+    def __init__(self, app, token: str | None, prefix: str = "/v1/") -> None:
+        self.app, self.token, self.prefix = app, token, prefix
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and self.token is not None and scope.get("path", "").startswith(self.prefix):
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            scheme, _, credentials = given.partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(credentials.strip(), self.token.encode()):
+                challenge = b"Bearer" if not given else b'Bearer error="invalid_token"'
+                await respond(send, 401, error_body("unauthorized", "a valid bearer token is required "
+                                                                    "(Authorization: Bearer <token>)"),
+                              [(b"www-authenticate", challenge)])
+                return
+        await self.app(scope, receive, send)
+
+
+class Admission:
+    """Every ``POST`` under ``prefix`` takes a place in the worker pool's admission
+    (:meth:`WorkerPool.admit`) for as long as it runs; without one it is answered 503 with
+    ``Retry-After`` at once, before the body is read."""
+
+    def __init__(self, app, pool: WorkerPool, prefix: str = "/v1/") -> None:
+        self.app, self.pool, self.prefix = app, pool, prefix
+
+    async def __call__(self, scope, receive, send) -> None:
+        planning = scope.get("method") == "POST" and scope.get("path", "").startswith(self.prefix)
+        if scope["type"] != "http" or not planning:
+            await self.app(scope, receive, send)
+            return
+        if not self.pool.admit():
+            retry = self.pool.retry_after_s()
+            await respond(send, 503, error_body("overloaded", f"all {self.pool.workers} planning workers are busy "
+                                                              f"and {self.pool.queue} requests wait; retry after "
+                                                              f"{retry} s"),
+                          [(b"retry-after", str(retry).encode())])
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.pool.release()
 
 
 class BodyLimit:
@@ -78,11 +129,17 @@ class BodyLimit:
                                       receive), send)
 
     async def _reject(self, send) -> None:
-        body = json.dumps(error_body("body_too_large", f"request body exceeds max_body_bytes = {self.max_bytes}",
-                                     "body")).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await respond(send, 413, error_body("body_too_large", f"request body exceeds max_body_bytes = "
+                                                              f"{self.max_bytes}", "body"))
+
+
+async def respond(send, status: int, document: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    """Send a whole JSON response from ASGI middleware."""
+    body = json.dumps(document).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _replay(messages, then=None):

@@ -6,25 +6,36 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hydraulis.errors import require, require_int, require_number
+from hydraulis.limits import QUEUE, WORKERS
 
 TOKEN_VARIABLE = "HYDRAULIS_API_TOKEN"
 
 
 @dataclass(frozen=True)
 class ServiceSettings:
-    """``auth_token`` (from ``HYDRAULIS_API_TOKEN``) turns on bearer-token auth for ``/v1/*``;
-    ``cors_origins`` empty keeps CORS off. Requests beyond a limit get 413 (body, sequences) or
-    422 (devices, time limit) with a message naming the limit."""
+    """``workers`` planning processes, ``queue`` more requests admitted to wait for one (beyond:
+    503 with ``Retry-After``); ``auth_token`` (from ``HYDRAULIS_API_TOKEN``, at least 8
+    characters) turns on bearer-token auth for ``/v1/*``; ``cors_origins`` empty keeps CORS off.
+    Requests beyond a limit get 413 (body, sequences, devices × strategies) or 422 (devices,
+    time limit) with a message naming the limit. ``default_time_limit_s`` is a proposal's
+    planning time when the request names none, and the grace every deadline adds to the
+    request's own time limit."""
 
+    workers: int = 1
+    queue: int = 64
     max_body_bytes: int = 64 * 2**20
     max_sequences: int = 4_000_000
     max_devices: int = 65_536
+    max_device_strategies: int = 65_536
     max_time_limit_s: float = 120.0
     default_time_limit_s: float = 10.0
     auth_token: str | None = None
     cors_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        WORKERS.check(self.workers, "workers")
+        QUEUE.check(self.queue, "queue")
+        require_int(self.max_device_strategies, "max_device_strategies", minimum=1)
         require_int(self.max_body_bytes, "max_body_bytes", minimum=1024)
         require_int(self.max_sequences, "max_sequences", minimum=1)
         require_int(self.max_devices, "max_devices", minimum=1)

@@ -77,7 +77,7 @@ def compare_step(space: SchemeSpace, proposal: Proposal, documents: Sequence[int
         for contender, (candidate, chosen) in best.items()
     )
     work_bound = lower_bound_ms(batch, [(o.scheme, o.time, o.capacity) for o in usable], proposal.devices)
-    times = tuple(tuple(t) for t in micro_batch_times_ms(plan, proposal))
+    times = tuple(tuple(t) for t in micro_batch_times_ms(plan, plan.strategy(proposal)))
     return StepComparison(seed, tuple(batch.tolist()), work_bound, plan, times, pipeline_timelines(plan, proposal),
                           contenders)
 

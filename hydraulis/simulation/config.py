@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, field
 
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
-from hydraulis.errors import require, require_int
+from hydraulis.errors import require
+from hydraulis.limits import SAMPLED_STEPS, SYNTHESIS_EVALUATIONS
 from hydraulis.planner import PlannerConfig
 
 HELD_OUT_SEED_OFFSET = 1
@@ -38,12 +39,12 @@ class SimulationConfig:
     def __post_init__(self) -> None:
         require(isinstance(self.planner, PlannerConfig), "planner", type(self.planner).__name__,
                 "must be a PlannerConfig")
-        require_int(self.steps, "steps", minimum=1)
+        SAMPLED_STEPS.check(self.steps, "steps")
         require(isinstance(self.dispatch, DispatchOptions), "dispatch", type(self.dispatch).__name__,
                 "must be DispatchOptions")
         require(isinstance(self.synthesis, Synthesise), "synthesis", self.synthesis,
                 f"must be one of {[m.value for m in Synthesise]}")
-        require_int(self.synthesis_evaluations, "synthesis_evaluations", minimum=0, maximum=10_000)
+        SYNTHESIS_EVALUATIONS.check(self.synthesis_evaluations, "synthesis_evaluations")
 
     @property
     def step_seed(self) -> int:

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from hydraulis.simulation import Contender, ContenderSummary, Family, Simulation  # noqa: E402
 
@@ -44,8 +45,9 @@ def draw_step_times(simulation: Simulation, summaries: tuple[ContenderSummary, .
               linestyle="--", label="work bound (design §4)")
     axes.set_yscale("log")
     axes.set_xlabel("simulated step")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylabel("predicted step time (s)")
-    axes.set_title(_title(simulation) + " — ×: Hydraulis' speed-up over it")
+    _suptitle(figure, _title(simulation) + " — ×: Hydraulis' speed-up over it")
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
     figure.savefig(path, dpi=DPI)
@@ -61,6 +63,7 @@ def draw_planning_latency(simulation: Simulation, path: Path) -> None:
     left.axvline(median, color="black", linestyle="--", label=f"median {median:.1f} ms")
     left.set_xlabel("planning time per step (ms)")
     left.set_ylabel("steps")
+    left.yaxis.set_major_locator(MaxNLocator(integer=True))
     left.set_title("Hydraulis dispatch, per step")
     left.legend()
     for y, run in enumerate(simulation.runs):
@@ -69,7 +72,7 @@ def draw_planning_latency(simulation: Simulation, path: Path) -> None:
     right.set_yticks(range(len(simulation.runs)), [run.contender.value for run in simulation.runs], fontsize=7)
     right.set_xlabel("planning time per step (ms): median, 10th–90th percentile")
     right.set_title("every contender")
-    figure.suptitle(_title(simulation))
+    _suptitle(figure, _title(simulation))
     figure.tight_layout()
     figure.savefig(path, dpi=DPI)
     plt.close(figure)
@@ -89,14 +92,20 @@ def draw_strategy_usage(simulation: Simulation, path: Path) -> None:
     axes.set_xticks(np.arange(bars) + 0.4 - width / 2,
                     [f"strategy {i}" for i in range(len(strategies))] + ["synthesised"])
     axes.set_ylabel("steps")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.legend(fontsize=8)
     names = "\n".join(textwrap.shorten(f"{i}: {p.strategy}  (serves ({p.serves_from}, {p.serves_to}])", 150)
                       for i, p in enumerate(strategies))
-    axes.set_title(_title(simulation) + " — strategy chosen per step")
+    _suptitle(figure, _title(simulation) + " — strategy chosen per step")
     figure.text(0.01, 0.01, names, fontsize=7, va="bottom", family="monospace")
     figure.tight_layout(rect=(0, 0.03 + 0.03 * len(strategies), 1, 1))
     figure.savefig(path, dpi=DPI)
     plt.close(figure)
+
+
+def _suptitle(figure, text: str) -> None:
+    """``text`` as the figure's title, wrapped to the figure's width so that no part is cut."""
+    figure.suptitle(textwrap.fill(text, width=int(figure.get_figwidth() * 11)), fontsize=11)
 
 
 def _title(simulation: Simulation) -> str:

@@ -15,7 +15,8 @@ from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
 from hydraulis.runtime.config import OptimizerKind
 from hydraulis.runtime.checkpoint.manifest import MANIFEST_FILE, CheckpointManifest, ShardFile
-from hydraulis.runtime.records import StepRecord
+from hydraulis.cost.pipeline import Phase, ScheduledOp
+from hydraulis.runtime.records import PipelineOperations, StepRecord
 from hydraulis.runtime.checkpoint.resume import find_checkpoint, latest_checkpoint
 from hydraulis.types import OptimizerLayout
 
@@ -30,7 +31,7 @@ def test_manifest_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("change, field", [
-    (lambda d: d.update(step=0), "step"),
+    (lambda d: d.update(step=-1), "step"),
     (lambda d: d["optimizer"].update(kind="lbfgs"), "optimizer.kind"),
     (lambda d: d.update(shards=d["shards"][:1]), "shards"),
     (lambda d: d["position"].update(batch=-1), "position.batch"),
@@ -61,3 +62,14 @@ def test_train_log_round_trip(tmp_path):
     records = (StepRecord(0, "1,1,1x4", 200, 6.9, (90.0, 80.0), (70.0, 70.0), 1.0, 9.0, 100.0, 80.0, 1.0, 0.5),)
     write_train_log(tmp_path / "log.json", records)
     assert read_train_log(tmp_path / "log.json") == records
+    assert "operations" not in (tmp_path / "log.json").read_text()
+
+
+def test_recorded_operations_round_trip(tmp_path):
+    ops = (ScheduledOp(0, 0, Phase.FORWARD, 0.0, 1.5), ScheduledOp(0, 0, Phase.BACKWARD, 1.5, 4.5),
+           ScheduledOp(1, 0, Phase.FORWARD, 1.6, 3.0))
+    operations = (PipelineOperations(0, (4.5,), ops),)
+    records = (StepRecord(0, "1,1,2", 20, 6.9, (9.0,), (7.0,), 1.0, 9.0, 10.0, 8.0, 1.0, operations=operations),)
+    write_train_log(tmp_path / "log.json", records)
+    assert read_train_log(tmp_path / "log.json") == records
+    assert operations[0].stage_order(0) == [("F", 0), ("B", 0)]

@@ -22,8 +22,8 @@ def test_comments_and_blank_lines_are_skipped(tmp_path):
 @pytest.mark.parametrize("content, needle", [
     ("", "holds no lengths"),
     ("12\nabc\n", "l.txt:2: 'abc' is not an integer"),
-    ("12\n-4\n", "l.txt:2: -4 must be a positive length"),
-    ("0\n", "l.txt:1: 0 must be a positive length"),
+    ("12\n-4\n", "l.txt:2: -4 must be between 1 and 2147483647"),
+    ("0\n", "l.txt:1: 0 must be between 1 and 2147483647"),
 ])
 def test_bad_text_files(tmp_path, content, needle):
     (tmp_path / "l.txt").write_text(content)

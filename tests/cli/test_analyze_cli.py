@@ -36,7 +36,7 @@ def test_directory_corpus_counts_undecodable_files(tmp_path):
     result = hydraulis("analyze", "--corpus", str(tmp_path / "src"), "--glob", "*.py", "--vocab-size", "300",
                        "--cache-dir", str(tmp_path / "cache"), "-o", str(tmp_path / "r"))
     assert result.returncode == 0, result.stderr
-    assert "1 documents" in result.stdout and "1 undecodable files skipped" in result.stdout
+    assert "1 document," in result.stdout and "1 undecodable file skipped" in result.stdout
 
 
 def test_lengths_file(tmp_path):
@@ -62,7 +62,7 @@ def _file(name: str, content: bytes):
     (_file("c.jsonl", b'{"text": "x"}\n'), ["--text-field", "body"], "text_field: 'body' is not a field"),
     (_file("c.jsonl", b'{"text": "x"}\n'), ["--token-budget", "1000", "--max-seq-len", "4096"],
      "token_budget: 1000 is smaller than one sequence of max_seq_len = 4096 tokens"),
-    (_file("c.jsonl", b'{"text": "x"}\n'), ["--vocab-size", "100"], "vocab_size: 100 must be >= 257"),
+    (_file("c.jsonl", b'{"text": "x"}\n'), ["--vocab-size", "100"], "--vocab-size: '100' must be between 257 and 1048576"),
     (_file("c.jsonl", b'{"text": "x"}\n'), ["--tokenizer", "/nonexistent/tokenizer.json"], "does not exist"),
     (_file("c.jsonl", b'{"text": "x"}\n'), ["--tokenizer", "t.json", "--vocab-size", "1024"],
      "--vocab-size: 1024 applies to a trained tokenizer"),

@@ -28,8 +28,8 @@ def test_synth_writes_a_lengths_file_the_planner_reads(tmp_path):
 def test_bad_input_exits_2_with_one_line(tmp_path):
     for args, needle in [
         (["data", "build-stdlib", "--root", str(tmp_path / "nope"), "-o", str(tmp_path / "c.jsonl")], "does not exist"),
-        (["data", "synth", "--docs", "0", "-o", str(tmp_path / "l.txt")], "docs: 0 must be >= 1"),
-        (["data", "synth", "--docs", "9", "--tail-alpha", "-1", "-o", str(tmp_path / "l.txt")], "tail_alpha: -1.0 must be > 0"),
+        (["data", "synth", "--docs", "0", "-o", str(tmp_path / "l.txt")], "--docs: '0' must be between 1 and 16777216"),
+        (["data", "synth", "--docs", "9", "--tail-alpha", "-1", "-o", str(tmp_path / "l.txt")], "--tail-alpha: '-1' must be > 0 and <= 100"),
     ]:
         result = hydraulis(*args)
         assert result.returncode == 2, (args, result.stderr)

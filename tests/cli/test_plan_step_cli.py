@@ -82,15 +82,15 @@ def test_summary_of_all_methods_over_sampled_steps():
 
 @pytest.mark.parametrize("extra, message", [
     (["--method", "greedy"], "invalid choice"),
-    (["--time-limit", "-1"], "ilp_time_limit_s: -1.0 must be >= 0.0"),
-    (["--ilp-nodes", "-1"], "ilp_nodes: -1 must be >= 0"),
-    (["--alignment", "0"], "alignment: 0 must be >= 1"),
+    (["--time-limit", "-1"], "--time-limit: '-1' must be between 0 and 3600"),
+    (["--alignment", "0"], "--alignment: '0' must be between 1 and 65536"),
+    (["--ilp-nodes", "-1"], "--ilp-nodes: '-1' must be between 0 and 10000000"),
     (["--token-budget", "100"], "--token-budget: 100 needs --steps"),
     (["--steps", "2"], "--token-budget: None is required with --steps"),
-    (["--steps", "0", "--token-budget", "200000"], "--steps: 0 must be >= 1"),
+    (["--steps", "0", "--token-budget", "200000"], "--steps: '0' must be between 1 and 100000"),
     (["--steps", "2", "--token-budget", "200000", "--gantt", "x.png"], "leave out --steps"),
     (["--synthesise", "space"], "synthesise: 'space' needs the scheme space: give --space"),
-    (["--synthesis-evaluations", "-1"], "synthesis_evaluations: -1 must be >= 0"),
+    (["--synthesis-evaluations", "-1"], "--synthesis-evaluations: '-1' must be between 0 and 1000"),
 ])
 def test_bad_arguments(batch, extra, message):
     run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, *extra)
@@ -99,8 +99,8 @@ def test_bad_arguments(batch, extra, message):
 
 @pytest.mark.parametrize("content, message", [
     ("", "holds no lengths"),
-    ("10\n0\n", "must be a positive length"),
-    ("10\n-5\n", "must be a positive length"),
+    ("10\n0\n", "must be between 1 and"),
+    ("10\n-5\n", "must be between 1 and"),
     ("10\n99999999\n", "exceeds the longest sequence any pipeline of the proposal can hold"),
 ])
 def test_bad_batches(tmp_path, content, message):

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -54,17 +53,37 @@ def _lines(path, kind="profile_measurement"):
     return [line for line in path.read_text().splitlines() if line.endswith("}") and json.loads(line)["kind"] == kind]
 
 
+KILL_AFTER_FIRST_LINE = """
+import os
+import signal
+
+import hydraulis.artifacts.measurements as measurements
+
+append = measurements.MeasurementCache.append
+
+
+def append_then_die(self, measurement, settings):
+    append(self, measurement, settings)
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+measurements.MeasurementCache.append = append_then_die
+"""
+"""``sitecustomize`` for the sweep's processes (the measuring ranks are spawned interpreters):
+the first measured point written to the cache kills the sweep's whole process group — a kill
+at a known point, not a race with the sweep."""
+
+
 @pytest.mark.distributed
 def test_a_killed_sweep_resumes_without_measuring_finished_points(tmp_path):
-    cache, output = tmp_path / "cache", tmp_path / "space.json"
+    cache, output, hook = tmp_path / "cache", tmp_path / "space.json", tmp_path / "hook"
     measurements = cache / "measurements.jsonl"
-    sweep = subprocess.Popen(_profile_command(cache, output), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
-    deadline = time.monotonic() + 240
-    while not _lines(measurements) and sweep.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    os.killpg(sweep.pid, signal.SIGKILL)
-    sweep.wait()
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(KILL_AFTER_FIRST_LINE)
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
+    sweep = subprocess.run(_profile_command(cache, output), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env=environment, start_new_session=True)
+    assert sweep.returncode == -signal.SIGKILL
     finished = len(_lines(measurements))
     assert 0 < finished and not output.exists()
 

@@ -64,8 +64,8 @@ def _write(tmp_path, name, text):
     (lambda s, t: propose_args(s, t / "o.json", lengths=_write(t, "words.txt", "12\nabc\n")),
      "words.txt:2: 'abc' is not an integer"),
     (lambda s, t: propose_args(s, t / "o.json", lengths=_write(t, "neg.txt", "12\n-4\n")),
-     "neg.txt:2: -4 must be a positive length"),
-    (lambda s, t: propose_args(s, t / "o.json", **{"--strategies": "0"}), "strategies: 0 must be >= 1"),
+     "neg.txt:2: -4 must be between 1 and"),
+    (lambda s, t: propose_args(s, t / "o.json", **{"--strategies": "0"}), "--strategies: '0' must be between 1 and 64"),
 ])
 def test_bad_input_exits_2_with_one_line(space, tmp_path, make, needle):
     done = hydraulis(*make(space, tmp_path))

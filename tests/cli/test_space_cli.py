@@ -61,7 +61,7 @@ def _bad_space(tmp_path, mutate) -> str:
     (lambda t: ["space", "show", _bad_space(t, lambda d: None), "--optimizer-layout", "5,4,1"], "does not divide the 64 devices"),
     (lambda t: ["space", "show", _bad_space(t, lambda d: None), "--optimizer-layout", "8,4"], "DP,TP,PP"),
     (lambda t: ["space", "analytic", "--model", "llama-7b", "--device", "h100-80g", "--devices", "0", "-o",
-                str(t / "x.json")], "cluster.devices: 0"),
+                str(t / "x.json")], "--devices: '0' must be between 1 and 65536"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, make_args, needle):
     result = hydraulis(*make_args(tmp_path))

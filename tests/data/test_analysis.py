@@ -68,7 +68,7 @@ def test_token_labels():
 
 @pytest.mark.parametrize("call, needle", [
     (lambda: AnalysisConfig(100, 1000), "token_budget: 100 is smaller than one sequence of max_seq_len = 1000"),
-    (lambda: AnalysisConfig(1000, 100, steps=0), "steps: 0 must be >= 1"),
+    (lambda: AnalysisConfig(1000, 100, steps=0), "steps: 0 must be between 1 and 100000"),
     (lambda: AnalysisConfig(1000, 100, bucket_edges=(10, 5)), "must be strictly increasing"),
     (lambda: AnalysisConfig(1000, 100, bucket_edges=()), "must list at least one edge"),
     (lambda: analyze_lengths([], AnalysisConfig(1000, 100)), "is empty"),

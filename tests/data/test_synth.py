@@ -32,11 +32,11 @@ def test_without_a_tail_every_length_is_from_the_body():
 
 
 @pytest.mark.parametrize("call, needle", [
-    (lambda: synth_lengths(0), "docs: 0 must be >= 1"),
+    (lambda: synth_lengths(0), "docs: 0 must be between 1 and 16777216"),
     (lambda: LongTail(tail_alpha=0.0), "tail_alpha: 0.0 must be > 0"),
-    (lambda: LongTail(tail_share=1.5), "tail_share: 1.5 must be <= 1.0"),
-    (lambda: LongTail(body_sigma=-1.0), "body_sigma: -1.0 must be >= 0.0"),
-    (lambda: LongTail(tail_start=8192, max_len=100), "max_len: 100 must be >= 8192"),
+    (lambda: LongTail(tail_share=1.5), "tail_share: 1.5 must be between 0 and 1"),
+    (lambda: LongTail(body_sigma=-1.0), "body_sigma: -1.0 must be between 0 and 10"),
+    (lambda: LongTail(tail_start=8192, max_len=100), "max_len: 100 must be >= tail_start = 8192"),
 ])
 def test_bad_parameters(call, needle):
     with pytest.raises(HydraulisError, match=needle):

@@ -83,7 +83,7 @@ def check_plan(prop: Proposal, plan: StepPlan, batch, alignment: int, policy: Ov
             assert placed[index] == [limit]
         else:
             assert sum(placed[index]) == length and max(placed[index]) <= limit
-    for pipeline, times in zip(plan.pipelines, micro_batch_times_ms(plan, prop)):
+    for pipeline, times in zip(plan.pipelines, micro_batch_times_ms(plan, plan.strategy(prop))):
         expected = simulate_1f1b(times, pipeline.scheme.pp, prop.pipeline_model).makespan_ms if times else 0.0
         assert pipeline.predicted_ms == pytest.approx(expected, rel=1e-9, abs=1e-9)
     made = plan.synthesis

@@ -61,7 +61,7 @@ def test_longest_first_with_seeded_ties():
 def test_options_are_validated():
     with pytest.raises(HydraulisError, match="ilp_time_limit_s"):
         DispatchOptions(ilp_time_limit_s=-1)
-    with pytest.raises(HydraulisError, match="ilp_nodes: -1 must be >= 0"):
+    with pytest.raises(HydraulisError, match="ilp_nodes: -1 must be between 0 and 10000000"):
         DispatchOptions(ilp_nodes=-1)
     with pytest.raises(HydraulisError, match="ilp_solver"):
         DispatchOptions(ilp_solver="gurobi")

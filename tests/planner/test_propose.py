@@ -145,13 +145,13 @@ def test_impossible_requests_name_the_field(space_7b, lengths, change, message):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"strategies": 0}, "strategies: 0 must be >= 1"),
+    ({"strategies": 0}, "strategies: 0 must be between 1 and 64"),
     ({"devices": 12}, "devices: 12 must fill whole nodes: a multiple of devices_per_node = 8"),
     ({"token_budget": 1000}, "token_budget: 1000 is smaller than one sequence of max_seq_len = 32768 tokens"),
     ({"tolerance": 0.0}, "tolerance: 0.0 must be > 0"),
     ({"search_steps": 0}, "search_steps: 0 must be >= 1"),
-    ({"search_evaluations": -1}, "search_evaluations: -1 must be >= 0"),
-    ({"solver_nodes": 0}, "solver_nodes: 0 must be >= 1"),
+    ({"search_evaluations": -1}, "search_evaluations: -1 must be between 0 and 100000"),
+    ({"solver_nodes": 0}, "solver_nodes: 0 must be between 1 and 10000000"),
 ])
 def test_bad_configurations(change, message):
     with pytest.raises(HydraulisError, match=message.replace("(", r"\(").replace(")", r"\)")):

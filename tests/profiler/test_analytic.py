@@ -2,7 +2,9 @@ import pytest
 
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_profile
-from hydraulis.types import Cluster, Scheme
+from hydraulis.runtime.layout import even_split
+from hydraulis.runtime.memory.activations import stage_bytes_per_token
+from hydraulis.types import Cluster, Recompute, Scheme
 
 
 def profile(scheme: Scheme, devices: int = 64):
@@ -20,7 +22,18 @@ def test_sharding_divides_work_and_memory():
     assert tp2.time.a == pytest.approx(base.time.a / 2)
     assert cp2.time.a == pytest.approx(base.time.a / 2)
     assert base.time.b / 2 < tp2.time.b < base.time.b
-    assert tp2.activation_bytes_per_token == pytest.approx(base.activation_bytes_per_token / 2)
+    assert base.activation_bytes_per_token / 2 < tp2.activation_bytes_per_token < base.activation_bytes_per_token
+    assert base.activation_bytes_per_token / 2 < cp2.activation_bytes_per_token < base.activation_bytes_per_token
+
+
+@pytest.mark.parametrize("scheme", [Scheme(1, 1, 1), Scheme(1, 8, 1), Scheme(2, 2, 4), Scheme(1, 4, 8)])
+def test_activations_are_the_runtimes_accounting_of_the_most_loaded_stage(scheme):
+    model = model_preset("llama-7b")
+    split = even_split(model.layers, scheme.pp)
+    stages = [stage_bytes_per_token(model, scheme, (Recompute.NONE,) * layers, stage, 2)
+              for stage, layers in enumerate(split)]
+    assert profile(scheme).activation_bytes_per_token == max(stages)
+    assert stages[0] == max(stages)
 
 
 def test_tensor_parallel_across_nodes_pays_the_network():

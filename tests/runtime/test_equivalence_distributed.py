@@ -26,12 +26,27 @@ CASES = [TrainConfig("tiny", (spec,), 2, token_budget=BUDGET, runtime=OPTIONS) f
     TrainConfig("tiny", ("1,1,2:3/1+2,1,1", "1,2,1+1,1,2", "2,1,1+1,1,1x2"), 3, token_budget=BUDGET, runtime=OPTIONS),
     TrainConfig("tiny", ("1,4,1",), 2, token_budget=BUDGET, runtime=OPTIONS),
 ]
+CYCLE = ("1,2,1x2", "2,2,1[sp]", "1,2,2")
+"""Three strategies over the same tp rank sets (the second adds two cp groups), cycled for six steps."""
+CASES.append(TrainConfig("tiny", CYCLE, 6, token_budget=BUDGET, runtime=OPTIONS))
+
+
+LONG_DOCUMENTS = (5000, 900, 300, 60, 1200, 4500)
+"""Lengths of the context-parallel case: a batch holding documents of more than 4,096 tokens."""
+
+
+def _long_documents_case(folder) -> TrainConfig:
+    lengths = folder / "long.txt"
+    lengths.write_text("\n".join(map(str, LONG_DOCUMENTS)) + "\n")
+    return TrainConfig("tiny", ("2,1,1", "1,1,1+2,1,1"), 2, token_budget=8000,
+                       max_seq_len=6000, lengths_file=str(lengths), runtime=OPTIONS)
 
 
 @pytest.fixture(scope="module")
-def results():
-    runs = [resolve_run(config) for config in CASES]
-    return dict(zip([" / ".join(c.strategies) for c in CASES], check_equivalence(runs, OPTIONS, nproc=4)))
+def results(tmp_path_factory):
+    cases = CASES + [_long_documents_case(tmp_path_factory.mktemp("lengths"))]
+    runs = [resolve_run(config) for config in cases]
+    return dict(zip([" / ".join(c.strategies) for c in cases], check_equivalence(runs, OPTIONS, nproc=4)))
 
 
 @pytest.mark.parametrize("spec", ACCEPTANCE)
@@ -65,3 +80,16 @@ def test_step_records_report_every_pipeline(results):
     assert len(record.measured_ms) == len(record.predicted_ms) == 3
     assert all(ms > 0 for ms in record.measured_ms + record.predicted_ms)
     assert record.tokens == sum(next(resolve_run(CASES[5]).data.batches()).lengths)
+
+
+def test_context_parallelism_over_documents_longer_than_4096_tokens(results, tmp_path):
+    batch = next(resolve_run(_long_documents_case(tmp_path)).data.batches())
+    assert max(batch.lengths) > 4096
+    result = results["2,1,1 / 1,1,1+2,1,1"]
+    assert result.max_rel_diff <= 1e-5, (result.worst_parameter, result.max_rel_diff)
+
+
+def test_cycling_three_strategies_creates_no_communicator_after_the_third_step(results):
+    result = results[" / ".join(CYCLE)]
+    assert [r.communicators for r in result.records] == [2, 2, 0, 0, 0, 0]
+    assert result.max_rel_diff <= 1e-5

@@ -89,7 +89,7 @@ def test_summary_worked_example():
     assert (summary.synthesised, summary.communicators, summary.communicator_bound) == (1, 2, 2)
     assert summarize(records, devices=8).communicator_bound == 4
     assert "1 steps on a strategy made for them; 2 distinct communicators (bound 2)" in summary_line(summary)
-    assert "(0% after each strategy's first step)" in summary_line(summary)
+    assert "(0% after each strategy's first step: median 0%, p90 0%)" in summary_line(summary)
 
 
 def test_the_warm_error_leaves_out_each_strategys_first_step():
@@ -99,7 +99,8 @@ def test_the_warm_error_leaves_out_each_strategys_first_step():
     records = [step(0, "1,1,1", 500.0, 50.0), step(1, "1,1,2", 400.0, 40.0), step(2, "1,1,1", 50.0, 40.0),
                step(3, "1,1,2", 40.0, 30.0)]
     summary = summarize(records)
-    assert summary.warm_prediction_error == pytest.approx((0.2 + 0.25) / 2)
+    assert summary.warm_prediction_error == summary.warm_error_median == pytest.approx((0.2 + 0.25) / 2)
+    assert summary.warm_error_p90 == pytest.approx(0.25)
     assert summary.prediction_error == pytest.approx((0.9 + 0.9 + 0.2 + 0.25) / 4)
-    assert summarize(records[:2]).warm_prediction_error is None
+    assert summarize(records[:2]).warm_prediction_error is summarize(records[:2]).warm_error_p90 is None
     assert "after each strategy" not in summary_line(summarize(records[:2]))

@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hydraulis.runtime.layout import PipelineLayout, even_split
-from hydraulis.runtime.rank_map import GroupKind, ProcessGroups, RankMap, RankPlace
+from hydraulis.runtime.rank_map import GroupCache, GroupKind, ProcessGroups, RankMap, RankPlace
 from hydraulis.types import Scheme
 
 
@@ -58,9 +58,21 @@ def test_every_rank_creates_the_same_groups_in_the_same_order():
     calls = {}
     for rank in range(8):
         made = []
-        ProcessGroups.create(rank_map, rank, lambda ranks: made.append(tuple(ranks)) or tuple(ranks))
+        ProcessGroups.create(rank_map, rank, GroupCache(lambda ranks: made.append(tuple(ranks)) or tuple(ranks)))
         calls[rank] = made
     assert all(made == calls[0] for made in calls.values())
-    groups = ProcessGroups.create(rank_map, 5, lambda ranks: tuple(ranks))
+    groups = ProcessGroups.create(rank_map, 5, GroupCache(lambda ranks: tuple(ranks)))
     assert (groups.tp.group, groups.tp.rank) == ((4, 5), 1)
     assert groups.cp.trivial
+
+
+def test_groups_are_created_once_per_rank_set_whatever_the_strategy():
+    made = []
+    cache = GroupCache(lambda ranks: made.append(tuple(ranks)) or tuple(ranks))
+    strategies = [(layout(1, 2, 1), layout(1, 2, 1)), (layout(1, 2, 2),), (layout(2, 2, 1),), (layout(1, 2, 1),)]
+    counts = []
+    for pipelines in strategies + strategies:
+        ProcessGroups.create(RankMap(pipelines, 4), 0, cache)
+        counts.append(cache.created)
+    assert counts == [2, 2, 4, 4] + [4] * 4
+    assert len(made) == len(set(made)) == 4

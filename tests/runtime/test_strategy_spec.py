@@ -64,7 +64,7 @@ def test_even_split_gives_the_first_stages_the_remainder():
     ("1,2", "strategy", "pipeline 1 ('1,2')"),
     ("1,1,1+1,x,1", "strategy", "pipeline 2"),
     ("1,1,1x0", "strategy[0].count", ">= 1"),
-    ("0,1,1", "strategy[0].cp", ">= 1"),
+    ("0,1,1", "strategy[0].cp", "must be between 1 and 65536"),
     ("1,1,2:4", "strategy[0].stage_layers", "one layer count per stage"),
     ("1,2,1[tp]", "strategy[0].options", "is not an option: sp, or recompute=none|selective|full"),
     ("1,2,1[recompute=some]", "strategy[0].options", "is not an option"),

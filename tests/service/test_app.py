@@ -198,3 +198,22 @@ def test_proposal_errors_name_the_field(client, space_document, extra, field):
     assert response.status_code == 422, response.text
     if field is not None:
         assert response.json()["error"]["field"] == field
+
+
+def test_huge_numbers_are_422_naming_the_field(client, space_document):
+    response = client.post("/v1/proposals", json={"scheme_space": space_document, "devices": 64,
+                                                  "devices_per_node": 8, "token_budget": 1e19, "max_seq_len": 4096,
+                                                  "lengths": [100, 200]})
+    assert response.status_code == 422
+    assert response.json()["error"]["field"] == "token_budget"
+
+
+def test_too_much_work_is_413(space_document):
+    small = TestClient(create_app(ServiceSettings(max_device_strategies=128)))
+    response = small.post("/v1/proposals", json={"scheme_space": space_document, "devices": 64, "devices_per_node": 8,
+                                                 "token_budget": 65536, "max_seq_len": 4096, "lengths": [100],
+                                                 "strategies": 4})
+    assert response.status_code == 413
+    assert response.json()["error"] == {
+        "code": "too_much_work", "field": "strategies",
+        "message": "devices × strategies = 64 × 4 = 256 exceeds this service's max_device_strategies = 128"}

@@ -3,6 +3,7 @@ the same plan as in-process dispatch, bearer tokens, bounded retries, errors tha
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 from hydraulis.artifacts import read_proposal
@@ -51,3 +52,15 @@ def test_no_service_fails_after_the_attempts_with_the_url():
 def test_the_url_must_be_http():
     with pytest.raises(HydraulisError, match="planner_url"):
         PlannerClient("127.0.0.1:8000")
+
+
+def test_a_full_queue_is_retried_after_the_seconds_it_asks_for(monkeypatch):
+    answers = iter([httpx.Response(503, headers={"Retry-After": "2"}, json={"error": {}}),
+                    httpx.Response(503, headers={"Retry-After": "2"}, json={"error": {}})])
+    slept = []
+    monkeypatch.setattr("hydraulis.service.client.time.sleep", slept.append)
+    client = PlannerClient("http://127.0.0.1:1", ClientOptions(attempts=2, backoff_s=0.5))
+    client.http = httpx.Client(base_url=client.url, transport=httpx.MockTransport(lambda request: next(answers)))
+    with pytest.raises(PlannerUnavailable, match="HTTP 503"):
+        client.step_plan(PROPOSAL, LENGTHS, BatchingMethod.FIXED_PACKING, DispatchOptions())
+    assert slept == [2.0]

@@ -136,9 +136,11 @@ def _build(where: str, **fields: Any) -> ModelSpec:
     try:
         return ModelSpec(**fields)
     except HydraulisError as error:
+        problem = error.problem
+        for ours, theirs in _CONFIG_FIELDS.items():
+            problem = problem.replace(f"model.{ours} ", f"{theirs} ")
         ours = error.field.removeprefix("model.")
-        theirs = _CONFIG_FIELDS.get(ours, ours)
-        raise HydraulisError(f"{where}: {theirs}", error.value, error.problem) from None
+        raise HydraulisError(f"{where}: {_CONFIG_FIELDS.get(ours, ours)}", error.value, problem) from None
 
 
 _CONFIG_FIELDS = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",

@@ -53,7 +53,7 @@ class CheckpointManifest:
     tool_version: str
 
     def __post_init__(self) -> None:
-        require_int(self.step, "step", minimum=1)
+        require_int(self.step, "step", minimum=0)
         require_int(self.world_size, "world_size", minimum=1)
         require_int(self.optimizer_steps, "optimizer.steps", minimum=0)
         self.optimizer_layout.check(self.model, self.world_size)

@@ -47,11 +47,14 @@ def find_checkpoint(path: str | Path) -> Resume:
 
 def check_resumable(manifest: CheckpointManifest, model_name: str, optimizer: OptimizerKind, data: TrainingData) -> None:
     """Raise unless a job of this model, optimizer and data can continue the checkpoint
-    (what may change: :mod:`hydraulis.runtime.checkpoint.store`)."""
+    (what may change: :mod:`hydraulis.runtime.checkpoint.store`). An initial checkpoint (step
+    0, e.g. converted from Hugging Face) continues on any data: its loader position is the start."""
     require(manifest.model.name == model_name, "model", model_name,
             f"differs from the checkpoint's {manifest.model.name}")
     require(manifest.optimizer is optimizer, "optimizer", optimizer.value,
             f"differs from the checkpoint's {manifest.optimizer.value} (its moments would be missing or unused)")
+    if manifest.step == 0:
+        return
     require(manifest.data_fingerprint == data.fingerprint, "data", data.fingerprint,
             f"differs from the checkpoint's {manifest.data_fingerprint}")
     for field in ("token_budget", "max_seq_len", "seed", "shuffle"):

@@ -70,7 +70,7 @@ def save_checkpoint(root: str | Path, step: int, shard: OptimizerShard, data: Tr
     _barrier(context)
     if context.rank == 0:
         write_checkpoint_manifest(partial / MANIFEST_FILE, _manifest(step, shard, data, position, context))
-        _sync(partial / MANIFEST_FILE)
+        fsync(partial / MANIFEST_FILE)
         _replace(partial, final)
     return final
 
@@ -91,7 +91,7 @@ def restore(folder: str | Path, manifest: CheckpointManifest, shard: OptimizerSh
         for source, stored in old.owner_regions(region.spec):
             blocks = overlap(stored, region)
             if blocks and source not in loaded:
-                loaded[source] = _load_shard(folder, files[source])
+                loaded[source] = load_shard(folder, files[source])
             for name, value in values.items():
                 for block in blocks:
                     block.b_view(value).copy_(block.a_view(loaded[source][name]))
@@ -107,7 +107,7 @@ def read_canonical(folder: str | Path, manifest: CheckpointManifest) -> dict[str
     small models (it reads the whole checkpoint)."""
     folder = Path(folder)
     placement = OptimizerPlacement(manifest.model, manifest.optimizer_layout, manifest.world_size)
-    shards = {entry.rank: _load_shard(folder, entry) for entry in manifest.shards}
+    shards = {entry.rank: load_shard(folder, entry) for entry in manifest.shards}
     names = next(iter(shards.values())).keys()
     return {name: assemble_canonical(placement, lambda rank: shards[rank][name]) for name in names}
 
@@ -136,24 +136,26 @@ def _manifest(step: int, shard: OptimizerShard, data: TrainingData, position: Lo
                               timestamp(), __version__)
 
 
-def _load_shard(folder: Path, entry: ShardFile) -> dict[str, torch.Tensor]:
+def load_shard(folder: Path, entry: ShardFile) -> dict[str, torch.Tensor]:
+    """One owner's flat buffers by name, memory-mapped (only the pages read are loaded)."""
     path = folder / entry.file
     try:
         tensors = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
     except FileNotFoundError:
-        raise HydraulisError("resume", str(path), "is missing: the checkpoint is incomplete") from None
+        raise HydraulisError("checkpoint", str(path), "is missing: the checkpoint is incomplete") from None
     for name, tensor in tensors.items():
-        require(tensor.numel() == entry.elements, f"resume: {entry.file}.{name}", tensor.numel(),
+        require(tensor.numel() == entry.elements, f"checkpoint: {entry.file}.{name}", tensor.numel(),
                 f"elements, the manifest says {entry.elements}")
     return tensors
 
 
 def _save(path: Path, value: object) -> None:
     torch.save(value, path)
-    _sync(path)
+    fsync(path)
 
 
-def _sync(path: Path) -> None:
+def fsync(path: Path) -> None:
+    """Flush ``path``'s data to disk."""
     with open(path, "rb") as handle:
         os.fsync(handle.fileno())
 

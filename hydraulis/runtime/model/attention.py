@@ -2,107 +2,284 @@
 document and to nothing else.
 
 A packed micro-batch concatenates documents; ``cu_seqlens = (0, s₁, s₁+s₂, …)`` marks their
-starts. Each token carries its document index ``d`` and its position ``p`` inside that document
-(positions restart at 0 for every document, and rotary embeddings use them). Query ``i`` may see
-key ``j`` iff
+starts, and positions restart at 0 in every document (rotary embeddings use them). Query ``i``
+may see key ``j`` iff both lie in one document and ``p_j ≤ p_i``. The rows of a rank are cut into
+attention **segments** (:mod:`hydraulis.runtime.model.segments`): consecutive queries against
+consecutive keys of one document, causal at the bottom right. With a head's scores
+``S = Q·Kᵀ/√d`` the output of query ``i`` is::
 
-    d_j = d_i   and   p_j ≤ p_i                                   (block-diagonal causal mask)
+    O_i = Σ_j softmax_j(S_ij)·V_j,       lse_i = log Σ_j exp(S_ij)         (visible j only)
 
-which is the plain causal mask inside each document and zero across documents. Under context
-parallelism the keys are the gathered tokens of all cp ranks, in any order: the rule only reads
-``(d, p)``.
+Work is ``Σ_i s_i²/2`` score entries per head — the ``a·s²`` term of the cost model — never
+``T²`` for a micro-batch of ``T`` tokens, and nothing of size queries × keys is kept. Grouped-query
+attention reads each kv head for its ``H_q/H_kv`` query heads in place (no copies of K and V).
 
-Kernels, both costing ``O(Σ_i s_i²)`` — the ``a·s²`` term of the cost model — never ``O(T²)``
-for a micro-batch of ``T`` tokens:
+Kernels (:func:`attention_kernel`):
 
-* everywhere: one ``scaled_dot_product_attention`` call per document (:class:`DocumentBlock`):
-  its queries against its keys only, ``is_causal`` when the document is whole on this rank
-  (cp = 1), else its small ``s/cp × s`` document-causal mask; each kv head repeated once for
-  its ``H_q/H_kv`` query heads. A packed micro-batch of ``n`` documents pays ``n`` kernel calls
-  per layer (a per-document overhead, small next to ``a·s²`` unless documents are very short);
-* on CUDA with fp16/bf16 and whole documents (cp = 1) the variable-length FlashAttention kernel
-  ``torch.nn.attention.varlen.varlen_attn`` from ``cu_seqlens`` when this torch has it — one
-  call for all documents.
+* **varlen** (CUDA, fp16/bf16, ``torch.nn.attention.varlen.varlen_attn``): one FlashAttention
+  call per micro-batch and layer over every segment (:class:`~.segments.VarlenPlan`), causal by
+  ``window_size=(-1, 0)`` (bottom-right aligned), ``enable_gqa``;
+* **cpu_flash** (CPU): the segments' parts in batched calls of ATen's CPU FlashAttention kernel
+  (:class:`~.segments.SegmentPlan`; blocked, it keeps only ``O`` and ``lse``), a handful of calls
+  per micro-batch — one per padded size — whatever the number of documents;
+* **math** (any device, e.g. CUDA in fp32 for checks): the same calls computed with matrix
+  products, in blocks of queries small enough that no score block exceeds
+  :data:`MATH_BLOCK_ELEMENTS`.
 
-Worked example: documents of 3 and 2 tokens, cp = 1 → blocks ``rows 0–2`` and ``rows 3–4``,
-each causal; 9 + 4 = 13 score entries instead of the 25 of one masked ``5 × 5`` call.
+A query row whose segment is cut into a diagonal part and a rectangle (context parallelism) gets
+``O_p, lse_p`` from each part ``p``, merged exactly::
+
+    lse = log Σ_p exp(lse_p),     O = Σ_p exp(lse_p − lse)·O_p
+
+and the backward of each part is FlashAttention's backward (Dao 2023, Alg. 2) evaluated with the
+*merged* ``O`` and ``lse``: with ``D_i = Σ_d dO_id·O_id``, ``P_p = exp(S_p − lse)`` and
+``dS_p = P_p ⊙ (dO·V_pᵀ − D)``, the parts' ``dQ = Σ_p dS_p·K_p/√d`` and each part's
+``dK_p = dS_pᵀ·Q/√d``, ``dV_p = P_pᵀ·dO`` are the gradients of the merged output — the same
+identity ring attention uses. Padded query rows are zero rows with ``dO = 0, O = 0, lse = 0``, so
+they contribute nothing. The backward is linear in the tokens: every gradient is accumulated
+into one buffer per tensor (``index_add``), no per-document slices.
+
+Worked example: documents of 3 and 2 tokens, cp = 1 → one call of two parts padded to 16 rows;
+the scores computed are those of two causal 16 × 16 blocks, not of one 5 × 5 masked matrix.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from enum import Enum
 from functools import lru_cache
+from typing import Protocol
 
 import torch
-import torch.nn.functional as F
+
+from hydraulis.runtime.model.segments import AttentionPlan, KernelCall, SegmentPlan, VarlenPlan
 
 FLASH_DTYPES = (torch.float16, torch.bfloat16)
+MATH_BLOCK_ELEMENTS = 1 << 20
+"""Largest score block of the math kernel (elements)."""
 
 
-@dataclass(frozen=True)
-class DocumentBlock:
-    """One document's part of a rank's attention: its queries are the rank's rows
-    ``[query_start, query_stop)``; its keys the gathered rows ``keys`` (a slice when they are
-    contiguous, an index tensor under context parallelism); ``mask`` its document-causal mask
-    (None: the plain causal mask of a whole document)."""
-
-    query_start: int
-    query_stop: int
-    keys: slice | torch.Tensor
-    mask: torch.Tensor | None
+class KernelKind(str, Enum):
+    VARLEN = "varlen"
+    CPU_FLASH = "cpu_flash"
+    MATH = "math"
 
 
-def document_causal_mask(query_docs: torch.Tensor, query_positions: torch.Tensor,
-                         key_docs: torch.Tensor, key_positions: torch.Tensor) -> torch.Tensor:
-    """``mask[i, j] = (d_j = d_i) ∧ (p_j ≤ p_i)`` (True: may attend)."""
-    same = query_docs.unsqueeze(1) == key_docs.unsqueeze(0)
-    return same & (key_positions.unsqueeze(0) <= query_positions.unsqueeze(1))
+def attention_kernel(device: torch.device, dtype: torch.dtype) -> KernelKind:
+    """The kernel :func:`packed_attention` runs on ``device`` in ``dtype`` (module docstring)."""
+    if device.type == "cuda":
+        return KernelKind.VARLEN if dtype in FLASH_DTYPES and _varlen_kernel() is not None else KernelKind.MATH
+    return KernelKind.CPU_FLASH if device.type == "cpu" and _cpu_flash_ops() is not None else KernelKind.MATH
 
 
-def use_varlen_kernel(device: torch.device, dtype: torch.dtype, cp: int) -> bool:
-    """Whether :func:`packed_attention` runs the FlashAttention varlen kernel (imported only
-    when it could run: importing it loads ``torch._dynamo``, seconds of start-up)."""
-    return device.type == "cuda" and dtype in FLASH_DTYPES and cp == 1 and _varlen_kernel() is not None
+def packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: AttentionPlan,
+                     kernel: KernelKind | None = None) -> torch.Tensor:
+    """``q: [T_q, H_q, d]``, ``k, v: [T_k, H_kv, d]`` → ``[T_q, H_q·d]`` over the plan's segments;
+    ``kernel`` overrides the dense kernel of a :class:`~.segments.SegmentPlan`."""
+    tokens, heads, dim = q.shape
+    if isinstance(plan, VarlenPlan):
+        if plan.key_index is not None:
+            k, v = k.index_select(0, plan.key_index), v.index_select(0, plan.key_index)
+        out = _varlen_kernel()(q, k, v, plan.cu_seqlens_q, plan.cu_seqlens_k, plan.max_queries, plan.max_keys,
+                               window_size=(-1, 0), enable_gqa=k.shape[1] != heads)
+        return out.reshape(tokens, heads * dim)
+    dense = _DENSE[kernel or attention_kernel(q.device, q.dtype)]
+    return _SegmentAttention.apply(q, k, v, plan, dense).reshape(tokens, heads * dim)
+
+
+class DenseKernel(Protocol):
+    """Attention of ``n`` equally sized parts: ``q: [n, H_q, L, d]``, ``k, v: [n, H_kv, S, d]``;
+    ``causal`` (square parts) or ``mask: [n, S]`` (True: a real key)."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``O: [n, H_q, L, d]`` and ``lse: [n, H_q, L]`` (fp32, or wider)."""
+
+    def backward(self, grad: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                 lse: torch.Tensor, causal: bool, mask: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        """``dQ, dK, dV`` of the part given the merged ``out`` and ``lse``."""
+
+
+class _SegmentAttention(torch.autograd.Function):
+    """The calls of a :class:`~.segments.SegmentPlan`, merged by log-sum-exp (module docstring)."""
+
+    @staticmethod
+    def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: SegmentPlan,
+                kernel: DenseKernel) -> torch.Tensor:
+        wide = torch.promote_types(q.dtype, torch.float32)
+        heads, dim = q.shape[1:]
+        out = q.new_zeros((plan.queries + 1, heads, dim), dtype=wide)
+        lse = q.new_full((plan.queries + 1, heads), float("-inf"), dtype=wide)
+        rows = _with_zero_row(q), _with_zero_row(k), _with_zero_row(v)
+        for call in plan.calls:
+            part_out, part_lse = kernel.forward(*_gathered(call, *rows), call.causal, call.key_mask)
+            part_out, part_lse = _as_rows(part_out).to(wide), _as_rows(part_lse).to(wide)
+            if plan.merged:
+                part_out, part_lse = _merge(out[call.query_index], lse[call.query_index], part_out, part_lse)
+            out.index_copy_(0, call.query_index, part_out)
+            lse.index_copy_(0, call.query_index, part_lse)
+        result = out[:-1].to(q.dtype)
+        ctx.save_for_backward(q, k, v, result, lse[:-1])
+        ctx.plan, ctx.kernel = plan, kernel
+        return result
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        q, k, v, out, lse = ctx.saved_tensors
+        wide = lse.dtype
+        grads = [t.new_zeros((t.shape[0] + 1, *t.shape[1:]), dtype=wide) for t in (q, k, v)]
+        rows = _with_zero_row(q), _with_zero_row(k), _with_zero_row(v)
+        outputs = _with_zero_row(grad.contiguous()), _with_zero_row(out), _with_zero_row(lse, 0.0)
+        for call in ctx.plan.calls:
+            part_q, part_k, part_v = _gathered(call, *rows)
+            part_grad, part_out, part_lse = (_part(t, call.query_index, call.parts, call.query_length)
+                                             for t in outputs)
+            dq, dk, dv = ctx.kernel.backward(part_grad, part_q, part_k, part_v, part_out, part_lse.contiguous(),
+                                             call.causal, call.key_mask)
+            grads[0].index_add_(0, call.query_index, _as_rows(dq).to(wide))
+            grads[1].index_add_(0, call.key_index, _as_rows(dk).to(wide))
+            grads[2].index_add_(0, call.key_index, _as_rows(dv).to(wide))
+        return (*(g[:-1].to(t.dtype) for g, t in zip(grads, (q, k, v))), None, None)
+
+
+def _with_zero_row(x: torch.Tensor, fill: float = 0.0) -> torch.Tensor:
+    """``x`` with one more row of ``fill`` at the end, the target of padded indices."""
+    return torch.cat((x, x.new_full((1, *x.shape[1:]), fill)))
+
+
+def _part(rows: torch.Tensor, index: torch.Tensor, parts: int, length: int) -> torch.Tensor:
+    """Rows ``index`` as ``parts`` parts of ``length`` rows, head-major: ``[parts, H, length, …]``."""
+    return rows.index_select(0, index).view(parts, length, *rows.shape[1:]).transpose(1, 2)
+
+
+def _gathered(call: KernelCall, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return (_part(q, call.query_index, call.parts, call.query_length),
+            _part(k, call.key_index, call.parts, call.key_length),
+            _part(v, call.key_index, call.parts, call.key_length))
+
+
+def _as_rows(x: torch.Tensor) -> torch.Tensor:
+    """``[parts, H, length, …]`` back to rows ``[parts·length, H, …]``."""
+    x = x.transpose(1, 2)
+    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
+
+
+def _merge(out: torch.Tensor, lse: torch.Tensor, part_out: torch.Tensor,
+           part_lse: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(O, lse)`` of rows so far merged with a part's (module docstring); rows without any
+    part yet have ``lse = −∞`` and take the part's."""
+    merged = torch.logaddexp(lse, part_lse)
+    return (out * torch.exp(lse - merged).unsqueeze(-1) + part_out * torch.exp(part_lse - merged).unsqueeze(-1),
+            merged)
+
+
+class _CpuFlash:
+    """ATen's CPU FlashAttention kernel and its backward (blocked, grouped-query attention in place)."""
+
+    def forward(self, q, k, v, causal, mask):
+        forward, _ = _cpu_flash_ops()
+        return forward(q, k, v, 0.0, causal, attn_mask=_additive(mask, q.dtype))
+
+    def backward(self, grad, q, k, v, out, lse, causal, mask):
+        _, backward = _cpu_flash_ops()
+        return backward(grad, q, k, v, out, lse, 0.0, causal, attn_mask=_additive(mask, q.dtype))
+
+
+def _additive(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """A key mask ``[n, S]`` as the additive ``[n, 1, 1, S]`` bias the kernel takes (0 or −∞)."""
+    if mask is None:
+        return None
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))[:, None, None]
+
+
+class _Math:
+    """Matrix products in blocks of queries; the grouped query heads of a kv head are folded
+    into the query rows (``[n, H_kv, g·b, d]``), so K and V are read in place."""
+
+    def forward(self, q, k, v, causal, mask):
+        n, heads, length, dim = q.shape
+        kv_heads, wide = k.shape[1], torch.promote_types(q.dtype, torch.float32)
+        out = torch.empty_like(q)
+        lse = q.new_empty((n, heads, length), dtype=wide)
+        for first, last in self._blocks(q, k):
+            queries = self._fold(q[:, :, first:last], kv_heads)
+            probabilities, block_lse = self._probabilities(queries, k, causal, mask, range(first, last), None)
+            block = probabilities @ v.to(wide)
+            out[:, :, first:last] = self._unfold(block, heads).to(q.dtype)
+            lse[:, :, first:last] = self._unfold(block_lse.unsqueeze(-1), heads).squeeze(-1)
+        return out, lse
+
+    def backward(self, grad, q, k, v, out, lse, causal, mask):
+        kv_heads, scale = k.shape[1], q.shape[-1] ** -0.5
+        wide = lse.dtype
+        dq, dk, dv = torch.empty_like(q), torch.zeros_like(k, dtype=wide), torch.zeros_like(v, dtype=wide)
+        for first, last in self._blocks(q, k):
+            queries, block_grad, block_out = (self._fold(t[:, :, first:last], kv_heads) for t in (q, grad, out))
+            block_lse = self._fold(lse[:, :, first:last].unsqueeze(-1), kv_heads).squeeze(-1)
+            probabilities, _ = self._probabilities(queries, k, causal, mask, range(first, last), block_lse)
+            dv += probabilities.transpose(-1, -2) @ block_grad.to(wide)
+            delta = (block_grad.to(wide) * block_out.to(wide)).sum(-1, keepdim=True)
+            scores_grad = probabilities * ((block_grad.to(wide) @ v.to(wide).transpose(-1, -2)) - delta) * scale
+            dq[:, :, first:last] = self._unfold(scores_grad @ k.to(wide), q.shape[1]).to(q.dtype)
+            dk += scores_grad.transpose(-1, -2) @ queries.to(wide)
+        return dq, dk.to(k.dtype), dv.to(v.dtype)
+
+    @staticmethod
+    def _blocks(q: torch.Tensor, k: torch.Tensor) -> list[tuple[int, int]]:
+        n, heads, length = q.shape[:3]
+        size = max(1, MATH_BLOCK_ELEMENTS // max(1, n * heads * k.shape[2]))
+        return [(first, min(length, first + size)) for first in range(0, length, size)]
+
+    @staticmethod
+    def _fold(x: torch.Tensor, kv_heads: int) -> torch.Tensor:
+        """``[n, H_q, b, …] → [n, H_kv, g·b, …]`` (query head ``h`` belongs to kv head ``h // g``)."""
+        n, heads, rows = x.shape[:3]
+        return x.reshape(n, kv_heads, heads // kv_heads * rows, *x.shape[3:])
+
+    @staticmethod
+    def _unfold(x: torch.Tensor, heads: int) -> torch.Tensor:
+        n, kv_heads, rows = x.shape[:3]
+        return x.reshape(n, heads, rows * kv_heads // heads, *x.shape[3:])
+
+    @staticmethod
+    def _probabilities(queries: torch.Tensor, k: torch.Tensor, causal: bool, mask: torch.Tensor | None,
+                       rows: range, lse: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Softmax of a folded block's scores (normalised by ``lse`` when given) and its lse;
+        the block holds query rows ``rows`` of each of the kv head's query heads."""
+        wide = torch.promote_types(queries.dtype, torch.float32)
+        scores = (queries.to(wide) @ k.to(wide).transpose(-1, -2)) * queries.shape[-1] ** -0.5
+        if causal:
+            folded = torch.arange(scores.shape[2], device=k.device) % len(rows) + rows.start
+            scores = scores.masked_fill(torch.arange(k.shape[2], device=k.device)[None, :] > folded[:, None],
+                                        float("-inf"))
+        if mask is not None:
+            scores = scores.masked_fill(~mask[:, None, None, :], float("-inf"))
+        if lse is None:
+            lse = torch.logsumexp(scores, dim=-1)
+        return torch.exp(scores - lse.unsqueeze(-1)), lse
+
+
+_DENSE: dict[KernelKind, DenseKernel] = {KernelKind.CPU_FLASH: _CpuFlash(), KernelKind.MATH: _Math()}
+
+
+@lru_cache(maxsize=1)
+def _cpu_flash_ops() -> tuple[Callable, Callable] | None:
+    """ATen's CPU FlashAttention forward and backward, when this torch has them."""
+    ops = torch.ops.aten
+    if not (hasattr(ops, "_scaled_dot_product_flash_attention_for_cpu")
+            and hasattr(ops, "_scaled_dot_product_flash_attention_for_cpu_backward")):
+        return None
+    return ops._scaled_dot_product_flash_attention_for_cpu, ops._scaled_dot_product_flash_attention_for_cpu_backward
 
 
 @lru_cache(maxsize=1)
 def _varlen_kernel() -> Callable | None:
-    """``varlen_attn`` when this torch has it with causal windows and grouped-query attention."""
+    """``varlen_attn`` when this torch has it with causal windows and grouped-query attention
+    (imported only when asked: importing it loads ``torch._dynamo``, seconds of start-up)."""
     try:
         from torch.nn.attention.varlen import varlen_attn
     except ImportError:
         return None
     parameters = inspect.signature(varlen_attn).parameters
     return varlen_attn if {"window_size", "enable_gqa"} <= parameters.keys() else None
-
-
-def packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, blocks: Sequence[DocumentBlock] | None,
-                     cu_seqlens: torch.Tensor | None = None, max_seqlen: int = 0) -> torch.Tensor:
-    """``q: [T_q, H_q, d]``, ``k, v: [T_k, H_kv, d]`` → ``[T_q, H_q·d]``, document by document
-    (``blocks`` cover the query rows in order). With ``blocks`` None the varlen kernel runs over
-    documents ``cu_seqlens`` (int32, queries = keys)."""
-    tokens, heads, dim = q.shape
-    if blocks is None:
-        out = _varlen_kernel()(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen,
-                               window_size=(-1, 0), enable_gqa=k.shape[1] != heads)
-        return out.reshape(tokens, heads * dim)
-    group = heads // k.shape[1]
-    q, k, v = (t.transpose(0, 1) for t in (q, k, v))
-    if group > 1:
-        k, v = k.repeat_interleave(group, dim=0), v.repeat_interleave(group, dim=0)
-    outs = [_block_attention(q, k, v, block) for block in blocks]
-    return torch.cat(outs, dim=1).transpose(0, 1).reshape(tokens, heads * dim)
-
-
-def _block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: DocumentBlock) -> torch.Tensor:
-    """One document, head-major ``[H, s_q, d]``."""
-    queries = q[:, block.query_start:block.query_stop]
-    if isinstance(block.keys, slice):
-        keys, values = k[:, block.keys], v[:, block.keys]
-    else:
-        keys, values = k.index_select(1, block.keys), v.index_select(1, block.keys)
-    if block.mask is None:
-        return F.scaled_dot_product_attention(queries, keys, values, is_causal=True)
-    return F.scaled_dot_product_attention(queries, keys, values, attn_mask=block.mask)

@@ -25,31 +25,30 @@ equivalence check's reference runs. The scheme's options shape it:
   ``full`` the whole layer — its forward runs again in the backward, collectives included, on
   every rank of the tp and cp groups in the same order.
 
-**What a layer keeps for its backward**, per token of a micro-batch (``t = T/cp`` tokens on this
-rank; ``s = tp`` with sequence parallelism, else 1; ``H`` hidden, ``F`` MLP width, ``q = heads·d``,
-``k = kv_heads·d`` with ``d`` the head size, ``h_q`` query heads; elements of the compute dtype
-unless said; the norms keep fp32 copies as they compute in fp32):
+**What a layer keeps for its backward**, per token of a micro-batch on one rank (``t = T/cp``
+tokens; ``s = tp`` under sequence parallelism, else 1; ``H`` hidden, ``F`` MLP width,
+``q = heads·d`` and ``k = kv_heads·d`` with ``d`` the head size, ``h`` the query heads; counts of
+elements in the compute dtype unless marked fp32), measured by counting the storages autograd
+saves (:mod:`torch.autograd.graph.saved_tensors_hooks`; ``tests/runtime/model/test_decoder_options.py``):
 
-=====================  ================================================================
-recompute              elements kept per token of ``t``
-=====================  ================================================================
-``none``               residual-stream side, sharded by ``s``: the two norms' inputs
-                       (``2·H``, fp32) and their outputs (``2·H``); tensor-parallel side,
-                       per tp rank: the gathered norm outputs when ``s > 1`` (``2·H``),
-                       Q after rotary (``q/tp``), K and V gathered over cp
-                       (``cp·2·k/tp``, the K/V projections before rotary ``2·k/tp``),
-                       the attention output (``q/tp``) and its log-sum-exp (``h_q/tp``,
-                       fp32), the MLP's gate and up outputs and their product
-                       (``3·F/tp``, plus the silu ``F/tp``)
-``selective``          the same without the attention core's log-sum-exp (its output is
-                       also the input the output projection keeps)
-``full``               the layer's input only (``H/s``)
-=====================  ================================================================
+=============  ====================================================================================
+recompute      elements kept per token, per layer
+=============  ====================================================================================
+``none``       residual side, ``t/s`` rows: per norm (two) its fp32 input (the input itself when the
+               compute dtype is fp32), its normalised fp32 ``y``, the fp32 ``1/rms`` and its output
+               — ``2·(3·H + 1)``; tensor-parallel side, ``t`` rows per tp rank: under sp the two
+               gathered norm outputs (``2·H``), Q after rotary (``q/tp``), the cp-gathered K and V
+               (``2·cp·k/tp``), the attention output (``q/tp``) and its log-sum-exp (``h/tp``,
+               fp32), the MLP's gate and up outputs, silu(gate) and their product (``4·F/tp``)
+``selective``  the same without the log-sum-exp (the attention core's inputs Q, K, V are kept as
+               its checkpoint's inputs, its output as the output projection's input)
+``full``       the layer's input only (``H/s``)
+=============  ====================================================================================
 
-(``tests/runtime/model/test_decoder_options.py`` checks the ratios between these options by
-counting the bytes autograd saves.) The stage also keeps, per micro-batch in flight, the
-rotary tables (``2·d`` fp32 per token), and on the first stage the embedding's token ids, on
-the last the final norm's input and output and the head's logits softmax (``V/tp`` fp32).
+Per micro-batch in flight the stage also keeps the rotary tables (``2·d`` fp32 per token,
+shared by its layers), the attention plan (index vectors, linear in ``t``), on the last stage the
+final norm's tensors (as one norm above) and the head's fp32 softmax (``V/tp`` per token).
+Attention keeps nothing of size queries × keys (:mod:`hydraulis.runtime.model.attention`).
 """
 
 from __future__ import annotations
@@ -146,8 +145,8 @@ class Attention(nn.Module):
         v = self.wv(x).view(tokens, self.kv_heads, self.head_dim)
         k, v = gather_from_context(torch.cat((k, v), dim=1), self.cp).split(self.kv_heads, dim=1)
         if self.recompute_core:
-            return self.wo(recomputed(packed_attention, q, k, v, batch.blocks, batch.cu_seqlens, batch.max_seqlen))
-        return self.wo(packed_attention(q, k, v, batch.blocks, batch.cu_seqlens, batch.max_seqlen))
+            return self.wo(recomputed(packed_attention, q, k, v, batch.attention))
+        return self.wo(packed_attention(q, k, v, batch.attention))
 
 
 class MLP(nn.Module):

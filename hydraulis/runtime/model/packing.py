@@ -7,15 +7,16 @@ under context parallelism, see :mod:`hydraulis.runtime.parallel.context`); paddi
 label ``IGNORE_INDEX`` and come after their document's tokens, so no real token attends to them
 (causal) and their outputs carry no loss. Positions restart at 0 in every document.
 
-Attention runs document by document (:class:`~hydraulis.runtime.model.attention.DocumentBlock`): a
-rank keeps its tokens document by document, so each document's queries are consecutive rows;
-under context parallelism its keys are one run of rows in every cp rank's part of the gathered
-keys (rank-major), and its mask is the document-causal mask of those rows.
+Attention runs over segments (:mod:`hydraulis.runtime.model.segments`): a rank keeps its tokens
+document by document, so a document's queries — or, under context parallelism, each of its
+chunks' — are consecutive rows, run against the document's keys up to their end in the keys the
+cp group gathers (rank-major). The plan for the rank's kernel (:func:`~hydraulis.runtime.model.attention.attention_kernel`)
+is built here, once per micro-batch, and serves every layer.
 
 Worked example, lengths (3, 2), cp = 2 (alignment 4): ``cu_seqlens = (0, 4, 8)``, positions
 ``0 1 2 3 | 0 1 2 3``, labels ``t₁ t₂ t₃ ∅ | u₁ u₂ ∅ ∅``; cp rank 0 keeps tokens 0, 3, 4, 7 and
-rank 1 tokens 1, 2, 5, 6. Document 0's queries on rank 0 are its rows 0–1 (tokens 0, 3), its
-keys the gathered rows 0, 1, 4, 5 (tokens 0, 3, 1, 2) under a 2 × 4 mask.
+rank 1 tokens 1, 2, 5, 6. On rank 0 document 0 gives two segments: its row 0 (token 0) against
+gathered key row 0, and its row 1 (token 3) against key rows 0, 4, 5, 1 (tokens 0, 1, 2, 3).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ import numpy as np
 import torch
 
 from hydraulis.errors import require
-from hydraulis.runtime.model.attention import DocumentBlock, document_causal_mask
-from hydraulis.runtime.parallel.context import load_balanced_indices
+from hydraulis.runtime.model.attention import KernelKind, attention_kernel
+from hydraulis.runtime.model.segments import AttentionPlan, segment_plan, to_device, varlen_plan
+from hydraulis.runtime.parallel.context import context_segments, load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
 from hydraulis.types import MicroBatch
@@ -41,16 +43,15 @@ Documents = Sequence[np.ndarray | torch.Tensor]
 
 @dataclass(frozen=True)
 class PackedMicroBatch:
-    """This rank's tokens of one micro-batch. ``blocks`` are its documents' attention blocks
-    (queries against the keys of all cp ranks, rank-major); None when the varlen kernel runs
-    over ``cu_seqlens`` instead."""
+    """This rank's tokens of one micro-batch (its cp share, in document order), the attention
+    plan of its segments, and the packed document starts ``cu_seqlens`` (of the whole
+    micro-batch, int32)."""
 
     input_ids: torch.Tensor
     labels: torch.Tensor
     positions: torch.Tensor
-    blocks: tuple[DocumentBlock, ...] | None
+    attention: AttentionPlan
     cu_seqlens: torch.Tensor
-    max_seqlen: int
     sequence_shards: int = 1
 
     @property
@@ -81,17 +82,17 @@ def packed_bounds(micro_batch: MicroBatch, alignment: int, cp: int, sequence_sha
 
 
 def pack_micro_batch(documents: Documents, micro_batch: MicroBatch, alignment: int,
-                     cp: ParallelGroup, device: torch.device, varlen: bool = False,
+                     cp: ParallelGroup, device: torch.device, kernel: KernelKind | None = None,
                      sequence_shards: int = 1) -> PackedMicroBatch:
-    """Pack ``micro_batch``'s documents (token tensors of ``length + 1``) for cp rank ``cp.rank``;
-    under sequence parallelism over ``sequence_shards`` tp ranks, a multiple of them per cp rank."""
+    """Pack ``micro_batch``'s documents (token tensors of ``length + 1``) for cp rank ``cp.rank``,
+    with the attention plan of ``kernel`` (default: the fp32 kernel of ``device``); under
+    sequence parallelism over ``sequence_shards`` tp ranks, a multiple of them per cp rank."""
     require(len(micro_batch.sequences) > 0, "micro_batch.sequences", [], "must not be empty")
     bounds = packed_bounds(micro_batch, alignment, cp.size, sequence_shards)
     total = bounds[-1]
     input_ids = torch.zeros(total, dtype=torch.long)
     labels = torch.full((total,), IGNORE_INDEX, dtype=torch.long)
     positions = torch.empty(total, dtype=torch.long)
-    docs = torch.empty(total, dtype=torch.long)
     for k, (sequence, length) in enumerate(zip(micro_batch.sequences, micro_batch.lengths)):
         tokens = torch.as_tensor(documents[sequence], dtype=torch.long)
         require(tokens.numel() == length + 1, f"micro_batch.lengths[{k}]", length,
@@ -100,39 +101,17 @@ def pack_micro_batch(documents: Documents, micro_batch: MicroBatch, alignment: i
         input_ids[start:start + length] = tokens[:-1]
         labels[start:start + length] = tokens[1:]
         positions[start:stop] = torch.arange(stop - start)
-        docs[start:stop] = k
-    cu_seqlens = torch.tensor(bounds, dtype=torch.int32, device=device)
-    max_seqlen = max(b - a for a, b in zip(bounds[:-1], bounds[1:]))
-    if cp.trivial:
-        mine = keys = torch.arange(total)
+    mine = torch.arange(total) if cp.trivial else torch.tensor(load_balanced_indices(bounds, cp.size, cp.rank))
+    segments = context_segments(bounds, cp.size, cp.rank)
+    if (kernel or attention_kernel(device, torch.float32)) is KernelKind.VARLEN:
+        attention = varlen_plan(segments, mine.numel(), device)
     else:
-        per_rank = [load_balanced_indices(bounds, cp.size, r) for r in range(cp.size)]
-        mine, keys = torch.tensor(per_rank[cp.rank]), torch.tensor([i for part in per_rank for i in part])
-    blocks = None if varlen else _document_blocks(bounds, cp.size, docs, positions, mine, keys, device)
+        attention = segment_plan(segments, mine.numel(), total, device)
     return PackedMicroBatch(
-        input_ids=input_ids[mine].to(device),
-        labels=labels[mine].to(device),
-        positions=positions[mine].to(device),
-        blocks=blocks,
-        cu_seqlens=cu_seqlens,
-        max_seqlen=max_seqlen,
+        input_ids=to_device(input_ids[mine], device),
+        labels=to_device(labels[mine], device),
+        positions=to_device(positions[mine], device),
+        attention=attention,
+        cu_seqlens=to_device(torch.tensor(bounds, dtype=torch.int32), device),
         sequence_shards=sequence_shards,
     )
-
-
-def _document_blocks(bounds: Sequence[int], cp: int, docs: torch.Tensor, positions: torch.Tensor,
-                     mine: torch.Tensor, keys: torch.Tensor, device: torch.device) -> tuple[DocumentBlock, ...]:
-    """Each document's rows among this rank's queries and among the gathered keys (module
-    docstring): a document of ``n`` tokens is ``n/cp`` consecutive rows of every rank's part."""
-    if cp == 1:
-        return tuple(DocumentBlock(a, b, slice(a, b), None) for a, b in zip(bounds[:-1], bounds[1:]))
-    part = bounds[-1] // cp
-    blocks, start = [], 0
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        stop = start + (b - a) // cp
-        rows = torch.cat([torch.arange(r * part + start, r * part + stop) for r in range(cp)])
-        query, key = mine[start:stop], keys[rows]
-        mask = document_causal_mask(docs[query], positions[query], docs[key], positions[key])
-        blocks.append(DocumentBlock(start, stop, rows.to(device), mask.to(device)))
-        start = stop
-    return tuple(blocks)

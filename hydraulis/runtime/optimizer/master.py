@@ -49,10 +49,11 @@ STATE_NAMES = {OptimizerKind.SGD: ("master",), OptimizerKind.ADAM: ("master", "e
 
 
 class OptimizerShard:
-    """This rank's buffer: ``master`` (θ), ``grad`` (g) and the optimizer's moments, flat fp32."""
+    """This rank's buffer: ``master`` (θ), ``grad`` (g) and the optimizer's moments, flat fp32;
+    ``initialise`` False leaves the weights unset (e.g. to count bytes on the ``meta`` device)."""
 
     def __init__(self, placement: OptimizerPlacement, rank: int, options: RuntimeOptions,
-                 device: torch.device) -> None:
+                 device: torch.device, initialise: bool = True) -> None:
         self.placement, self.rank, self.options = placement, rank, options
         self.regions = placement.owned_regions(rank)
         size = placement.buffer_size(rank)
@@ -60,7 +61,13 @@ class OptimizerShard:
                         for name in STATE_NAMES[options.optimizer]}
         self.grad = torch.zeros(size, dtype=torch.float32, device=device)
         self.steps = 0
-        self._initialise()
+        if initialise:
+            self._initialise()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the buffer's tensors: the master weights, the moments and the gradient."""
+        return sum(t.numel() * t.element_size() for t in (*self.tensors.values(), self.grad))
 
     @property
     def master(self) -> torch.Tensor:

@@ -144,11 +144,13 @@ class Route:
             raise RuntimeError(f"rank {self.plan.rank}: its peers' routes send {told.cpu().tolist()} elements, "
                                f"its own expects {self.received[False]}; the ranks disagree on the strategy")
 
-    def reduce(self, grads: list, into: torch.Tensor) -> None:
+    def reduce(self, grads: list, into: torch.Tensor, dtype: torch.dtype = torch.float32) -> None:
         """``into`` (the owner's gradient buffer) ← the sum of every holder's gradient; ``grads``
-        are this rank's shard gradients in shard order (None: no contribution, zeros)."""
-        outgoing = self.pack_gradients(grads, into.device)
-        self.add_received(self.world.all_to_all(outgoing, self.received[True], self.sent[True]), into)
+        are this rank's shard gradients in shard order (None: no contribution, zeros), sent in
+        ``dtype`` (:mod:`hydraulis.runtime.gradients`) and summed in fp32."""
+        outgoing = self.pack_gradients(grads, into.device).to(dtype)
+        incoming = self.world.all_to_all(outgoing, self.received[True], self.sent[True])
+        self.add_received(incoming.to(torch.float32), into)
 
     def propagate(self, master: torch.Tensor, params: list) -> None:
         """Copy the owners' ``master`` values of this rank's elements into ``params`` (its shards'

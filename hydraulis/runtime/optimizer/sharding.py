@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 from hydraulis.runtime.layout import PipelineLayout
 from hydraulis.types import ModelSpec, Scheme
@@ -99,6 +100,7 @@ def unit_range(units: int, size: int, rank: int) -> tuple[int, int]:
     return rank * units // size, max(units // size, 1)
 
 
+@lru_cache(maxsize=16)
 def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
     """All parameters in canonical order: embedding, layers 0…L−1, final norm, head."""
     h, hd, f, v = model.hidden, model.head_dim, model.ffn_hidden, model.vocab

@@ -1,2 +1,3 @@
-"""Parallel layers of one pipeline: tensor (:mod:`.tensor`), context (:mod:`.context`) and
-pipeline (:mod:`.pipeline`) parallelism over :class:`.group.ParallelGroup` handles."""
+"""Parallel layers of one pipeline: tensor (:mod:`.tensor`), sequence (:mod:`.sequence`), context
+(:mod:`.context`) and pipeline (:mod:`.pipeline`) parallelism over :class:`.group.ParallelGroup`
+handles."""

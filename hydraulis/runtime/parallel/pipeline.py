@@ -2,24 +2,30 @@
 
 Stage ``s`` of ``p`` runs ``w = min(p − 1 − s, v)`` warm-up forwards, then alternates one
 forward and one backward, then drains the remaining ``w`` backwards (PipeDream-Flush,
-Narayanan et al. 2021) — the order :func:`hydraulis.cost.simulate_1f1b` predicts. Micro-batch
-``j`` of stage ``s`` is ``T_j`` tokens (per cp rank) × ``H``; ``T_j`` differs between
-micro-batches, so every hand-off first sends the tensor's **shape** (a fixed-size int64 header),
-then the tensor: a receiver allocates from the header and checks it against its own plan, and
-a disagreement is an error instead of a silent mis-read.
+Narayanan et al. 2021) — the order :func:`hydraulis.cost.simulate_1f1b` predicts. The order is a
+list of operations computed from the plan (:func:`one_f_one_b`), then executed
+(:func:`run_schedule`), so it can be read, logged or checked before anything runs. Worked
+example, ``p = 2, v = 3``: stage 0 runs ``F0 F1 B0 F2 B1 B2``, stage 1 ``F0 B0 F1 B1 F2 B2``.
+
+Micro-batch ``j`` of stage ``s`` hands on ``T_j/sp`` rows × ``H`` (its tokens per cp rank, divided
+among the tp ranks under sequence parallelism); ``T_j`` differs between micro-batches, and every
+rank knows every ``T_j`` from the step plan broadcast to all ranks, so a receiver allocates its
+buffer from its own plan: no shape travels, and the host never waits for the device to learn one.
 
 Deadlock freedom: a send may not complete before its receive is posted (NCCL; gloo too for
 large messages), so sends are never waited for alone while the peer waits for something else.
-As in Megatron-LM's non-interleaved schedule, the steady state pairs each send with the
-receive the stage needs next — forward output sent with the matching output gradient
-received (``send_forward_recv_backward``), input gradient sent with the next input received
-(``send_backward_recv_forward``) — each pair posted together with ``batch_isend_irecv``.
+As in Megatron-LM's non-interleaved schedule, each send is posted together with the receive the
+stage needs next from the same neighbour — a forward output with the gradient of the backward
+that follows (``send_forward_recv_backward``), an input gradient with the input of the forward
+that follows (``send_backward_recv_forward``) — each pair in one ``batch_isend_irecv``.
 Neighbouring stages post the pairs in the same order, so every posted send meets its receive.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
 
 import torch
 import torch.distributed as dist
@@ -28,86 +34,99 @@ from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import PackedMicroBatch
 
-MAX_DIMS = 4
+Shape = tuple[int, ...]
+
+
+class Action(str, Enum):
+    FORWARD = "forward"
+    BACKWARD = "backward"
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One step of a stage's schedule: the forward or the backward of micro-batch ``micro_batch``."""
+
+    action: Action
+    micro_batch: int
+
+    def __str__(self) -> str:
+        return f"{self.action.value[0].upper()}{self.micro_batch}"
+
+
+def one_f_one_b(micro_batches: int, pp: int, stage: int) -> tuple[Operation, ...]:
+    """The 1F1B order of ``stage`` of ``pp`` over ``micro_batches`` (module docstring)."""
+    warmup = min(pp - 1 - stage, micro_batches)
+    forward = [Operation(Action.FORWARD, j) for j in range(micro_batches)]
+    backward = [Operation(Action.BACKWARD, j) for j in range(micro_batches)]
+    steady = [op for pair in zip(forward[warmup:], backward) for op in pair]
+    return tuple(forward[:warmup] + steady + backward[micro_batches - warmup:])
 
 
 class StageLink:
     """Point-to-point hand-offs of one rank to the same cp/tp position of the previous and
-    next stage (world ranks; None at the pipeline's ends)."""
+    next stage (world ranks; None at the pipeline's ends); receive buffers are allocated from
+    the shapes the caller knows."""
 
     def __init__(self, previous: int | None, following: int | None, device: torch.device, dtype: torch.dtype) -> None:
         self.previous, self.following, self.device, self.dtype = previous, following, device, dtype
 
-    def recv_forward(self) -> torch.Tensor | None:
-        return None if self.previous is None else self._exchange([], [self.previous])[0]
+    def recv_forward(self, shape: Shape) -> torch.Tensor | None:
+        return None if self.previous is None else self._exchange([], [(self.previous, shape)])[0]
 
     def send_forward(self, activation: torch.Tensor | None) -> None:
         if self.following is not None:
             self._exchange([(activation, self.following)], [])
 
-    def recv_backward(self) -> torch.Tensor | None:
-        return None if self.following is None else self._exchange([], [self.following])[0]
+    def recv_backward(self, shape: Shape) -> torch.Tensor | None:
+        return None if self.following is None else self._exchange([], [(self.following, shape)])[0]
 
     def send_backward(self, grad: torch.Tensor | None) -> None:
         if self.previous is not None:
             self._exchange([(grad, self.previous)], [])
 
-    def send_forward_recv_backward(self, activation: torch.Tensor | None) -> torch.Tensor | None:
+    def send_forward_recv_backward(self, activation: torch.Tensor | None, shape: Shape) -> torch.Tensor | None:
         if self.following is None:
             return None
-        return self._exchange([(activation, self.following)], [self.following])[0]
+        return self._exchange([(activation, self.following)], [(self.following, shape)])[0]
 
-    def send_backward_recv_forward(self, grad: torch.Tensor | None) -> torch.Tensor | None:
+    def send_backward_recv_forward(self, grad: torch.Tensor | None, shape: Shape) -> torch.Tensor | None:
         if self.previous is None:
             return None
-        return self._exchange([(grad, self.previous)], [self.previous])[0]
+        return self._exchange([(grad, self.previous)], [(self.previous, shape)])[0]
 
-    def _exchange(self, sends: list[tuple[torch.Tensor, int]], recvs: list[int]) -> list[torch.Tensor]:
-        """Headers first, then payloads; each round posted as one batch."""
-        headers = [self._header(tensor) for tensor, _ in sends]
-        incoming = [torch.zeros(MAX_DIMS + 1, dtype=torch.long, device=self.device) for _ in recvs]
-        _post([(h, peer) for h, (_, peer) in zip(headers, sends)], list(zip(incoming, recvs)))
-        buffers = [torch.empty(tuple(h[1:1 + int(h[0])].tolist()), dtype=self.dtype, device=self.device)
-                   for h in incoming]
-        _post([(t.contiguous(), peer) for t, peer in sends], list(zip(buffers, recvs)))
+    def _exchange(self, sends: list[tuple[torch.Tensor, int]], recvs: list[tuple[int, Shape]]) -> list[torch.Tensor]:
+        """One batch of sends and receives into buffers of the given shapes."""
+        buffers = [torch.empty(shape, dtype=self.dtype, device=self.device) for _, shape in recvs]
+        ops = [dist.P2POp(dist.isend, tensor.contiguous(), peer) for tensor, peer in sends]
+        ops += [dist.P2POp(dist.irecv, buffer, peer) for buffer, (peer, _) in zip(buffers, recvs)]
+        for request in dist.batch_isend_irecv(ops):
+            request.wait()
         return buffers
-
-    def _header(self, tensor: torch.Tensor) -> torch.Tensor:
-        if tensor.dim() > MAX_DIMS:
-            raise ValueError(f"cannot send a {tensor.dim()}-dimensional tensor (at most {MAX_DIMS})")
-        shape = list(tensor.shape) + [0] * (MAX_DIMS - tensor.dim())
-        return torch.tensor([tensor.dim(), *shape], dtype=torch.long, device=self.device)
-
-
-def _post(sends: list[tuple[torch.Tensor, int]], recvs: list[tuple[torch.Tensor, int]]) -> None:
-    ops = [dist.P2POp(dist.isend, t, peer) for t, peer in sends]
-    ops += [dist.P2POp(dist.irecv, t, peer) for t, peer in recvs]
-    for request in dist.batch_isend_irecv(ops):
-        request.wait()
 
 
 class StageWork:
     """Forward and backward of one stage's micro-batches; keeps each micro-batch's input and
     output until its backward. On the last stage the output is the micro-batch's part of the
-    normalised loss (:func:`hydraulis.runtime.model.loss.part_loss`), summed into ``loss``."""
+    normalised loss (:func:`hydraulis.runtime.model.loss.part_loss`), summed on the device into
+    ``loss``."""
 
     def __init__(self, model: StageModel, batches: Sequence[PackedMicroBatch], loss_tokens: int) -> None:
         self.model, self.batches, self.loss_tokens = model, batches, loss_tokens
         self.saved: dict[int, tuple[torch.Tensor | None, torch.Tensor]] = {}
-        self.loss = 0.0
+        self.loss = torch.zeros((), dtype=torch.float32, device=next(model.parameters()).device)
+
+    def shape(self, j: int) -> Shape:
+        """The hidden states micro-batch ``j`` hands between stages (and their gradient)."""
+        return self.batches[j].hidden_rows, self.model.model.hidden
 
     def forward(self, j: int, received: torch.Tensor | None) -> torch.Tensor | None:
         """Run micro-batch ``j``; the activation to send on (None on the last stage)."""
-        if not self.model.first:
-            expected = (self.batches[j].hidden_rows, self.model.model.hidden)
-            if tuple(received.shape) != expected:
-                raise RuntimeError(f"micro-batch {j}: received activations of shape {tuple(received.shape)}, "
-                                   f"the plan says {expected}; the stages disagree on the step plan")
+        if received is not None:
             received.requires_grad_(True)
         out = self.model(received, self.batches[j])
         if self.model.last:
             out = part_loss(out, self.loss_tokens)
-            self.loss += float(out.detach())
+            self.loss += out.detach()
         self.saved[j] = (received, out)
         return None if self.model.last else out.detach()
 
@@ -117,26 +136,30 @@ class StageWork:
         if self.model.last:
             out.backward()
         else:
-            if grad is None or grad.shape != out.shape:
-                raise RuntimeError(f"micro-batch {j}: received a gradient of shape "
-                                   f"{None if grad is None else tuple(grad.shape)} for an output of {tuple(out.shape)}")
             torch.autograd.backward(out, grad)
         return None if self.model.first else received.grad
 
 
-def run_1f1b(work: StageWork, link: StageLink, micro_batches: int, pp: int, stage: int) -> None:
-    """The 1F1B schedule of ``stage`` (module docstring), micro-batches in plan order."""
-    warmup = min(pp - 1 - stage, micro_batches)
-    steady = micro_batches - warmup
-    for j in range(warmup):
-        link.send_forward(work.forward(j, link.recv_forward()))
-    received = link.recv_forward() if steady else None
-    for i in range(steady):
-        grad = link.send_forward_recv_backward(work.forward(warmup + i, received))
-        input_grad = work.backward(i, grad)
-        if i == steady - 1:
-            link.send_backward(input_grad)
+def run_schedule(work: StageWork, link: StageLink, schedule: Sequence[Operation]) -> None:
+    """Execute ``schedule``: each operation's send is posted with the next operation's receive
+    when both go to the same neighbour — a forward followed by a backward, or the reverse
+    (module docstring) — else alone."""
+    received: dict[tuple[Action, int], torch.Tensor | None] = {}
+    for index, op in enumerate(schedule):
+        forward = op.action is Action.FORWARD
+        following = schedule[index + 1] if index + 1 < len(schedule) else None
+        if (op.action, op.micro_batch) in received:
+            incoming = received.pop((op.action, op.micro_batch))
         else:
-            received = link.send_backward_recv_forward(input_grad)
-    for i in range(steady, micro_batches):
-        link.send_backward(work.backward(i, link.recv_backward()))
+            incoming = (link.recv_forward if forward else link.recv_backward)(work.shape(op.micro_batch))
+        outgoing = (work.forward if forward else work.backward)(op.micro_batch, incoming)
+        if following is not None and following.action is not op.action:
+            paired = link.send_forward_recv_backward if forward else link.send_backward_recv_forward
+            received[following.action, following.micro_batch] = paired(outgoing, work.shape(following.micro_batch))
+        else:
+            (link.send_forward if forward else link.send_backward)(outgoing)
+
+
+def run_1f1b(work: StageWork, link: StageLink, micro_batches: int, pp: int, stage: int) -> None:
+    """The 1F1B schedule of ``stage`` (:func:`one_f_one_b`), micro-batches in plan order."""
+    run_schedule(work, link, one_f_one_b(micro_batches, pp, stage))

@@ -1,4 +1,4 @@
-"""Packed micro-batches: the layout of the tokens, the mask, and the acceptance test that a packed
+"""Packed micro-batches: the layout of the tokens, the attention segments, and the acceptance test that a packed
 micro-batch gives the loss and gradients of its documents run one by one.
 
 Rotary attention scores depend on position differences only, so that equality cannot see whether
@@ -7,14 +7,13 @@ positions restart per document; the positions themselves are checked in the work
 import torch
 
 from hydraulis.presets import model_preset
-from hydraulis.runtime.model.attention import document_causal_mask
 from hydraulis.runtime.data import SyntheticCorpus
 from hydraulis.runtime.layout import PipelineLayout
 from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.optimizer.master import initial_weights
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import pack_micro_batch
-from hydraulis.runtime.parallel.context import load_balanced_indices
+from hydraulis.runtime.parallel.context import context_segments, load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
 from hydraulis.runtime.optimizer.sharding import stage_shards
@@ -34,10 +33,8 @@ def test_worked_example_of_the_packing_docstring():
     assert full[0].positions.tolist() == [0, 3, 0, 3]
     assert full[1].input_ids.tolist() == [11, 12, 21, 0]
     assert full[1].cu_seqlens.tolist() == [0, 4, 8]
-    block = full[0].blocks[0]
-    assert (block.query_start, block.query_stop) == (0, 2)
-    assert block.keys.tolist() == [0, 1, 4, 5]
-    assert block.mask.tolist() == [[True, False, False, False], [True, True, True, True]]
+    segments = context_segments((0, 4, 8), 2, 0)
+    assert [(s.query_start, s.queries, s.key_rows.tolist()) for s in segments[:2]] == [(0, 1, [0]), (1, 1, [0, 4, 5, 1])]
 
 
 def test_load_balanced_chunks_give_every_rank_equal_causal_work():
@@ -48,14 +45,6 @@ def test_load_balanced_chunks_give_every_rank_equal_causal_work():
         work.append(sum(i - (0 if i < 12 else 12) + 1 for i in indices))
     assert sorted(i for r in range(cp) for i in load_balanced_indices(bounds, cp, r)) == list(range(36))
     assert len(set(work)) == 1
-
-
-def test_mask_is_causal_inside_documents_and_empty_across():
-    docs = torch.tensor([0, 0, 0, 1, 1])
-    pos = torch.tensor([0, 1, 2, 0, 1])
-    mask = document_causal_mask(docs, pos, docs, pos)
-    brute = torch.tensor([[docs[j] == docs[i] and j <= i for j in range(5)] for i in range(5)])
-    assert torch.equal(mask, brute)
 
 
 def _loss_and_grads(micro_batches, lengths, docs):

@@ -1,0 +1,76 @@
+"""``hydraulis memory``: every rank's bytes under a strategy, beside the cost model's prediction."""
+
+from __future__ import annotations
+
+import argparse
+
+from hydraulis import limits
+from hydraulis.cli.arguments import Bounded, optimizer_layout
+from hydraulis.cli.output import emit, emit_json, table
+from hydraulis.presets import device_names, model_preset
+
+GIB = 2**30
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    memory = commands.add_parser(
+        "memory", help="per-rank memory of a strategy, from the runtime's own modules",
+        description="Per rank of --strategy on --devices devices: the bytes of its weights, gradient buffers, "
+                    "optimizer buffer and route (built on the meta device: nothing allocated, no process group) "
+                    "and of the activations of micro-batches of --tokens tokens (the runtime's accounting), "
+                    "beside the cost model's prediction for that device. Ranks that build the same objects "
+                    "are computed once; the table shows one row per such class.")
+    memory.add_argument("--model", required=True, help="model preset, e.g. llama-7b")
+    memory.add_argument("--strategy", required=True, metavar="SPEC", help="strategy SPEC, e.g. 1,8,1x8")
+    memory.add_argument("--devices", type=Bounded(limits.DEVICES), required=True, help="devices of the job, e.g. 64")
+    memory.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), default=8, help="default 8")
+    memory.add_argument("--optimizer-layout", metavar="DP,TP,PP",
+                        help="optimizer layout (default: ZeRO-1 over all devices, N,1,1)")
+    memory.add_argument("--tokens", type=Bounded(limits.MAX_SEQ_LEN),
+                        help="tokens of a micro-batch (default: the longest sequence each scheme holds on the device)")
+    memory.add_argument("--device", default="h100-80g", choices=device_names(),
+                        help="device kind of the prediction and of the default --tokens (default h100-80g)")
+    memory.add_argument("--format", choices=("table", "json"), default="table")
+    memory.set_defaults(run=_memory)
+
+
+def _memory(args: argparse.Namespace) -> None:
+    from hydraulis.runtime.memory.report import MemoryConfig, memory_report
+
+    config = MemoryConfig(model_preset(args.model), args.strategy, args.devices, args.device, args.devices_per_node,
+                          optimizer_layout(args.optimizer_layout) if args.optimizer_layout else None, args.tokens)
+    report = memory_report(config)
+    if args.format == "json":
+        emit_json({"ranks": [{"rank": r.rank, "pipeline": r.pipeline, "stage": r.stage,
+                              "weights_bytes": r.weights_bytes, "grad_bytes": r.grad_bytes,
+                              "optimizer_bytes": r.optimizer_bytes, "route_bytes": r.route_bytes,
+                              "activation_bytes": r.activation_bytes, "total_bytes": r.total_bytes,
+                              "predicted_bytes": round(r.predicted.total)} for r in report.ranks],
+                   "max_total_bytes": report.max_total_bytes, "max_predicted_bytes": report.max_predicted_bytes})
+        return
+    emit(f"{config.model.name} under {config.strategy} on {config.devices} × {config.device}, optimizer layout "
+         f"{config.layout}; micro-batches of {'/'.join(str(t) for t in dict.fromkeys(report.tokens))} tokens; "
+         f"{len(report.classes)} rank classes")
+    rows = []
+    for members in report.classes:
+        first = report.ranks[members[0]]
+        p = first.predicted
+        rows.append([_ranks(members), "-" if first.pipeline is None else first.pipeline,
+                     "-" if first.stage is None else first.stage, first.weights_bytes / GIB, first.grad_bytes / GIB,
+                     first.optimizer_bytes / GIB, first.route_bytes / 2**20, first.activation_bytes / GIB,
+                     first.total_bytes / GIB, p.states / GIB, p.total / GIB])
+    emit(table(("ranks", "pipeline", "stage", "weights_GiB", "grad_GiB", "optimizer_GiB", "route_MiB",
+                "activation_GiB", "total_GiB", "predicted_states_GiB", "predicted_GiB"), rows))
+    emit(f"max_total_bytes={report.max_total_bytes} max_predicted_bytes={report.max_predicted_bytes}")
+
+
+def _ranks(ranks: tuple[int, ...]) -> str:
+    """``0-7,16-23``: runs of consecutive ranks, at most four shown."""
+    runs: list[list[int]] = []
+    for rank in ranks:
+        if runs and rank == runs[-1][1] + 1:
+            runs[-1][1] = rank
+        else:
+            runs.append([rank, rank])
+    text = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:4])
+    return text + (f",… ({len(ranks)})" if len(runs) > 4 else "")

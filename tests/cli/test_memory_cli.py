@@ -1,0 +1,62 @@
+"""``hydraulis memory``: the acceptance command's JSON (exact keys, every rank, small routes,
+states and totals beside the prediction), the table, and bad input (exit 2, one line)."""
+
+import json
+
+import pytest
+
+from hydraulis.cli import main
+
+KEYS = {"rank", "pipeline", "stage", "weights_bytes", "grad_bytes", "optimizer_bytes", "route_bytes",
+        "activation_bytes", "total_bytes", "predicted_bytes"}
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        code = main(["memory", *args])
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_acceptance_7b_json(capsys):
+    code, out, _ = run(capsys, "--model", "llama-7b", "--strategy", "1,8,1x8", "--devices", "64", "--format", "json")
+    assert code == 0
+    report = json.loads(out)
+    assert set(report) == {"ranks", "max_total_bytes", "max_predicted_bytes"}
+    ranks = report["ranks"]
+    assert [r["rank"] for r in ranks] == list(range(64)) and all(set(r) == KEYS for r in ranks)
+    assert {r["pipeline"] for r in ranks} == set(range(8)) and {r["stage"] for r in ranks} == {0}
+    for r in ranks:
+        assert r["route_bytes"] <= 16 * 2**20
+        assert r["total_bytes"] == sum(r[k] for k in ("weights_bytes", "grad_bytes", "optimizer_bytes", "route_bytes",
+                                                      "activation_bytes"))
+        assert abs(r["total_bytes"] - r["predicted_bytes"]) <= 0.1 * r["predicted_bytes"]
+    assert report["max_total_bytes"] == max(r["total_bytes"] for r in ranks)
+
+
+def test_table_has_one_row_per_class_and_idle_ranks(capsys):
+    code, out, _ = run(capsys, "--model", "tiny", "--strategy", "1,2,2", "--devices", "8", "--tokens", "256",
+                       "--optimizer-layout", "2,2,2", "--device", "cpu")
+    assert code == 0
+    lines = out.splitlines()
+    assert "micro-batches of 256 tokens" in lines[0]
+    rows = lines[3:-1]
+    assert len(rows) == 6
+    assert [row.split()[:3] for row in rows[-2:]] == [["4,6", "-", "-"], ["5,7", "-", "-"]]
+    assert lines[-1].startswith("max_total_bytes=")
+
+
+@pytest.mark.parametrize("args, field", [
+    (("--model", "llama-7b", "--strategy", "1,8,1x9", "--devices", "64"), "strategy: '1,8,1x9'"),
+    (("--model", "llama-8b", "--strategy", "1,8,1", "--devices", "8"), "model: 'llama-8b'"),
+    (("--model", "llama-7b", "--strategy", "1,8,1", "--devices", "8", "--optimizer-layout", "3,1,1"),
+     "optimizer_layout: '3,1,1'"),
+    (("--model", "llama-7b", "--strategy", "1,3,1", "--devices", "8"), "strategy '1,3,1'"),
+    (("--model", "llama-7b", "--strategy", "1,8,1", "--devices", "8", "--tokens", "0"), "argument --tokens: '0' must be between 1 and"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, args, field):
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("hydraulis") and f"error: {field}" in err, err

@@ -1,0 +1,86 @@
+"""Measuring one rank's activation memory in one CPU process, at any tp, cp or sp.
+
+* :class:`ShapeGroup` — a process group whose collectives give the right shapes (all-gather
+  repeats, reduce-scatter cuts, all-reduce keeps): one rank of a tp or cp group without the
+  other ranks. Values are meaningless; the bytes are the runtime's.
+* :func:`flash_core` — the attention core replaced by one that keeps for its backward exactly
+  what FlashAttention keeps (Q, K, V, the output, the log-sum-exp; Dao 2023), so the CPU
+  measures what a CUDA rank keeps around it.
+* :class:`LiveBytes` — a dispatch mode counting the bytes of every storage an operation creates
+  until it is freed: ``live`` now, ``peak`` so far. Views and in-place results (outputs sharing
+  an input's storage) are not new storage.
+"""
+
+from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
+from unittest import mock
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.weak import WeakIdKeyDictionary
+
+from hydraulis.runtime.model import decoder
+from hydraulis.runtime.parallel.group import ParallelGroup
+
+
+class ShapeGroup(ParallelGroup):
+    def all_reduce(self, tensor, op=None):
+        return tensor
+
+    def all_gather(self, tensor):
+        return tensor if self.trivial else torch.cat([tensor] * self.size)
+
+    def reduce_scatter(self, tensor):
+        return tensor if self.trivial else tensor.chunk(self.size)[0].clone()
+
+
+class _FlashCore(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, attend):
+        with torch.no_grad():
+            out = attend(q, k, v)
+        ctx.save_for_backward(q, k, v, out, torch.zeros(q.shape[1], q.shape[0], dtype=torch.float32))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, _, _ = ctx.saved_tensors
+        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v), None
+
+
+@contextmanager
+def flash_core():
+    """The runtime's attention core keeping what FlashAttention keeps (module docstring)."""
+    attention = decoder.packed_attention
+
+    def core(q, k, v, *args, **kwargs):
+        return _FlashCore.apply(q, k, v, lambda *qkv: attention(*qkv, *args, **kwargs))
+
+    with mock.patch.object(decoder, "packed_attention", core):
+        yield
+
+
+class LiveBytes(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self._storages = WeakIdKeyDictionary()
+        self.live = self.peak = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {t.untyped_storage().data_ptr() for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
+        for tensor in tree_flatten(out)[0]:
+            if isinstance(tensor, torch.Tensor):
+                storage = tensor.untyped_storage()
+                if storage not in self._storages and storage.data_ptr() not in inputs:
+                    self._storages[storage] = storage.nbytes()
+                    self.live += storage.nbytes()
+                    weakref.finalize(storage, self._free, storage.nbytes())
+        self.peak = max(self.peak, self.live)
+        return out
+
+    def _free(self, nbytes: int) -> None:
+        self.live -= nbytes

@@ -1,0 +1,88 @@
+"""The runtime on CUDA GPUs (skipped without them): NCCL equivalence with heterogeneous pipelines,
+context and sequence parallelism; the FlashAttention varlen path equal to the CPU path; the
+allocator's peak of a training step against ``hydraulis memory``."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, RuntimeOptions, TrainConfig
+from hydraulis.runtime.model.attention import KernelKind, attention_kernel, packed_attention
+from hydraulis.runtime.model.packing import pack_micro_batch
+from hydraulis.runtime.parallel.context import load_balanced_indices
+from hydraulis.runtime.parallel.group import ParallelGroup
+from hydraulis.runtime.run import resolve_run
+from hydraulis.types import MicroBatch
+
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+BF16_TOLERANCE = 5e-2
+"""check-equivalence's documented bf16 tolerance (:mod:`hydraulis.runtime.equivalence`)."""
+
+
+def _gpus(count: int) -> None:
+    if torch.cuda.device_count() < count:
+        pytest.skip(f"needs {count} GPUs, {torch.cuda.device_count()} here")
+
+
+@pytest.mark.parametrize("precision, tolerance", [(Precision.FP32, 1e-5), (Precision.BF16, BF16_TOLERANCE)])
+def test_nccl_equivalence_with_heterogeneous_pipelines_context_and_sequence_parallelism(precision, tolerance):
+    _gpus(4)
+    from hydraulis.runtime.equivalence import check_equivalence
+
+    options = RuntimeOptions(device=DeviceKind.CUDA, precision=precision, optimizer=OptimizerKind.ADAM, lr=1e-4)
+    configs = [TrainConfig("tiny", specs, 3, token_budget=512, max_seq_len=256, runtime=options)
+               for specs in (("1,2,1[sp]+2,1,1", "1,1,2+1,2,1[sp,recompute=full]"), ("2,2,1[sp]", "4,1,1"))]
+    for result in check_equivalence([resolve_run(c) for c in configs], options, nproc=4):
+        assert result.max_rel_diff <= tolerance, (result.strategies, result.worst_parameter, result.max_rel_diff)
+
+
+@pytest.mark.parametrize("cp", [1, 2])
+def test_the_varlen_kernel_equals_the_cpu_path(cp):
+    cuda = torch.device("cuda")
+    if attention_kernel(cuda, torch.bfloat16) is not KernelKind.VARLEN:
+        pytest.skip("this torch has no varlen_attn with causal windows and grouped-query attention")
+    lengths = (700, 64, 300, 9)
+    documents = [torch.arange(s + 1) for s in lengths]
+    micro_batch = MicroBatch(tuple(range(len(lengths))), lengths)
+    groups = [ParallelGroup(None, cp, r) if cp > 1 else ParallelGroup.single() for r in range(cp)]
+    bounds = pack_micro_batch(documents, micro_batch, 1, groups[0], torch.device("cpu")).cu_seqlens.tolist()
+    per_rank = [load_balanced_indices(bounds, cp, r) for r in range(cp)] if cp > 1 else [list(range(bounds[-1]))]
+    gathered = torch.tensor([i for part in per_rank for i in part])
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(bounds[-1], heads, 64, generator=generator).to(torch.bfloat16) for heads in (8, 2, 2))
+    for rank, group in enumerate(groups):
+        mine = torch.tensor(per_rank[rank])
+        outs, grads = [], []
+        for device, kernel, dtype in ((cuda, KernelKind.VARLEN, torch.bfloat16),
+                                      (torch.device("cpu"), KernelKind.CPU_FLASH, torch.float32)):
+            plan = pack_micro_batch(documents, micro_batch, 1, group, device, kernel).attention
+            inputs = [t.to(device, dtype).requires_grad_(True) for t in (q[mine], k[gathered], v[gathered])]
+            out = packed_attention(*inputs, plan)
+            out.float().pow(2).sum().backward()
+            outs.append(out.float().cpu())
+            grads.append([t.grad.float().cpu() for t in inputs])
+        assert (outs[0] - outs[1]).norm() <= BF16_TOLERANCE * outs[1].norm()
+        for ours, reference in zip(*grads):
+            assert (ours - reference).norm() <= BF16_TOLERANCE * reference.norm()
+
+
+def test_peak_memory_of_a_step_is_within_ten_percent_of_hydraulis_memory():
+    from hydraulis.runtime.launch import RankContext
+    from hydraulis.runtime.trainer import train
+
+    tokens = 4096
+    options = RuntimeOptions(device=DeviceKind.CUDA, precision=Precision.BF16)
+    run = resolve_run(TrainConfig("tiny", ("1,1,1",), 1, token_budget=tokens, max_seq_len=tokens,
+                                  micro_batch_tokens=tokens, runtime=options))
+    torch.cuda.reset_peak_memory_stats()
+    train(RankContext.single(options), run, options)
+    peak = torch.cuda.max_memory_allocated()
+    report = subprocess.run([sys.executable, "-m", "hydraulis", "memory", "--model", "tiny", "--strategy", "1,1,1",
+                             "--devices", "1", "--tokens", str(tokens), "--format", "json"],
+                            capture_output=True, text=True, check=True)
+    predicted = json.loads(report.stdout)["ranks"][0]["total_bytes"]
+    assert abs(peak - predicted) <= 0.1 * predicted, (peak, predicted)
