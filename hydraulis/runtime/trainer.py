@@ -1,6 +1,8 @@
 """The training loop: global batches → step plans → steps, with checkpoints.
 
-Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the checkpoint resumed, else 0):
+Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the checkpoint resumed, else 0),
+once every strategy the run may choose is built — process groups, stage models, routes
+(:meth:`~.step.StepRunner.warm`), so no step pays for them but one synthesised for its step:
 
 1. the loader yields the global batch of step ``t`` (every rank runs the same deterministic
    loader, :mod:`.data`, so no tokens travel);
@@ -88,6 +90,11 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
     planner = _planner(run, context, reference)
     board = _tensorboard(run, context, reference)
     batches = run.data.batches(position)
+    started = time.perf_counter()
+    created = runner.warm(layouts) if run.steps > run.first_step else 0
+    if context.rank == 0 and created:
+        log.info("warmed %d strategies before the first step: %d process groups in %.0f ms", len(layouts), created,
+                 (time.perf_counter() - started) * 1e3)
     records, grads = [], None
     try:
         batch = next(batches)
