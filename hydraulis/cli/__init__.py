@@ -31,8 +31,8 @@ from hydraulis.cli.arguments import Parser
 from hydraulis.cli.output import setup_logging
 from hydraulis.errors import HydraulisError
 
-COMMANDS = (space, profile, data, analyze, propose, plan_step, simulate, fuse, memory, train, export,
-            check_equivalence, serve)
+COMMANDS = (space, profile, data, analyze, propose, plan_step, simulate, fuse, memory, train, check_equivalence, export,
+            serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
