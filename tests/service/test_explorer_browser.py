@@ -58,7 +58,7 @@ def test_proposal_with_the_token_typed_in_the_page(browser_page, planning_servic
     page.wait_for_selector("#model option[value='llama-32b']", state="attached")
     page.wait_for_selector("#token-error:empty", state="attached")
     page.select_option("#model", "llama-32b")
-    page.select_option("#device", "a100-40g")
+    page.select_option("#device", "h100-80g")
     for selector, value in FORM.items():
         page.fill(selector, value)
     page.click("#propose")

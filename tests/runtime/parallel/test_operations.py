@@ -8,10 +8,13 @@ from hydraulis.runtime.parallel.pipeline import StageLink, run_1f1b
 
 
 class CountingWork:
-    """Forward returns ``j``, backward ``-j``; both note the call."""
+    """Forward returns ``j``, backward ``-j``; both note the call; scalars travel."""
 
     def __init__(self) -> None:
         self.calls = []
+
+    def shape(self, j):
+        return ()
 
     def forward(self, j, received):
         self.calls.append(("F", j))
