@@ -37,13 +37,10 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 mkdir -p "$out"
-started=$(date +%s)
-elapsed() { echo "   ($(( $(date +%s) - started )) s since the start)"; }
+source "$root/examples/corpus.sh"
 
 echo "== 1. corpus: the standard library under $corpus_root, tokenized with a 1024-entry byte-level BPE"
-hydraulis data build-stdlib --root "$corpus_root" -o "$out/corpus.jsonl"
-hydraulis analyze --corpus "$out/corpus.jsonl" --vocab-size 1024 --cache-dir "$out/cache" \
-    --token-budget "$token_budget" --max-seq-len "$max_seq_len" -o "$out/report"
+stdlib_corpus "$out" "$corpus_root" "$token_budget" "$max_seq_len"
 elapsed
 
 echo

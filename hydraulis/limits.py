@@ -119,6 +119,7 @@ TOLERANCE = Limit("tolerance", "relative difference", 0, 1, integer=False)
 MEMORY = Limit("memory_limit", "memory one device holds, in the problem's units", 0, 1e18, integer=False,
                exclusive_minimum=True)
 EVALUATIONS = Limit("evaluations", "schedule evaluations per search worker, 0: no budget", 0, 10**12)
+DEVICE_MEMORY = Limit("device_memory", "bytes of memory one device (process) holds", 1, 2**50)
 SHARD_BYTES = Limit("max_shard_bytes", "bytes of one safetensors file", 2**10, 2**40)
 
 LIMITS: dict[str, Limit] = {name: value for name, value in globals().items() if isinstance(value, Limit)}

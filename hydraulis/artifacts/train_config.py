@@ -16,7 +16,7 @@ are read too)::
      "tensorboard_dir": null, "synthesise": "proposal", "synthesis_evaluations": 16,
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
                  "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "fp32",
-                 "record_operations": false}}
+                 "record_operations": false, "device_memory": null}}
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ def _runtime_from_record(record: Record) -> RuntimeOptions:
             except ValueError:
                 raise HydraulisError(f"{record.path}.{spec.name}", text,
                                      f"must be one of {[e.value for e in _ENUMS[spec.name]]}") from None
+        elif default is None:
+            values[spec.name] = _optional_int(record, spec.name)
         elif isinstance(default, bool):
             values[spec.name] = record.bool(spec.name, default)
         elif isinstance(default, float):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hydraulis import limits
+from hydraulis.artifacts.memory_report import memory_report_to_dict
 from hydraulis.cli.arguments import Bounded, optimizer_layout
 from hydraulis.cli.output import emit, emit_json, table
 from hydraulis.presets import device_names, model_preset
@@ -41,12 +42,7 @@ def _memory(args: argparse.Namespace) -> None:
                           optimizer_layout(args.optimizer_layout) if args.optimizer_layout else None, args.tokens)
     report = memory_report(config)
     if args.format == "json":
-        emit_json({"ranks": [{"rank": r.rank, "pipeline": r.pipeline, "stage": r.stage,
-                              "weights_bytes": r.weights_bytes, "grad_bytes": r.grad_bytes,
-                              "optimizer_bytes": r.optimizer_bytes, "route_bytes": r.route_bytes,
-                              "activation_bytes": r.activation_bytes, "total_bytes": r.total_bytes,
-                              "predicted_bytes": round(r.predicted.total)} for r in report.ranks],
-                   "max_total_bytes": report.max_total_bytes, "max_predicted_bytes": report.max_predicted_bytes})
+        emit_json(memory_report_to_dict(report))
         return
     emit(f"{config.model.name} under {config.strategy} on {config.devices} × {config.device}, optimizer layout "
          f"{config.layout}; micro-batches of {'/'.join(str(t) for t in dict.fromkeys(report.tokens))} tokens; "

@@ -20,6 +20,7 @@ from hydraulis.cli.output import (
 )
 from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.profiler.budget import under_budget
 from hydraulis.profiler.compare import compare_spaces
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
 from hydraulis.profiler.report import space_rows
@@ -76,6 +77,19 @@ def register(commands: argparse._SubParsersAction) -> None:
     show.add_argument("--format", choices=("table", "json"), default="table")
     show.set_defaults(run=_show)
 
+    budget = verbs.add_parser("budget", help="a scheme space under a device memory budget",
+                              description="The space with devices of --device-memory bytes as the runtime's "
+                                          "meter counts them (hydraulis train --device-memory): model states and "
+                                          "activation bytes per token from the runtime's accounting, no runtime "
+                                          "overhead; times unchanged (see hydraulis.profiler.budget).")
+    budget.add_argument("space", type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON")
+    budget.add_argument("--device-memory", type=Bounded(limits.DEVICE_MEMORY), required=True, metavar="BYTES",
+                        help="bytes each device (process) may hold")
+    budget.add_argument("--safety-margin", type=Bounded(limits.DEVICE_MEMORY), metavar="BYTES",
+                        help="bytes kept free (default: a tenth of --device-memory)")
+    budget.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
+    budget.set_defaults(run=_budget)
+
     compare = verbs.add_parser("compare", help="relative differences of predicted micro-batch times",
                                description="Per scheme held by both spaces, the relative difference (B - A) / A "
                                            "of the predicted time of a micro-batch of one sequence, over lengths; "
@@ -112,6 +126,14 @@ def _analytic(args: argparse.Namespace) -> None:
     write_scheme_space(args.output, space)
     emit(f"wrote {args.output}: {plural(len(space.profiles), 'analytic scheme')} of {args.model} on "
          f"{args.devices} × {device.name}")
+
+
+def _budget(args: argparse.Namespace) -> None:
+    margin = args.device_memory // 10 if args.safety_margin is None else args.safety_margin
+    space = under_budget(read_scheme_space(args.space), args.device_memory, margin)
+    write_scheme_space(args.output, space)
+    emit(f"wrote {args.output}: {plural(len(space.profiles), 'scheme')} of {space.model.name} under "
+         f"{args.device_memory} bytes per device ({margin} kept free)")
 
 
 def _show(args: argparse.Namespace) -> None:

@@ -24,7 +24,7 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "tensorboard": "tensorboard_dir",
         "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
-            "record_operations")
+            "record_operations", "device_memory")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +92,10 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record-operations", action="store_true", default=None,
                         help="record every stage's forwards and backwards, in order, with their times, in the "
                              "train log (benchmarks/fidelity.py compares them with the cost model)")
+    parser.add_argument("--device-memory", type=Bounded(limits.DEVICE_MEMORY), metavar="BYTES",
+                        help="memory budget of every process: a step whose measured peak (CPU: the tensor "
+                             "storage the rank holds and creates; CUDA: the allocator's peak) exceeds it on a "
+                             "rank fails, naming the step, the rank and the bytes (default: no budget)")
 
 
 def add_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:

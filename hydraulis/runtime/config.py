@@ -50,7 +50,9 @@ class RuntimeOptions:
     number of intra-op CPU threads per process. ``grad_reduce_dtype`` is the dtype of the
     gradients sent to the optimizer layout (:mod:`hydraulis.runtime.gradients`).
     ``record_operations`` records every stage's forwards and backwards, in order, with their
-    times, into each step's record (one more all-gather per step)."""
+    times, into each step's record (one more all-gather per step). ``device_memory`` is the bytes
+    each process may hold (None: no budget): a step whose measured peak exceeds it on any rank
+    fails (:mod:`hydraulis.runtime.memory.peak`)."""
 
     device: DeviceKind = DeviceKind.AUTO
     precision: Precision = Precision.AUTO
@@ -61,6 +63,7 @@ class RuntimeOptions:
     threads: int = 1
     grad_reduce_dtype: ReduceDtype = ReduceDtype.FP32
     record_operations: bool = False
+    device_memory: int | None = None
 
     def __post_init__(self) -> None:
         require(isinstance(self.device, DeviceKind), "device", self.device,
@@ -77,6 +80,8 @@ class RuntimeOptions:
         require_int(self.threads, "threads", minimum=1)
         require(isinstance(self.record_operations, bool), "record_operations", self.record_operations,
                 "must be true or false")
+        if self.device_memory is not None:
+            require_int(self.device_memory, "device_memory", minimum=1)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ Recipe (every rank, whatever its place):
    the step's time the slowest rank's steps 2–4, the reduction's what the step took beyond
    step 2 and the slowest pipeline; the loss is the sum of the last stages' parts; with
    ``record_operations``, every stage's operations in the order they ran, with their times
-   (:mod:`.parallel.operations`).
+   (:mod:`.parallel.operations`); with a ``device_memory`` budget, every rank's peak bytes of
+   steps 2–4 (:mod:`.memory.peak`), and every rank fails alike when one exceeds it.
 
 The host waits for the device once per step: the phases are timed by events on the device's
 stream (:class:`StepClock`), the losses of the micro-batches are summed on the device, shapes
@@ -37,12 +38,14 @@ one's (its modules, groups and routes stay, built once).
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 
 from hydraulis.errors import require
+from hydraulis.runtime.memory.peak import PeakMemory, check_budget
 from hydraulis.runtime.model.attention import attention_kernel
 from hydraulis.runtime.config import ReduceDtype, RuntimeOptions
 from hydraulis.runtime.gradients import GradientBuffers
@@ -61,7 +64,7 @@ from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 
 REDUCE_DTYPES = {ReduceDtype.FP32: torch.float32, ReduceDtype.BF16: torch.bfloat16}
-FIGURES = ("compute_ms", "loss", "propagate_ms", "step_ms")
+FIGURES = ("compute_ms", "loss", "propagate_ms", "step_ms", "peak_bytes", "held_bytes")
 """What every rank reports after a step (one all-gather)."""
 
 
@@ -89,6 +92,7 @@ class StepRunner:
         self.placement = OptimizerPlacement(model, layout, context.world_size)
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
         self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype]
+        self.budget = options.device_memory
         self.groups = GroupCache(dist.new_group if context.world_size > 1 else None)
         self.stages: dict[str, ComputeStage] = {}
         self.current: ComputeStage | None = None
@@ -109,23 +113,29 @@ class StepRunner:
         stage = self._switch(self._stage(layout))
         communicators = self.groups.created - created
         tokens = loss_tokens(plan)
-        clock = StepClock(self.context.device)
-        stage.route.propagate(self.optimizer.master, stage.params)
-        clock.mark()
-        loss_part = torch.zeros((), dtype=torch.float32, device=self.context.device)
-        recording = None
-        if stage.model is not None:
-            loss_part, recording = self._compute(stage, plan, documents, tokens)
-        clock.mark()
-        stage.route.reduce(stage.gradients.grads(), self.optimizer.grad, self.reduce_dtype)
-        stage.gradients.clear()
-        self.optimizer.step()
-        clock.mark()
+        meter = PeakMemory(self.context.device) if self.budget is not None else None
+        with meter.step(self._held(stage)) if meter else nullcontext():
+            clock = StepClock(self.context.device)
+            stage.route.propagate(self.optimizer.master, stage.params)
+            clock.mark()
+            loss_part = torch.zeros((), dtype=torch.float32, device=self.context.device)
+            recording = None
+            if stage.model is not None:
+                loss_part, recording = self._compute(stage, plan, documents, tokens)
+            clock.mark()
+            stage.route.reduce(stage.gradients.grads(), self.optimizer.grad, self.reduce_dtype)
+            stage.gradients.clear()
+            self.optimizer.step()
+            clock.mark()
         propagate_ms, compute_ms, update_ms = clock.elapsed_ms()
-        mine = torch.tensor((compute_ms, 0.0, propagate_ms, propagate_ms + compute_ms + update_ms),
+        mine = torch.tensor((compute_ms, 0.0, propagate_ms, propagate_ms + compute_ms + update_ms,
+                             meter.peak_bytes if meter else 0, meter.held if meter else 0),
                             dtype=torch.float64, device=self.context.device)
         mine[FIGURES.index("loss")] = loss_part
-        measured, figures = self._gather(stage, mine)
+        measured, figures, every = self._gather(stage, mine)
+        if self.budget is not None:
+            check_budget(self.budget, step, [int(v) for v in every[:, FIGURES.index("peak_bytes")]],
+                         [int(v) for v in every[:, FIGURES.index("held_bytes")]])
         reduce = max(0.0, figures["step_ms"] - figures["propagate_ms"] - max(measured))
         operations = ()
         if self.record:
@@ -188,13 +198,18 @@ class StepRunner:
             self.current = stage
         return stage
 
-    def _gather(self, stage: ComputeStage, mine: torch.Tensor) -> tuple[tuple[float, ...], dict[str, float]]:
+    def _held(self, stage: ComputeStage) -> list[torch.Tensor | None]:
+        """The tensors this rank keeps across steps: compute weights, gradient buffers, optimizer buffer."""
+        return [*stage.params, *stage.gradients.grads(), *self.optimizer.tensors.values(), self.optimizer.grad]
+
+    def _gather(self, stage: ComputeStage, mine: torch.Tensor
+                ) -> tuple[tuple[float, ...], dict[str, float], torch.Tensor]:
         every = self.context.world.all_gather(mine).view(self.context.world_size, len(FIGURES)).cpu()
         pipelines = len(stage.rank_map.pipelines)
         measured = tuple(max(float(every[r, 0]) for r in stage.rank_map.pipeline_ranks(p)) for p in range(pipelines))
         figures = {name: float(every[:, i].max()) for i, name in enumerate(FIGURES)}
         figures["loss"] = float(every[:, FIGURES.index("loss")].sum())
-        return measured, figures
+        return measured, figures, every
 
 
 class StepClock:

@@ -34,6 +34,7 @@ from hydraulis.service.pool import WorkerPool
 from hydraulis.service.schemas import (
     AnalyticSpaceRequest,
     FusedScheduleRequest,
+    MemoryRequest,
     Presets,
     ProposalRequest,
     StepComparisonRequest,
@@ -151,6 +152,11 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
     async def fused_schedules(body: FusedScheduleRequest, request: Request) -> Response:
         time_limit = _time_limit(work.time_limit(body.time_limit_s, settings), settings)
         return await planning(request, work.fused_schedule_of, body, time_limit + grace)
+
+    @router.post("/memory", responses=JSON_OBJECT)
+    async def memory(body: MemoryRequest, request: Request) -> Response:
+        work.check_devices(body.devices, settings)
+        return await planning(request, work.memory, body, settings.max_time_limit_s)
 
     return router
 

@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import multiprocessing
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -202,3 +203,4 @@ async def _readable(connection: Connection) -> None:
         await ready
     finally:
         loop.remove_reader(descriptor)
+        os.set_blocking(descriptor, True)  # uvloop's add_reader made it non-blocking: recv() reads a long answer whole

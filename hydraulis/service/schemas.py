@@ -168,3 +168,18 @@ class FusedScheduleRequest(Body):
     seed: int = within(limits.SEED, default=0)
     memory_limit: float | None = within(limits.MEMORY, default=None,
                                         description="hard limit on any device's memory")
+
+
+class MemoryRequest(Body):
+    """Every rank's memory under a strategy (``hydraulis memory``), beside the cost model's prediction."""
+
+    model: str = Field(description="model preset, see GET /v1/presets")
+    strategy: str = Field(max_length=4096, description="strategy SPEC, e.g. 1,8,1x8 or 4,8,1x16+1,8,1x64")
+    devices: int = within(limits.DEVICES)
+    devices_per_node: int = within(limits.DEVICES_PER_NODE, default=8)
+    device: str = Field(default="h100-80g", description="device preset of the prediction and of the default tokens")
+    optimizer_layout: LayoutBody | None = Field(default=None,
+                                                description="optimizer layout (default: ZeRO-1 over all devices)")
+    tokens: int | None = within(limits.MAX_SEQ_LEN, default=None,
+                                description="tokens of a micro-batch (default: the longest sequence each "
+                                            "scheme holds on the device)")

@@ -28,6 +28,7 @@ from hydraulis.artifacts import (
     timestamp,
 )
 from hydraulis.artifacts.fused import fused_problem_from_dict, fused_schedule_to_dict
+from hydraulis.artifacts.memory_report import memory_report_to_dict
 from hydraulis.artifacts.step_comparison import step_comparison_to_dict
 from hydraulis.data.synth import synth_lengths
 from hydraulis.dispatch import DispatchOptions
@@ -42,6 +43,7 @@ from hydraulis.service.errors import ServiceError
 from hydraulis.service.schemas import (
     AnalyticSpaceRequest,
     FusedScheduleRequest,
+    MemoryRequest,
     ProposalRequest,
     StepComparisonRequest,
     StepPlanRequest,
@@ -111,6 +113,16 @@ def fused_schedule_of(body: FusedScheduleRequest, settings: ServiceSettings) -> 
     options = FuseOptions(time_limit_s=time_limit(body.time_limit_s, settings), seed=body.seed,
                           memory_limit=body.memory_limit)
     return fused_schedule_to_dict(fused_schedule(fuse(problem, options)), asdict(options))
+
+
+def memory(body: MemoryRequest, settings: ServiceSettings) -> dict[str, Any]:
+    """``hydraulis memory``'s report; torch is imported by the worker that first answers one."""
+    from hydraulis.runtime.memory.report import MemoryConfig, memory_report
+
+    layout = body.optimizer_layout.to_core() if body.optimizer_layout else None
+    config = MemoryConfig(model_preset(body.model), body.strategy, body.devices, body.device, body.devices_per_node,
+                          layout, body.tokens)
+    return memory_report_to_dict(memory_report(config))
 
 
 def cached_proposal(document: dict[str, Any], settings: ServiceSettings) -> Proposal:

@@ -24,7 +24,8 @@ def test_acceptance_7b_json(capsys):
     code, out, _ = run(capsys, "--model", "llama-7b", "--strategy", "1,8,1x8", "--devices", "64", "--format", "json")
     assert code == 0
     report = json.loads(out)
-    assert set(report) == {"ranks", "max_total_bytes", "max_predicted_bytes"}
+    assert {"ranks", "classes", "tokens", "capacity_bytes", "max_total_bytes", "max_predicted_bytes"} <= set(report)
+    assert report["kind"] == "memory_report" and len(report["classes"]) == 8
     ranks = report["ranks"]
     assert [r["rank"] for r in ranks] == list(range(64)) and all(set(r) == KEYS for r in ranks)
     assert {r["pipeline"] for r in ranks} == set(range(8)) and {r["stage"] for r in ranks} == {0}

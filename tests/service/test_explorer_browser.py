@@ -16,6 +16,7 @@ from tests.conftest import SERVICE_TOKEN
 pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
+EXAMPLE_PROPOSAL = Path(__file__).resolve().parents[2] / "examples" / "proposals" / "7b_32dev.json"
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic")
 WAIT_MS = 180_000
@@ -119,4 +120,35 @@ def test_a_bad_lengths_file_is_named_next_to_its_field(browser_page):
     page.wait_for_selector("#lengths-file-error:not(:empty)")
     assert page.inner_text("#lengths-file-error").startswith('lengths.txt:3: "many"')
     assert page.is_hidden("#docs")
+    assert not errors
+
+
+def test_memory_view_draws_a_bar_per_rank_class_of_a_bundled_proposal(browser_page):
+    page, _, errors = browser_page
+    page.select_option("#device", "h100-80g")
+    page.set_input_files("#proposal-file", str(EXAMPLE_PROPOSAL))
+    page.wait_for_selector("#memory-strategy option[value='7']", state="attached")
+    assert page.locator("#strategies-table tbody tr").count() == 8 and page.is_hidden("#step-controls")
+    page.select_option("#memory-strategy", "2")
+    assert page.input_value("#memory-spec") == "1,8,1x4"
+    page.click("#show-memory")
+    page.wait_for_selector("#memory-chart svg g.class")
+    bars = page.locator("#memory-chart svg g.class")
+    assert bars.count() == 8 == page.locator("#memory-table tbody tr").count()
+    for part in ("weights", "gradients", "optimizer", "route", "activations"):
+        assert page.locator(f"#memory-chart g.class >> nth=0 >> rect.part.{part}").count() == 1
+    assert page.locator("#memory-chart line.predicted").count() == 8
+    assert page.locator("#memory-chart line.capacity").count() == 1
+    assert page.inner_text("#memory-summary").startswith("llama-7b under 1,8,1x4 on 32 × h100-80g")
+    assert "%" in page.locator("#memory-table tbody tr").first.inner_text()
+    assert not errors
+
+
+def test_memory_view_names_a_bad_spec_next_to_it(browser_page):
+    page, _, errors = browser_page
+    page.fill("#memory-spec", "1,8,1x5")
+    page.click("#show-memory")
+    page.wait_for_selector("#memory-spec-error:not(:empty)")
+    assert "uses 40 devices, more than devices = 32" in page.inner_text("#memory-spec-error")
+    assert page.get_attribute("#memory-spec", "aria-invalid") == "true"
     assert not errors

@@ -48,6 +48,8 @@ def valid_bodies() -> dict[str, dict]:
         "/v1/scheme-spaces/analytic": {"model": "llama-7b", "device": "h100-80g", "devices": 16,
                                        "devices_per_node": 8},
         "/v1/scheme-spaces/validate": {"scheme_space": space, "optimizer_layout": {"dp": 32, "tp": 1, "pp": 1}},
+        "/v1/memory": {"model": "tiny", "strategy": "1,2,2", "devices": 8, "devices_per_node": 4, "device": "cpu",
+                       "tokens": 256, "optimizer_layout": {"dp": 2, "tp": 2, "pp": 2}},
     }
 
 

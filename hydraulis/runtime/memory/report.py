@@ -123,6 +123,17 @@ class MemoryReport:
     def max_predicted_bytes(self) -> int:
         return round(max(rank.predicted.total for rank in self.ranks))
 
+    @property
+    def device_memory_bytes(self) -> int:
+        return device_preset(self.config.device).memory_bytes
+
+    @property
+    def capacity_bytes(self) -> int:
+        """What a device of ``config.device`` leaves to states and activations: its memory less the
+        runtime's fixed overhead and the safety margin (neither total counts them)."""
+        device = device_preset(self.config.device)
+        return device.memory_bytes - device.runtime_overhead_bytes - device.safety_margin_bytes
+
 
 def memory_report(config: MemoryConfig) -> MemoryReport:
     """Steps 1–4 of the module docstring."""

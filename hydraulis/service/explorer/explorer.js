@@ -1,15 +1,18 @@
 // The plan explorer: the form → /v1 calls → the proposal, then a sampled step's comparison
-// and 1F1B timeline. The bearer token lives only in the password input (sent as a header).
+// and 1F1B timeline, and every rank's memory under a strategy of the proposal (or a SPEC typed
+// in). The bearer token lives only in the password input (sent as a header).
 
 import {ApiError, call} from "./api.js";
-import {formatBytes, formatInt, formatMs, schemeLabel, strategyLabel} from "./format.js";
+import {formatBytes, formatInt, formatMs, schemeLabel, strategyLabel, strategySpec} from "./format.js";
 import {renderGantt} from "./gantt.js";
+import {PARTS, renderMemory} from "./memory.js";
 
 const $ = (id) => document.getElementById(id);
 const state = {space: null, documents: null, proposal: null};
 
 // Per API call, the input that each error field names (the field's first segment, e.g.
-// "lengths[3]" → "lengths"); a field not listed is shown under the form.
+// "lengths[3]" → "lengths"); a field not listed is shown under the form. "@cluster": the
+// proposal's strategy choice when a proposal is shown (its values were sent), else the form's input.
 const FIELDS = {
   presets: {},
   analytic: {model: "model", device: "device", devices: "devices", devices_per_node: "devices-per-node"},
@@ -20,6 +23,8 @@ const FIELDS = {
     lengths: "@lengths", histogram: "@lengths", scheme_space: "@space"},
   comparison: {seed: "step-seed", lengths: "@lengths", histogram: "@lengths", scheme_space: "@space",
     devices: "devices", token_budget: "token-budget", max_seq_len: "max-seq-len"},
+  memory: {strategy: "memory-spec", tokens: "memory-tokens", device: "device", model: "@cluster",
+    devices: "@cluster", devices_per_node: "@cluster", optimizer_layout: "@cluster"},
 };
 
 class FieldError extends Error {
@@ -32,6 +37,9 @@ class FieldError extends Error {
 function start() {
   $("plan-form").addEventListener("submit", propose);
   $("sample-step").addEventListener("click", sampleStep);
+  $("proposal-file").addEventListener("change", loadProposal);
+  $("memory-strategy").addEventListener("change", chooseStrategy);
+  $("show-memory").addEventListener("click", showMemory);
   $("token").addEventListener("change", () => loadPresets().catch(showError));
   for (const name of ["space-source", "lengths-source"]) {
     for (const radio of document.querySelectorAll(`input[name="${name}"]`)) {
@@ -143,6 +151,71 @@ function parseLengths(name, text) {
   return lengths;
 }
 
+async function loadProposal() {
+  const file = $("proposal-file").files[0];
+  if (!file) return;
+  clearErrors();
+  await busy(async () => {
+    let proposal;
+    try {
+      proposal = JSON.parse(await file.text());
+    } catch (error) {
+      throw new FieldError("proposal-file", `${file.name} is not JSON (${error.message})`);
+    }
+    if (!proposal || proposal.kind !== "proposal" || !Array.isArray(proposal.strategies)) {
+      throw new FieldError("proposal-file", `${file.name} is not a proposal (hydraulis propose … -o writes one)`);
+    }
+    Object.assign(state, {space: null, documents: null, proposal});
+    showProposal(proposal);
+    $("step").hidden = true;
+    status(`Proposal of ${proposal.strategies.length} strategies from ${file.name}.`);
+  });
+}
+
+function chooseStrategy() {
+  const index = $("memory-strategy").value;
+  if (index !== "" && state.proposal) $("memory-spec").value = strategySpec(state.proposal.strategies[Number(index)]);
+}
+
+async function showMemory() {
+  clearErrors();
+  await busy(async () => {
+    const strategy = $("memory-spec").value.trim();
+    if (!strategy) throw new FieldError("memory-spec", "type a strategy SPEC or choose a strategy of the proposal");
+    if (!$("device").value) await loadPresets();
+    const proposal = state.proposal;
+    const cluster = proposal
+      ? {model: proposal.model.name, devices: proposal.devices, devices_per_node: proposal.devices_per_node,
+        optimizer_layout: proposal.optimizer_layout}
+      : {model: $("model").value, devices: numberOf("devices"), devices_per_node: numberOf("devices-per-node")};
+    status(`Accounting every rank's memory under ${strategy}…`);
+    const report = await api("memory", "POST", "/v1/memory", {
+      ...cluster, strategy, device: $("device").value, tokens: numberOf("memory-tokens"),
+    });
+    showMemoryReport(report);
+    status(`Memory of ${formatInt(report.devices)} ranks under ${report.strategy}.`);
+  });
+}
+
+function showMemoryReport(report) {
+  const layout = report.optimizer_layout;
+  const tokens = [...new Set(report.tokens)].map(formatInt).join("/");
+  const share = (bytes) => `${((100 * bytes) / report.capacity_bytes).toFixed(0)}%`;
+  $("memory-summary").textContent =
+    `${report.model.name} under ${report.strategy} on ${formatInt(report.devices)} × ${report.device}, optimizer ` +
+    `layout dp${layout.dp}·tp${layout.tp}·pp${layout.pp}; micro-batches of ${tokens} tokens; ` +
+    `${report.classes.length} rank classes. The fullest rank holds ${formatBytes(report.max_total_bytes)}, ` +
+    `${share(report.max_total_bytes)} of the ${formatBytes(report.capacity_bytes)} capacity; the cost model ` +
+    `predicts ${formatBytes(report.max_predicted_bytes)}.`;
+  $("memory-view").hidden = false;
+  const classes = renderMemory($("memory-chart"), report);
+  $("memory-chart").setAttribute("aria-label", `Memory of ${classes.length} rank classes`);
+  $("memory-table").tBodies[0].replaceChildren(...classes.map(({label, first}) => row([
+    label, ...PARTS.map((part) => formatBytes(first[part.key])), formatBytes(first.total_bytes),
+    formatBytes(first.predicted_bytes), share(first.total_bytes),
+  ])));
+}
+
 async function sampleStep() {
   if (!state.proposal) return;
   clearErrors();
@@ -169,6 +242,11 @@ function showProposal(proposal) {
     formatMs(s.predicted_ms), formatMs(s.reduce_ms),
     s.pipelines.map((g, k) => `${g.count}×${schemeLabel(g.scheme)}: ${formatBytes(s.headroom_bytes[k])}`).join("; "),
   ])));
+  $("memory-strategy").replaceChildren(new Option("none: type a SPEC", ""),
+    ...proposal.strategies.map((s, i) => new Option(`${i}: ${strategyLabel(s)}`, String(i))));
+  $("memory-strategy").value = "0";
+  chooseStrategy();
+  $("step-controls").hidden = !state.space;
   $("explanation").textContent = [proposal.explanation, ...proposal.strategies.map((s, i) => `${i}: ${s.explanation}`)]
     .filter(Boolean).join("\n");
   $("proposal").hidden = false;
@@ -211,7 +289,7 @@ function numberOf(id) {
 }
 
 async function busy(work) {
-  const buttons = [$("propose"), $("sample-step")];
+  const buttons = [$("propose"), $("sample-step"), $("show-memory")];
   for (const button of buttons) button.disabled = true;
   $("plan-form").setAttribute("aria-busy", "true");
   try {
@@ -246,7 +324,9 @@ function errorInput(error) {
   if (!(error instanceof ApiError)) return null;
   if (error.status === 401) return "token";
   if (!error.field) return null;
-  const target = (FIELDS[error.kind] || {})[error.field.split(/[.[:]/)[0]];
+  const field = error.field.split(/[.[:\s]/)[0];
+  const target = (FIELDS[error.kind] || {})[field];
+  if (target === "@cluster") return state.proposal ? "memory-strategy" : FIELDS.analytic[field];
   if (target === "@space") return choice("space-source") === "upload" ? "scheme-space" : "model";
   if (target === "@lengths") return choice("lengths-source") === "file" ? "lengths-file" : "docs";
   return target || null;

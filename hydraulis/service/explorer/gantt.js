@@ -4,8 +4,8 @@
 // Home, End, Escape) select an operation; its details appear beside it.
 
 import {formatMs, formatInt, schemeLabel} from "./format.js";
+import {axis, element} from "./svg.js";
 
-const SVG = "http://www.w3.org/2000/svg";
 const ROW = 18;
 const BAR = 13;
 const LABEL = 190;
@@ -23,7 +23,7 @@ export function renderGantt(container, details, comparison) {
   const height = AXIS + rows.length * ROW + 8;
 
   const svg = element("svg", {width: LABEL + width + 48, height, class: "gantt"});
-  svg.append(axis(x, horizon, height));
+  svg.append(axis(x, horizon, height, AXIS, 1, "ms"));
   rows.forEach((row, r) => {
     const y = AXIS + r * ROW;
     if (r % 2 === 1) svg.append(element("rect", {x: 0, y, width: LABEL + width, height: ROW, class: "band"}));
@@ -68,23 +68,6 @@ function layout(comparison) {
   });
   for (const row of rows) row.ops.sort((a, b) => ops[a].start - ops[b].start);
   return {rows, ops};
-}
-
-function axis(x, horizon, height) {
-  const group = element("g", {class: "axis"});
-  const step = niceStep(horizon / 8);
-  for (let t = 0; t <= horizon; t += step) {
-    group.append(element("line", {x1: x(t), x2: x(t), y1: AXIS - 6, y2: height, class: "tick"}));
-    const label = element("text", {x: x(t) + 2, y: AXIS - 10, class: "tick-label"});
-    label.textContent = `${Number(t.toPrecision(6))} ms`;
-    group.append(label);
-  }
-  return group;
-}
-
-function niceStep(raw) {
-  const power = 10 ** Math.floor(Math.log10(raw));
-  return [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
 }
 
 function wire(chart) {
@@ -184,10 +167,4 @@ function describe(chart, op) {
     p.textContent = line;
     return p;
   }));
-}
-
-function element(name, attributes) {
-  const node = document.createElementNS(SVG, name);
-  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, value);
-  return node;
 }

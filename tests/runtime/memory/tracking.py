@@ -6,24 +6,22 @@
 * :func:`flash_core` — the attention core replaced by one that keeps for its backward exactly
   what FlashAttention keeps (Q, K, V, the output, the log-sum-exp; Dao 2023), so the CPU
   measures what a CUDA rank keeps around it.
-* :class:`LiveBytes` — a dispatch mode counting the bytes of every storage an operation creates
-  until it is freed: ``live`` now, ``peak`` so far. Views and in-place results (outputs sharing
-  an input's storage) are not new storage.
+* :class:`LiveBytes` — the runtime's own count of live tensor storage
+  (:mod:`hydraulis.runtime.memory.peak`), re-exported here.
 """
 
 from __future__ import annotations
 
-import weakref
 from contextlib import contextmanager
 from unittest import mock
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
-from torch.utils.weak import WeakIdKeyDictionary
 
+from hydraulis.runtime.memory.peak import LiveBytes
 from hydraulis.runtime.model import decoder
 from hydraulis.runtime.parallel.group import ParallelGroup
+
+__all__ = ["LiveBytes", "ShapeGroup", "flash_core"]
 
 
 class ShapeGroup(ParallelGroup):
@@ -61,26 +59,3 @@ def flash_core():
 
     with mock.patch.object(decoder, "packed_attention", core):
         yield
-
-
-class LiveBytes(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self._storages = WeakIdKeyDictionary()
-        self.live = self.peak = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        inputs = {t.untyped_storage().data_ptr() for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
-        for tensor in tree_flatten(out)[0]:
-            if isinstance(tensor, torch.Tensor):
-                storage = tensor.untyped_storage()
-                if storage not in self._storages and storage.data_ptr() not in inputs:
-                    self._storages[storage] = storage.nbytes()
-                    self.live += storage.nbytes()
-                    weakref.finalize(storage, self._free, storage.nbytes())
-        self.peak = max(self.peak, self.live)
-        return out
-
-    def _free(self, nbytes: int) -> None:
-        self.live -= nbytes
