@@ -47,7 +47,8 @@ def imported_7b(devices: int) -> SchemeSpace:
     document = read_json(pool_location("bundled:7b"))
     device = device_preset("a800-80g")
     return import_reference_pool(document, model_matching(*pool_shape(document)), devices, device.name,
-                                 device.inter_node_gbps, created=CREATED, tool_version=__version__)
+                                 device.inter_node_gbps, created=CREATED, tool_version=__version__,
+                                 communicator_ms=device.communicator_ms)
 
 
 def analytic_32b(devices: int) -> SchemeSpace:
@@ -76,7 +77,8 @@ def build_proposal(space: SchemeSpace, layout: OptimizerLayout, specs, token_bud
     return Proposal(model=space.model, devices=space.cluster.devices, devices_per_node=space.cluster.devices_per_node,
                     optimizer_layout=layout, strategies=tuple(strategies), token_budget=token_budget,
                     max_seq_len=max_seq_len, pipeline_model=space.pipeline_model,
-                    solver=SolverReport(status="hand_written", solver="none", wall_ms=0.0))
+                    solver=SolverReport(status="hand_written", solver="none", wall_ms=0.0),
+                    reduce_gbps=space.reduce_gbps, communicator_ms=space.communicator_ms)
 
 
 def _homogeneous(devices: int, scheme: tuple[int, int, int]) -> list:

@@ -38,7 +38,8 @@ def reference_7b() -> SchemeSpace:
     document = read_json(pool_location("bundled:7b"))
     device = device_preset("a800-80g")
     return import_reference_pool(document, model_matching(*pool_shape(document)), 64, device.name,
-                                 device.inter_node_gbps, created=CREATED, tool_version=__version__)
+                                 device.inter_node_gbps, created=CREATED, tool_version=__version__,
+                                 communicator_ms=device.communicator_ms)
 
 
 def analytic_32b() -> SchemeSpace:

@@ -9,6 +9,8 @@ planner latency, quality   dispatch_latency.py         per-step dispatch time (m
 proposal time              proposal_time.py            proposal wall time; against the best
                                                        homogeneous strategy
 plan quality               stage2_vs_ilp.py            greedy stage-2 packing against the ILP
+synthesis, bounds          synthesis_quality.py        compute / pool bound, predicted / tight
+                                                       bound, planning time, communicators
 service throughput         service_throughput.py       requests/s, p50/p99 and CPU per request
                                                        of POST /v1/step-plans on loopback
 service under a burst      service_burst.py            answers to 200 concurrent mixed valid and
@@ -35,6 +37,8 @@ BENCHMARKS = (
     ("planner latency and plan quality", "dispatch_latency.py", ("--steps", "100"), ("--steps", "20")),
     ("proposal time", "proposal_time.py", ("--repeat", "3"), ("--repeat", "1")),
     ("plan quality: greedy packing against the ILP", "stage2_vs_ilp.py", (), ("--instances", "3", "--nodes", "200")),
+    ("per-step synthesis against the bounds, communicators", "synthesis_quality.py", ("--steps", "100"),
+     ("--steps", "10", "--cases", "7b_32dev")),
     ("service throughput", "service_throughput.py", (), ("--requests", "200")),
     ("service under a burst", "service_burst.py", (), ("--requests", "60")),
     ("attention scaling", "attention_scaling.py", (), ("--repeats", "1")),

@@ -89,6 +89,8 @@ CHECKPOINT_EVERY = Limit("checkpoint_every", "steps between checkpoints, 0: at t
 SOLVER_NODES = Limit("solver_nodes", "branch-and-bound nodes of one integer program", 1, 10_000_000)
 ILP_NODES = Limit("ilp_nodes", "branch-and-bound nodes of the packing integer program, 0 skips it", 0, 10_000_000)
 SEARCH_EVALUATIONS = Limit("search_evaluations", "strategies the local search judges per range", 0, 100_000)
+SYNTHESIS_EVALUATIONS = Limit("synthesis_evaluations", "strategies dispatch plans per step while synthesising", 0,
+                              1_000)
 BUCKET_WIDTH = Limit("bucket_width", "tokens per length-histogram bucket", 1, 2**24)
 TIME_LIMIT_S = Limit("time_limit_s", "seconds of planning before the safety stop", 0, 86_400, integer=False,
                      exclusive_minimum=True)

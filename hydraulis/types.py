@@ -25,6 +25,9 @@ proposal               the few strategies the planner hands to training, one cho
 micro-batch            packed sequences run together through one pipeline (:class:`MicroBatch`)
 step plan              for one global batch: chosen strategy, sequences per pipeline, their
                        packing into micro-batches, predicted time (:class:`StepPlan`)
+synthesis              a strategy made for one step from the proposal's (or the space's)
+                       schemes when it beats every proposal strategy, switch included
+                       (:class:`Synthesis`)
 batching method        how a batch is cut into micro-batches (:class:`BatchingMethod`)
 =====================  =====================================================================
 
@@ -57,6 +60,21 @@ class BatchingMethod(str, Enum):
     """Stage-1 dispatch of sequences to pipelines, then fixed-capacity packing."""
     DISPATCH_BALANCED_PACKING = "dispatch_balanced_packing"
     """Stage-1 dispatch, then time-balanced packing (Hydraulis)."""
+
+
+class Synthesise(str, Enum):
+    """Which schemes a strategy made for one step may use."""
+
+    OFF = "off"
+    """None: the step runs the best proposal strategy."""
+    PROPOSAL = "proposal"
+    """Counts of the proposal's schemes."""
+    SPACE = "space"
+    """Counts of the scheme space's schemes and the proposal's."""
+
+
+SYNTHESIS_EVALUATIONS_DEFAULT = 16
+"""Strategies dispatch plans per step while synthesising, unless told otherwise."""
 
 
 class SpaceSource(str, Enum):
@@ -308,6 +326,7 @@ class DeviceSpec:
     collective_latency_us: float
     runtime_overhead_bytes: int
     safety_margin_bytes: int
+    communicator_ms: float = 0.0
 
     def __post_init__(self) -> None:
         require(bool(self.name), "device.name", self.name, "must not be empty")
@@ -321,7 +340,7 @@ class DeviceSpec:
         for name in ("matmul_efficiency", "attention_efficiency"):
             value = require_number(getattr(self, name), f"device.{name}", maximum=1.0)
             require(value > 0, f"device.{name}", value, "must be > 0")
-        for name in ("layer_overhead_us", "collective_latency_us"):
+        for name in ("layer_overhead_us", "collective_latency_us", "communicator_ms"):
             require_number(getattr(self, name), f"device.{name}", minimum=0.0)
 
 
@@ -474,7 +493,9 @@ class SchemeSpace:
     (:mod:`hydraulis.segments`: the decoder layer and the blocks around it per ``(cp, tp, sp)``)
     also holds every *variant* of its schemes — sequence parallelism, recomputation of any
     number of layers per stage — composed on demand by :meth:`profile`; its ``profiles`` are
-    the plain schemes (the compositions without options).
+    the plain schemes (the compositions without options). ``communicator_ms`` is the time to
+    create one communicator, which a step pays for every communicator its strategy is the first
+    to need (:mod:`hydraulis.placement`).
     """
 
     model: ModelSpec
@@ -485,6 +506,7 @@ class SchemeSpace:
     pipeline_model: PipelineModel = field(default_factory=PipelineModel)
     reduce_gbps: float = 0.0
     segments: tuple[Segments, ...] = ()
+    communicator_ms: float = 0.0
 
     def __post_init__(self) -> None:
         require(len(self.profiles) > 0, "schemes", [], "must list at least one scheme")
@@ -494,6 +516,7 @@ class SchemeSpace:
             seen.add(profile.scheme)
             self.model.check_scheme(profile.scheme, f"schemes[{i}]")
         require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
+        require_number(self.communicator_ms, "communicator_ms", minimum=0.0)
         keys = [s.key for s in self.segments]
         for i, key in enumerate(keys):
             require(key not in keys[:i], f"segments[{i}]", list(key), "is listed twice")
@@ -612,7 +635,9 @@ class SolverReport:
 @dataclass(frozen=True)
 class Proposal:
     """The planner's output: a few strategies sharing one optimizer layout; ``explanation``
-    says why that layout and how the proposal compares with the best homogeneous strategy."""
+    says why that layout and how the proposal compares with the best homogeneous strategy.
+    ``reduce_gbps`` and ``communicator_ms`` are the scheme space's: they price the reduction
+    and the new communicators of a strategy made for one step."""
 
     model: ModelSpec
     devices: int
@@ -624,6 +649,8 @@ class Proposal:
     pipeline_model: PipelineModel
     solver: SolverReport
     explanation: str = ""
+    reduce_gbps: float = 0.0
+    communicator_ms: float = 0.0
 
     def __post_init__(self) -> None:
         require_int(self.devices, "devices", minimum=1)
@@ -631,6 +658,8 @@ class Proposal:
         require_int(self.token_budget, "token_budget", minimum=1)
         require_int(self.max_seq_len, "max_seq_len", minimum=1)
         require(len(self.strategies) > 0, "strategies", [], "must not be empty")
+        require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
+        require_number(self.communicator_ms, "communicator_ms", minimum=0.0)
 
 
 @dataclass(frozen=True)
@@ -674,9 +703,34 @@ class PipelinePlan:
 
 
 @dataclass(frozen=True)
+class Synthesis:
+    """A strategy made for one step because it beat every proposal strategy on it, switch
+    included: ``reduce_ms`` its reduction, ``switch_ms`` the time to create its
+    ``new_communicators`` (those no earlier step had), ``proposal_ms`` the best proposal
+    strategy's predicted step time, ``evaluations`` how many strategies the dispatcher planned
+    to find it, ``start`` where the winning descent began."""
+
+    strategy: Strategy
+    reduce_ms: float
+    switch_ms: float
+    new_communicators: int
+    proposal_ms: float
+    evaluations: int
+    start: str
+
+    def __post_init__(self) -> None:
+        require_number(self.reduce_ms, "synthesis.reduce_ms", minimum=0.0)
+        require_number(self.switch_ms, "synthesis.switch_ms", minimum=0.0)
+        require_int(self.new_communicators, "synthesis.new_communicators", minimum=0)
+        require_int(self.evaluations, "synthesis.evaluations", minimum=0)
+
+
+@dataclass(frozen=True)
 class StepPlan:
-    """One global batch planned: strategy ``strategy_index`` of the proposal, one
-    :class:`PipelinePlan` per pipeline in :meth:`Strategy.expanded` order."""
+    """One global batch planned: strategy ``strategy_index`` of the proposal — or, when
+    ``synthesis`` is set (``strategy_index`` −1), the strategy made for this step — and one
+    :class:`PipelinePlan` per pipeline in :meth:`Strategy.expanded` order. ``predicted_ms``
+    includes a synthesised strategy's switch."""
 
     strategy_index: int
     method: BatchingMethod
@@ -687,3 +741,8 @@ class StepPlan:
     alignment: int = 1
     seed: int = 0
     notes: tuple[str, ...] = ()
+    synthesis: Synthesis | None = None
+
+    def strategy(self, proposal: Proposal) -> Strategy:
+        """The strategy this plan runs: the synthesised one, or the proposal's."""
+        return self.synthesis.strategy if self.synthesis else proposal.strategies[self.strategy_index].strategy

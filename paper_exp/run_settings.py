@@ -32,7 +32,7 @@ RUNS = ROOT / "paper_exp" / "results" / "runs.csv"
 OUTPUTS = ROOT / "out" / "paper_exp"
 COLUMNS = ("setting", "model", "devices", "token_budget", "workload", "steps", "strategies", "proposal_wall_s", "contender",
            "strategy", "mean_ms", "median_ms", "median_ratio", "p90_ratio", "median_work_ratio",
-           "planning_median_ms", "planning_p90_ms", "speedup")
+           "planning_median_ms", "planning_p90_ms", "speedup", "synthesised")
 
 
 def run(setting: Setting, steps: int) -> tuple[Simulation, tuple[ContenderSummary, ...]]:
@@ -55,7 +55,8 @@ def rows(setting: Setting, simulation: Simulation, summaries: tuple[ContenderSum
              len(simulation.steps), len(simulation.proposal.strategies), round(simulation.proposal_wall_s, 2), s.contender.value, s.strategy,
              round(s.figures.mean_ms, 1), round(s.figures.median_ms, 1), round(s.figures.median_ratio, 4),
              round(s.figures.p90_ratio, 4), round(s.figures.median_work_ratio, 4),
-             round(s.figures.planning_median_ms, 2), round(s.figures.planning_p90_ms, 2), round(s.speedup, 4)]
+             round(s.figures.planning_median_ms, 2), round(s.figures.planning_p90_ms, 2), round(s.speedup, 4),
+             s.figures.synthesised]
             for s in summaries]
 
 

@@ -29,6 +29,7 @@ BASELINES = {
     "homogeneous_padding": "best homogeneous, padding",
     "homogeneous_balanced_packing": "best homogeneous, dispatch + balanced packing",
     "static_heterogeneous": "best single heterogeneous strategy (static)",
+    "proposal_balanced_packing": "proposal strategies only (no per-step synthesis), dispatch + balanced packing",
     "proposal_dispatch_fixed_packing": "proposal, dispatch + fixed-capacity packing",
     "proposal_fixed_packing": "proposal, fixed packing dealt round-robin",
     "proposal_padding": "proposal, padding",

@@ -4,7 +4,7 @@ Layout (``schema_version`` 1)::
 
     {"schema_version": 1, "kind": "proposal", "model": {...}, "devices", "devices_per_node",
      "token_budget", "max_seq_len", "optimizer_layout": {"dp", "tp", "pp"},
-     "pipeline_model": {"forward_fraction", "p2p_ms"},
+     "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms",
      "solver": {"status", "solver", "wall_ms", "message"}, "explanation",
      "strategies": [{"pipelines": [{"scheme": {"cp", "tp", "pp"}, "count", "max_seq_len",
                                     "time": {"a", "b", "c"}}],
@@ -13,7 +13,9 @@ Layout (``schema_version`` 1)::
      "config": {...}}
 
 ``devices`` of a strategy is derived and checked on load; ``config`` is the resolved input the
-proposal was made from (free-form, kept as written).
+proposal was made from (free-form, kept as written). ``reduce_gbps`` and ``communicator_ms``
+(the scheme space's) are optional: a file without them gets 0 for ``communicator_ms`` and the
+bandwidth its strategies' ``reduce_ms`` imply (:func:`implied_reduce_gbps`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ def proposal_to_dict(proposal: Proposal, config: dict | None = None) -> dict:
         "max_seq_len": proposal.max_seq_len,
         "optimizer_layout": asdict(proposal.optimizer_layout),
         "pipeline_model": asdict(proposal.pipeline_model),
+        "reduce_gbps": proposal.reduce_gbps,
+        "communicator_ms": proposal.communicator_ms,
         "solver": asdict(proposal.solver),
         "strategies": [_strategy_to_dict(s) for s in proposal.strategies],
         "explanation": proposal.explanation,
@@ -69,20 +73,34 @@ def proposal_from_dict(document: object) -> Proposal:
     check_header(record, KIND, (SCHEMA_VERSION,))
     layout = record.sub("optimizer_layout")
     solver = record.sub("solver")
+    model = model_from_record(record.sub("model"))
+    strategies = tuple(_strategy_from_record(r) for r in record.records("strategies"))
     return build("", Proposal,
-        model=model_from_record(record.sub("model")),
+        model=model,
         devices=record.int("devices"),
         devices_per_node=record.int("devices_per_node"),
         optimizer_layout=build("optimizer_layout", OptimizerLayout, dp=layout.int("dp"),
                                tp=layout.int("tp"), pp=layout.int("pp")),
-        strategies=tuple(_strategy_from_record(r) for r in record.records("strategies")),
+        strategies=strategies,
         token_budget=record.int("token_budget"),
         max_seq_len=record.int("max_seq_len"),
         pipeline_model=pipeline_model_from_record(record.sub("pipeline_model")),
         solver=SolverReport(status=solver.str("status"), solver=solver.str("solver"),
                             wall_ms=solver.float("wall_ms"), message=solver.str("message", "")),
         explanation=record.str("explanation", ""),
+        reduce_gbps=record.float("reduce_gbps", implied_reduce_gbps(model.params, strategies)),
+        communicator_ms=record.float("communicator_ms", 0.0),
     )
+
+
+def implied_reduce_gbps(params: int, strategies: tuple[ProposedStrategy, ...]) -> float:
+    """The bandwidth ``β = 4·P/(tp·pp)/(T_reduce·10⁶)`` that a strategy's reduction implies
+    (:mod:`hydraulis.cost.step`, its least sharded pipeline), 0 when none reduces."""
+    for proposed in strategies:
+        if proposed.reduce_ms > 0:
+            least = min(g.scheme.tp * g.scheme.pp for g in proposed.strategy.pipelines)
+            return 4.0 * params / least / (proposed.reduce_ms * 1e6)
+    return 0.0
 
 
 def read_proposal(path: str | Path, space: SchemeSpace | None = None) -> Proposal:
@@ -97,10 +115,7 @@ def write_proposal(path: str | Path, proposal: Proposal, config: dict | None = N
 
 def _strategy_to_dict(proposed: ProposedStrategy) -> dict:
     return {
-        "pipelines": [
-            {"scheme": scheme_to_dict(g.scheme), "count": g.count, "max_seq_len": g.max_seq_len, "time": asdict(g.time)}
-            for g in proposed.strategy.pipelines
-        ],
+        "pipelines": strategy_to_list(proposed.strategy),
         "devices": proposed.strategy.devices,
         "predicted_ms": proposed.predicted_ms,
         "reduce_ms": proposed.reduce_ms,
@@ -111,13 +126,24 @@ def _strategy_to_dict(proposed: ProposedStrategy) -> dict:
     }
 
 
-def _strategy_from_record(record: Record) -> ProposedStrategy:
+def strategy_to_list(strategy: Strategy) -> list[dict]:
+    """A strategy's pipeline groups as JSON: scheme, count, max_seq_len, time coefficients."""
+    return [{"scheme": scheme_to_dict(g.scheme), "count": g.count, "max_seq_len": g.max_seq_len,
+             "time": asdict(g.time)} for g in strategy.pipelines]
+
+
+def strategy_from_record(record: Record, key: str = "pipelines") -> Strategy:
+    """The strategy whose groups ``record[key]`` lists (:func:`strategy_to_list`)."""
     groups = tuple(
         build(g.path, PipelineGroup, scheme=scheme_from_record(g.sub("scheme")), count=g.int("count"),
               max_seq_len=g.int("max_seq_len"), time=time_from_record(g.sub("time")))
-        for g in record.records("pipelines")
+        for g in record.records(key)
     )
-    strategy = build(record.path, Strategy, pipelines=groups)
+    return build(record.path, Strategy, pipelines=groups)
+
+
+def _strategy_from_record(record: Record) -> ProposedStrategy:
+    strategy = strategy_from_record(record)
     devices = record.int("devices", strategy.devices)
     if devices != strategy.devices:
         raise HydraulisError(f"{record.path}.devices", devices,

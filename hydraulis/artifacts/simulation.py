@@ -8,12 +8,19 @@
                        "summary": {"mean_ms", "median_ms", "median_ratio", "p90_ratio",
                                    "median_work_ratio", "planning_median_ms", "planning_p90_ms",
                                    "speedup", "chosen": [...]}}],
-       "steps": [{"sequences", "tokens", "longest", "work_bound_ms",
+       "steps": [{"sequences", "tokens", "longest", "work_bound_ms", "longest_bound_ms",
+                  "tight_bound_ms",
                   "plans": {<contender>: {"strategy_index", "predicted_ms", "lower_bound_ms",
-                                          "planning_ms"}}}],
+                                          "planning_ms"}},
+                  "gap": {<term>: ms}}],
+       "communicators": {"proposal", "run", "bound"},
+       "bounds": {"pool_ms", "tight_ms", "predicted_over_pool", "compute_over_pool",
+                  "predicted_over_tight", "gap": {<term>: median ms}},
        "created", "tool_version", "command"}
 
-  ``speedup`` is Hydraulis' over the contender (:mod:`hydraulis.simulation.summary`).
+  ``speedup`` is Hydraulis' over the contender (:mod:`hydraulis.simulation.summary`);
+  ``strategy_index`` −1 is a strategy synthesised for the step; ``gap`` is Hydraulis' plan's
+  (:mod:`hydraulis.dispatch.gap`), ``communicators`` and ``bounds`` are over Hydraulis' steps.
 * ``steps.csv`` — one row per step and contender (the same numbers, with both ratios);
 * ``summary.csv`` — one row per contender;
 * ``proposal.json`` — the proposal (:mod:`.proposal`); ``baselines/<contender>.json`` — the
@@ -23,19 +30,19 @@
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hydraulis.artifacts.proposal import write_proposal
 from hydraulis.artifacts.record import write_json
-from hydraulis.simulation import ContenderSummary, Family, Simulation
+from hydraulis.simulation import ContenderSummary, Family, Simulation, gap_summary
 
 KIND = "simulation"
 SCHEMA_VERSION = 1
 FIGURES = ("mean_ms", "median_ms", "median_ratio", "p90_ratio", "median_work_ratio", "planning_median_ms",
            "planning_p90_ms")
 STEP_FIELDS = ("step", "contender", "method", "strategy_index", "predicted_ms", "lower_bound_ms", "ratio",
-               "work_bound_ms", "work_ratio", "planning_ms", "sequences", "tokens", "longest")
+               "work_bound_ms", "work_ratio", "tight_bound_ms", "planning_ms", "sequences", "tokens", "longest")
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,8 @@ def simulation_to_dict(simulation: Simulation, summaries: tuple[ContenderSummary
                        created: str, tool_version: str, command: str = "") -> dict:
     """``config`` is the resolved configuration with its inputs (``SimulationConfig.to_dict()``
     plus where the scheme space and the lengths came from)."""
+    bounds = asdict(gap_summary(simulation))
+    bounds["gap"] = dict(bounds.pop("parts"))
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": KIND,
@@ -61,7 +70,8 @@ def simulation_to_dict(simulation: Simulation, summaries: tuple[ContenderSummary
         "contenders": [_contender(run, summary) for run, summary in zip(simulation.runs, summaries)],
         "steps": [
             {"sequences": step.sequences, "tokens": step.tokens, "longest": step.longest,
-             "work_bound_ms": step.work_bound_ms,
+             "work_bound_ms": step.work_bound_ms, "longest_bound_ms": step.longest_bound_ms,
+             "tight_bound_ms": step.tight_bound_ms, "gap": dict(simulation.gaps[i].parts()),
              "plans": {run.contender.value: {"strategy_index": run.outcomes[i].strategy_index,
                                              "predicted_ms": run.outcomes[i].predicted_ms,
                                              "lower_bound_ms": run.outcomes[i].lower_bound_ms,
@@ -69,6 +79,8 @@ def simulation_to_dict(simulation: Simulation, summaries: tuple[ContenderSummary
                        for run in simulation.runs}}
             for i, step in enumerate(simulation.steps)
         ],
+        "communicators": asdict(simulation.communicators),
+        "bounds": bounds,
         "created": created,
         "tool_version": tool_version,
         "command": command,
@@ -121,8 +133,8 @@ def _step_rows(simulation: Simulation) -> list[list]:
             o = run.outcomes[i]
             rows.append([i, run.contender.value, run.contender.method.value, o.strategy_index, o.predicted_ms,
                          o.lower_bound_ms, o.predicted_ms / o.lower_bound_ms, step.work_bound_ms,
-                         o.predicted_ms / step.work_bound_ms, o.planning_ms, step.sequences, step.tokens,
-                         step.longest])
+                         o.predicted_ms / step.work_bound_ms, step.tight_bound_ms, o.planning_ms, step.sequences,
+                         step.tokens, step.longest])
     return rows
 
 

@@ -6,10 +6,15 @@ Layout (``schema_version`` 1)::
      "lower_bound_ms", "planning_ms", "alignment", "seed", "notes": [...],
      "pipelines": [{"scheme": {"cp", "tp", "pp"}, "max_seq_len", "predicted_ms", "solver_status",
                     ["proven_ms",] "micro_batches": [{"sequences": [...], "lengths": [...], "tokens",
-                                                      "cu_seqlens": [...]}]}]}
+                                                      "cu_seqlens": [...]}]}],
+     "synthesis": null | {"pipelines": [<a proposal strategy's pipelines>], "reduce_ms",
+                          "switch_ms", "new_communicators", "proposal_ms", "evaluations",
+                          "start"}}
 
 ``tokens`` and ``cu_seqlens`` are derived (with ``alignment``) and checked on load;
-``proven_ms`` (a proven lower bound on the pipeline's time) is written only when known.
+``proven_ms`` (a proven lower bound on the pipeline's time) is written only when known;
+``synthesis`` (a strategy made for this step, :class:`~hydraulis.types.Synthesis`) is absent or
+null otherwise.
 """
 
 from __future__ import annotations
@@ -17,10 +22,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
+from hydraulis.artifacts.proposal import strategy_from_record, strategy_to_list
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.artifacts.scheme_space import scheme_from_record, scheme_to_dict
 from hydraulis.errors import HydraulisError
-from hydraulis.types import BatchingMethod, MicroBatch, PipelinePlan, StepPlan
+from hydraulis.types import BatchingMethod, MicroBatch, PipelinePlan, StepPlan, Synthesis
 
 KIND = "step_plan"
 SCHEMA_VERSION = 1
@@ -53,6 +59,7 @@ def step_plan_to_dict(plan: StepPlan) -> dict:
             }
             for p in plan.pipelines
         ],
+        "synthesis": None if plan.synthesis is None else _synthesis_to_dict(plan.synthesis),
     }
 
 
@@ -65,6 +72,7 @@ def step_plan_from_dict(document: object) -> StepPlan:
     except ValueError:
         raise HydraulisError("method", method, f"must be one of {[m.value for m in BatchingMethod]}") from None
     alignment = record.int("alignment", 1)
+    synthesis = record.optional_sub("synthesis")
     return build("", StepPlan,
         strategy_index=record.int("strategy_index"),
         method=batching,
@@ -75,6 +83,7 @@ def step_plan_from_dict(document: object) -> StepPlan:
         alignment=alignment,
         seed=record.int("seed", 0),
         notes=record.strs("notes", []),
+        synthesis=None if synthesis is None else _synthesis_from_record(synthesis),
     )
 
 
@@ -104,3 +113,16 @@ def _micro_batch_from_record(record: Record, alignment: int) -> MicroBatch:
         if given is not None and (tuple(given) if isinstance(given, list) else given) != derived:
             raise HydraulisError(f"{record.path}.{key}", given, f"disagrees with the lengths ({derived})")
     return micro_batch
+
+
+def _synthesis_to_dict(synthesis: Synthesis) -> dict:
+    return {"pipelines": strategy_to_list(synthesis.strategy), "reduce_ms": synthesis.reduce_ms,
+            "switch_ms": synthesis.switch_ms, "new_communicators": synthesis.new_communicators,
+            "proposal_ms": synthesis.proposal_ms, "evaluations": synthesis.evaluations, "start": synthesis.start}
+
+
+def _synthesis_from_record(record: Record) -> Synthesis:
+    return build(record.path, Synthesis, strategy=strategy_from_record(record), reduce_ms=record.float("reduce_ms"),
+                 switch_ms=record.float("switch_ms"), new_communicators=record.int("new_communicators"),
+                 proposal_ms=record.float("proposal_ms"), evaluations=record.int("evaluations"),
+                 start=record.str("start", ""))

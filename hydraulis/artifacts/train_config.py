@@ -13,7 +13,7 @@ are read too)::
      "corpus": null, "tokenizer": null, "cache_dir": null,
      "optimizer_layout": null | {"dp", "tp", "pp"},
      "checkpoint_dir": null, "checkpoint_every": 0, "resume": null, "init_from": null,
-     "tensorboard_dir": null,
+     "tensorboard_dir": null, "synthesise": "proposal", "synthesis_evaluations": 16,
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
                  "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "fp32",
                  "record_operations": false, "device_memory": null}}
@@ -26,6 +26,7 @@ from enum import Enum
 from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.errors import HydraulisError
 from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, ReduceDtype, RuntimeOptions, TrainConfig
 from hydraulis.types import BatchingMethod, OptimizerLayout
@@ -41,6 +42,7 @@ def train_config_to_dict(config: TrainConfig) -> dict:
     document = {"schema_version": SCHEMA_VERSION, "kind": KIND, **asdict(config)}
     document["strategies"] = list(config.strategies)
     document["method"] = config.method.value
+    document["synthesise"] = config.synthesise.value
     document["runtime"] = {k: v.value if isinstance(v, Enum) else v for k, v in asdict(config.runtime).items()}
     return document
 
@@ -66,6 +68,8 @@ def train_config_from_dict(document: object) -> TrainConfig:
         optimizer_layout=None if layout is None else build(layout.path, OptimizerLayout, dp=layout.int("dp"),
                                                            tp=layout.int("tp"), pp=layout.int("pp")),
         checkpoint_every=record.int("checkpoint_every", 0),
+        synthesise=record.enum("synthesise", Synthesise, Synthesise.PROPOSAL),
+        synthesis_evaluations=record.int("synthesis_evaluations", SynthesisOptions.evaluations),
         runtime=RuntimeOptions() if runtime is None else _runtime_from_record(runtime),
         **{key: _optional_str(record, key) for key in _OPTIONAL_STRINGS},
     )

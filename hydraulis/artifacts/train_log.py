@@ -5,16 +5,18 @@ Layout (``schema_version`` 1)::
 
     {"schema_version": 1, "kind": "train_log",
      "summary": {"steps", "tokens", "seconds", "tokens_per_s", "prediction_error",
-                 "warm_prediction_error" (null: no step after a strategy's first), "first_loss",
-                 "last_loss", "strategies": [[SPEC, steps], ...]},
+                 "warm_prediction_error", "warm_error_median", "warm_error_p90" (null: no step after
+                 a strategy's first), "first_loss", "last_loss", "strategies": [[SPEC, steps], ...], "synthesised", "communicators",
+                 "communicator_bound"},
      "steps": [{"step", "strategy", "tokens", "loss", "measured_ms": [...], "predicted_ms": [...],
                 "propagate_ms", "reduce_ms", "step_ms", "predicted_step_ms", "planning_ms",
-                "wait_ms", "strategy_index", "communicators",
+                "wait_ms", "strategy_index", "communicators", "synthesised",
                 ["operations": [{"pipeline", "micro_batch_ms": [...],
                                  "ops": [{"stage", "micro_batch", "phase": "F" | "B",
                                           "start_ms", "end_ms"}]}]]}]}
 
-``communicators`` (process groups the step created) is optional (absent: 0), so older logs load.
+``communicators`` (process groups the step created) and ``synthesised`` (a step that ran a strategy
+made for it) are optional (absent: 0, false), so older logs load.
 ``operations`` (``hydraulis train --record-operations``) is written only when recorded.
 """
 
@@ -69,7 +71,8 @@ def _step(record: Record) -> StepRecord:
     return build(record.path, StepRecord, step=record.int("step"), strategy=record.str("strategy"),
                  tokens=record.int("tokens"), loss=record.float("loss"), strategy_index=record.int("strategy_index", 0),
                  measured_ms=tuple(_floats(record, "measured_ms")), predicted_ms=tuple(_floats(record, "predicted_ms")),
-                 communicators=record.int("communicators", 0), operations=tuple(_operations(r) for r in (record.records("operations")
+                 communicators=record.int("communicators", 0), synthesised=record.bool("synthesised", False),
+                 operations=tuple(_operations(r) for r in (record.records("operations")
                                                             if record.raw("operations", None) is not None else [])),
                  **{key: record.float(key) for key in _TIMES})
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 
 from hydraulis import limits
-from hydraulis.artifacts import read_lengths, read_proposal, step_plan_to_dict, write_step_plan
+from hydraulis.artifacts import read_lengths, read_proposal, read_scheme_space, step_plan_to_dict, write_step_plan
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit, emit_json, plural, table
-from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, dispatch, work_lower_bound_ms
+from hydraulis.cli.synthesis_args import add_synthesis_arguments
+from hydraulis.cost import step_bound
+from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, summarise_plans, work_lower_bound_ms
+from hydraulis.dispatch.gap import bound_schemes, gap_breakdown
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, synthesis_options
 from hydraulis.errors import HydraulisError, require_int
+from hydraulis.planner.options import synthesis_schemes
 from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, Proposal, StepPlan
 from hydraulis.workload import sample_batches
@@ -20,7 +25,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "plan-step", help="plan one training step: strategy, sequences per pipeline, micro-batches",
         description="Dispatch one global batch (every length in --lengths) under a proposal: choose the "
                     "strategy, assign sequences to its pipelines, pack them into micro-batches, and print "
-                    "the predicted step time against the lower bound. With --steps N --token-budget T, "
+                    "the predicted step time against the lower bound; a strategy made for the step replaces the "
+                    "proposal's when it is faster, switch included (--synthesise). With --steps N --token-budget T, "
                     "sample N steps from the lengths and compare all four batching methods instead.")
     plan.add_argument("--proposal", required=True, type=InputFile(FileKind.PROPOSAL), help="proposal JSON")
     plan.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS),
@@ -43,6 +49,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                            "(default 1)")
     plan.add_argument("--oversize", choices=[p.value for p in OversizePolicy], default=OversizePolicy.ERROR.value,
                       help="a sequence no pipeline can hold: error (default), truncate or split")
+    add_synthesis_arguments(plan)
+    plan.add_argument("--space", help="scheme-space JSON the proposal was made from: the schemes of --synthesise "
+                                      "space, and the pool --explain measures the gap against (default: the "
+                                      "proposal's schemes)")
+    plan.add_argument("--explain", action="store_true",
+                      help="print the bounds (design §4's pool bound, the tight bound) and the plan's gap, term by "
+                           "term: strategy set, off-cheapest placement, fixed costs, imbalance, bubbles, reduction, "
+                           "switch")
     plan.add_argument("--format", choices=("table", "json"), default="table")
     plan.add_argument("--gantt", metavar="PNG", type=OutputPath(),
                       help="draw the 1F1B timeline of every pipeline and stage")
@@ -60,19 +74,22 @@ def _run(args: argparse.Namespace) -> None:
     options = DispatchOptions(seed=args.seed, ilp_nodes=args.ilp_nodes, ilp_solver=SolverName(args.solver),
                               ilp_time_limit_s=args.time_limit, alignment=args.alignment,
                               oversize=OversizePolicy(args.oversize))
-    proposal = read_proposal(args.proposal)
+    space = read_scheme_space(args.space) if args.space else None
+    proposal = read_proposal(args.proposal, space)
+    synthesis = synthesis_options(args.synthesise, args.synthesis_evaluations, proposal, space, "--space")
     lengths = read_lengths(args.lengths)
     if args.steps is None:
         for flag, value in (("--token-budget", args.token_budget), ("--max-seq-len", args.max_seq_len)):
             if value is not None:
                 raise HydraulisError(flag, value, "needs --steps")
-        _one_batch(args, proposal, lengths, options)
+        _one_batch(args, proposal, lengths, options, synthesis, space)
     else:
-        _many_steps(args, proposal, lengths, options)
+        _many_steps(args, proposal, lengths, options, synthesis)
 
 
-def _one_batch(args: argparse.Namespace, proposal: Proposal, lengths, options: DispatchOptions) -> None:
-    plan = dispatch(proposal, lengths, args.method, options)
+def _one_batch(args: argparse.Namespace, proposal: Proposal, lengths, options: DispatchOptions,
+               synthesis: SynthesisOptions, space) -> None:
+    plan = plan_step(proposal, lengths, args.method, options, synthesis)
     if args.output:
         write_step_plan(args.output, plan)
     if args.gantt:
@@ -83,6 +100,8 @@ def _one_batch(args: argparse.Namespace, proposal: Proposal, lengths, options: D
         emit_json(step_plan_to_dict(plan))
         return
     emit(_plan_header(plan, proposal, work_lower_bound_ms(proposal, lengths, options.alignment)))
+    if args.explain:
+        emit(_explanation(plan, proposal, space))
     rows = [[i, str(p.scheme), p.max_seq_len, sum(len(mb.sequences) for mb in p.micro_batches),
              sum(mb.tokens for mb in p.micro_batches), len(p.micro_batches), p.predicted_ms, p.solver_status]
             for i, p in enumerate(plan.pipelines)]
@@ -94,10 +113,16 @@ def _one_batch(args: argparse.Namespace, proposal: Proposal, lengths, options: D
 
 
 def _plan_header(plan: StepPlan, proposal: Proposal, work_bound: float) -> str:
-    strategy = proposal.strategies[plan.strategy_index].strategy
+    made = plan.synthesis
+    if made:
+        chosen = (f"synthesised strategy: {made.strategy} (from the {made.start}; switch {made.switch_ms:.1f} ms for "
+                  f"{made.new_communicators} new communicators; best proposal strategy {made.proposal_ms:.1f} ms)")
+    else:
+        chosen = f"strategy {plan.strategy_index}: {plan.strategy(proposal)}"
+    reduction = made.reduce_ms if made else proposal.strategies[plan.strategy_index].reduce_ms
     lines = [
-        f"strategy {plan.strategy_index}: {strategy}   method {plan.method.value}",
-        f"predicted {plan.predicted_ms:.1f} ms (reduction {proposal.strategies[plan.strategy_index].reduce_ms:.1f} ms)"
+        f"{chosen}   method {plan.method.value}",
+        f"predicted {plan.predicted_ms:.1f} ms (reduction {reduction:.1f} ms)"
         f"   lower bound {plan.lower_bound_ms:.1f} ms (ratio {plan.predicted_ms / plan.lower_bound_ms:.3f})"
         f"   work bound {work_bound:.1f} ms (ratio {plan.predicted_ms / work_bound:.3f})"
         f"   planning {plan.planning_ms:.1f} ms",
@@ -106,27 +131,55 @@ def _plan_header(plan: StepPlan, proposal: Proposal, work_bound: float) -> str:
     return "\n".join(lines)
 
 
-def _many_steps(args: argparse.Namespace, proposal: Proposal, lengths, options: DispatchOptions) -> None:
+def _explanation(plan: StepPlan, proposal: Proposal, space) -> str:
+    pool = bound_schemes(proposal, synthesis_schemes(space, proposal) if space else ())
+    tokens = [-(-s // plan.alignment) * plan.alignment for p in plan.pipelines for mb in p.micro_batches
+              for s in mb.lengths]
+    bound = step_bound(tokens, pool, proposal.devices, proposal.pipeline_model.p2p_ms,
+                       proposal.optimizer_layout.dp == 1)
+    gap = gap_breakdown(plan, proposal, pool)
+    where = "the scheme space's" if space else "the proposal's"
+    terms = " + ".join(f"{name} {ms:.1f}" for name, ms in gap.parts())
+    return "\n".join([
+        f"bounds over {where} {len(pool)} schemes: pool {bound.pool_ms:.1f} ms = max(work {bound.work_ms:.1f}, longest "
+        f"sequence {bound.longest_ms:.1f}) (ratio {plan.predicted_ms / bound.pool_ms:.3f}); tight {bound.tight_ms:.1f} ms "
+        f"with fixed costs, the reduction and every sequence on a scheme fast enough "
+        f"(ratio {plan.predicted_ms / bound.tight_ms:.3f})",
+        f"gap: predicted {gap.predicted_ms:.1f} ms = {terms}",
+    ])
+
+
+def _many_steps(args: argparse.Namespace, proposal: Proposal, lengths, options: DispatchOptions,
+                synthesis: SynthesisOptions) -> None:
     require_int(args.steps, "--steps", minimum=1)
     if args.token_budget is None:
         raise HydraulisError("--token-budget", None, "is required with --steps")
-    if args.gantt or args.output:
-        raise HydraulisError("--gantt" if args.gantt else "--output", args.gantt or args.output,
-                             "draws or writes a single batch's plan; leave out --steps")
+    if args.gantt or args.output or args.explain:
+        flag = "--gantt" if args.gantt else "--output" if args.output else "--explain"
+        raise HydraulisError(flag, args.gantt or args.output or True,
+                             "draws, writes or explains a single batch's plan; leave out --steps")
     batches = sample_batches(lengths, args.token_budget, args.steps, args.max_seq_len or proposal.max_seq_len,
                              seed=args.seed)
-    summaries = compare_methods(proposal, batches, options)
+    summaries = list(compare_methods(proposal, batches, options))
+    names = [s.method.value for s in summaries]
+    if synthesis.mode is not Synthesise.OFF:
+        method = BatchingMethod.DISPATCH_BALANCED_PACKING
+        work = [work_lower_bound_ms(proposal, b, options.alignment) for b in batches]
+        plans = [plan_step(proposal, b, method, options, synthesis) for b in batches]
+        summaries.append(summarise_plans(method, plans, work, len(proposal.strategies)))
+        names.append(f"{method.value}+synthesis({synthesis.mode.value})")
     if args.format == "json":
-        emit_json([{"method": s.method.value, "steps": s.steps, "mean_ms": s.mean_ms, "median_ms": s.median_ms,
+        emit_json([{"method": name, "steps": s.steps, "mean_ms": s.mean_ms, "median_ms": s.median_ms,
                     "median_ratio": s.median_ratio, "p90_ratio": s.p90_ratio,
                     "median_work_ratio": s.median_work_ratio, "planning_median_ms": s.planning_median_ms,
-                    "planning_p90_ms": s.planning_p90_ms, "chosen": list(s.chosen)} for s in summaries])
+                    "planning_p90_ms": s.planning_p90_ms, "chosen": list(s.chosen), "synthesised": s.synthesised}
+                   for name, s in zip(names, summaries)])
         return
     baseline = next(s.mean_ms for s in summaries if s.method is BatchingMethod.FIXED_PACKING)
     emit(f"{plural(args.steps, 'step')} of {args.token_budget} tokens sampled from {args.lengths} (seed {args.seed}); "
          f"ratio = predicted / lower bound, work ratio = predicted / design §4 work bound")
     emit(table(("method", "mean_ms", "median_ms", "ratio_median", "ratio_p90", "work_ratio_median",
-                "speedup_vs_fixed", "plan_ms_median", "plan_ms_p90", "strategies_chosen"),
-               [[s.method.value, s.mean_ms, s.median_ms, s.median_ratio, s.p90_ratio, s.median_work_ratio,
+                "speedup_vs_fixed", "plan_ms_median", "plan_ms_p90", "strategies_chosen", "synthesised"),
+               [[name, s.mean_ms, s.median_ms, s.median_ratio, s.p90_ratio, s.median_work_ratio,
                  baseline / s.mean_ms, s.planning_median_ms, s.planning_p90_ms,
-                 ",".join(map(str, s.chosen))] for s in summaries]))
+                 ",".join(map(str, s.chosen)), s.synthesised] for name, s in zip(names, summaries)]))

@@ -12,11 +12,21 @@ from hydraulis.artifacts.simulation import write_simulation
 from hydraulis.cli.analyze import DEFAULT_CACHE
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import add_variants_argument, command_line, emit, plural, table
+from hydraulis.cli.synthesis_args import add_synthesis_arguments
 from hydraulis.dispatch import DispatchOptions
+from hydraulis.dispatch.synthesis import Synthesise
 from hydraulis.errors import HydraulisError
 from hydraulis.planner import PlannerConfig, SolverName, Variants
 from hydraulis.presets import device_names, model_names
-from hydraulis.simulation import Contender, ContenderSummary, Simulation, SimulationConfig, simulate, summarise
+from hydraulis.simulation import (
+    Contender,
+    ContenderSummary,
+    Simulation,
+    SimulationConfig,
+    gap_summary,
+    simulate,
+    summarise,
+)
 from hydraulis.simulation.inputs import scheme_space_for, workload_lengths
 
 DEFAULT_MODEL = "llama-32b"
@@ -68,6 +78,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_variants_argument(parser, Variants.ALL,
                           "scheme variants the planner and the baselines may use (hydraulis propose --variants); "
                           "all: an analytic space gets segments to compose them from")
+    add_synthesis_arguments(parser)
     parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("-o", "--output", required=True, type=OutputPath(), help="output directory")
@@ -90,7 +101,8 @@ def _simulate(args: argparse.Namespace) -> None:
             token_budget=args.token_budget, max_seq_len=args.max_seq_len, strategies=args.strategies,
             steps=args.planner_steps, seed=args.seed, solver=SolverName(args.solver), time_limit_s=args.time_limit,
             variants=variants),
-        steps=args.steps, dispatch=DispatchOptions(seed=args.seed))
+        steps=args.steps, dispatch=DispatchOptions(seed=args.seed), synthesis=Synthesise(args.synthesise),
+        synthesis_evaluations=args.synthesis_evaluations)
     lengths, workload_facts = workload_lengths(args.lengths, args.corpus, args.synthetic_docs, args.seed, DEFAULT_CACHE)
     simulation = simulate(space, lengths, config, progress=not args.no_progress)
     summaries = summarise(simulation)
@@ -130,6 +142,22 @@ def report(simulation: Simulation, summaries: tuple[ContenderSummary, ...]) -> s
                         for s, f in ((s, s.figures) for s in summaries)]))
     lines.append(f"median planning latency (Hydraulis dispatch per step): {hydraulis.figures.planning_median_ms:.1f} ms "
                  f"(p90 {hydraulis.figures.planning_p90_ms:.1f} ms)")
+    lines += _synthesis_lines(simulation, hydraulis)
     lines.append("mean predicted speed-up of Hydraulis over:")
     lines += [f"  {s.contender.label}: {s.speedup:.2f}×" for s in summaries if s.contender is not Contender.HYDRAULIS]
     return "\n".join(lines)
+
+
+def _synthesis_lines(simulation: Simulation, hydraulis: ContenderSummary) -> list[str]:
+    """Synthesis, communicators, bounds and Hydraulis' gap term by term (medians over steps)."""
+    config, gap, c = simulation.config, gap_summary(simulation), simulation.communicators
+    return [
+        f"synthesis ({config.synthesis.value}, {config.synthesis_evaluations} evaluations per step): "
+        f"{hydraulis.figures.synthesised} of {len(simulation.steps)} steps ran a strategy made for them",
+        f"distinct communicators over the run: {c.run} ({c.proposal} of the proposal's strategies, warmed first); "
+        f"bound of aligned placement for its schemes on {simulation.proposal.devices} devices: {c.bound}",
+        f"bounds (median over steps): pool {gap.pool_ms:.1f} ms = max(work, longest sequence), tight "
+        f"{gap.tight_ms:.1f} ms; Hydraulis predicted / pool {gap.predicted_over_pool:.3f}, compute part / pool "
+        f"{gap.compute_over_pool:.3f}, predicted / tight {gap.predicted_over_tight:.3f}",
+        "Hydraulis' gap (median ms over steps): " + ", ".join(f"{n} {v:.1f}" for n, v in gap.parts),
+    ]

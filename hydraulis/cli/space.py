@@ -124,7 +124,8 @@ def _import(args: argparse.Namespace) -> None:
     device = device_preset(args.device)
     reduce_gbps = device.inter_node_gbps if args.reduce_gbps is None else args.reduce_gbps
     space = import_reference_pool(document, model, args.devices, device.name, reduce_gbps,
-                                  created=timestamp(), tool_version=__version__, command=command_line())
+                                  created=timestamp(), tool_version=__version__, command=command_line(),
+                                  communicator_ms=device.communicator_ms)
     write_scheme_space(args.output, space)
     emit(f"wrote {args.output}: {plural(len(space.profiles), 'scheme')} of {model.name} imported from {args.pool}")
 

@@ -64,7 +64,7 @@ def _train(args: argparse.Namespace) -> None:
     if config.steps == 0:
         emit(f"initial checkpoint: {Path(config.checkpoint_dir) / CheckpointManifest.name(0)}")
     if records:
-        emit(summary_line(summarize(records)))
+        emit(summary_line(summarize(records, config.nproc or run.devices)))
         if writer:
             log = Path(args.output_dir) / "train_log.json"
             write_train_log(log, records)

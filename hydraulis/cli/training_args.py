@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from hydraulis import limits
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath, optimizer_layout
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_names
 from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, ReduceDtype, TrainConfig
@@ -20,7 +21,8 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "planner_url": "planner_url", "corpus": "corpus", "tokenizer": "tokenizer", "cache_dir": "cache_dir",
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
         "checkpoint_every": "checkpoint_every", "resume": "resume", "init_from": "init_from",
-        "tensorboard": "tensorboard_dir"}
+        "tensorboard": "tensorboard_dir",
+        "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
             "record_operations", "device_memory")
 
@@ -39,6 +41,13 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                              "strategies every step (instead of --strategy)")
     parser.add_argument("--method", choices=[m.value for m in BatchingMethod],
                         help="batching method (default dispatch_balanced_packing, Hydraulis)")
+    parser.add_argument("--synthesise", choices=[m.value for m in Synthesise],
+                        help="with --proposal: make a strategy for a step when it beats the proposal's, switch "
+                             "included, from the proposal's schemes (default proposal), --space's (space) or never "
+                             "(off)")
+    parser.add_argument("--synthesis-evaluations", type=Bounded(limits.SYNTHESIS_EVALUATIONS), metavar="N",
+                        help=f"strategies dispatch may plan per step while synthesising "
+                             f"(default {SynthesisOptions.evaluations})")
     parser.add_argument("--planner-url", help="ask a running 'hydraulis serve' at this URL for step plans "
                                               "(default: dispatch in-process)")
     parser.add_argument("--steps", type=Bounded(limits.TRAINING_STEPS),
@@ -111,6 +120,8 @@ def training_config(args: argparse.Namespace, base: TrainConfig | None) -> Train
         top["strategies"] = tuple(top["strategies"])
     if "method" in top:
         top["method"] = BatchingMethod(top["method"])
+    if "synthesise" in top:
+        top["synthesise"] = Synthesise(top["synthesise"])
     if "optimizer_layout" in top:
         top["optimizer_layout"] = optimizer_layout(top["optimizer_layout"])
     if base is None:

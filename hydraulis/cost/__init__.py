@@ -5,10 +5,11 @@
   (one schedule, or many at once);
 * :mod:`.memory` — memory per device and the longest sequence a scheme can hold;
 * :mod:`.step` — a strategy's step time and the gradient reduction into the optimizer layout;
-* :mod:`.bound` — the lower bound ``LB`` used to report plan quality.
+* :mod:`.bound` — lower bounds of any plan of a batch: design §4's ``LB`` and a tighter one
+  with fixed costs and the reduction.
 """
 
-from hydraulis.cost.bound import lower_bound_ms
+from hydraulis.cost.bound import BoundScheme, StepBound, lower_bound_ms, step_bound
 from hydraulis.cost.memory import MemoryBreakdown, MemoryLimit, SchemeCapacity, memory_breakdown, scheme_capacities
 from hydraulis.cost.pipeline import (
     PipelineTimeline,
@@ -21,10 +22,12 @@ from hydraulis.cost.step import reduce_ms, step_time_ms
 from hydraulis.cost.time import microbatch_time_ms, sequence_time_ms
 
 __all__ = [
+    "BoundScheme",
     "MemoryBreakdown",
     "MemoryLimit",
     "PipelineTimeline",
     "ScheduledOp",
+    "StepBound",
     "SchemeCapacity",
     "lower_bound_ms",
     "memory_breakdown",
@@ -35,5 +38,6 @@ __all__ = [
     "scheme_capacities",
     "sequence_time_ms",
     "simulate_1f1b",
+    "step_bound",
     "step_time_ms",
 ]

@@ -1,20 +1,68 @@
-"""The lower bound of any plan of a batch (design §4), used to report plan quality.
+"""Lower bounds of any plan of a batch (design §4), used to report plan quality.
 
-    LB = Σ_i min_{k : S_k ≥ s_i} D_k·(a_k·s_i² + b_k·s_i) / N
+**Work and longest sequence** (design §4, :func:`lower_bound_ms` is the first term)::
 
-A sequence ``i`` of length ``s_i`` occupies the ``D_k = cp·tp·pp`` devices of a scheme ``k``
-that can hold it for at least its own work on every stage; spread perfectly over all ``N``
-devices that is ``LB``. Fixed per-micro-batch costs, pipeline bubbles and the reduction only add
-to a real plan, so ``LB ≤`` every plan's step time.
+    work    = Σ_i min_{k : C_k ≥ s_i} D_k·w_k(s_i) / N,     w_k(s) = a_k·s² + b_k·s
+    longest = max_i min_{k : C_k ≥ s_i} pp_k·(c_k + w_k(s_i))
+    pool    = max(work, longest)
 
-Worked example: one sequence of 4,096 tokens, schemes (1,1,2) with ``a = 1.37e-6, b = 0.0946``
-(D = 2) and (1,2,1) with ``a = 2.05e-6, b = 0.0967`` (D = 2), N = 4:
-``min(2·410.5, 2·430.6)/4 = 205.3`` ms.
+A sequence ``i`` of length ``s_i`` occupies the ``D_k = cp·tp·pp`` devices of a scheme ``k`` that
+can hold it (``C_k``: its longest sequence) for at least its own work on every stage; spread
+perfectly over all ``N`` devices that is ``work``. Its micro-batch's forward crosses the ``pp_k``
+stages one after the other and its backward crosses them back, so its pipeline takes at least
+``pp_k·(c_k + w_k(s_i))``.
+
+**The tight bound** (:func:`step_bound`) adds what every plan also pays — the fixed cost of
+its micro-batches, the gradient reduction into the optimizer layout — and that a sequence must
+finish on a scheme fast enough for it, which may cost more devices than the cheapest::
+
+    tight = min_ρ [ ρ + max(F_ρ, G_ρ) ]
+    F_ρ = min { T : Σ_i min_{k ∈ K_ρ(i, T)} D_k·w_k(s_i) / (T − pp_k·c_k) ≤ N }
+    G_ρ = min { T : Σ_i min_{k ∈ K_ρ(i, T)} D_k·(w_k(s_i) + c_k·s_i/C_k) / (T − (pp_k − 1)·c_k) ≤ N }
+    K_ρ(i, T) = {k : r_k ≤ ρ, C_k ≥ s_i, h_k(s_i) ≤ T},   h_k(s) = pp_k·(c_k + w_k(s)) + 2·(pp_k − 1)·d
+
+over the reduction levels ``ρ`` (the distinct reductions ``r_k`` of the schemes). *Proof that
+``tight ≤`` every plan's step time.* Take any plan: a strategy (pipelines ``p`` of schemes
+``k_p``, ``Σ_p D_{k_p} ≤ N``), each pipeline's pieces packed into ``v_p ≥ 1`` micro-batches of at
+most ``C_{k_p}`` tokens; let ``T = max_p T_p``. (1) Its step time is ``T + ρ*`` with
+``ρ* = max_p r_{k_p}`` — the least sharded pipeline decides the reduction
+(:mod:`hydraulis.cost.step`) — so every scheme it uses has ``r_k ≤ ρ*``. (2) The pipeline
+holding piece ``i`` runs its micro-batch's forward and backward through all its stages in
+sequence: ``T ≥ T_p ≥ h_{k_p}(s_i)``, so ``k_p ∈ K_{ρ*}(i, T)``. (3) Every stage runs every
+micro-batch, and under 1F1B the last stage starts ``(pp − 1)`` forwards late and the first ends
+``(pp − 1)`` backwards late, each at least ``c``: ``T_p ≥ W_p + v_p·c + (pp − 1)·c`` with
+``W_p = Σ_{i∈p} w(s_i)`` (:mod:`hydraulis.cost.pipeline`, the closed form is a lower bound).
+With ``v_p ≥ 1`` that gives ``W_p ≤ T − pp·c``; with ``v_p ≥ Σ_{i∈p} s_i/C`` it gives
+``Σ_{i∈p} (w(s_i) + c·s_i/C) ≤ T − (pp − 1)·c``. (4) Summing the first over the ``n_k`` pipelines of
+scheme ``k``: ``n_k ≥ Σ_{i on k} w_k(s_i)/(T − pp_k·c_k)``, and ``N ≥ Σ_k n_k·D_k ≥`` the sum in
+``F``, each piece counted on its own scheme, at least the minimum over ``K_{ρ*}(i, T)``. The
+sum only shrinks as ``T`` grows, so ``T ≥ F_{ρ*}``; the same with the second inequality gives
+``T ≥ G_{ρ*}``. So the plan takes ``≥ ρ* + max(F_{ρ*}, G_{ρ*}) ≥ tight``. At its ``T`` every
+piece fits its scheme in time and ``G``'s sum is at least ``Σ_i min_k D_k·w_k(s_i)/T``, so each
+level is at least ``max(work, longest)``: ``pool ≤ tight`` (the code also takes the maximum with
+those two terms, computed exactly, so that the bisection's precision never puts ``tight`` below them). When a lone pipeline needs no
+reduction (its optimizer layout has ``dp = 1``, ``solo_free``), one more level bounds those
+plans: ``ρ = 0`` and one pipeline of some scheme ``k`` holding every piece,
+``max(Σ_i (w_k(s_i) + c_k·s_i/C_k) + (pp_k − 1)·c_k, max_i h_k(s_i))``. ``F`` and ``G`` are found by
+bisection, keeping the infeasible end: a bound still.
+
+What ``tight`` sees that ``pool`` does not: at 1,024 H100s (LLaMA-32B, 1.6M tokens) five
+32K sequences finish within 1,000 ms only on (8,8,1) pipelines of 64 devices, and with them the
+step's work needs more than 1,024 devices — so no plan computes the step in 1,000 ms, while
+``pool`` = 775 ms; and every scheme with ``tp·pp < 8`` brings a reduction of ≥ 650 ms.
+
+Worked example: one sequence of 4,096 tokens, schemes (1,1,2) with ``a = 1.37e-6, b = 0.0946,
+c = 15`` (D = 2, C = 11,000, r = 300 ms) and (1,2,1) with ``a = 2.05e-6, b = 0.0967, c = 65``
+(D = 2, C = 20,000, r = 300 ms), N = 4: ``work = min(2·410.5, 2·430.5)/4 = 205.2`` ms,
+``longest = min(2·(15 + 410.5), 65 + 430.5) = 495.5`` ms, ``pool = 495.5``; at ``T = 495.5``
+only (1,2,1) finishes the sequence and needs ``2·430.5/(495.5 − 65) = 2.0 ≤ 4`` devices, so
+``F = G = 495.5`` and ``tight = 300 + 495.5 = 795.5`` ms.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,16 +75,105 @@ def lower_bound_ms(
     schemes: Sequence[tuple[Scheme, TimeCoefficients, int]],
     devices: int,
 ) -> float:
-    """``LB`` over candidate ``(scheme, coefficients, max_seq_len)`` triples and ``devices``."""
+    """``work`` of the module docstring over candidate ``(scheme, coefficients, max_seq_len)``
+    triples and ``devices``."""
+    return step_bound(lengths, [BoundScheme(s, t, c) for s, t, c in schemes], devices).work_ms
+
+
+PRECISION = 1e-4
+"""The bisection for ``F`` (or ``G``) stops when the interval holding it is this narrow
+(relative, and absolute below 1 ms); it returns the interval's infeasible end, a bound still."""
+
+
+@dataclass(frozen=True)
+class BoundScheme:
+    """A scheme a plan may use: its coefficients, its longest sequence ``capacity`` (which
+    also bounds a micro-batch's tokens) and the reduction ``reduce_ms`` a strategy using it
+    pays at least."""
+
+    scheme: Scheme
+    time: TimeCoefficients
+    capacity: int
+    reduce_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class StepBound:
+    """The module docstring's ``work``, ``longest`` and ``tight`` for one batch."""
+
+    work_ms: float
+    longest_ms: float
+    tight_ms: float
+
+    @property
+    def pool_ms(self) -> float:
+        """design §4's bound, ``max(work, longest)``."""
+        return max(self.work_ms, self.longest_ms)
+
+
+def step_bound(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundScheme], devices: int,
+               p2p_ms: float = 0.0, solo_free: bool = False) -> StepBound:
+    """The bounds of the module docstring for sequences of ``lengths`` tokens on ``devices``
+    devices; :class:`HydraulisError` naming a sequence no scheme holds."""
     require(devices > 0, "devices", devices, "must be > 0")
     s = np.asarray(lengths, dtype=np.float64)
-    best = np.full(s.shape, np.inf)
-    for scheme, time, capacity in schemes:
-        work = scheme.devices * (time.a * s * s + time.b * s)
-        best = np.where(s <= capacity, np.minimum(best, work), best)
-    if s.size and not np.isfinite(best).all():
-        index = int(np.flatnonzero(~np.isfinite(best))[0])
-        longest = max((capacity for _, _, capacity in schemes), default=0)
+    size = np.array([k.scheme.devices for k in schemes], dtype=np.float64)[:, None]
+    pp = np.array([k.scheme.pp for k in schemes], dtype=np.float64)[:, None]
+    a, b, c = (np.array([getattr(k.time, name) for k in schemes])[:, None] for name in ("a", "b", "c"))
+    capacity = np.array([k.capacity for k in schemes], dtype=np.float64)[:, None]
+    reduction = np.array([k.reduce_ms for k in schemes])
+    fits = s[None, :] <= capacity
+    _check_held(s, fits, capacity)
+    work = a * s * s + b * s
+    crossing = pp * (c + work)
+    handoffs = crossing + 2.0 * (pp - 1.0) * p2p_ms
+    forms = ((size * work, pp * c), (size * (work + c * s / capacity), (pp - 1.0) * c))
+    tight = np.inf
+    for level in np.unique(reduction):
+        usable = fits & (reduction <= level)[:, None]
+        if usable.any(axis=0).all():
+            spread = float(np.where(usable, forms[1][0], np.inf).min(axis=0).sum()) / devices
+            compute = max([spread, _longest(handoffs, usable)]
+                          + [_least_time(devices, usable, handoffs, share, fixed) for share, fixed in forms])
+            tight = min(tight, level + compute)
+    if solo_free:
+        for k in np.flatnonzero((size[:, 0] <= devices) & fits.all(axis=1)):
+            alone = (work[k] + c[k] * s / capacity[k]).sum() + (pp[k] - 1.0) * c[k]
+            tight = min(tight, max(float(alone[0]), handoffs[k].max(initial=0.0)))
+    return StepBound(float(np.where(fits, size * work, np.inf).min(axis=0).sum() / devices),
+                     _longest(crossing, fits), float(tight))
+
+
+def _least_time(devices: int, usable: np.ndarray, handoffs: np.ndarray, share: np.ndarray, fixed: np.ndarray) -> float:
+    """``min {T : Σ_i min_{k usable for i, h_k(s_i) ≤ T} share[k, i]/(T − fixed[k]) ≤ N}`` by
+    bisection to :data:`PRECISION`, returning the infeasible end (a lower bound of the minimum)."""
+
+    def enough(total: float) -> bool:
+        room = total - fixed
+        ok = usable & (handoffs <= total) & (room > 0)
+        need = np.where(ok, share / np.where(room > 0, room, 1.0), np.inf).min(axis=0)
+        return bool(np.isfinite(need).all() and need.sum() <= devices)
+
+    lo = _longest(handoffs, usable)
+    if enough(lo):
+        return lo
+    hi = 2.0 * max(lo, 1e-9)
+    while not enough(hi):
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > PRECISION * max(hi, 1.0):
+        middle = 0.5 * (lo + hi)
+        lo, hi = (lo, middle) if enough(middle) else (middle, hi)
+    return lo
+
+
+def _longest(times: np.ndarray, usable: np.ndarray) -> float:
+    """``max_i min_{k usable for i} times[k, i]`` (0 for no sequences)."""
+    return float(np.where(usable, times, np.inf).min(axis=0).max(initial=0.0))
+
+
+def _check_held(s: np.ndarray, fits: np.ndarray, capacity: np.ndarray) -> None:
+    held = fits.any(axis=0)
+    if not held.all():
+        index = int(np.flatnonzero(~held)[0])
         raise HydraulisError(f"lengths[{index}]", int(s[index]),
-                             f"exceeds the longest sequence any scheme can hold ({longest})")
-    return float(best.sum() / devices)
+                             f"exceeds the longest sequence any scheme can hold ({int(capacity.max(initial=0))})")

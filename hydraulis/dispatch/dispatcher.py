@@ -51,7 +51,16 @@ from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.packing import Packing
 from hydraulis.dispatch.pipelines import PipelineTable
 from hydraulis.dispatch.validation import batching_method, check_proposal
-from hydraulis.types import BatchingMethod, MicroBatch, PipelinePlan, Proposal, StepPlan
+from hydraulis.types import (
+    BatchingMethod,
+    MicroBatch,
+    PipelineModel,
+    PipelinePlan,
+    Proposal,
+    StepPlan,
+    Strategy,
+    Synthesis,
+)
 
 
 def dispatch(
@@ -63,38 +72,58 @@ def dispatch(
     """The step plan of the batch ``lengths`` (one length per sequence, in tokens) under
     ``proposal`` with ``method``; :class:`~hydraulis.errors.HydraulisError` on bad input."""
     started = time.perf_counter()
+    method, batch = prepare_dispatch(proposal, lengths, method, options)
+    best, lower_bound, notes = plan_proposal(proposal, batch, method, options)
+    return step_plan(batch, method, options, best, lower_bound, notes, started)
+
+
+def prepare_dispatch(proposal: Proposal, lengths: Sequence[int] | np.ndarray, method: BatchingMethod | str,
+                     options: DispatchOptions) -> tuple[BatchingMethod, Batch]:
+    """Step 1 of the recipe: the checked method and the batch's pieces."""
     method = batching_method(method)
     check_proposal(proposal)
-    batch = prepare_batch(lengths, max(s.strategy.max_seq_len for s in proposal.strategies), options)
+    return method, prepare_batch(lengths, max(s.strategy.max_seq_len for s in proposal.strategies), options)
+
+
+def plan_proposal(proposal: Proposal, batch: Batch, method: BatchingMethod,
+                  options: DispatchOptions) -> tuple[StrategyPlan, float, list[str]]:
+    """Steps 2–5 of the recipe: the best plan over the proposal's strategies, the plan's lower
+    bound ``min_k B_k`` and the notes."""
     notes = list(batch.notes)
-    candidates = _candidates(proposal, batch)
-    best: _StrategyPlan | None = None
-    for candidate in sorted(candidates, key=lambda c: (c.bound, c.index)):
-        if not np.isfinite(candidate.bound):
-            notes.append(f"strategy {candidate.index} skipped: cannot hold a piece of {int(batch.tokens[0])} tokens")
-        elif best is None or candidate.bound < best.predicted_ms:
-            plan = _plan_strategy(candidate, batch, method, options)
+    candidates = [candidate(proposed.strategy, index, proposed.reduce_ms, batch, proposal.pipeline_model)
+                  for index, proposed in enumerate(proposal.strategies)]
+    best: StrategyPlan | None = None
+    for option in sorted(candidates, key=lambda c: (c.bound, c.index)):
+        if not np.isfinite(option.bound):
+            notes.append(f"strategy {option.index} skipped: cannot hold a piece of {int(batch.tokens[0])} tokens")
+        elif best is None or option.bound < best.predicted_ms:
+            plan = plan_candidate(option, batch, method, options, proposal.max_seq_len)
             if best is None or plan.predicted_ms < best.predicted_ms:
                 best = plan
     if method is BatchingMethod.DISPATCH_BALANCED_PACKING:
         best = _with_ilp(best, batch, options, notes)
-    lower_bound = min(c.bound for c in candidates)
-    return _step_plan(proposal, batch, method, options, best, lower_bound, notes, started)
+    return best, min(c.bound for c in candidates), notes
 
 
 @dataclass(frozen=True)
-class _Candidate:
+class Candidate:
+    """A strategy to plan the batch on: its index in the proposal (−1: synthesised), its
+    pipelines as arrays, every piece's work per group, its lower bound ``B`` (∞ when it cannot
+    hold the longest piece) and its reduction."""
+
+    strategy: Strategy
     index: int
     table: PipelineTable
     work: np.ndarray
     bound: float
     reduce_ms: float
-    context: int
 
 
 @dataclass(frozen=True)
-class _StrategyPlan:
-    candidate: _Candidate
+class StrategyPlan:
+    """A candidate's packing of the batch: every pipeline's micro-batches and time."""
+
+    candidate: Candidate
     packings: list[Packing]
 
     @property
@@ -102,28 +131,27 @@ class _StrategyPlan:
         return max(p.time_ms for p in self.packings) + self.candidate.reduce_ms
 
 
-def _candidates(proposal: Proposal, batch: Batch) -> list[_Candidate]:
-    candidates = []
-    for index, proposed in enumerate(proposal.strategies):
-        table = PipelineTable.of(proposed.strategy, proposal.pipeline_model)
-        work = table.work(batch.tokens)
-        bound = strategy_bound(table, batch.tokens, work) + proposed.reduce_ms
-        candidates.append(_Candidate(index, table, work, bound, proposed.reduce_ms, proposal.max_seq_len))
-    return candidates
+def candidate(strategy: Strategy, index: int, reduce_ms: float, batch: Batch, model: PipelineModel) -> Candidate:
+    """``strategy`` as a :class:`Candidate` for ``batch`` (its bound :func:`strategy_bound` plus the reduction)."""
+    table = PipelineTable.of(strategy, model)
+    work = table.work(batch.tokens)
+    return Candidate(strategy, index, table, work, strategy_bound(table, batch.tokens, work) + reduce_ms, reduce_ms)
 
 
-def _plan_strategy(candidate: _Candidate, batch: Batch, method: BatchingMethod,
-                   options: DispatchOptions) -> _StrategyPlan:
+def plan_candidate(candidate: Candidate, batch: Batch, method: BatchingMethod, options: DispatchOptions,
+                   context: int) -> StrategyPlan:
+    """The batching method's packing of ``batch`` on ``candidate`` (which must hold every piece);
+    ``context`` is the padding and fixed-packing baselines' context length."""
     table, work = candidate.table, candidate.work
     if method is BatchingMethod.PADDING:
-        return _StrategyPlan(candidate, padded_round_robin(table, batch, candidate.context))
+        return StrategyPlan(candidate, padded_round_robin(table, batch, context))
     if method is BatchingMethod.FIXED_PACKING:
-        return _StrategyPlan(candidate, packed_round_robin(table, batch, work, candidate.context))
+        return StrategyPlan(candidate, packed_round_robin(table, batch, work, context))
     owner = assign_pieces(table, batch.tokens, work, options.bubble_factor, options.local_moves)
     pieces_of = _pieces_of(owner, table.pipelines)
     if method is BatchingMethod.DISPATCH_FIXED_PACKING:
-        return _StrategyPlan(candidate, fixed_capacity_packings(table, pieces_of, batch, work, candidate.context))
-    return _StrategyPlan(candidate, balanced_packings(table, pieces_of, batch.tokens, work, options.bubble_factor))
+        return StrategyPlan(candidate, fixed_capacity_packings(table, pieces_of, batch, work, context))
+    return StrategyPlan(candidate, balanced_packings(table, pieces_of, batch.tokens, work, options.bubble_factor))
 
 
 def _pieces_of(owner: np.ndarray, pipelines: int) -> list[np.ndarray]:
@@ -133,18 +161,20 @@ def _pieces_of(owner: np.ndarray, pipelines: int) -> list[np.ndarray]:
     return [order[bounds[p]:bounds[p + 1]] for p in range(pipelines)]
 
 
-def _with_ilp(best: _StrategyPlan, batch: Batch, options: DispatchOptions, notes: list[str]) -> _StrategyPlan:
+def _with_ilp(best: StrategyPlan, batch: Batch, options: DispatchOptions, notes: list[str]) -> StrategyPlan:
     if options.ilp_nodes == 0:
         notes.append("ilp skipped: ilp_nodes 0 (greedy packings)")
         return best
     packings, ilp_notes = improve_slowest(best.candidate.table, best.packings, batch.tokens, best.candidate.work, options)
     notes.extend(ilp_notes)
-    return _StrategyPlan(best.candidate, packings)
+    return StrategyPlan(best.candidate, packings)
 
 
-def _step_plan(proposal: Proposal, batch: Batch, method: BatchingMethod, options: DispatchOptions,
-               best: _StrategyPlan, lower_bound: float, notes: list[str], started: float) -> StepPlan:
-    groups = proposal.strategies[best.candidate.index].strategy.expanded()
+def step_plan(batch: Batch, method: BatchingMethod, options: DispatchOptions, best: StrategyPlan, lower_bound: float,
+              notes: list[str], started: float, synthesis: Synthesis | None = None) -> StepPlan:
+    """Step 6 of the recipe: the plan of ``best`` (with ``synthesis`` when it was made for this
+    step, whose switch cost it then includes)."""
+    groups = best.candidate.strategy.expanded()
     pipelines = tuple(
         PipelinePlan(
             scheme=group.scheme,
@@ -160,11 +190,12 @@ def _step_plan(proposal: Proposal, batch: Batch, method: BatchingMethod, options
     return StepPlan(
         strategy_index=best.candidate.index,
         method=method,
-        predicted_ms=best.predicted_ms,
+        predicted_ms=best.predicted_ms + (synthesis.switch_ms if synthesis else 0.0),
         lower_bound_ms=lower_bound,
         planning_ms=(time.perf_counter() - started) * 1e3,
         pipelines=pipelines,
         alignment=options.alignment,
         seed=options.seed,
         notes=tuple(notes),
+        synthesis=synthesis,
     )

@@ -26,7 +26,7 @@ from hydraulis.types import BatchingMethod, Proposal, StepPlan, Strategy
 @dataclass(frozen=True)
 class MethodSummary:
     """One batching method over ``steps`` batches; ``chosen[k]`` counts the steps that ran
-    strategy ``k``."""
+    strategy ``k`` of the proposal, ``synthesised`` those that ran a strategy made for them."""
 
     method: BatchingMethod
     steps: int
@@ -38,6 +38,7 @@ class MethodSummary:
     planning_median_ms: float
     planning_p90_ms: float
     chosen: tuple[int, ...]
+    synthesised: int = 0
 
 
 def compare_methods(proposal: Proposal, batches: Sequence[np.ndarray], options: DispatchOptions = DispatchOptions(),
@@ -51,7 +52,8 @@ def compare_methods(proposal: Proposal, batches: Sequence[np.ndarray], options: 
 
 
 class PlanFigures(Protocol):
-    """What a summary needs of a step plan (a :class:`StepPlan` has it)."""
+    """What a summary needs of a step plan (a :class:`StepPlan` has it; ``strategy_index`` −1:
+    a synthesised strategy)."""
 
     strategy_index: int
     predicted_ms: float
@@ -76,7 +78,9 @@ def summarise_plans(method: BatchingMethod, plans: Sequence[PlanFigures], work_b
         median_work_ratio=float(np.median(predicted / work_bounds_ms)),
         planning_median_ms=float(np.median(planning)),
         planning_p90_ms=_p90(planning),
-        chosen=tuple(np.bincount([p.strategy_index for p in plans], minlength=strategies).tolist()),
+        chosen=tuple(np.bincount([p.strategy_index for p in plans if p.strategy_index >= 0],
+                                 minlength=strategies).tolist()),
+        synthesised=sum(p.strategy_index < 0 for p in plans),
     )
 
 
@@ -84,7 +88,7 @@ def micro_batch_times_ms(plan: StepPlan, strategy: Strategy) -> list[list[float]
     """Per pipeline, the per-stage time of each micro-batch in execution order, as dispatch
     timed it: ``c + Σ (a·s'² + b·s')`` over aligned lengths ``s'`` (for ``padding`` every
     sequence counts as the step's longest); ``strategy`` is the one the plan runs
-    (``proposal.strategies[plan.strategy_index].strategy``)."""
+    (``plan.strategy(proposal)``)."""
     groups = strategy.expanded()
     aligned = [[[-(-s // plan.alignment) * plan.alignment for s in mb.lengths] for mb in p.micro_batches]
                for p in plan.pipelines]
@@ -100,8 +104,7 @@ def pipeline_timelines(plan: StepPlan, proposal: Proposal) -> tuple[PipelineTime
     an empty timeline."""
     return tuple(simulate_1f1b(times, p.scheme.pp, proposal.pipeline_model, record=True) if times
                  else PipelineTimeline(0.0)
-                 for p, times in zip(plan.pipelines, micro_batch_times_ms(
-                     plan, proposal.strategies[plan.strategy_index].strategy)))
+                 for p, times in zip(plan.pipelines, micro_batch_times_ms(plan, plan.strategy(proposal))))
 
 
 def _p90(values: np.ndarray) -> float:

@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 
 from hydraulis.cost import MemoryBreakdown, reduce_ms, scheme_capacities
 from hydraulis.errors import HydraulisError
-from hydraulis.types import OptimizerLayout, Scheme, SchemeSpace, TimeCoefficients
+from hydraulis.planner.variants import with_schemes
+from hydraulis.types import OptimizerLayout, PipelineGroup, Proposal, Scheme, SchemeSpace, TimeCoefficients
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,21 @@ def scheme_options(space: SchemeSpace, layout: OptimizerLayout, node_size: int) 
     if not options:
         raise HydraulisError("devices", devices, f"leaves no usable scheme ({'; '.join(notes)})")
     return tuple(options), tuple(notes)
+
+
+def proposal_options(space: SchemeSpace, proposal: Proposal) -> tuple[SchemeOption, ...]:
+    """The schemes the planner could use for ``proposal``'s cluster and optimizer layout (with
+    the variants the proposal uses, which a space with segments composes)."""
+    proposed = [g.scheme for p in proposal.strategies for g in p.strategy.pipelines]
+    planning = planning_space(with_schemes(space, proposed), proposal.devices, proposal.devices_per_node)
+    options, _ = scheme_options(planning, proposal.optimizer_layout, min(proposal.devices, proposal.devices_per_node))
+    return options
+
+
+def synthesis_schemes(space: SchemeSpace, proposal: Proposal) -> tuple[PipelineGroup, ...]:
+    """:func:`proposal_options` as one-pipeline groups: the schemes a strategy made for one
+    step may use with ``--synthesise space`` (:mod:`hydraulis.dispatch.synthesis`)."""
+    return tuple(PipelineGroup(o.scheme, 1, o.capacity, o.time) for o in proposal_options(space, proposal))
 
 
 def _unusable(scheme_devices: int, capacity: int, devices: int, node_size: int) -> str:

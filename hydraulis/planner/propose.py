@@ -16,7 +16,10 @@ Recipe:
 6. prune: a strategy that a neighbour replaces on its steps at a loss of at most ``min_gain``
    (duplicates lose nothing) is dropped and the neighbour serves both ranges — provided the
    neighbour stays no slower than the baseline there;
-7. predicted step time, reduction and memory headroom per strategy, from the sampled steps.
+7. complete the proposal for steps that differ (planner/differing.py): while fewer than ``K``,
+   add the strategy that lowers the mean over the sampled steps of their best strategy's time
+   by more than ``min_gain``; it serves the steps it is best on;
+8. predicted step time, reduction, memory headroom and gain per strategy, from the sampled steps.
 
 **Two searches, one judge.** Let ``J(n)`` be the judge's mean step time of counts ``n`` over a
 range's sampled steps ``I`` — what the proposal predicts and is compared by. The integer
@@ -52,12 +55,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from hydraulis.cost import lower_bound_ms
 from hydraulis.planner.config import PlannerConfig
+from hydraulis.planner.differing import complete_proposal, gains
 from hydraulis.planner.distribution import StepStatistics, length_histogram, step_statistics
 from hydraulis.planner.evaluate import CostContext, StepEstimate, estimate_step
 from hydraulis.planner.fluid import fluid_problem
@@ -73,6 +77,7 @@ from hydraulis.workload import cut_to_max, sample_batches
 
 BASELINE = "homogeneous baseline"
 LOCAL_SEARCH = "local search"
+COMPLEMENT = "complement for differing steps"
 SCREENED_HOMOGENEOUS = 3
 SEARCH_STARTS = 3
 """Local searches per range, from the best starts on the search steps."""
@@ -95,7 +100,9 @@ def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Pla
                             config.min_gain)
     designs = [design_range(lo, hi, stats, options, judge, baseline, space, config, deadline) for lo, hi in ranges]
     kept = prune(designs, judge, config.min_gain, baseline)
-    strategies = explain_variants(tuple(_proposed(d, options, judge, config) for d in kept), variants)
+    kept += complement(kept, designs, stats, options, judge, config, deadline)
+    strategies = explain_variants(_with_gains(tuple(_proposed(d, options, judge, config) for d in kept), judge, stats),
+                                  variants)
     notes = _notes(lengths, stats, kept, judge, baseline, config) + [variants_note(space, config.variants, variants)]
     return Proposal(
         model=space.model, devices=config.devices, devices_per_node=config.devices_per_node,
@@ -103,6 +110,7 @@ def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Pla
         max_seq_len=config.max_seq_len, pipeline_model=space.pipeline_model,
         solver=_report(designs, kept, started),
         explanation=" ".join([layout_note + ".", *notes, *(n + "." for n in left_out)]),
+        reduce_gbps=space.reduce_gbps, communicator_ms=space.communicator_ms,
     )
 
 
@@ -274,17 +282,63 @@ def _proposed(design: RangeDesign, options: Sequence[SchemeOption], judge: Judge
                             judge.context.reduction_ms(design.strategy), headroom, explanation)
 
 
+def complement(kept: list[RangeDesign], designs: list[RangeDesign], stats: StepStatistics,
+               options: Sequence[SchemeOption], judge: Judge, config: PlannerConfig,
+               deadline: float = math.inf) -> list[RangeDesign]:
+    """Step 7 of the recipe (planner/differing.py): strategies for steps that differ, each
+    serving the steps it is best on."""
+    judged = _judged(judge, stats)
+    added = complete_proposal([d.strategy for d in kept], stats, options, judged, config.devices,
+                              config.devices_per_node, config.strategies, config.min_gain, config.search_steps,
+                              config.search_evaluations, lambda counts: strategy_of(options, counts),
+                              lambda strategy: counts_of(options, strategy), deadline)
+    found = []
+    for strategy, steps, gain in added:
+        maxima = stats.maxima[steps]
+        lo, hi = max(0, int(maxima.min()) - 1), int(maxima.max())
+        home = next(d for d in designs if d.lo < hi <= d.hi)
+        note = (f"Added for steps that differ: best on {len(steps)} sampled steps, it lowers the proposal's mean "
+                f"predicted step time by {gain:.1%} (planner/differing.py).")
+        found.append(RangeDesign(lo, hi, steps, strategy, COMPLEMENT, home.answer, (note,), home.status))
+    return found
+
+
+def _judged(judge: Judge, stats: StepStatistics):
+    """Step times of a strategy on sampled steps, ∞ on those it cannot hold."""
+    def judged(strategy: Strategy, indices: Sequence[int]) -> list[float]:
+        return [judge.estimates(strategy, [i])[0].step_ms if strategy.max_seq_len >= stats.maxima[i] else math.inf
+                for i in indices]
+    return judged
+
+
+def _with_gains(strategies: tuple[ProposedStrategy, ...], judge: Judge,
+                stats: StepStatistics) -> tuple[ProposedStrategy, ...]:
+    """Each strategy's explanation with what it gains (planner/differing.py)."""
+    found = gains([p.strategy for p in strategies], _judged(judge, stats), len(stats.maxima))
+    explained = []
+    for proposed, (steps, extra, runner_up) in zip(strategies, found):
+        if runner_up < 0:
+            note = f"Best on {len(steps)} of the {len(stats.maxima)} sampled steps."
+        else:
+            note = (f"Best on {len(steps)} of the {len(stats.maxima)} sampled steps, where the next best, mostly "
+                    f"strategy {runner_up}, would take {extra:.1%} longer.")
+        explained.append(replace(proposed, explanation=f"{proposed.explanation} {note}"))
+    return tuple(explained)
+
+
 def _notes(lengths: Sequence[int] | np.ndarray, stats: StepStatistics, kept: list[RangeDesign], judge: Judge,
            baseline: Strategy, config: PlannerConfig) -> list[str]:
     histogram = length_histogram(cut_to_max(lengths, config.max_seq_len), config.bucket_width, config.max_seq_len)
     everything = range(len(stats.maxima))
-    proposal_ms = sum(judge.mean_ms(d.strategy, d.steps) * len(d.steps) for d in kept) / len(stats.maxima)
+    judged = _judged(judge, stats)
+    proposal_ms = float(np.min([judged(d.strategy, everything) for d in kept], axis=0).mean())
     baseline_ms = judge.mean_ms(baseline, everything)
     return [
         f"Documents cut to {config.max_seq_len} tokens: median ≤ {histogram.quantile(0.5)}, "
         f"p99 ≤ {histogram.quantile(0.99)}; sampled steps' longest sequence: median "
         f"{int(np.median(stats.maxima))}, max {int(stats.maxima.max())}.",
-        f"Over the {config.steps} sampled steps the proposal's mean predicted step time is {proposal_ms:.0f} ms "
+        f"Over the {config.steps} sampled steps, each on its best strategy, the proposal's mean predicted step time "
+        f"is {proposal_ms:.0f} ms "
         f"against {baseline_ms:.0f} ms for the best homogeneous strategy {baseline} "
         f"(ratio {proposal_ms / baseline_ms:.3f}).",
     ]

@@ -139,6 +139,7 @@ def analytic_scheme_space(
         reduce_gbps=device.inter_node_gbps if multi_node else device.intra_node_gbps,
         segments=tuple(analytic_segments(model, device, cluster, cp, tp, sp)
                        for cp, tp in degrees for sp in (False, True) if tp > 1 or not sp) if segments else (),
+        communicator_ms=device.communicator_ms,
     )
 
 

@@ -46,8 +46,10 @@ def import_reference_pool(
     created: str,
     tool_version: str,
     command: str = "",
+    communicator_ms: float = 0.0,
 ) -> SchemeSpace:
-    """Convert a parsed pool ``document`` for ``model`` (whose H, L, V must match the pool's)."""
+    """Convert a parsed pool ``document`` for ``model`` (whose H, L, V must match the pool's);
+    ``reduce_gbps`` and ``communicator_ms`` come from the device, which the pool does not describe."""
     pool = Record(document)
     shape = pool.sub("model_config")
     hidden, layers, vocab = shape.int("H"), shape.int("L"), shape.int("V")
@@ -83,6 +85,7 @@ def import_reference_pool(
         profiles=tuple(profiles),
         provenance=Provenance(SpaceSource.IMPORTED, device, created, tool_version, command),
         reduce_gbps=reduce_gbps,
+        communicator_ms=communicator_ms,
     )
 
 

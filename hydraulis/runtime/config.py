@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from hydraulis.errors import require, require_http_url, require_int, require_number
-from hydraulis.types import BatchingMethod, OptimizerLayout
+from hydraulis.limits import SYNTHESIS_EVALUATIONS
+from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, OptimizerLayout, Synthesise
 
 
 class DeviceKind(str, Enum):
@@ -104,6 +105,9 @@ class TrainConfig:
     Hugging Face Llama directory whose weights the job starts from. ``model`` names a preset;
     without one the model comes from ``init_from``'s ``config.json`` or the checkpoint resumed.
     ``steps`` 0 with a ``checkpoint_dir`` writes the initial checkpoint only (a conversion).
+    With a proposal, ``synthesise`` says which schemes a strategy made for one step may use
+    (``space``: those of ``space_file``) and ``synthesis_evaluations`` its budget
+    (:mod:`hydraulis.dispatch.synthesis`).
     Rank 0 writes TensorBoard event files to ``tensorboard_dir`` (:mod:`hydraulis.runtime.tensorboard`).
     """
 
@@ -127,6 +131,8 @@ class TrainConfig:
     checkpoint_every: int = 0
     resume: str | None = None
     init_from: str | None = None
+    synthesise: Synthesise = Synthesise.PROPOSAL
+    synthesis_evaluations: int = SYNTHESIS_EVALUATIONS_DEFAULT
     tensorboard_dir: str | None = None
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
@@ -157,6 +163,11 @@ class TrainConfig:
         require(self.corpus is None or self.lengths_file is None, "lengths_file", self.lengths_file,
                 "gives synthetic documents' lengths; a corpus has its own")
         require(self.tokenizer is None or self.corpus is not None, "tokenizer", self.tokenizer, "needs a corpus")
+        require(isinstance(self.synthesise, Synthesise), "synthesise", self.synthesise,
+                f"must be one of {[m.value for m in Synthesise]}")
+        require(self.synthesise is not Synthesise.SPACE or self.space_file is not None, "synthesise",
+                self.synthesise.value, "needs the scheme space: give space_file (--space)")
+        SYNTHESIS_EVALUATIONS.check(self.synthesis_evaluations, "synthesis_evaluations")
         require_int(self.checkpoint_every, "checkpoint_every", minimum=0)
         require(self.checkpoint_every == 0 or self.checkpoint_dir is not None, "checkpoint_every",
                 self.checkpoint_every, "needs a checkpoint_dir")

@@ -3,9 +3,11 @@ one step ahead, on rank 0.
 
 Two ways to choose the step's strategy:
 
-* **proposal** — every step, :func:`hydraulis.dispatch.dispatch` picks the strategy of the
-  proposal with the lowest predicted step time for the batch and plans it with the batching
-  method (Hydraulis: ``dispatch_balanced_packing``);
+* **proposal** — every step, :func:`hydraulis.dispatch.synthesis.plan_step` picks the strategy
+  of the proposal with the lowest predicted step time for the batch, or makes one for the step
+  when that is faster, its new communicators included (the communicators of the proposal's
+  strategies and of the steps before are known), and plans it with the batching method
+  (Hydraulis: ``dispatch_balanced_packing``);
 * **cycle** — strategy SPECs given on the command line run in turn, step ``t`` the
   ``t mod K``-th; each is a one-strategy proposal (:func:`spec_proposal`) planned with the
   batching method (a homogeneous SPEC with ``fixed_packing`` is the Megatron-LM-style baseline).
@@ -24,7 +26,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from hydraulis.cost import reduce_ms
-from hydraulis.dispatch import DispatchOptions, dispatch
+from hydraulis.dispatch import DispatchOptions
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, proposal_communicators
+from hydraulis.placement import Communicator, communicators
 from hydraulis.runtime.layout import StrategyLayout
 from hydraulis.types import (
     BatchingMethod,
@@ -36,6 +40,7 @@ from hydraulis.types import (
     Proposal,
     ProposedStrategy,
     Scheme,
+    SchemeSpace,
     SolverReport,
     StepPlan,
 )
@@ -44,24 +49,34 @@ from hydraulis.types import (
 @dataclass(frozen=True)
 class Planning:
     """How steps are planned: ``proposals`` (one, or one per cycled SPEC when ``cycle``), the
-    batching ``method``, dispatch ``options``, and the planning service's ``planner_url``
-    (None: dispatch in-process)."""
+    batching ``method``, dispatch ``options``, the planning service's ``planner_url`` (None:
+    dispatch in-process), and with a proposal the ``synthesis`` options (``space``: the scheme
+    space ``synthesise`` space sends to the service)."""
 
     proposals: tuple[Proposal, ...]
     cycle: bool
     method: BatchingMethod
     options: DispatchOptions
     planner_url: str | None = None
+    synthesis: SynthesisOptions = SynthesisOptions(Synthesise.OFF)
+    space: SchemeSpace | None = None
 
-    def plan(self, step: int, lengths: Sequence[int], client=None) -> StepPlan:
-        """The plan of step ``step``; its ``strategy_index`` indexes the run's strategies."""
+    def plan(self, step: int, lengths: Sequence[int], client=None,
+             known: frozenset[Communicator] | None = None) -> StepPlan:
+        """The plan of step ``step``; its ``strategy_index`` indexes the run's strategies (−1: made
+        for the step); ``known`` are the communicators the run has created."""
         index = step % len(self.proposals) if self.cycle else 0
         proposal = self.proposals[index]
+        synthesis = SynthesisOptions(Synthesise.OFF) if self.cycle else self.synthesis
         if client is not None:
-            plan = client.step_plan(proposal, lengths, self.method, self.options)
+            plan = client.step_plan(proposal, lengths, self.method, self.options, synthesis, self.space)
         else:
-            plan = dispatch(proposal, lengths, self.method, self.options)
+            plan = plan_step(proposal, lengths, self.method, self.options, synthesis, known)
         return replace(plan, strategy_index=index) if self.cycle else plan
+
+    def warm_communicators(self) -> frozenset[Communicator]:
+        """The communicators of every strategy the run may choose (created before its first step)."""
+        return frozenset().union(*(proposal_communicators(p) for p in self.proposals))
 
 
 def spec_proposal(layout: StrategyLayout, model: ModelSpec, devices: int, token_budget: int, max_seq_len: int,
@@ -87,23 +102,27 @@ def single_device_plan(lengths: Sequence[int]) -> StepPlan:
 
 class PlanAhead:
     """Plans one step at a time in a worker thread (module docstring); ``plan`` None plans
-    every step as :func:`single_device_plan`."""
+    every step as :func:`single_device_plan`. It keeps the communicators the run has created
+    (those of every step planned so far), so a strategy made for a later step pays only for new ones."""
 
     def __init__(self, planning: Planning | None, client=None) -> None:
         self.planning, self.client = planning, client
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hydraulis-plan")
         self.pending: Future | None = None
+        self.known = planning.warm_communicators() if planning else frozenset()
 
     def submit(self, step: int, lengths: Sequence[int]) -> None:
         if self.planning is None:
             self.pending = self.pool.submit(single_device_plan, lengths)
         else:
-            self.pending = self.pool.submit(self.planning.plan, step, lengths, self.client)
+            self.pending = self.pool.submit(self.planning.plan, step, lengths, self.client, self.known)
 
     def result(self) -> StepPlan:
         """The submitted step's plan (waits for it); its exception if planning failed."""
         pending, self.pending = self.pending, None
-        return pending.result()
+        plan = pending.result()
+        self.known |= communicators([p.scheme for p in plan.pipelines])
+        return plan
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

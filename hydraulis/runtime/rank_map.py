@@ -1,14 +1,16 @@
 """Rank map: which pipeline, stage, cp rank and tp rank each process runs under a strategy.
 
-Pipelines take consecutive blocks of ranks in :meth:`Strategy.expanded` order; inside a
-pipeline of scheme ``(cp, tp, pp)`` starting at rank ``r₀`` the tensor-parallel rank varies
-fastest, then the context-parallel rank, then the stage (Megatron-LM's order, so a tp group
-stays inside a node)::
+Pipelines take blocks of ranks at the aligned offsets of :func:`hydraulis.placement.pipeline_offsets`
+(largest first, contiguous: a pipeline of ``2^k`` ranks starts at a multiple of ``2^k``, so the
+planner's communicator count is the runtime's); inside a pipeline of scheme ``(cp, tp, pp)``
+starting at rank ``r₀`` the tensor-parallel rank varies fastest, then the context-parallel rank,
+then the stage (Megatron-LM's order, so a tp group stays inside a node)::
 
     rank = r₀ + (stage·cp + cp_rank)·tp + tp_rank
 
 Worked example, ``1,2,1+1,1,2`` on 4 ranks: pipeline 0 is ranks 0–1 (tp ranks 0, 1 of its one
-stage), pipeline 1 is ranks 2 (stage 0) and 3 (stage 1). A strategy may use fewer devices than
+stage), pipeline 1 is ranks 2 (stage 0) and 3 (stage 1); ``1,1,1+1,2,1`` puts the two-rank
+pipeline first, on ranks 0–1, and the one-rank pipeline on rank 2. A strategy may use fewer devices than
 the world: the remaining ranks are idle for that step (no place) but still take part in the
 gradient reduction.
 
@@ -34,6 +36,7 @@ from enum import Enum
 from typing import Any
 
 from hydraulis.errors import require
+from hydraulis.placement import pipeline_offsets
 from hydraulis.runtime.layout import PipelineLayout
 from hydraulis.runtime.parallel.group import ParallelGroup
 
@@ -68,7 +71,12 @@ class RankMap:
                 f"needs more processes than the {self.world_size} running")
 
     def first_rank(self, pipeline: int) -> int:
-        return sum(p.scheme.devices for p in self.pipelines[:pipeline])
+        return self.offsets[pipeline]
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        """The first rank of every pipeline (:func:`hydraulis.placement.pipeline_offsets`)."""
+        return pipeline_offsets([p.scheme.devices for p in self.pipelines])
 
     def rank(self, place: RankPlace) -> int:
         scheme = self.pipelines[place.pipeline].scheme
@@ -76,14 +84,12 @@ class RankMap:
 
     def place(self, rank: int) -> RankPlace | None:
         """The place of ``rank``, or None when the strategy leaves it idle."""
-        start = 0
-        for index, layout in enumerate(self.pipelines):
+        for index, (layout, start) in enumerate(zip(self.pipelines, self.offsets)):
             scheme = layout.scheme
-            if rank < start + scheme.devices:
+            if start <= rank < start + scheme.devices:
                 stage, within = divmod(rank - start, scheme.cp * scheme.tp)
                 cp_rank, tp_rank = divmod(within, scheme.tp)
                 return RankPlace(index, stage, cp_rank, tp_rank)
-            start += scheme.devices
         return None
 
     def pipeline_ranks(self, pipeline: int) -> tuple[int, ...]:

@@ -7,24 +7,33 @@ plan's predicted step time ``p_t``::
     tokens/s              = Σ n_t / Σ (m_t + w_t)
     prediction error      = mean_t |m_t − p_t| / m_t
     warm prediction error = the same mean over the steps t ∈ W that are not the first of their
-                            strategy in the run
+                            strategy in the run; also its median and 90th percentile (nearest
+                            rank: the ⌈0.9·|W|⌉-th smallest) over W
 
 The first step under a strategy also builds its process groups and lays out its weights, and
 the run's first step warms up allocators and kernels — hundreds of ms on a CPU that no cost
 model charges — so ``W`` shows how well the model predicts the steps that follow.
 
+``communicators`` counts the distinct communicators the run's strategies need under aligned
+placement (:mod:`hydraulis.placement`), ``bound`` the most any run of their schemes on the same
+devices could need; ``synthesised`` the steps that ran a strategy made for them.
+
 Worked example: two steps of 200 and 300 tokens under one strategy measured at 100 and 150 ms
 (no wait), predicted 80 and 150 ms: 500 tokens / 0.25 s = 2000 tokens/s, error (0.2 + 0)/2 =
-10 %, warm error 0 % (step 2 alone).
+10 %, warm error 0 % (step 2 alone; median and p90 0 %).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hydraulis.cost.pipeline import ScheduledOp
+from hydraulis.placement import communicator_bound, communicators
+from hydraulis.runtime.strategy_spec import parse_strategy_spec
+from hydraulis.types import Scheme
 
 
 @dataclass(frozen=True)
@@ -53,7 +62,8 @@ class StepRecord:
     step took beyond propagation and the slowest pipeline) and the plan's
     ``predicted_step_ms`` and ``planning_ms``; ``wait_ms`` is how long the step waited for its
     plan after the previous step ended (0 when planning kept ahead); ``strategy_index`` indexes
-    the run's strategies (the proposal's, or the cycled SPECs); ``communicators`` how many
+    the run's strategies (the proposal's, or the cycled SPECs; −1 and ``synthesised``: a strategy
+    made for the step); ``communicators`` how many
     process groups the step created (:class:`~hydraulis.runtime.rank_map.GroupCache`);
     ``operations``, per pipeline, what its stages executed (empty unless recorded)."""
 
@@ -72,6 +82,7 @@ class StepRecord:
     strategy_index: int = 0
     communicators: int = 0
     operations: tuple[PipelineOperations, ...] = ()
+    synthesised: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,12 +97,19 @@ class TrainSummary:
     tokens_per_s: float
     prediction_error: float
     warm_prediction_error: float | None
+    warm_error_median: float | None
+    warm_error_p90: float | None
     first_loss: float
     last_loss: float
     strategies: tuple[tuple[str, int], ...]
+    synthesised: int = 0
+    communicators: int = 0
+    communicator_bound: int = 0
 
 
-def summarize(records: Sequence[StepRecord]) -> TrainSummary:
+def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
+    """The module docstring's figures; ``devices`` (the world size, default: the most any
+    strategy uses) for the communicator bound."""
     tokens = sum(r.tokens for r in records)
     seconds = sum(r.step_ms + r.wait_ms for r in records) / 1e3
     errors = [abs(r.step_ms - r.predicted_step_ms) / r.step_ms for r in records]
@@ -102,9 +120,28 @@ def summarize(records: Sequence[StepRecord]) -> TrainSummary:
             warm.append(error)
         seen.add(record.strategy)
     used = Counter(r.strategy for r in records)
+    pipelines = [_schemes(strategy) for strategy in used]
+    schemes = {s for strategy in pipelines for s in strategy}
+    devices = devices or max(sum(s.devices for s in strategy) for strategy in pipelines)
     return TrainSummary(len(records), tokens, seconds, tokens / seconds, sum(errors) / len(errors),
-                        sum(warm) / len(warm) if warm else None, records[0].loss, records[-1].loss,
-                        tuple(used.most_common()))
+                        sum(warm) / len(warm) if warm else None, *_median_p90(warm), records[0].loss, records[-1].loss,
+                        tuple(used.most_common()), sum(r.synthesised for r in records),
+                        len(frozenset().union(*(communicators(strategy) for strategy in pipelines))),
+                        communicator_bound(schemes, devices))
+
+
+def _median_p90(values: list[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return median, ordered[math.ceil(0.9 * len(ordered)) - 1]
+
+
+def _schemes(spec: str) -> list[Scheme]:
+    """One scheme per pipeline of a strategy SPEC, in order."""
+    return [group.scheme for group in parse_strategy_spec(spec, "strategy") for _ in range(group.count)]
 
 
 def format_record(record: StepRecord) -> str:
@@ -119,8 +156,11 @@ def format_record(record: StepRecord) -> str:
 def summary_line(summary: TrainSummary) -> str:
     used = ", ".join(f"{strategy} ×{count}" for strategy, count in summary.strategies)
     warm = ("" if summary.warm_prediction_error is None
-            else f" ({summary.warm_prediction_error:.0%} after each strategy's first step)")
+            else f" ({summary.warm_prediction_error:.0%} after each strategy's first step: median "
+                 f"{summary.warm_error_median:.0%}, p90 {summary.warm_error_p90:.0%})")
     return (f"summary: {summary.steps} steps, {summary.tokens} tokens in {summary.seconds:.2f} s: "
             f"{summary.tokens_per_s:.0f} tokens/s; mean prediction error {summary.prediction_error:.0%}"
             f"{warm}; "
-            f"loss {summary.first_loss:.4f} → {summary.last_loss:.4f}; strategies {used}")
+            f"loss {summary.first_loss:.4f} → {summary.last_loss:.4f}; strategies {used}; "
+            f"{summary.synthesised} steps on a strategy made for them; {summary.communicators} distinct "
+            f"communicators (bound {summary.communicator_bound})")

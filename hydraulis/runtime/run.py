@@ -19,6 +19,7 @@ from hydraulis.data.loader import LoaderConfig
 from hydraulis.data.measure import measure_corpus
 from hydraulis.data.tokenizer import TokenizerSpec
 from hydraulis.dispatch import DispatchOptions
+from hydraulis.dispatch.synthesis import synthesis_options
 from hydraulis.errors import require
 from hydraulis.presets import model_preset
 from hydraulis.runtime.config import TrainConfig
@@ -49,7 +50,8 @@ class CheckpointPolicy:
 
 @dataclass(frozen=True)
 class TrainingRun:
-    """Model; the strategies a step may run (a plan's ``strategy_index`` indexes ``layouts``)
+    """Model; the strategies a step may run (a plan's ``strategy_index`` indexes ``layouts``,
+    unless the plan made a strategy for its step)
     and how steps are planned; the data; the step count to reach; the optimizer layout (None:
     ZeRO-1 over all ranks); checkpoints to write and the one to resume from, or the Hugging
     Face directory to start from; where rank 0 writes TensorBoard event files."""
@@ -92,7 +94,9 @@ def resolve_run(config: TrainConfig) -> TrainingRun:
         token_budget = config.token_budget or proposal.token_budget
         max_seq_len = config.max_seq_len or proposal.max_seq_len
         layouts = tuple(even_layout(p.strategy, model) for p in proposal.strategies)
-        planning = Planning((proposal,), False, config.method, options, config.planner_url)
+        space = read_scheme_space(config.space_file) if config.space_file else None
+        synthesis = synthesis_options(config.synthesise, config.synthesis_evaluations, proposal, space, "--space")
+        planning = Planning((proposal,), False, config.method, options, config.planner_url, synthesis, space)
         optimizer_layout = config.optimizer_layout or proposal.optimizer_layout
     else:
         token_budget = config.token_budget or DEFAULT_TOKEN_BUDGET

@@ -26,6 +26,8 @@ stream (:class:`StepClock`), the losses of the micro-batches are summed on the d
 come from the plan (:mod:`.parallel.pipeline`), and the figures travel in one all-gather after
 the last event. Process groups come from one :class:`~.rank_map.GroupCache` per rank; the
 record counts the communicators a step created (none once every rank set was seen).
+:meth:`StepRunner.warm` does step 1 for every strategy the run may choose before its first step
+(a strategy synthesised for a step is built when it first runs; its plan charges the switch).
 
 A rank the strategy leaves idle (or whose pipeline the plan gives no micro-batch) computes
 nothing but still owns its share of the optimizer layout and takes part in steps 2 and 4. Only
@@ -94,6 +96,15 @@ class StepRunner:
         self.groups = GroupCache(dist.new_group if context.world_size > 1 else None)
         self.stages: dict[str, ComputeStage] = {}
         self.current: ComputeStage | None = None
+
+    def warm(self, layouts: tuple[StrategyLayout, ...]) -> int:
+        """Step 1 for every strategy in ``layouts`` before the run's first step — process groups,
+        stage models, routes checked, compute weights allocated (then released by the next) — so
+        the first step of a strategy pays none of it; the process groups created."""
+        created = self.groups.created
+        for layout in layouts:
+            self._switch(self._stage(layout))
+        return self.groups.created - created
 
     def run(self, step: int, layout: StrategyLayout, plan: StepPlan, documents: Documents) -> StepRecord:
         """Steps 1–5 of the module docstring."""

@@ -11,7 +11,8 @@ Scalars of step ``t`` (tag: value), with ``n_t`` loss tokens, measured step time
 ``time/measured_step_ms``            ``m_t``
 ``time/predicted_step_ms``           ``p_t``
 ``time/prediction_error``            ``|m_t − p_t| / m_t``
-``plan/strategy_index``              the strategy the plan chose (index into the run's strategies)
+``plan/strategy_index``              the strategy the plan chose (index into the run's strategies;
+                                     −1: one made for the step)
 ``plan/planning_ms``                 dispatch time of the step's plan
 ``plan/wait_ms``                     ``w_t``
 ``runtime/communicators_created``    process groups the step created (0 once every rank set was seen)

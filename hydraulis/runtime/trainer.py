@@ -1,6 +1,8 @@
 """The training loop: global batches → step plans → steps, with checkpoints.
 
-Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the checkpoint resumed, else 0):
+Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the checkpoint resumed, else 0),
+once every strategy the run may choose is built — process groups, stage models, routes
+(:meth:`~.step.StepRunner.warm`), so no step pays for them but one synthesised for its step:
 
 1. the loader yields the global batch of step ``t`` (every rank runs the same deterministic
    loader, :mod:`.data`, so no tokens travel);
@@ -43,7 +45,7 @@ from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.store import restore, save_checkpoint
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job, world_size
-from hydraulis.runtime.layout import StrategyLayout
+from hydraulis.runtime.layout import StrategyLayout, even_layout
 from hydraulis.runtime.optimizer.master import gather_canonical
 from hydraulis.runtime.planning import PlanAhead
 from hydraulis.runtime.run import TrainingRun
@@ -51,7 +53,7 @@ from hydraulis.runtime.records import StepRecord, format_record
 from hydraulis.runtime.step import StepRunner
 from hydraulis.runtime.strategy_spec import SpecGroup, strategy_layout
 from hydraulis.runtime.tensorboard import TensorBoardLog
-from hydraulis.types import OptimizerLayout, Scheme, StepPlan, TimeCoefficients
+from hydraulis.types import ModelSpec, OptimizerLayout, Scheme, StepPlan, TimeCoefficients
 
 log = logging.getLogger(__name__)
 RECORDS = "train_log.json"
@@ -88,6 +90,11 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
     planner = _planner(run, context, reference)
     board = _tensorboard(run, context, reference)
     batches = run.data.batches(position)
+    started = time.perf_counter()
+    created = runner.warm(layouts) if run.steps > run.first_step else 0
+    if context.rank == 0 and created:
+        log.info("warmed %d strategies before the first step: %d process groups in %.0f ms", len(layouts), created,
+                 (time.perf_counter() - started) * 1e3)
     records, grads = [], None
     try:
         batch = next(batches)
@@ -98,7 +105,8 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
             following = next(batches) if step + 1 < run.steps else None
             if planner and following is not None:
                 planner.submit(step + 1, following.lengths)
-            record = replace(runner.run(step, layouts[plan.strategy_index], plan, batch.documents), wait_ms=wait_ms)
+            record = replace(runner.run(step, _layout_of(layouts, plan, run.model), plan, batch.documents),
+                             wait_ms=wait_ms, synthesised=plan.synthesis is not None)
             if context.rank == 0:
                 log.info(format_record(record))
             if board:
@@ -177,6 +185,11 @@ def _optimizer_layout(run: TrainingRun, context: RankContext, reference: bool) -
     if reference:
         return OptimizerLayout(1, 1, 1)
     return run.optimizer_layout or OptimizerLayout(context.world_size, 1, 1)
+
+
+def _layout_of(layouts: tuple[StrategyLayout, ...], plan: StepPlan, model: ModelSpec) -> StrategyLayout:
+    """The layout of the plan's strategy: one of the run's, or the one synthesised for its step."""
+    return even_layout(plan.synthesis.strategy, model) if plan.synthesis else layouts[plan.strategy_index]
 
 
 def _single_device_layout(run: TrainingRun) -> StrategyLayout:

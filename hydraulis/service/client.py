@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 import httpx
 
-from hydraulis.artifacts import proposal_to_dict, step_plan_from_dict
+from hydraulis.artifacts import proposal_to_dict, scheme_space_to_dict, step_plan_from_dict
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.errors import HydraulisError, require, require_http_url, require_int, require_number
-from hydraulis.types import BatchingMethod, Proposal, StepPlan
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
+from hydraulis.types import BatchingMethod, Proposal, SchemeSpace, StepPlan
 
 ROUTE = "/v1/step-plans"
 
@@ -54,13 +55,18 @@ class PlannerClient:
         self._proposals: dict[int, dict] = {}
 
     def step_plan(self, proposal: Proposal, lengths: Sequence[int], method: BatchingMethod,
-                  options: DispatchOptions) -> StepPlan:
+                  options: DispatchOptions, synthesis: SynthesisOptions = SynthesisOptions(),
+                  space: SchemeSpace | None = None) -> StepPlan:
+        """The service's plan of one step; ``space`` is sent with ``synthesise`` space."""
         body = {"proposal": self._proposal(proposal), "lengths": [int(s) for s in lengths],
                 "method": BatchingMethod(method).value, "seed": options.seed, "alignment": options.alignment,
-                "oversize": options.oversize.value}
+                "oversize": options.oversize.value, "synthesise": synthesis.mode.value,
+                "synthesis_evaluations": synthesis.evaluations}
         if options.ilp_nodes:
             body.update(ilp_nodes=options.ilp_nodes, ilp_solver=options.ilp_solver.value,
                         time_limit_s=options.ilp_time_limit_s)
+        if synthesis.mode is Synthesise.SPACE and space is not None:
+            body["scheme_space"] = scheme_space_to_dict(space)
         return step_plan_from_dict(self._post(body))
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hydraulis import limits
 from hydraulis.data.synth import LongTail
 from hydraulis.dispatch import OversizePolicy
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.limits import Limit
 from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, OptimizerLayout
@@ -125,6 +126,14 @@ class StepPlanRequest(Body):
                                         description="safety stop of the packing ILPs, seconds")
     alignment: int = within(limits.ALIGNMENT, default=1)
     oversize: OversizePolicy = OversizePolicy.ERROR
+    synthesise: Synthesise = Field(default=Synthesise.PROPOSAL,
+                                   description="make a strategy for the step from the proposal's schemes, the "
+                                               "scheme space's (needs scheme_space), or never (off)")
+    synthesis_evaluations: int = within(limits.SYNTHESIS_EVALUATIONS, default=SynthesisOptions.evaluations,
+                                       description="strategies the dispatcher may plan while synthesising")
+    scheme_space: dict[str, Any] | None = Field(default=None,
+                                                description="the scheme space the proposal was made from "
+                                                            "(synthesise=space)")
 
 
 class SyntheticLengthsRequest(Body):

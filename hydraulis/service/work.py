@@ -31,7 +31,8 @@ from hydraulis.artifacts.fused import fused_problem_from_dict, fused_schedule_to
 from hydraulis.artifacts.memory_report import memory_report_to_dict
 from hydraulis.artifacts.step_comparison import step_comparison_to_dict
 from hydraulis.data.synth import synth_lengths
-from hydraulis.dispatch import DispatchOptions, dispatch
+from hydraulis.dispatch import DispatchOptions
+from hydraulis.dispatch.synthesis import plan_step, synthesis_options
 from hydraulis.errors import HydraulisError
 from hydraulis.fused import FuseOptions, fuse, fused_schedule
 from hydraulis.planner import PlannerConfig, propose, validate_proposal
@@ -89,7 +90,10 @@ def step_plan(body: StepPlanRequest, settings: ServiceSettings) -> dict[str, Any
     options = DispatchOptions(seed=body.seed, ilp_nodes=body.ilp_nodes, ilp_solver=body.ilp_solver,
                               ilp_time_limit_s=time_limit(body.time_limit_s, settings), alignment=body.alignment,
                               oversize=body.oversize)
-    return step_plan_to_dict(dispatch(parsed, np.asarray(body.lengths, dtype=np.int64), body.method, options))
+    space = None if body.scheme_space is None else scheme_space_from_dict(body.scheme_space)
+    synthesis = synthesis_options(body.synthesise, body.synthesis_evaluations, parsed, space)
+    return step_plan_to_dict(plan_step(parsed, np.asarray(body.lengths, dtype=np.int64), body.method, options,
+                                       synthesis))
 
 
 def synthetic_lengths(body: SyntheticLengthsRequest, settings: ServiceSettings) -> dict[str, Any]:

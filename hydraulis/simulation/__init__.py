@@ -12,14 +12,16 @@ bar; :mod:`.inputs` reads the inputs the CLI names.
 from hydraulis.simulation.compare import ContenderStep, StepComparison, compare_step
 from hydraulis.simulation.config import SimulationConfig
 from hydraulis.simulation.contenders import Contender, Family
-from hydraulis.simulation.simulate import Run, SimulatedStep, Simulation, StepOutcome, simulate
-from hydraulis.simulation.summary import ContenderSummary, summarise
+from hydraulis.simulation.simulate import Communicators, Run, SimulatedStep, Simulation, StepOutcome, simulate
+from hydraulis.simulation.summary import ContenderSummary, GapSummary, gap_summary, summarise
 
 __all__ = [
+    "Communicators",
     "Contender",
     "ContenderStep",
     "ContenderSummary",
     "Family",
+    "GapSummary",
     "Run",
     "SimulatedStep",
     "Simulation",
@@ -27,6 +29,7 @@ __all__ = [
     "StepComparison",
     "StepOutcome",
     "compare_step",
+    "gap_summary",
     "simulate",
     "summarise",
 ]

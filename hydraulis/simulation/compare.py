@@ -7,7 +7,8 @@ Recipe of :func:`compare_step`:
    pieces cut to the proposal's maximum length ``S``, filled to its token budget ``T``);
 2. list the candidates of every contender family (:func:`~.contenders.contender_families`);
 3. plan the batch with every candidate of every contender (:func:`hydraulis.dispatch.dispatch`
-   with the contender's batching method) and keep, per contender, the candidate with the lowest
+   with the contender's batching method; Hydraulis with :func:`hydraulis.dispatch.synthesis.plan_step`,
+   which may make a strategy for the step from the proposal's schemes) and keep, per contender, the candidate with the lowest
    predicted step time on this batch — the strongest baseline of its kind for this step, chosen
    with hindsight (a simulation, :mod:`.simulate`, chooses over all its steps instead);
 4. schedule Hydraulis' plan stage by stage (:func:`hydraulis.dispatch.pipeline_timelines`).
@@ -26,7 +27,9 @@ import numpy as np
 
 from hydraulis.cost import PipelineTimeline, lower_bound_ms
 from hydraulis.dispatch import DispatchOptions, dispatch, micro_batch_times_ms, pipeline_timelines
-from hydraulis.simulation.contenders import Contender, Family, contender_families, usable_options
+from hydraulis.dispatch.synthesis import plan_step
+from hydraulis.planner.options import proposal_options
+from hydraulis.simulation.contenders import Contender, Family, contender_families
 from hydraulis.types import Proposal, SchemeSpace, StepPlan
 from hydraulis.workload import sample_batches
 
@@ -63,7 +66,7 @@ def compare_step(space: SchemeSpace, proposal: Proposal, documents: Sequence[int
                  options: DispatchOptions = DispatchOptions()) -> StepComparison:
     """The recipe of the module docstring for one batch drawn from ``documents`` with ``seed``."""
     batch = sample_batches(documents, proposal.token_budget, 1, proposal.max_seq_len, seed)[0]
-    usable = usable_options(space, proposal)
+    usable = proposal_options(space, proposal)
     families = contender_families(space, proposal, usable)
     best = {contender: _best_plan(families[contender.family], batch, contender, options) for contender in Contender}
     plan = best[Contender.HYDRAULIS][1]
@@ -74,7 +77,7 @@ def compare_step(space: SchemeSpace, proposal: Proposal, documents: Sequence[int
         for contender, (candidate, chosen) in best.items()
     )
     work_bound = lower_bound_ms(batch, [(o.scheme, o.time, o.capacity) for o in usable], proposal.devices)
-    times = tuple(tuple(t) for t in micro_batch_times_ms(plan, proposal.strategies[plan.strategy_index].strategy))
+    times = tuple(tuple(t) for t in micro_batch_times_ms(plan, plan.strategy(proposal)))
     return StepComparison(seed, tuple(batch.tolist()), work_bound, plan, times, pipeline_timelines(plan, proposal),
                           contenders)
 
@@ -82,12 +85,15 @@ def compare_step(space: SchemeSpace, proposal: Proposal, documents: Sequence[int
 def _best_plan(candidates: Sequence[Proposal], batch: np.ndarray, contender: Contender,
                options: DispatchOptions) -> tuple[Proposal, StepPlan]:
     """The candidate whose plan of ``batch`` predicts the shortest step (the first on ties)."""
-    plans = [(candidate, dispatch(candidate, batch, contender.method, options)) for candidate in candidates]
+    plans = [(candidate, plan_step(candidate, batch, contender.method, options) if contender is Contender.HYDRAULIS
+              else dispatch(candidate, batch, contender.method, options)) for candidate in candidates]
     return min(plans, key=lambda pair: pair[1].predicted_ms)
 
 
 def _strategy_name(contender: Contender, candidate: Proposal, plan: StepPlan) -> str:
-    strategy = candidate.strategies[plan.strategy_index].strategy
+    strategy = plan.strategy(candidate)
+    if plan.synthesis is not None:
+        return f"made for the step: {strategy}"
     if contender.family is Family.PROPOSAL:
         return f"strategy {plan.strategy_index}: {strategy}"
     return str(strategy)

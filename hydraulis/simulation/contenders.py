@@ -3,7 +3,9 @@
 =====================================  ========================  ==========================
 contender                              plans every step with      strategies it may use
 =====================================  ========================  ==========================
-``hydraulis``                          dispatch_balanced_packing  the proposal (chosen per step)
+``hydraulis``                          dispatch_balanced_packing  the proposal (chosen per step) or a
+                                                                 strategy synthesised for the step
+``proposal_balanced_packing``          dispatch_balanced_packing  the proposal (chosen per step)
 ``proposal_dispatch_fixed_packing``    dispatch_fixed_packing     the proposal (chosen per step)
 ``proposal_fixed_packing``             fixed_packing              the proposal (chosen per step)
 ``proposal_padding``                   padding                    the proposal (chosen per step)
@@ -32,8 +34,7 @@ from dataclasses import replace
 from enum import Enum
 
 from hydraulis.planner.evaluate import CostContext
-from hydraulis.planner.options import SchemeOption, planning_space, scheme_options
-from hydraulis.planner.variants import with_schemes
+from hydraulis.planner.options import SchemeOption
 from hydraulis.planner.propose import strategy_of
 from hydraulis.types import BatchingMethod, Proposal, ProposedStrategy, SchemeSpace, SolverReport
 
@@ -50,6 +51,7 @@ class Contender(str, Enum):
     """A named system of the comparison (module docstring)."""
 
     HYDRAULIS = "hydraulis"
+    PROPOSAL_BALANCED_PACKING = "proposal_balanced_packing"
     PROPOSAL_DISPATCH_FIXED_PACKING = "proposal_dispatch_fixed_packing"
     PROPOSAL_FIXED_PACKING = "proposal_fixed_packing"
     PROPOSAL_PADDING = "proposal_padding"
@@ -73,7 +75,10 @@ class Contender(str, Enum):
 
 _TABLE = {
     Contender.HYDRAULIS: (Family.PROPOSAL, BatchingMethod.DISPATCH_BALANCED_PACKING,
-                          "Hydraulis: strategy chosen per step from the proposal, dispatch + balanced packing"),
+                          "Hydraulis: strategy chosen from the proposal or synthesised per step, dispatch + "
+                          "balanced packing"),
+    Contender.PROPOSAL_BALANCED_PACKING: (Family.PROPOSAL, BatchingMethod.DISPATCH_BALANCED_PACKING,
+                                          "proposal strategies only (no synthesis), dispatch + balanced packing"),
     Contender.PROPOSAL_DISPATCH_FIXED_PACKING: (Family.PROPOSAL, BatchingMethod.DISPATCH_FIXED_PACKING,
                                                 "proposal, dispatch + fixed-capacity packing"),
     Contender.PROPOSAL_FIXED_PACKING: (Family.PROPOSAL, BatchingMethod.FIXED_PACKING,
@@ -99,14 +104,6 @@ def contender_families(space: SchemeSpace, proposal: Proposal,
         Family.STATIC: static_candidates(proposal),
         Family.HOMOGENEOUS: homogeneous_candidates(space, proposal, options),
     }
-
-
-def usable_options(space: SchemeSpace, proposal: Proposal) -> tuple[SchemeOption, ...]:
-    """The schemes the planner could use for ``proposal``'s cluster and optimizer layout."""
-    proposed = [g.scheme for p in proposal.strategies for g in p.strategy.pipelines]
-    planning = planning_space(with_schemes(space, proposed), proposal.devices, proposal.devices_per_node)
-    options, _ = scheme_options(planning, proposal.optimizer_layout, min(proposal.devices, proposal.devices_per_node))
-    return options
 
 
 def homogeneous_candidates(space: SchemeSpace, proposal: Proposal,

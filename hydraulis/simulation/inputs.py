@@ -50,7 +50,7 @@ def scheme_space_for(space: str | None, model: str, device: str, devices: int, d
         spec = device_preset(POOL_DEVICE)
         made = import_reference_pool(document, model_matching(*pool_shape(document)), devices, spec.name,
                                      spec.inter_node_gbps, created=timestamp(), tool_version=__version__,
-                                     command=command)
+                                     command=command, communicator_ms=spec.communicator_ms)
         return made, {"source": space, "model": made.model.name, "device": spec.name}
     read = read_scheme_space(space)
     return read, {"source": space, "model": read.model.name, "device": read.cluster.device}

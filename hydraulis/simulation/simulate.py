@@ -8,11 +8,15 @@ Recipe of :func:`simulate`:
    seed the planner did not use (held-out steps, :attr:`SimulationConfig.step_seed`);
 3. list the candidates of each family: the proposal; each proposal strategy holding ``S``
    alone (static); each usable homogeneous strategy holding ``S``;
-4. for every step: its work bound (design §4, over every usable scheme), then every candidate
-   of every contender planned with the contender's batching method
-   (:func:`hydraulis.dispatch.dispatch`): chosen strategy, predicted step time, the plan's own
-   lower bound and the planning wall time;
-5. per contender, keep the candidate with the lowest mean predicted step time.
+4. for every step: its bounds over every usable scheme (design §4's work and longest sequence,
+   the tight bound, :func:`hydraulis.cost.step_bound`), then every candidate of every contender
+   planned with the contender's batching method (:func:`hydraulis.dispatch.dispatch`; Hydraulis
+   with per-step synthesis, :func:`hydraulis.dispatch.synthesis.plan_step`, the communicators
+   earlier steps created known): chosen strategy, predicted step time, the plan's own lower
+   bound and the planning wall time; Hydraulis' gap, term by term (:mod:`hydraulis.dispatch.gap`);
+5. per contender, keep the candidate with the lowest mean predicted step time;
+6. count the distinct communicators Hydraulis' steps used (the proposal's, warmed before the
+   first step, included) against the bound of aligned placement (:mod:`hydraulis.placement`).
 
 Pure apart from the clock and an optional progress bar: no file I/O (``hydraulis simulate``
 reads the inputs and writes the outputs, :mod:`hydraulis.simulation.inputs`,
@@ -31,15 +35,25 @@ from dataclasses import dataclass, replace
 import numpy as np
 from tqdm import tqdm
 
-from hydraulis.cost import lower_bound_ms
+from hydraulis.cost import BoundScheme, step_bound
 from hydraulis.dispatch import dispatch
+from hydraulis.dispatch.gap import GapBreakdown, gap_breakdown
+from hydraulis.dispatch.synthesis import (
+    Synthesise,
+    SynthesisOptions,
+    menu,
+    plan_step,
+    proposal_communicators,
+    strategy_communicators,
+)
+from hydraulis.placement import communicator_bound
 from hydraulis.planner import propose
+from hydraulis.planner.options import proposal_options, synthesis_schemes
 from hydraulis.simulation.config import SimulationConfig
 from hydraulis.simulation.contenders import (
     Contender,
     Family,
     contender_families,
-    usable_options,
 )
 from hydraulis.types import Proposal, SchemeSpace, StepPlan
 from hydraulis.workload import sample_batches
@@ -47,8 +61,9 @@ from hydraulis.workload import sample_batches
 
 @dataclass(frozen=True)
 class StepOutcome:
-    """One contender on one step: the strategy it ran (index into its proposal), the predicted
-    step time, the plan's lower bound (over the strategies it could use) and the planning time."""
+    """One contender on one step: the strategy it ran (index into its proposal, −1 for one
+    synthesised for the step), the predicted step time, the plan's lower bound (over the
+    strategies it could use) and the planning time."""
 
     strategy_index: int
     predicted_ms: float
@@ -83,12 +98,30 @@ class Run:
 
 @dataclass(frozen=True)
 class SimulatedStep:
-    """One global batch: sequences, tokens, its longest sequence and design §4's work bound."""
+    """One global batch: sequences, tokens, its longest sequence, and its bounds over every usable
+    scheme: design §4's work and longest-sequence terms, the tight bound (cost/bound.py)."""
 
     sequences: int
     tokens: int
     longest: int
     work_bound_ms: float
+    longest_bound_ms: float
+    tight_bound_ms: float
+
+    @property
+    def pool_bound_ms(self) -> float:
+        """design §4's ``max(work, longest)``."""
+        return max(self.work_bound_ms, self.longest_bound_ms)
+
+
+@dataclass(frozen=True)
+class Communicators:
+    """Distinct communicators over Hydraulis' steps: the proposal's (warmed before the first
+    step), all the run used, and the bound of aligned placement for the schemes it may use."""
+
+    proposal: int
+    run: int
+    bound: int
 
 
 @dataclass(frozen=True)
@@ -100,6 +133,8 @@ class Simulation:
     proposal_wall_s: float
     steps: tuple[SimulatedStep, ...]
     runs: tuple[Run, ...]
+    gaps: tuple[GapBreakdown, ...] = ()
+    communicators: Communicators | None = None
 
     def run(self, contender: Contender) -> Run:
         return next(r for r in self.runs if r.contender is contender)
@@ -113,20 +148,33 @@ def simulate(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Si
     proposal = propose(space, lengths, planner)
     proposal_wall_s = time.perf_counter() - started
     batches = sample_batches(lengths, planner.token_budget, config.steps, planner.max_seq_len, config.step_seed)
-    options = usable_options(space, proposal)
+    options = proposal_options(space, proposal)
     families = contender_families(space, proposal, options)
-    schemes = [(o.scheme, o.time, o.capacity) for o in options]
+    synthesis = SynthesisOptions(config.synthesis, synthesis_schemes(space, proposal)
+                                 if config.synthesis is Synthesise.SPACE else (), config.synthesis_evaluations)
+    pool = [BoundScheme(o.scheme, o.time, o.capacity, o.reduce_ms) for o in options]
+    known = proposal_communicators(proposal)
     outcomes = {c: [[] for _ in families[c.family]] for c in Contender}
-    steps = []
+    steps, gaps = [], []
     for batch in tqdm(batches, desc="simulating steps", unit="step", disable=not progress):
-        steps.append(SimulatedStep(int(batch.size), int(batch.sum()), int(batch.max()),
-                                   lower_bound_ms(batch, schemes, planner.devices)))
+        bound = step_bound(batch, pool, planner.devices, space.pipeline_model.p2p_ms,
+                           proposal.optimizer_layout.dp == 1)
+        steps.append(SimulatedStep(int(batch.size), int(batch.sum()), int(batch.max()), bound.work_ms,
+                                   bound.longest_ms, bound.tight_ms))
         for contender in Contender:
             for i, candidate in enumerate(families[contender.family]):
-                plan = dispatch(candidate, batch, contender.method, config.dispatch)
+                if contender is Contender.HYDRAULIS:
+                    plan = plan_step(candidate, batch, contender.method, config.dispatch, synthesis, known)
+                    known |= strategy_communicators(plan.strategy(candidate))
+                    gaps.append(gap_breakdown(plan, candidate, pool))
+                else:
+                    plan = dispatch(candidate, batch, contender.method, config.dispatch)
                 outcomes[contender][i].append(_outcome(plan))
     runs = tuple(_best(contender, families[contender.family], outcomes[contender]) for contender in Contender)
-    return Simulation(config, proposal, proposal_wall_s, tuple(steps), runs)
+    schemes = [g.scheme for g in menu(proposal, synthesis.schemes)]
+    counted = Communicators(len(proposal_communicators(proposal)), len(known),
+                            communicator_bound(schemes, proposal.devices))
+    return Simulation(config, proposal, proposal_wall_s, tuple(steps), runs, tuple(gaps), counted)
 
 
 def _outcome(plan: StepPlan) -> StepOutcome:

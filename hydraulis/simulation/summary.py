@@ -12,6 +12,11 @@ the same steps, ``Σ_i T_c(i) / Σ_i T_hydraulis(i)`` (= the ratio of mean step 
 Worked example: step times (100, 300) ms for a baseline and (80, 200) ms for Hydraulis give
 ``400 / 280 = 1.43×`` (the mean of per-step ratios, 1.38, would weigh the short step as much
 as the long one).
+
+**Hydraulis against the bounds** (:func:`gap_summary`): medians over the steps of design §4's
+pool bound ``max(work, longest)`` and of the tight bound (:mod:`hydraulis.cost.bound`), of
+Hydraulis' predicted step time and of its compute part (without reduction and switch) over
+them, and of each term of its gap (:mod:`hydraulis.dispatch.gap`).
 """
 
 from __future__ import annotations
@@ -47,3 +52,28 @@ def summarise(simulation: Simulation) -> tuple[ContenderSummary, ...]:
                          float(run.predicted_ms.mean() / reference_ms))
         for run in simulation.runs
     )
+
+
+@dataclass(frozen=True)
+class GapSummary:
+    """Medians over the steps (module docstring); ``parts`` is ``(term, ms)`` per gap term."""
+
+    pool_ms: float
+    tight_ms: float
+    predicted_over_pool: float
+    compute_over_pool: float
+    predicted_over_tight: float
+    parts: tuple[tuple[str, float], ...]
+
+
+def gap_summary(simulation: Simulation) -> GapSummary:
+    """Hydraulis against the bounds over ``simulation``'s steps."""
+    pool = np.array([s.pool_bound_ms for s in simulation.steps])
+    tight = np.array([s.tight_bound_ms for s in simulation.steps])
+    predicted = np.array([g.predicted_ms for g in simulation.gaps])
+    compute = np.array([g.predicted_ms - g.reduction_ms - g.switch_ms for g in simulation.gaps])
+    names = [name for name, _ in simulation.gaps[0].parts()]
+    return GapSummary(float(np.median(pool)), float(np.median(tight)), float(np.median(predicted / pool)),
+                      float(np.median(compute / pool)), float(np.median(predicted / tight)),
+                      tuple((name, float(np.median([dict(g.parts())[name] for g in simulation.gaps])))
+                            for name in names))

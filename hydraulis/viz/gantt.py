@@ -42,8 +42,8 @@ def draw_gantt(plan: StepPlan, proposal: Proposal, path: str | Path) -> None:
     axes.set_yticklabels(labels, fontsize=7 if len(rows) < 80 else 4)
     axes.invert_yaxis()
     axes.set_xlabel("ms (forward light, backward dark; colour = micro-batch)")
-    strategy = proposal.strategies[plan.strategy_index].strategy
-    axes.set_title(f"strategy {plan.strategy_index}: {strategy} — {plan.method.value}, "
+    which = "synthesised strategy" if plan.synthesis else f"strategy {plan.strategy_index}"
+    axes.set_title(f"{which}: {plan.strategy(proposal)} — {plan.method.value}, "
                    f"predicted {plan.predicted_ms:.1f} ms (pipelines {slowest:.1f} ms)")
     figure.tight_layout()
     figure.savefig(path, dpi=100)

@@ -79,15 +79,18 @@ def draw_planning_latency(simulation: Simulation, path: Path) -> None:
 
 
 def draw_strategy_usage(simulation: Simulation, path: Path) -> None:
-    """Steps that ran each proposal strategy, per batching method of the proposal."""
+    """Steps that ran each proposal strategy, or one synthesised for them, per contender that
+    plans with the proposal."""
     strategies = simulation.proposal.strategies
     runs = [run for run in simulation.runs if run.contender.family is Family.PROPOSAL]
     figure, axes = plt.subplots(figsize=(11, 4.0 + 0.25 * len(strategies)))
     width = 0.8 / len(runs)
+    bars = len(strategies) + 1
     for j, run in enumerate(runs):
-        counts = np.bincount([o.strategy_index for o in run.outcomes], minlength=len(strategies))
-        axes.bar(np.arange(len(strategies)) + j * width, counts, width, label=run.contender.value)
-    axes.set_xticks(np.arange(len(strategies)) + 0.4 - width / 2, [f"strategy {i}" for i in range(len(strategies))])
+        counts = np.bincount([o.strategy_index % bars for o in run.outcomes], minlength=bars)
+        axes.bar(np.arange(bars) + j * width, counts, width, label=run.contender.value)
+    axes.set_xticks(np.arange(bars) + 0.4 - width / 2,
+                    [f"strategy {i}" for i in range(len(strategies))] + ["synthesised"])
     axes.set_ylabel("steps")
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.legend(fontsize=8)

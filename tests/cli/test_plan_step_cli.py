@@ -71,8 +71,10 @@ def test_summary_of_all_methods_over_sampled_steps():
                     "--token-budget", "200000", "--format", "json")
     assert run.returncode == 0, run.stderr
     rows = json.loads(run.stdout)
-    assert [r["method"] for r in rows] == [m.value for m in BatchingMethod]
+    assert [r["method"] for r in rows] == [m.value for m in BatchingMethod] + [
+        "dispatch_balanced_packing+synthesis(proposal)"]
     assert all(r["steps"] == 4 and r["median_ratio"] >= 1.0 for r in rows)
+    assert rows[-1]["mean_ms"] <= rows[-2]["mean_ms"] and sum(rows[-1]["chosen"]) + rows[-1]["synthesised"] == 4
     table = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", POOL, "--steps", "3",
                       "--token-budget", "200000")
     assert table.returncode == 0 and "speedup_vs_fixed" in table.stdout and "dispatch_balanced_packing" in table.stdout
@@ -87,6 +89,8 @@ def test_summary_of_all_methods_over_sampled_steps():
     (["--steps", "2"], "--token-budget: None is required with --steps"),
     (["--steps", "0", "--token-budget", "200000"], "--steps: '0' must be between 1 and 100000"),
     (["--steps", "2", "--token-budget", "200000", "--gantt", "x.png"], "leave out --steps"),
+    (["--synthesise", "space"], "synthesise: 'space' needs the scheme space: give --space"),
+    (["--synthesis-evaluations", "-1"], "--synthesis-evaluations: '-1' must be between 0 and 1000"),
 ])
 def test_bad_arguments(batch, extra, message):
     run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, *extra)
@@ -126,3 +130,17 @@ def test_a_proposal_that_fails_validation(tmp_path):
     broken.write_text(json.dumps(document))
     run = hydraulis("plan-step", "--proposal", str(broken), "--lengths", POOL)
     assert run.returncode == 2 and "strategies[0].devices: 1600 exceeds the proposal's 32 devices" in run.stderr
+
+
+def test_explain_gives_the_bounds_and_the_gap_and_off_keeps_the_proposal(batch):
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, "--explain")
+    assert run.returncode == 0, run.stderr
+    assert "pool" in run.stdout and "tight" in run.stdout and "note: synthesis:" in run.stdout
+    gap = next(line for line in run.stdout.splitlines() if line.startswith("gap: predicted"))
+    total = float(gap.split()[2])
+    terms = [float(part.split()[-1]) for part in gap.split(" = ", 1)[1].split(" + ")]
+    assert [part.rsplit(" ", 1)[0] for part in gap.split(" = ", 1)[1].split(" + ")] == [
+        "work", "strategy set", "off cheapest", "fixed", "imbalance", "bubbles", "reduction", "switch"]
+    assert sum(terms) == pytest.approx(total, abs=0.5)
+    off = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, "--synthesise", "off", "--format", "json")
+    assert off.returncode == 0 and json.loads(off.stdout)["synthesis"] is None

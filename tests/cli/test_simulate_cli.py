@@ -31,9 +31,12 @@ def test_a_small_simulation_prints_the_summary_and_writes_its_artifacts(tmp_path
     assert (tmp_path / "baselines" / "homogeneous_fixed_packing.json").is_file()
 
 
-def test_a_synthetic_workload_without_plots(tmp_path):
-    run = hydraulis("simulate", *SMALL, "--steps", "1", "--synthetic-docs", "3000", "--no-plots", "-o", str(tmp_path))
+def test_a_synthetic_workload_without_plots_synthesising_from_the_space(tmp_path):
+    run = hydraulis("simulate", *SMALL, "--steps", "1", "--synthetic-docs", "3000", "--no-plots",
+                    "--synthesise", "space", "--synthesis-evaluations", "4", "-o", str(tmp_path))
     assert run.returncode == 0, run.stderr
+    assert "synthesis (space, 4 evaluations per step)" in run.stdout and "distinct communicators" in run.stdout
+    assert "Hydraulis' gap (median ms over steps): work" in run.stdout
     assert json.loads((tmp_path / "simulation.json").read_text())["config"]["workload"]["source"] == "synthetic"
     assert not (tmp_path / "step_times.png").exists()
 

@@ -1,11 +1,19 @@
-"""The lower bound never exceeds a simulated plan (property test on random instances)."""
+"""The lower bounds never exceed a simulated plan (property tests on random instances)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.cost import lower_bound_ms, microbatch_time_ms, reduce_ms, simulate_1f1b, step_time_ms
+from hydraulis.cost import (
+    BoundScheme,
+    lower_bound_ms,
+    microbatch_time_ms,
+    reduce_ms,
+    simulate_1f1b,
+    step_bound,
+    step_time_ms,
+)
 from hydraulis.errors import HydraulisError
 from hydraulis.types import OptimizerLayout, PipelineModel, Scheme, TimeCoefficients
 
@@ -15,10 +23,9 @@ schemes = st.builds(
     st.floats(0, 1e-3), st.floats(0, 1.0), st.floats(0, 50.0), st.integers(64, 4096))
 
 
-@settings(max_examples=150, deadline=None)
-@given(kinds=st.lists(schemes, min_size=1, max_size=4), seed=st.integers(0, 2**31 - 1),
-       phi=st.floats(0.1, 0.9), d=st.floats(0, 2))
-def test_lower_bound_never_exceeds_a_simulated_plan(kinds, seed, phi, d):
+def random_plan(kinds, seed):
+    """Random pipelines of ``kinds`` on enough devices and a random batch packed onto them:
+    (pipelines, devices, lengths, micro-batches per pipeline)."""
     rng = np.random.default_rng(seed)
     pipelines = [kinds[i] for i in rng.integers(0, len(kinds), size=rng.integers(1, 6))]
     devices = sum(s.devices for s, _, _ in pipelines) + int(rng.integers(0, 4))
@@ -34,12 +41,58 @@ def test_lower_bound_never_exceeds_a_simulated_plan(kinds, seed, phi, d):
             open_batches[int(rng.integers(0, len(open_batches)))].append(int(s))
         else:
             queues[i].append([int(s)])
-    model = PipelineModel(forward_fraction=phi, p2p_ms=d)
-    pipe_ms = [simulate_1f1b([microbatch_time_ms(time, mb) for mb in queue], scheme.pp, model).makespan_ms
-               if queue else 0.0 for (scheme, time, _), queue in zip(pipelines, queues)]
+    return pipelines, devices, lengths, queues
+
+
+def compute_ms(pipelines, queues, model):
+    return [simulate_1f1b([microbatch_time_ms(time, mb) for mb in queue], scheme.pp, model).makespan_ms
+            if queue else 0.0 for (scheme, time, _), queue in zip(pipelines, queues)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(kinds=st.lists(schemes, min_size=1, max_size=4), seed=st.integers(0, 2**31 - 1),
+       phi=st.floats(0.1, 0.9), d=st.floats(0, 2))
+def test_lower_bound_never_exceeds_a_simulated_plan(kinds, seed, phi, d):
+    pipelines, devices, lengths, queues = random_plan(kinds, seed)
+    pipe_ms = compute_ms(pipelines, queues, PipelineModel(forward_fraction=phi, p2p_ms=d))
     plan_ms = step_time_ms(pipe_ms, reduce_ms(10**9, [s for s, _, _ in pipelines], OptimizerLayout(1, 1, 1), 10.0))
     bound = lower_bound_ms(lengths, pipelines, devices)
     assert bound <= plan_ms * (1 + 1e-9) + 1e-9
+
+
+@settings(max_examples=200, deadline=None)
+@given(kinds=st.lists(schemes, min_size=1, max_size=4), seed=st.integers(0, 2**31 - 1),
+       phi=st.floats(0.1, 0.9), d=st.floats(0, 2), dp=st.sampled_from([1, 2]), gbps=st.sampled_from([0.0, 10.0]),
+       pool=st.lists(schemes, max_size=3))
+def test_the_tight_bound_is_never_above_a_simulated_plan(kinds, seed, phi, d, dp, gbps, pool):
+    """Any plan on any pipelines of the pool's schemes, step time = slowest 1F1B pipeline + the
+    cost model's reduction, is at least the tight bound (which is at least design §4's)."""
+    pipelines, devices, lengths, queues = random_plan(kinds, seed)
+    layout = OptimizerLayout(dp, 1, 1)
+    pipe_ms = compute_ms(pipelines, queues, PipelineModel(forward_fraction=phi, p2p_ms=d))
+    plan_ms = step_time_ms(pipe_ms, reduce_ms(10**9, [s for s, _, _ in pipelines], layout, gbps))
+    bound = step_bound(lengths, [BoundScheme(s, t, c, reduce_ms(10**9, (s, s), layout, gbps))
+                                 for s, t, c in set(kinds + pool)], devices, d, solo_free=dp == 1)
+    assert bound.pool_ms <= bound.tight_ms * (1 + 1e-9) + 1e-9
+    assert bound.tight_ms <= plan_ms * (1 + 1e-9) + 1e-9
+
+
+def test_tight_bound_worked_example():
+    schemes = [BoundScheme(Scheme(1, 1, 2), TimeCoefficients(1.37e-6, 0.0946, 15.0), 11_000, 300.0),
+               BoundScheme(Scheme(1, 2, 1), TimeCoefficients(2.05e-6, 0.0967, 65.0), 20_000, 300.0)]
+    bound = step_bound([4096], schemes, 4)
+    assert (bound.work_ms, bound.longest_ms, bound.tight_ms) == pytest.approx((205.2, 495.5, 795.5), abs=0.1)
+
+
+def test_the_tight_bound_sees_that_fast_schemes_cost_devices():
+    """Two 100-token sequences on 4 devices: a cheap slow scheme (1 device, 100 ms each) and a
+    fast dear one (4 devices, 50 ms each). Below 100 ms only the fast one finishes a sequence,
+    and both sequences on it take 100 ms of its 4 devices: no plan beats 100 ms, while
+    work = longest = 50 ms."""
+    schemes = [BoundScheme(Scheme(1, 1, 1), TimeCoefficients(0.0, 1.0, 0.0), 1000),
+               BoundScheme(Scheme(1, 4, 1), TimeCoefficients(0.0, 0.5, 0.0), 1000)]
+    bound = step_bound([100, 100], schemes, 4)
+    assert (bound.work_ms, bound.longest_ms, bound.tight_ms) == pytest.approx((50.0, 50.0, 100.0), rel=1e-3)
 
 
 def test_worked_example():

@@ -2,19 +2,17 @@
 micro-batch above its pipeline's capacity, no sequence on a pipeline that cannot hold it, exact
 times, a valid bound, the fastest strategy chosen, same seed → same plan."""
 
-from collections import defaultdict
 from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hydraulis.cost import simulate_1f1b
-from hydraulis.dispatch import DispatchOptions, OversizePolicy, dispatch, micro_batch_times_ms
+from hydraulis.dispatch import DispatchOptions, OversizePolicy, dispatch
 from hydraulis.errors import HydraulisError
 from hydraulis.types import BatchingMethod
 
-from tests.dispatch.helpers import group, proposal
+from tests.dispatch.helpers import check_plan, group, proposal
 
 groups = st.builds(group, pp=st.integers(1, 4), count=st.integers(1, 3), capacity=st.integers(64, 4096),
                    a=st.floats(0.0, 1e-4), b=st.floats(1e-3, 0.1), c=st.floats(0.0, 20.0), tp=st.sampled_from([1, 2]))
@@ -45,32 +43,7 @@ def test_every_plan_is_valid(prop, batch, method, alignment, seed, policy):
         return
     options = DispatchOptions(seed=seed, alignment=alignment, oversize=policy)
     plan = dispatch(prop, batch, method, options)
-    groups_of_plan = prop.strategies[plan.strategy_index].strategy.expanded()
-    assert [p.scheme for p in plan.pipelines] == [g.scheme for g in groups_of_plan]
-    placed = defaultdict(list)
-    for pipeline, g in zip(plan.pipelines, groups_of_plan):
-        assert pipeline.max_seq_len == g.max_seq_len
-        for mb in pipeline.micro_batches:
-            assert mb.sequences, "a micro-batch holds at least one sequence"
-            assert mb.cu_seqlens(alignment)[-1] <= g.max_seq_len, "micro-batch above capacity"
-            for index, length in zip(mb.sequences, mb.lengths):
-                assert -(-length // alignment) * alignment <= g.max_seq_len, "sequence longer than the pipeline holds"
-                placed[index].append(length)
-    assert sorted(placed) == list(range(len(batch))), "every sequence placed"
-    for index, length in enumerate(batch):
-        aligned = -(-length // alignment) * alignment
-        if aligned <= limit:
-            assert placed[index] == [length], "placed exactly once, whole"
-        elif policy is OversizePolicy.TRUNCATE:
-            assert placed[index] == [limit]
-        else:
-            assert sum(placed[index]) == length and max(placed[index]) <= limit
-    for pipeline, times in zip(plan.pipelines, micro_batch_times_ms(plan, prop.strategies[plan.strategy_index].strategy)):
-        expected = simulate_1f1b(times, pipeline.scheme.pp, prop.pipeline_model).makespan_ms if times else 0.0
-        assert pipeline.predicted_ms == pytest.approx(expected, rel=1e-9, abs=1e-9)
-    reduction = prop.strategies[plan.strategy_index].reduce_ms
-    assert plan.predicted_ms == pytest.approx(max(p.predicted_ms for p in plan.pipelines) + reduction)
-    assert plan.lower_bound_ms <= plan.predicted_ms * (1 + 1e-9)
+    check_plan(prop, plan, batch, alignment, policy, limit)
     again = dispatch(prop, batch, method, options)
     assert replace(again, planning_ms=0.0) == replace(plan, planning_ms=0.0), "same seed, same plan"
 

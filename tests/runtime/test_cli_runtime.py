@@ -13,7 +13,18 @@ from hydraulis.planner import PlannerConfig, propose
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
-from hydraulis.types import Cluster
+from hydraulis.types import (
+    Cluster,
+    OptimizerLayout,
+    PipelineGroup,
+    PipelineModel,
+    Proposal,
+    ProposedStrategy,
+    Scheme,
+    SolverReport,
+    Strategy,
+    TimeCoefficients,
+)
 from tests.conftest import SERVICE_TOKEN, free_port
 from tests.data.conftest import write_code_corpus
 
@@ -98,6 +109,26 @@ def test_train_on_a_corpus_under_a_proposal_planned_by_the_service(tmp_path, pla
     assert len(records) == 2 and all(0 < r.tokens <= 512 and r.predicted_step_ms > 0 for r in records)
     saved = find_checkpoint(tmp_path / "checkpoints").manifest
     assert saved.step == 2 and saved.data_fingerprint.startswith("corpus sha256:")
+
+
+@pytest.mark.distributed
+def test_train_runs_strategies_made_for_their_steps_and_counts_their_communicators(tmp_path):
+    """2×(1,2,1) holds the long pieces, 4×(1,1,1) does not; steps with one long piece run
+    faster on 1×(1,2,1) + 2×(1,1,1), which the runtime places largest first."""
+    fast = PipelineGroup(Scheme(1, 2, 1), 2, 64, TimeCoefficients(0.0, 0.07, 1.0))
+    cheap = PipelineGroup(Scheme(1, 1, 1), 4, 24, TimeCoefficients(0.0, 0.1, 1.0))
+    strategies = tuple(ProposedStrategy(Strategy((g,)), 0, g.max_seq_len, 0.0, 0.0, (0,)) for g in (fast, cheap))
+    proposal = Proposal(model_preset("tiny"), 4, 4, OptimizerLayout(4, 1, 1), strategies, 256, 64, PipelineModel(),
+                        SolverReport("hand_written", "test", 0.0))
+    write_proposal(tmp_path / "proposal.json", proposal)
+    result = hydraulis("train", "--model", "tiny", "--proposal", str(tmp_path / "proposal.json"), "--steps", "3",
+                       "--device", "cpu", "--output-dir", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = read_train_log(tmp_path / "out" / "train_log.json")
+    made = [r for r in records if r.synthesised]
+    assert made and all(r.strategy not in ("1,2,1x2", "1,1,1x4") for r in made)
+    assert all(r.loss == r.loss and r.loss > 0 for r in records)
+    assert "steps on a strategy made for them" in result.stdout and "distinct communicators (bound" in result.stdout
 
 
 @pytest.mark.distributed

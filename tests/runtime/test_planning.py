@@ -7,6 +7,8 @@ import pytest
 
 from hydraulis.artifacts import proposal_from_dict, proposal_to_dict
 from hydraulis.dispatch import DispatchOptions
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
+from hydraulis.placement import communicators
 from hydraulis.planner import validate_proposal
 from hydraulis.presets import model_preset
 from hydraulis.runtime.model.loss import loss_tokens
@@ -14,6 +16,8 @@ from hydraulis.runtime.planning import PlanAhead, Planning, single_device_plan, 
 from hydraulis.runtime.records import StepRecord, summarize, summary_line
 from hydraulis.runtime.strategy_spec import parse_strategy, scheme_times
 from hydraulis.types import BatchingMethod, PipelineModel
+
+from tests.dispatch.helpers import BATCH, CHEAP, FAST, consistent_proposal
 
 TINY = model_preset("tiny")
 TIMES = scheme_times(TINY, 4)
@@ -51,6 +55,19 @@ def test_a_proposal_keeps_the_strategy_dispatch_chose():
     assert plan.strategy_index in (0, 1) and plan.method is BatchingMethod.DISPATCH_BALANCED_PACKING
 
 
+def test_a_proposal_run_synthesises_and_remembers_the_communicators_it_created():
+    prop = consistent_proposal([[(FAST, 2)], [(CHEAP, 8)]], 8, communicator_ms=1.0)
+    planning = Planning((prop,), False, BatchingMethod.DISPATCH_BALANCED_PACKING, DispatchOptions(),
+                        synthesis=SynthesisOptions(Synthesise.PROPOSAL))
+    ahead = PlanAhead(planning)
+    assert ahead.known == planning.warm_communicators() != frozenset()
+    ahead.submit(0, BATCH)
+    plan = ahead.result()
+    assert plan.strategy_index == -1 and str(plan.synthesis.strategy) == "1×(1,4,1) + 4×(1,1,1)"
+    assert ahead.known >= communicators([p.scheme for p in plan.pipelines])
+    ahead.close()
+
+
 def test_plan_ahead_returns_the_plan_or_its_error():
     ahead = PlanAhead(Planning(proposals("1,1,1"), True, BatchingMethod.FIXED_PACKING, DispatchOptions()))
     ahead.submit(0, LENGTHS)
@@ -62,24 +79,28 @@ def test_plan_ahead_returns_the_plan_or_its_error():
 
 
 def test_summary_worked_example():
-    records = [StepRecord(0, "a", 200, 2.0, (90.0,), (70.0,), 1.0, 9.0, 100.0, 80.0, 1.0),
-               StepRecord(1, "a", 300, 1.0, (140.0,), (140.0,), 1.0, 9.0, 150.0, 150.0, 1.0)]
+    records = [StepRecord(0, "1,2,1x2", 200, 2.0, (90.0,), (70.0,), 1.0, 9.0, 100.0, 80.0, 1.0),
+               StepRecord(1, "1,2,1x2", 300, 1.0, (140.0,), (140.0,), 1.0, 9.0, 150.0, 150.0, 1.0, synthesised=True)]
     summary = summarize(records)
     assert summary.tokens_per_s == pytest.approx(2000.0)
     assert summary.prediction_error == pytest.approx(0.1)
     assert summary.warm_prediction_error == pytest.approx(0.0)
-    assert summary.strategies == (("a", 2),)
-    assert "(0% after each strategy's first step)" in summary_line(summary)
+    assert summary.strategies == (("1,2,1x2", 2),)
+    assert (summary.synthesised, summary.communicators, summary.communicator_bound) == (1, 2, 2)
+    assert summarize(records, devices=8).communicator_bound == 4
+    assert "1 steps on a strategy made for them; 2 distinct communicators (bound 2)" in summary_line(summary)
+    assert "(0% after each strategy's first step: median 0%, p90 0%)" in summary_line(summary)
 
 
 def test_the_warm_error_leaves_out_each_strategys_first_step():
     def step(t, strategy, measured, predicted):
         return StepRecord(t, strategy, 100, 1.0, (measured,), (predicted,), 0.0, 0.0, measured, predicted, 0.0)
 
-    records = [step(0, "a", 500.0, 50.0), step(1, "b", 400.0, 40.0), step(2, "a", 50.0, 40.0),
-               step(3, "b", 40.0, 30.0)]
+    records = [step(0, "1,1,1", 500.0, 50.0), step(1, "1,1,2", 400.0, 40.0), step(2, "1,1,1", 50.0, 40.0),
+               step(3, "1,1,2", 40.0, 30.0)]
     summary = summarize(records)
-    assert summary.warm_prediction_error == pytest.approx((0.2 + 0.25) / 2)
+    assert summary.warm_prediction_error == summary.warm_error_median == pytest.approx((0.2 + 0.25) / 2)
+    assert summary.warm_error_p90 == pytest.approx(0.25)
     assert summary.prediction_error == pytest.approx((0.9 + 0.9 + 0.2 + 0.25) / 4)
-    assert summarize(records[:2]).warm_prediction_error is None
+    assert summarize(records[:2]).warm_prediction_error is summarize(records[:2]).warm_error_p90 is None
     assert "after each strategy" not in summary_line(summarize(records[:2]))

@@ -21,6 +21,12 @@ def test_worked_example():
     assert rank_map.neighbour(RankPlace(1, 1, 0, 0), 1) is None
 
 
+def test_larger_pipelines_come_first_at_aligned_offsets():
+    rank_map = RankMap((layout(1, 1, 1), layout(1, 2, 1)), 3)
+    assert rank_map.offsets == (2, 0)
+    assert [rank_map.place(r) for r in range(3)] == [RankPlace(1, 0, 0, 0), RankPlace(1, 0, 0, 1), RankPlace(0, 0, 0, 0)]
+
+
 def test_ranks_beyond_the_strategy_are_idle():
     rank_map = RankMap((layout(1, 1, 1),), 3)
     assert rank_map.place(0) == RankPlace(0, 0, 0, 0)

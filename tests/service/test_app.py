@@ -136,6 +136,8 @@ def test_step_plan_places_every_sequence(client, example_proposal):
     (lambda b: b["proposal"].__setitem__("devices", 8), 422, None),
     (lambda b: b["proposal"].pop("strategies"), 422, "strategies"),
     (lambda b: b.__setitem__("time_limit_s", 10_000), 422, "time_limit_s"),
+    (lambda b: b.__setitem__("synthesise", "space"), 422, "synthesise"),
+    (lambda b: b.__setitem__("synthesise", "always"), 422, "synthesise"),
 ])
 def test_step_plan_errors(client, example_proposal, change, status, field):
     import copy
@@ -148,6 +150,16 @@ def test_step_plan_errors(client, example_proposal, change, status, field):
     assert error["message"]
     if field is not None:
         assert error["field"] == field
+
+
+def test_step_plan_synthesis_from_the_space_or_none(client, example_proposal, space_document):
+    lengths = [30000, 12, 4096, 700, 700, 20000, 1] * 8
+    body = {"proposal": example_proposal, "lengths": lengths, "synthesise": "space", "scheme_space": space_document,
+            "synthesis_evaluations": 4}
+    made = client.post("/v1/step-plans", json=body)
+    assert made.status_code == 200 and "synthesis" in made.json()
+    off = client.post("/v1/step-plans", json={**body, "synthesise": "off"}).json()
+    assert off["synthesis"] is None and made.json()["predicted_ms"] <= off["predicted_ms"]
 
 
 def test_too_many_sequences_is_413(example_proposal):

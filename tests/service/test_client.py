@@ -7,7 +7,8 @@ import httpx
 import pytest
 
 from hydraulis.artifacts import read_proposal
-from hydraulis.dispatch import DispatchOptions, dispatch
+from hydraulis.dispatch import DispatchOptions
+from hydraulis.dispatch.synthesis import plan_step
 from hydraulis.errors import HydraulisError
 from hydraulis.service.client import ClientOptions, PlannerClient, PlannerUnavailable
 from hydraulis.types import BatchingMethod
@@ -23,7 +24,7 @@ def test_the_service_plans_as_dispatch_does(planning_service):
     options = DispatchOptions(seed=3, ilp_nodes=20)
     for method in (BatchingMethod.DISPATCH_BALANCED_PACKING, BatchingMethod.FIXED_PACKING):
         remote = client.step_plan(PROPOSAL, LENGTHS, method, options)
-        local = dispatch(PROPOSAL, LENGTHS, method, options)
+        local = plan_step(PROPOSAL, LENGTHS, method, options)
         assert remote.strategy_index == local.strategy_index
         assert remote.pipelines == local.pipelines
     client.close()

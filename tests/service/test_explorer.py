@@ -98,7 +98,7 @@ def test_step_comparison_document(client, comparison_body):
     assert body["kind"] == "step_comparison" and body["seed"] == 2
     assert body["tokens"] == sum(body["lengths"]) <= comparison_body["proposal"]["token_budget"]
     assert [c["name"] for c in body["contenders"]][0] == "hydraulis" and body["contenders"][0]["speedup"] == 1.0
-    assert len(body["contenders"]) == 8
+    assert len(body["contenders"]) == 9
     pipelines = body["plan"]["pipelines"]
     assert len(body["timelines"]) == len(pipelines)
     for pipeline, timeline in zip(pipelines, body["timelines"]):

@@ -79,7 +79,7 @@ def test_sampled_step_gantt_shows_each_operation(browser_page):
     page.click("#sample-step")
     page.wait_for_selector("#step:not([hidden]) #gantt rect.op")
     contenders = page.locator("#contenders-table tbody tr")
-    assert contenders.count() == 8
+    assert contenders.count() == 9
     assert "Megatron-LM style" in page.inner_text("#contenders-table") and "×" in contenders.nth(1).inner_text()
     page.hover("#gantt rect.op >> nth=0")
     details = page.locator("#op-details")

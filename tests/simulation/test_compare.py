@@ -8,8 +8,10 @@ from dataclasses import replace
 import pytest
 
 from hydraulis.dispatch import dispatch
+from hydraulis.dispatch.synthesis import plan_step
 from hydraulis.simulation import Contender, compare_step
-from hydraulis.simulation.contenders import homogeneous_candidates, usable_options
+from hydraulis.planner.options import proposal_options
+from hydraulis.simulation.contenders import homogeneous_candidates
 from hydraulis.types import BatchingMethod
 from hydraulis.workload import sample_batches
 
@@ -23,7 +25,7 @@ def test_the_step_is_one_batch_drawn_with_the_seed(comparison, small_simulation,
     proposal = small_simulation.proposal
     batch = sample_batches(lengths, proposal.token_budget, 1, proposal.max_seq_len, 5)[0]
     assert comparison.lengths == tuple(batch.tolist())
-    assert replace(comparison.plan, planning_ms=0.0) == replace(dispatch(proposal, batch), planning_ms=0.0)
+    assert replace(comparison.plan, planning_ms=0.0) == replace(plan_step(proposal, batch), planning_ms=0.0)
 
 
 def test_speedups_are_the_ratios_to_hydraulis(comparison):
@@ -39,7 +41,7 @@ def test_speedups_are_the_ratios_to_hydraulis(comparison):
 def test_homogeneous_baseline_is_the_best_homogeneous_strategy_for_the_step(comparison, small_simulation,
                                                                           small_space):
     proposal = small_simulation.proposal
-    candidates = homogeneous_candidates(small_space, proposal, usable_options(small_space, proposal))
+    candidates = homogeneous_candidates(small_space, proposal, proposal_options(small_space, proposal))
     best = min(dispatch(c, comparison.lengths, BatchingMethod.FIXED_PACKING).predicted_ms for c in candidates)
     chosen = next(c for c in comparison.contenders if c.contender is Contender.HOMOGENEOUS_FIXED_PACKING)
     assert chosen.predicted_ms == best

@@ -21,6 +21,9 @@ def test_artifacts_hold_every_step_and_contender_with_the_config(small_simulatio
     assert document["config"]["space"] == {"source": "test"}
     assert [c["name"] for c in document["contenders"]] == [c.value for c in Contender]
     assert len(document["steps"]) == 4 and set(document["steps"][0]["plans"]) == {c.value for c in Contender}
+    assert set(document["communicators"]) == {"proposal", "run", "bound"}
+    assert set(document["bounds"]["gap"]) == set(document["steps"][0]["gap"]) >= {"work", "bubbles", "switch"}
+    assert document["steps"][0]["tight_bound_ms"] >= document["steps"][0]["work_bound_ms"]
     with files.steps.open() as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 4 * len(Contender)

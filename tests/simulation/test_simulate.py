@@ -9,7 +9,8 @@ from hydraulis.dispatch import dispatch
 from hydraulis.errors import HydraulisError
 from hydraulis.planner import PlannerConfig, validate_proposal
 from hydraulis.simulation import Contender, Family, SimulationConfig, simulate
-from hydraulis.simulation.contenders import homogeneous_candidates, static_candidates, usable_options
+from hydraulis.planner.options import proposal_options
+from hydraulis.simulation.contenders import homogeneous_candidates, static_candidates
 from hydraulis.workload import sample_batches
 
 from tests.simulation.conftest import small_config
@@ -25,7 +26,8 @@ def test_every_contender_plans_every_step_in_order(small_simulation):
     assert len(small_simulation.steps) == 4
     for run in small_simulation.runs:
         assert len(run.outcomes) == 4
-        assert all(0 <= o.strategy_index < len(run.proposal.strategies) for o in run.outcomes)
+        first = -1 if run.contender is Contender.HYDRAULIS else 0
+        assert all(first <= o.strategy_index < len(run.proposal.strategies) for o in run.outcomes)
         assert all(o.planning_ms > 0 for o in run.outcomes)
 
 
@@ -37,11 +39,21 @@ def test_steps_are_the_held_out_batches(small_simulation, lengths):
     assert any(not np.array_equal(a, b) for a, b in zip(batches, planner_steps))
 
 
-def test_every_plan_lies_above_both_lower_bounds(small_simulation):
+def test_every_plan_lies_above_every_lower_bound(small_simulation):
     for run in small_simulation.runs:
         for outcome, step in zip(run.outcomes, small_simulation.steps):
             assert outcome.predicted_ms >= outcome.lower_bound_ms * (1 - 1e-9)
-            assert outcome.predicted_ms >= step.work_bound_ms * (1 - 1e-9)
+            assert outcome.predicted_ms >= step.tight_bound_ms * (1 - 1e-9)
+            assert step.tight_bound_ms >= step.pool_bound_ms * (1 - 1e-9) >= step.work_bound_ms * (1 - 1e-9)
+
+
+def test_synthesis_is_never_slower_and_its_communicators_stay_within_the_bound(small_simulation):
+    hydraulis = small_simulation.run(Contender.HYDRAULIS).predicted_ms
+    proposal_only = small_simulation.run(Contender.PROPOSAL_BALANCED_PACKING).predicted_ms
+    assert np.all(hydraulis <= proposal_only)
+    counted = small_simulation.communicators
+    assert 0 < counted.proposal <= counted.run <= counted.bound
+    assert [g.predicted_ms for g in small_simulation.gaps] == pytest.approx(list(hydraulis))
 
 
 def test_hydraulis_is_never_slower_than_the_static_strategy_on_any_step(small_simulation):
@@ -56,7 +68,7 @@ def test_homogeneous_baseline_is_the_best_homogeneous_strategy_by_brute_force(sm
     proposal = small_simulation.proposal
     batches = held_out_steps(small_simulation.config, lengths)
     means = {}
-    for candidate in homogeneous_candidates(small_space, proposal, usable_options(small_space, proposal)):
+    for candidate in homogeneous_candidates(small_space, proposal, proposal_options(small_space, proposal)):
         means[candidate.strategies[0].strategy] = np.mean(
             [dispatch(candidate, b, contender.method).predicted_ms for b in batches])
     run = small_simulation.run(contender)
@@ -69,7 +81,7 @@ def test_homogeneous_baseline_is_the_best_homogeneous_strategy_by_brute_force(sm
 def test_homogeneous_candidates_hold_the_maximum_length_fit_memory_and_fill_the_cluster(small_simulation,
                                                                                        small_space):
     proposal = small_simulation.proposal
-    candidates = homogeneous_candidates(small_space, proposal, usable_options(small_space, proposal))
+    candidates = homogeneous_candidates(small_space, proposal, proposal_options(small_space, proposal))
     for candidate in candidates:
         (proposed,) = candidate.strategies
         (group,) = proposed.strategy.pipelines

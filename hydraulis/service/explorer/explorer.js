@@ -254,11 +254,12 @@ function showProposal(proposal) {
 
 function showStep(comparison) {
   const plan = comparison.plan;
-  const strategy = state.proposal.strategies[plan.strategy_index];
+  const strategy = plan.synthesis ?? state.proposal.strategies[plan.strategy_index];
+  const which = plan.synthesis ? "a strategy made for the step" : `strategy ${plan.strategy_index}`;
   const longest = comparison.lengths.reduce((most, s) => Math.max(most, s), 0);
   $("step-summary").textContent =
     `${formatInt(comparison.lengths.length)} sequences, ${formatInt(comparison.tokens)} tokens, the longest ` +
-    `${formatInt(longest)}. Hydraulis runs strategy ${plan.strategy_index}: ${strategyLabel(strategy)} with ` +
+    `${formatInt(longest)}. Hydraulis runs ${which}: ${strategyLabel(strategy)} with ` +
     `${plan.method}; predicted ${formatMs(plan.predicted_ms)} ms (its lower bound ${formatMs(plan.lower_bound_ms)} ms, ` +
     `work bound ${formatMs(comparison.work_bound_ms)} ms), planned in ${formatMs(plan.planning_ms)} ms.` +
     (plan.notes.length ? ` Notes: ${plan.notes.join("; ")}.` : "");

@@ -1,0 +1,438 @@
+"""A strategy made for every step: plan the step on the proposal, then look for a strategy —
+counts of the proposal's schemes, or of the space's — that runs it faster, switch included
+(design §6 and §17; the runtime switches strategies by redistribution, §7).
+
+Recipe of :func:`plan_step`:
+
+1. dispatch the step on the proposal (:func:`~hydraulis.dispatch.dispatcher.plan_proposal`):
+   the best proposal strategy's plan is the incumbent, its predicted step time ``T₀``;
+2. the *menu*: the proposal's schemes (``proposal`` mode) or also the space's (``space``), each
+   with its capacity ``C_k``, devices ``D_k`` and reduction ``r_k``; a strategy is a count vector
+   ``n`` over the menu, placeable (:func:`hydraulis.placement.placement_problem`) and holding the
+   longest piece;
+3. the objective of ``n``: the real dispatcher's predicted step time of the step on ``n``
+   (:func:`~hydraulis.dispatch.dispatcher.plan_candidate`: compute and reduction) plus the
+   switch, ``σ(n) = |communicators(n) ∖ known|·t_comm`` (:mod:`hydraulis.placement`; ``known``:
+   the proposal's strategies' communicators and those earlier steps created);
+4. warm starts: the incumbent, the *fluid answers* (below, one per reduction level) and the
+   other proposal strategies;
+5. descents (the moves of :class:`hydraulis.planner.search.CountsSearch`: shift ``Δ`` devices
+   between schemes, ``Δ = N/2, N/4, …``): at each ``Δ`` the neighbours are ranked by a cheap
+   lower bound ``L(n)`` (spread work with fixed costs over ``n``'s devices, the longest piece's
+   crossing, plus the reduction) and planned by the dispatcher in that order until ``L`` reaches
+   the best neighbour found — so the best neighbour is found exactly with few plans; move to it
+   while it gains more than ``ε`` (:data:`hydraulis.planner.search.IMPROVEMENT`), then halve ``Δ``;
+6. keep the synthesised strategy only if it is strictly faster than ``T₀``; the plan records it
+   (:class:`~hydraulis.types.Synthesis`: strategy, reduction, switch, new communicators). Its lower
+   bound is the tight bound over the menu (:func:`hydraulis.cost.step_bound`), which every plan
+   of a menu strategy — the proposal's included — respects.
+
+**Budget.** At most ``evaluations`` dispatcher plans per step (the incumbent's is free), so a
+step's planning is deterministic and bounded; ``wall_limit_ms`` is only a safety stop, and a
+plan it cut short says so in its notes.
+
+**Fluid answer.** For each reduction level ``ρ`` (schemes with ``r_k ≤ ρ``) bisect the compute
+time ``T``: a pipeline of scheme ``k`` can do per-stage work ``B_k(T) = (√T − √((pp_k − 1)·c_k))²``
+(the 1F1B closed form with the best number of equal micro-batches, planner/fluid.py; ``T − c_k``
+for one stage); every piece ``i`` goes to the scheme, among those holding it that finish it
+alone in time (``pp_k·(c_k + w_k(s_i)) ≤ T``), with the least device share ``D_k·w_k(s_i)/B_k(T)``;
+``n_k = ⌈Σ_{i→k} w_k(s_i)/B_k(T)⌉``; ``T`` is feasible when ``Σ_k n_k·D_k ≤ N``. The answer is
+the counts at the least feasible ``T`` (a start per level ``ρ`` with ``T + ρ`` below ``T₀``);
+schemes whose reduction plus the step's compute floor reaches ``T₀`` are left out.
+
+**Never slower.** The synthesised plan is returned only when its predicted step time, switch
+included, is below the incumbent's, so ``plan_step`` never predicts a slower step than the best
+proposal strategy (tests/dispatch/test_synthesis.py checks it on random instances).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from hydraulis.cost import BoundScheme, reduce_ms, step_bound
+from hydraulis.dispatch.batch import Batch
+from hydraulis.dispatch.dispatcher import (
+    Candidate,
+    StrategyPlan,
+    plan_candidate,
+    plan_proposal,
+    prepare_dispatch,
+    step_plan,
+)
+from hydraulis.dispatch.options import DispatchOptions
+from hydraulis.dispatch.pipelines import PipelineTable
+from hydraulis.errors import HydraulisError, require, require_number
+from hydraulis.limits import SYNTHESIS_EVALUATIONS
+from hydraulis.placement import Communicator, communicators, placement_problem
+from hydraulis.planner.options import synthesis_schemes
+from hydraulis.planner.search import IMPROVEMENT, CountsSearch
+from hydraulis.types import (
+    BatchingMethod,
+    PipelineGroup,
+    Proposal,
+    Scheme,
+    SchemeSpace,
+    StepPlan,
+    Strategy,
+    SYNTHESIS_EVALUATIONS_DEFAULT,
+    Synthesis,
+    Synthesise,
+)
+
+ACTIVE_SCHEMES = 8
+"""In ``space`` mode the descents move devices to at most this many schemes."""
+FLUID_BISECTIONS = 12
+"""Halvings of the fluid answer's compute-time interval per reduction level."""
+
+
+@dataclass(frozen=True)
+class SynthesisOptions:
+    """How :func:`plan_step` synthesises: ``mode``; ``schemes`` the space's usable schemes as
+    one-pipeline groups (``space`` mode; :func:`hydraulis.planner.options.synthesis_schemes`);
+    ``evaluations`` the most strategies the dispatcher plans per step; ``wall_limit_ms`` a
+    safety stop (reported when it acts)."""
+
+    mode: Synthesise = Synthesise.PROPOSAL
+    schemes: tuple[PipelineGroup, ...] = ()
+    evaluations: int = SYNTHESIS_EVALUATIONS_DEFAULT
+    wall_limit_ms: float = 5000.0
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.mode, Synthesise), "synthesise", self.mode,
+                f"must be one of {[m.value for m in Synthesise]}")
+        require(self.mode is not Synthesise.SPACE or len(self.schemes) > 0, "synthesise", self.mode.value,
+                "needs the scheme space's schemes (give the scheme space)")
+        SYNTHESIS_EVALUATIONS.check(self.evaluations, "synthesis_evaluations")
+        require(require_number(self.wall_limit_ms, "synthesis_wall_limit_ms") > 0, "synthesis_wall_limit_ms",
+                self.wall_limit_ms, "must be > 0")
+
+
+def synthesis_options(mode: Synthesise | str, evaluations: int, proposal: Proposal, space: SchemeSpace | None,
+                      space_field: str = "scheme_space") -> SynthesisOptions:
+    """Options for ``mode`` with the scheme space's usable schemes for ``proposal`` when the
+    mode is ``space`` (which needs ``space``, named ``space_field`` in the error)."""
+    kind = _mode(mode)
+    if kind is Synthesise.SPACE and space is None:
+        raise HydraulisError("synthesise", kind.value, f"needs the scheme space: give {space_field}")
+    return SynthesisOptions(kind, synthesis_schemes(space, proposal) if kind is Synthesise.SPACE else (), evaluations)
+
+
+def _mode(mode: Synthesise | str) -> Synthesise:
+    try:
+        return Synthesise(mode)
+    except ValueError:
+        raise HydraulisError("synthesise", mode, f"must be one of {[m.value for m in Synthesise]}") from None
+
+
+def plan_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,
+              method: BatchingMethod | str = BatchingMethod.DISPATCH_BALANCED_PACKING,
+              options: DispatchOptions = DispatchOptions(), synthesis: SynthesisOptions = SynthesisOptions(),
+              known: frozenset[Communicator] | None = None) -> StepPlan:
+    """The recipe of the module docstring; ``known`` are the communicators the run has
+    created (None: the proposal's strategies')."""
+    started = time.perf_counter()
+    method, batch = prepare_dispatch(proposal, lengths, method, options)
+    best, lower_bound, notes = plan_proposal(proposal, batch, method, options)
+    if synthesis.mode is Synthesise.OFF:
+        return step_plan(batch, method, options, best, lower_bound, notes, started)
+    known = proposal_communicators(proposal) if known is None else known
+    search = _Search(proposal, batch, method, options, synthesis, known, best, started)
+    found = search.run()
+    notes.append(search.note(found))
+    lower_bound = search.menu_bound_ms()
+    if found is None:
+        return step_plan(batch, method, options, best, lower_bound, notes, started)
+    plan, switch, new = search.plans[found], search.switch[found], search.new[found]
+    made = Synthesis(plan.candidate.strategy, plan.candidate.reduce_ms, switch, new, best.predicted_ms,
+                     search.evaluations, search.origin[found])
+    return step_plan(batch, method, options, plan, lower_bound, notes, started, made)
+
+
+def proposal_communicators(proposal: Proposal) -> frozenset[Communicator]:
+    """The communicators of every proposal strategy (warmed before a run's first step)."""
+    return frozenset().union(*(strategy_communicators(p.strategy) for p in proposal.strategies))
+
+
+@lru_cache(maxsize=1024)
+def strategy_communicators(strategy: Strategy) -> frozenset[Communicator]:
+    """:func:`hydraulis.placement.communicators` of ``strategy``'s pipelines."""
+    return communicators([g.scheme for g in strategy.expanded()])
+
+
+class _Search:
+    """The menu, the objective, the starts and the descents of the module docstring for one step."""
+
+    def __init__(self, proposal: Proposal, batch: Batch, method: BatchingMethod, options: DispatchOptions,
+                 synthesis: SynthesisOptions, known: frozenset[Communicator], incumbent: StrategyPlan,
+                 started: float) -> None:
+        self.proposal, self.batch, self.method, self.options = proposal, batch, method, options
+        self.known, self.incumbent = known, incumbent
+        self.deadline = started + synthesis.wall_limit_ms / 1e3
+        self.left, self.evaluations, self.stopped = synthesis.evaluations, 0, False
+        self.menu = menu(proposal, synthesis.schemes if synthesis.mode is Synthesise.SPACE else ())
+        tokens = batch.tokens.astype(np.float64)
+        self.size = np.array([g.scheme.devices for g in self.menu])
+        self.pp = np.array([g.scheme.pp for g in self.menu], dtype=np.float64)
+        self.c = np.array([g.time.c for g in self.menu])
+        self.capacity = np.array([g.max_seq_len for g in self.menu], dtype=np.float64)
+        self.reduce = np.array([scheme_reduce_ms(proposal, g.scheme) for g in self.menu])
+        a = np.array([g.time.a for g in self.menu])[:, None]
+        b = np.array([g.time.b for g in self.menu])[:, None]
+        self.work = a * tokens * tokens + b * tokens
+        self.fits = tokens[None, :] <= self.capacity[:, None]
+        d = proposal.pipeline_model.p2p_ms
+        self.spread = np.where(self.fits, self.size[:, None] * (self.work + self.c[:, None] * tokens / self.capacity[:, None]),
+                               np.inf)
+        self.crossing = self.pp[:, None] * (self.c[:, None] + self.work) + 2.0 * (self.pp[:, None] - 1.0) * d
+        self.floor = max(float(self.spread.min(axis=0).sum()) / proposal.devices,
+                         float(np.where(self.fits, self.crossing, np.inf).min(axis=0).max(initial=0.0)))
+        self.useful = self.reduce + self.floor < incumbent.predicted_ms
+        self.bounds: dict[tuple[int, ...], float] = {}
+        self.value: dict[tuple[int, ...], float] = {}
+        self.plans: dict[tuple[int, ...], StrategyPlan] = {}
+        self.switch: dict[tuple[int, ...], float] = {}
+        self.new: dict[tuple[int, ...], int] = {}
+        self.origin: dict[tuple[int, ...], str] = {}
+        self.start = self._counts(incumbent.candidate.strategy)
+        self.value[self.start] = incumbent.predicted_ms
+        self.moves = CountsSearch(self.size.tolist(), proposal.devices, self._active(), self.objective,
+                                  synthesis.evaluations)
+
+    def run(self) -> tuple[int, ...] | None:
+        """Descents from the starts while the budget lasts; the best counts found if they beat
+        the incumbent, else None."""
+        for counts, origin in self._starts():
+            self.origin.setdefault(counts, origin)
+            if not self.left and counts not in self.value:
+                break
+            self._descend(counts)
+        best = min(self.value, key=lambda n: (self.value[n], n))
+        return best if best != self.start and self.value[best] < self.value[self.start] else None
+
+    def objective(self, counts: tuple[int, ...]) -> float:
+        """Predicted step time of ``counts`` with its switch (∞ when not a valid strategy);
+        one dispatcher plan, counted against the budget."""
+        if counts in self.value:
+            return self.value[counts]
+        if not np.isfinite(self.lower(counts)):
+            self.value[counts] = math.inf
+            return math.inf
+        strategy = self.strategy(counts)
+        table = PipelineTable.of(strategy, self.proposal.pipeline_model)
+        reduction = self._reduction(strategy)
+        option = Candidate(strategy, -1, table, table.work(self.batch.tokens), self.lower(counts), reduction)
+        plan = plan_candidate(option, self.batch, self.method, self.options, self.proposal.max_seq_len)
+        self.left -= 1
+        self.evaluations += 1
+        new = len(strategy_communicators(strategy) - self.known)
+        self.plans[counts], self.new[counts] = plan, new
+        self.switch[counts] = new * self.proposal.communicator_ms
+        self.value[counts] = plan.predicted_ms + self.switch[counts]
+        return self.value[counts]
+
+    def lower(self, counts: tuple[int, ...]) -> float:
+        """``L(n)``: spread work with fixed costs over ``n``'s devices, the longest piece's
+        crossing, plus the reduction (∞ when ``n`` cannot hold a piece or be placed); memoised."""
+        if counts not in self.bounds:
+            self.bounds[counts] = self._lower(counts)
+        return self.bounds[counts]
+
+    def _lower(self, counts: tuple[int, ...]) -> float:
+        n = np.asarray(counts)
+        used = n > 0
+        sizes = np.repeat(self.size, n).tolist()
+        if not used.any() or placement_problem(sizes, self.proposal.devices, self.proposal.devices_per_node):
+            return math.inf
+        solo = n.sum() == 1 and self.proposal.optimizer_layout.dp == 1
+        return self._compute_floor(counts) + (0.0 if solo else float(self.reduce[used].max()))
+
+    def could_beat(self, counts: tuple[int, ...], value: float) -> bool:
+        """Whether a plan on ``counts`` could take less than ``value``: with the reduction
+        ``ρ`` taken, in compute time ``T = value − ρ`` every piece needs a scheme of ``n`` that
+        finishes it alone in ``T`` (``pp·(c + w) ≤ T``); the pieces' least device time must fit
+        ``Σ_k n_k·D_k·(T − pp_k·c_k)``; and the pieces only one scheme ``k`` finishes in time
+        must fit its ``n_k`` pipelines — their work within ``n_k·(T − pp_k·c_k)``, at most
+        ``n_k`` of them above half of ``T − pp_k·c_k`` (two of those cannot share a pipeline)."""
+        n = np.asarray(counts)
+        used = np.flatnonzero(n > 0)
+        compute = value - (self.lower(counts) - self._compute_floor(counts))
+        room = compute - self.pp[used] * self.c[used]
+        can = self.fits[used] & (self.crossing[used] <= compute) & (room > 0)[:, None]
+        if not can.any(axis=0).all():
+            return False
+        device_time = np.where(can, self.size[used, None] * self.work[used], np.inf).min(axis=0).sum()
+        if device_time > float((n[used] * self.size[used]) @ np.maximum(room, 0.0)):
+            return False
+        only = can & (can.sum(axis=0) == 1)[None, :]
+        forced = np.where(only, self.work[used], 0.0)
+        halves = (only & (self.work[used] > room[:, None] / 2)).sum(axis=1)
+        return bool(np.all(forced.sum(axis=1) <= n[used] * room) and np.all(halves <= n[used]))
+
+    def _compute_floor(self, counts: tuple[int, ...]) -> float:
+        """``L(n)`` without its reduction."""
+        n = np.asarray(counts)
+        used = n > 0
+        spread = self.spread[used].min(axis=0).sum() / float(n @ self.size)
+        return float(max(spread, np.where(self.fits[used, 0], self.crossing[used, 0], np.inf).min()))
+
+    def strategy(self, counts: tuple[int, ...]) -> Strategy:
+        """The strategy of ``counts``, longest-holding groups first."""
+        groups = [PipelineGroup(g.scheme, int(n), g.max_seq_len, g.time) for g, n in zip(self.menu, counts) if n > 0]
+        return Strategy(tuple(sorted(groups, key=lambda g: (-g.max_seq_len, g.scheme))))
+
+    def menu_bound_ms(self) -> float:
+        """No strategy of the menu runs the step faster: :func:`hydraulis.cost.step_bound`'s
+        tight bound over the useful schemes; a strategy using another scheme ``k`` takes at
+        least ``r_k`` plus the menu's compute floor."""
+        schemes = [BoundScheme(g.scheme, g.time, g.max_seq_len, r)
+                   for g, r, useful in zip(self.menu, self.reduce, self.useful) if useful]
+        others = self.reduce[~self.useful].min(initial=math.inf) + self.floor
+        if not schemes or not self.fits[self.useful].any(axis=0).all():
+            return float(others)
+        tight = step_bound(self.batch.tokens, schemes, self.proposal.devices, self.proposal.pipeline_model.p2p_ms,
+                           self.proposal.optimizer_layout.dp == 1).tight_ms
+        return float(min(tight, others))
+
+    def note(self, found: tuple[int, ...] | None) -> str:
+        stop = ", stopped by the wall-clock safety limit" if self.stopped else ""
+        if found is None:
+            best = min((v for n, v in self.value.items() if n != self.start), default=math.inf)
+            tried = f" (best {best:.1f} ms)" if np.isfinite(best) else ", by their bounds"
+            return (f"synthesis: {self.evaluations} strategies planned, none beat the proposal's "
+                    f"{self.value[self.start]:.1f} ms{tried}{stop}")
+        return (f"synthesis: {self.strategy(found)} from the {self.origin.get(found, 'descent')} "
+                f"{self.value[found]:.1f} ms (switch {self.switch[found]:.1f} ms, {self.new[found]} new communicators) "
+                f"against the proposal's {self.value[self.start]:.1f} ms; {self.evaluations} strategies planned{stop}")
+
+    def _descend(self, start: tuple[int, ...]) -> None:
+        current, current_ms = start, self.objective(start)
+        if not np.isfinite(current_ms):
+            return
+        for delta in self.moves.step_sizes():
+            while True:
+                step = self._best_neighbour(current, current_ms, delta)
+                if step is None:
+                    break
+                current, current_ms = step
+
+    def _best_neighbour(self, current: tuple[int, ...], current_ms: float,
+                        delta: int) -> tuple[tuple[int, ...], float] | None:
+        """The best neighbour at ``delta`` if it gains more than ``ε``: neighbours planned in
+        increasing ``L`` until ``L`` reaches the best found (within the budget)."""
+        target = current_ms * (1.0 - IMPROVEMENT)
+        ranked = sorted((self.lower(n), n) for n in self.moves.neighbours(current, delta))
+        best: tuple[tuple[int, ...], float] | None = None
+        for bound, counts in ranked:
+            beat = best[1] if best else target
+            if bound >= beat:
+                break
+            if counts not in self.value and not self.could_beat(counts, beat):
+                continue
+            if counts not in self.value:
+                if not self.left:
+                    break
+                if time.perf_counter() > self.deadline:
+                    self.stopped, self.left = True, 0
+                    break
+            self.origin.setdefault(counts, self.origin.get(current, "descent"))
+            value = self.objective(counts)
+            if value < (best[1] if best else target):
+                best = (counts, value)
+        return best
+
+    def _starts(self) -> list[tuple[tuple[int, ...], str]]:
+        """The incumbent, then the fluid answers and the other proposal strategies whose ``L``
+        is below ``T₀`` (the others cannot beat it), by ``L``."""
+        others = [(self._counts(p.strategy), f"proposal strategy {i}") for i, p in enumerate(self.proposal.strategies)
+                  if i != self.incumbent.candidate.index]
+        ranked = sorted(self._fluid() + others, key=lambda s: self.lower(s[0]))
+        return [(self.start, f"proposal strategy {self.incumbent.candidate.index}")] + [
+            s for s in ranked if self.lower(s[0]) < self.value[self.start]]
+
+    def _fluid(self) -> list[tuple[tuple[int, ...], str]]:
+        """The fluid answer of the module docstring at every reduction level where some ``T``
+        below ``T₀`` is feasible."""
+        active = np.zeros(len(self.menu), dtype=bool)
+        active[list(self.moves.active)] = True
+        answers = []
+        for level in np.unique(self.reduce[active]):
+            use = active & (self.reduce <= level)
+            lo, hi = self.floor, self.value[self.start] - level
+            if hi <= lo or self._fluid_counts(use, hi) is None:
+                continue
+            for _ in range(FLUID_BISECTIONS):
+                middle = 0.5 * (lo + hi)
+                lo, hi = (lo, middle) if self._fluid_counts(use, middle) is not None else (middle, hi)
+            answers.append((self._fluid_counts(use, hi), f"fluid answer at reduction {level:.0f} ms"))
+        return answers
+
+    def _fluid_counts(self, use: np.ndarray, compute_ms: float) -> tuple[int, ...] | None:
+        stages = self.pp - 1.0
+        budget = np.where(self.pp == 1, compute_ms - self.c,
+                          np.maximum((math.sqrt(compute_ms) - np.sqrt(stages * self.c)) ** 2,
+                                     compute_ms / self.pp - self.c))
+        runs = self.fits & (use & (budget > 0))[:, None] & (self.crossing <= compute_ms)
+        if not runs.any(axis=0).all():
+            return None
+        room = np.maximum(budget, 1e-12)[:, None]
+        choice = np.where(runs, self.size[:, None] * self.work / room, np.inf).argmin(axis=0)
+        taken = self.work[choice, np.arange(choice.size)]
+        load = np.bincount(choice, weights=taken, minlength=len(self.menu))
+        alone = np.bincount(choice, weights=taken > room[choice, 0] / 2, minlength=len(self.menu))
+        counts = np.maximum(np.ceil(load / room[:, 0] - 1e-9), alone).astype(np.int64)
+        if int(counts @ self.size) > self.proposal.devices:
+            return None
+        return tuple(int(n) for n in counts)
+
+    def _active(self) -> list[int]:
+        """The useful schemes (``r_k`` plus the compute floor below ``T₀``), at most
+        :data:`ACTIVE_SCHEMES`: those of the proposal strategies, the fastest for the longest
+        piece, then the cheapest for this step's pieces."""
+        useful = np.flatnonzero(self.useful)
+        if useful.size <= ACTIVE_SCHEMES:
+            return useful.tolist()
+        held = np.isfinite(self.spread)
+        excess = np.where(held, self.spread / self.spread.min(axis=0), 0.0).sum(axis=1) / np.maximum(held.sum(axis=1), 1)
+        chosen = {int(k) for p in self.proposal.strategies for k in np.flatnonzero(self._counts(p.strategy))
+                  if self.useful[k]}
+        holders = useful[self.fits[useful, 0]]
+        if holders.size:
+            chosen.add(int(holders[np.argmin(self.crossing[holders, 0])]))
+        for k in useful[np.argsort(excess[useful], kind="stable")]:
+            if len(chosen) >= ACTIVE_SCHEMES:
+                break
+            chosen.add(int(k))
+        return sorted(chosen)
+
+    def _counts(self, strategy: Strategy) -> tuple[int, ...]:
+        index = {(g.scheme, g.max_seq_len, g.time): k for k, g in enumerate(self.menu)}
+        counts = [0] * len(self.menu)
+        for g in strategy.pipelines:
+            counts[index[(g.scheme, g.max_seq_len, g.time)]] += g.count
+        return tuple(counts)
+
+    def _reduction(self, strategy: Strategy) -> float:
+        return reduce_ms(self.proposal.model.params, [g.scheme for g in strategy.expanded()],
+                         self.proposal.optimizer_layout, self.proposal.reduce_gbps)
+
+
+def menu(proposal: Proposal, schemes: Sequence[PipelineGroup] = ()) -> tuple[PipelineGroup, ...]:
+    """The proposal's pipeline kinds, then ``schemes``', each once and on at most the proposal's
+    devices, as one-pipeline groups."""
+    kinds = [g for p in proposal.strategies for g in p.strategy.pipelines] + list(schemes)
+    found: dict[tuple, PipelineGroup] = {}
+    for g in kinds:
+        if g.scheme.devices <= proposal.devices:
+            found.setdefault((g.scheme, g.max_seq_len, g.time), PipelineGroup(g.scheme, 1, g.max_seq_len, g.time))
+    return tuple(found.values())
+
+
+def scheme_reduce_ms(proposal: Proposal, scheme: Scheme) -> float:
+    """``r_k``: the reduction of a strategy of several pipelines whose least sharded runs ``scheme``."""
+    return reduce_ms(proposal.model.params, (scheme, scheme), proposal.optimizer_layout, proposal.reduce_gbps)

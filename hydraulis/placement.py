@@ -1,0 +1,145 @@
+"""Where a strategy's pipelines sit on the devices, and the communicators they need.
+
+**Aligned placement** (:func:`pipeline_offsets`). Pipelines are placed largest first, each
+right after the one before (ties keep the strategy's order). When every pipeline has ``2^k``
+devices this is buddy placement: the offset of pipeline ``j`` is ``Σ_{i<j} D_i`` and every
+earlier ``D_i ≥ D_j`` is a multiple of ``D_j``, so
+
+    offset_j ≡ 0 (mod D_j)
+
+— a pipeline of ``D ≤ n`` devices (``n`` per node, a power of two) lies inside one node, one of
+``D ≥ n`` devices takes ``D/n`` whole nodes, and within a node the pipelines sit in aligned
+halves, quarters, … of it. Other sizes are placed the same way, contiguously, without the
+alignment guarantee. The runtime's rank map (:mod:`hydraulis.runtime.rank_map`) calls
+:func:`pipeline_offsets`, so planning and training agree on where every pipeline runs.
+
+**Communicators** (:func:`communicators`). Inside a pipeline of scheme ``(cp, tp, pp)`` at
+offset ``o`` the rank of stage ``s``, cp rank ``c`` and tp rank ``t`` is
+``o + (s·cp + c)·tp + t`` (:mod:`hydraulis.runtime.rank_map`). The runtime needs
+
+* a **group** per tensor-parallel set ``{o + (s·cp + c)·tp + t : t}`` and per context-parallel
+  set ``{o + (s·cp + c)·tp + t : c}`` of more than one rank (``new_group``, cached by rank set);
+* a **pair** per pipeline hand-off ``(r, r + cp·tp)`` between neighbouring stages (NCCL makes a
+  communicator per point-to-point pair on first use).
+
+Each distinct rank set is created once in a run; a strategy's *new* communicators are those
+no earlier step (nor the proposal's strategies, warmed before step 0) has created, and each
+costs the space's ``communicator_ms`` on the step that first needs it
+(:mod:`hydraulis.dispatch.synthesis`).
+
+**The bound** (:func:`communicator_bound`). With aligned offsets (``o`` a multiple of
+``D = cp·tp·pp``, ``o + D ≤ N``) every tp set is an aligned block of ``tp`` ranks, every cp
+set is ``tp``-strided inside an aligned block of ``cp·tp`` ranks, and every pair has its lower
+rank ``r`` with ``r mod (δ·pp) < δ·(pp − 1)``, ``δ = cp·tp``. So whatever strategies a run
+uses — any counts of the schemes ``K`` — its communicators lie in the finite *aligned universe*
+
+    U(K, N) = ⋃_{k∈K} ⋃_{o ≡ 0 (mod D_k), o + D_k ≤ N} communicators of k at o
+
+and the run creates at most ``|U(K, N)| ≤ Σ_{tp} N/tp + Σ_{(cp,tp)} N/cp + Σ_δ N`` of them over
+any number of steps (sums over the distinct tp > 1, (cp > 1, tp) and δ with some pp > 1 in
+``K``) — a bound in ``N`` and the scheme set alone, where unaligned placement could create new
+rank sets on every step. :func:`communicator_bound` counts ``|U|`` exactly.
+
+Worked example: ``1×(1,4,1) + 2×(1,2,1)`` on 8 devices: offsets (0, 4, 6); groups {0,1,2,3},
+{4,5}, {6,7}, no pairs. ``1×(1,2,2) + 2×(1,1,2)``: offsets (0, 4, 6); the (1,2,2) pipeline has
+tp groups {0,1}, {2,3} and pairs (0,2), (1,3); the others pairs (4,5), (6,7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from hydraulis.types import Scheme
+
+
+class CommunicatorKind(str, Enum):
+    """A collective group (``new_group`` over a rank set) or a point-to-point pair."""
+
+    GROUP = "group"
+    PAIR = "pair"
+
+
+@dataclass(frozen=True, order=True)
+class Communicator:
+    """One communicator: its kind and its ranks (ascending)."""
+
+    kind: CommunicatorKind
+    ranks: tuple[int, ...]
+
+
+def pipeline_offsets(sizes: Sequence[int]) -> tuple[int, ...]:
+    """First device of every pipeline of ``sizes`` devices (in the given order): largest
+    first, contiguous, ties in the given order (module docstring)."""
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    offsets = [0] * len(sizes)
+    start = 0
+    for i in order:
+        offsets[i] = start
+        start += sizes[i]
+    return tuple(offsets)
+
+
+def placement_problem(sizes: Sequence[int], devices: int, devices_per_node: int) -> str:
+    """Why pipelines of ``sizes`` devices cannot sit at :func:`pipeline_offsets` on ``devices``
+    devices in nodes of ``devices_per_node`` ("" when they can): they must fit, and each must
+    lie inside one node or take whole nodes."""
+    if sum(sizes) > devices:
+        return f"{sum(sizes)} devices needed, {devices} there are"
+    node = devices_per_node
+    for size, offset in zip(sizes, pipeline_offsets(sizes)):
+        inside = offset // node == (offset + size - 1) // node
+        if not (inside or (offset % node == 0 and size % node == 0)):
+            return f"a pipeline of {size} devices at device {offset} straddles nodes of {node}"
+    return ""
+
+
+def communicators(schemes: Sequence[Scheme]) -> frozenset[Communicator]:
+    """The communicators of pipelines running ``schemes`` (one entry per pipeline, in
+    :meth:`~hydraulis.types.Strategy.expanded` order) under aligned placement."""
+    offsets = pipeline_offsets([s.devices for s in schemes])
+    found: set[Communicator] = set()
+    for scheme, offset in zip(schemes, offsets):
+        found.update(scheme_communicators(scheme, offset))
+    return frozenset(found)
+
+
+def scheme_communicators(scheme: Scheme, offset: int) -> Iterable[Communicator]:
+    """The tp and cp groups of more than one rank and the stage-to-stage pairs of one
+    pipeline of ``scheme`` starting at ``offset``."""
+    cp, tp, pp = scheme.cp, scheme.tp, scheme.pp
+    for stage in range(pp):
+        base = offset + stage * cp * tp
+        if tp > 1:
+            for c in range(cp):
+                yield Communicator(CommunicatorKind.GROUP, tuple(range(base + c * tp, base + (c + 1) * tp)))
+        if cp > 1:
+            for t in range(tp):
+                yield Communicator(CommunicatorKind.GROUP, tuple(range(base + t, base + cp * tp, tp)))
+        if stage + 1 < pp:
+            for r in range(base, base + cp * tp):
+                yield Communicator(CommunicatorKind.PAIR, (r, r + cp * tp))
+
+
+def communicator_bound(schemes: Iterable[Scheme], devices: int) -> int:
+    """``|U(K, N)|`` of the module docstring: the most distinct communicators any run using
+    pipelines of ``schemes`` on ``devices`` devices can create under aligned placement."""
+    groups: set[tuple[int, ...]] = set()
+    pairs: dict[int, np.ndarray] = {}
+    for scheme in set(schemes):
+        size, width = scheme.devices, scheme.cp * scheme.tp
+        for offset in range(0, devices - size + 1, size):
+            for stage in range(scheme.pp):
+                base = offset + stage * width
+                if scheme.tp > 1:
+                    groups.update(tuple(range(base + c * scheme.tp, base + (c + 1) * scheme.tp))
+                                  for c in range(scheme.cp))
+                if scheme.cp > 1:
+                    groups.update(tuple(range(base + t, base + width, scheme.tp)) for t in range(scheme.tp))
+            if scheme.pp > 1:
+                lower = pairs.setdefault(width, np.zeros(devices, dtype=bool))
+                lower[offset:offset + size - width] = True
+    return len(groups) + int(sum(int(lower.sum()) for lower in pairs.values()))
