@@ -145,6 +145,7 @@ def _rank_main(local_rank: int, rank: int, world_size: int, init_method: str, jo
     except Exception as error:
         log.error("rank %d failed: %s: %s", rank, type(error).__name__, _last_line(str(error)))
         raise
+    dist.barrier()  # no rank tears its groups down while another still talks to it
     dist.destroy_process_group()
 
 
