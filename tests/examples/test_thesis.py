@@ -21,10 +21,11 @@ def record(step: int, strategy: str, step_ms: float, predicted_ms: float) -> Ste
 
 
 def test_the_table_compares_the_common_warm_steps(tmp_path):
-    runs = {"hydraulis": [record(0, "a", 900, 100), record(1, "b", 900, 100), record(2, "a", 100, 100),
-                          record(3, "b", 200, 100)],
-            "homogeneous": [record(s, "c", 900 if s == 0 else 300, 150) for s in range(4)],
-            "fixed": [record(s, "c", 900 if s == 0 else 600, 150) for s in range(4)]}
+    a, b = "2,1,2", "2,2,1"
+    runs = {"hydraulis": [record(0, a, 900, 100), record(1, b, 900, 100), record(2, a, 100, 100),
+                          record(3, b, 200, 100)],
+            "homogeneous": [record(s, b, 900 if s == 0 else 300, 150) for s in range(4)],
+            "fixed": [record(s, b, 900 if s == 0 else 600, 150) for s in range(4)]}
     for repeat in ("1", "2"):
         for name, records in runs.items():
             (tmp_path / repeat / name).mkdir(parents=True)
