@@ -47,11 +47,13 @@ def main() -> None:
     parser.add_argument("--proposal", default=str(ROOT / "examples" / "proposals" / "7b_64dev.json"))
     parser.add_argument("--lengths", default=str(ROOT / "examples" / "data" / "longtail.txt"))
     parser.add_argument("--max-seconds", type=float, default=300.0)
+    parser.add_argument("--synthesise", choices=("off", "proposal", "space"), default="proposal",
+                        help="the requests' per-step strategy synthesis (the route's default: proposal)")
     args = parser.parse_args()
 
     proposal = json.loads(Path(args.proposal).read_text())
     batches = sample_batches(read_lengths(args.lengths), args.token_budget, 64, proposal["max_seq_len"], seed=0)
-    bodies = [json.dumps({"proposal": proposal, "lengths": b.tolist()}).encode() for b in batches]
+    bodies = [json.dumps({"proposal": proposal, "lengths": b.tolist(), "synthesise": args.synthesise}).encode() for b in batches]
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "hydraulis", "serve", "--port", str(port), "--workers",
                                str(args.workers)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -68,6 +70,7 @@ def main() -> None:
     done = len(latencies)
     ms = np.array(latencies) * 1e3
     print(f"POST {ROUTE}: {done} requests ({errors} errors) from {args.clients} clients, {args.workers} workers, "
+          f"synthesise={args.synthesise}, "
           f"{len(batches)} distinct batches of {args.token_budget} tokens, 64-device proposal; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     print(f"throughput {done / wall:.1f} requests/s; latency p50 {np.percentile(ms, 50):.1f} ms, "
