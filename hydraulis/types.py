@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from hydraulis.errors import HydraulisError, require, require_int, require_number
 from hydraulis.limits import DEVICES, DEVICES_PER_NODE, PARALLEL_DEGREE
+from hydraulis.stages import Stage, stages_text
 
 if TYPE_CHECKING:
     from hydraulis.segments import Segments
@@ -163,7 +164,14 @@ class Scheme:
     1F1B keeps ``pp − σ`` micro-batches in flight on stage ``σ``, so the first stages need the
     most). Counts equal on every stage are written once: ``(2, 2)`` is ``(2,)``. E.g.
     ``Scheme(1, 1, 2, recompute=FULL, recompute_layers=(2, 1))`` on a 4-layer model recomputes
-    layers 0 and 1 (all of stage 0) and 2 (the first of stage 1's 2 and 3)."""
+    layers 0 and 1 (all of stage 0) and 2 (the first of stage 1's 2 and 3).
+
+    ``stages`` makes a *staged* scheme (:mod:`hydraulis.stages`, design §18): one
+    :class:`~hydraulis.stages.Stage` per pipeline stage, each with its own tp, layer count and
+    device group; ``pp`` is then their number and ``tp`` the widest stage's (build one with
+    :meth:`staged`). E.g. ``Scheme.staged(1, (Stage(4, 20), Stage(2, 12)))`` is ``(1|4:20>2:12)``:
+    6 devices, 32 layers. Empty ``stages``: every stage has ``tp`` devices and the layers are
+    split evenly."""
 
     cp: int
     tp: int
@@ -171,6 +179,14 @@ class Scheme:
     sp: bool = False
     recompute: Recompute = Recompute.NONE
     recompute_layers: tuple[int, ...] = ()
+    stages: tuple[Stage, ...] = ()
+
+    @classmethod
+    def staged(cls, cp: int, stages: tuple[Stage, ...], recompute: Recompute = Recompute.NONE,
+               recompute_layers: tuple[int, ...] = ()) -> Scheme:
+        """The staged scheme of ``cp`` and ``stages`` (``tp`` the widest, ``pp`` their number)."""
+        require(len(stages) > 0, "scheme.stages", [], "must name at least one stage")
+        return cls(cp, max(s.tp for s in stages), len(stages), False, recompute, recompute_layers, tuple(stages))
 
     def __post_init__(self) -> None:
         for name in ("cp", "tp", "pp"):
@@ -192,9 +208,43 @@ class Scheme:
                 "recomputes no layer: leave recomputation out")
         if len(set(layers)) == 1 and len(layers) > 1:
             object.__setattr__(self, "recompute_layers", layers[:1])
+        self._check_stages()
+
+    def _check_stages(self) -> None:
+        stages = self.stages
+        require(isinstance(stages, tuple) and all(isinstance(s, Stage) for s in stages), "scheme.stages",
+                stages, "must be a tuple of stages")
+        if not stages:
+            return
+        text = stages_text(self.cp, stages)
+        require(len(stages) == self.pp, "scheme.stages", text, f"must name one stage per pipeline stage (pp = {self.pp})")
+        require(self.tp == max(s.tp for s in stages), "scheme.tp", self.tp,
+                f"must be the widest stage's tp ({max(s.tp for s in stages)}) in a staged scheme {text}")
+        require(not self.sp, "scheme.sp", self.sp, f"is not supported with per-stage tp ({text})")
+        for stage, s in enumerate(stages):
+            self.full_layers(stage, s.layers)
+
+    @property
+    def is_staged(self) -> bool:
+        """Whether the stages differ in tp, layers or device group (``stages`` given)."""
+        return bool(self.stages)
+
+    def stage_tp(self, stage: int) -> int:
+        """The tensor-parallel degree of ``stage``."""
+        return self.stages[stage].tp if self.stages else self.tp
+
+    def stage_layers(self, layers: int) -> tuple[int, ...]:
+        """The decoder layers of each stage for a model of ``layers`` layers: the stages' own
+        counts, or the even split (the first ``layers mod pp`` stages one more)."""
+        if self.stages:
+            return tuple(s.layers for s in self.stages)
+        base, extra = divmod(layers, self.pp)
+        return tuple(base + (stage < extra) for stage in range(self.pp))
 
     @property
     def devices(self) -> int:
+        if self.stages:
+            return self.cp * sum(s.tp for s in self.stages)
         return self.cp * self.tp * self.pp
 
     @property
@@ -227,6 +277,8 @@ class Scheme:
 
     def __str__(self) -> str:
         options = f"[{','.join(self.options)}]" if self.options else ""
+        if self.stages:
+            return f"({stages_text(self.cp, self.stages)}){options}"
         return f"({self.cp},{self.tp},{self.pp}){options}"
 
 
@@ -288,25 +340,31 @@ class ModelSpec:
     def check_scheme(self, scheme: Scheme, field_name: str = "scheme") -> None:
         """Raise unless ``scheme`` can shard this model: tp | heads, tp | kv_heads or
         kv_heads | tp (kv heads are then replicated), tp | ffn_hidden, tp | vocab, pp ≤ layers,
-        and no stage of the even split recomputes more layers than it holds."""
-        require(self.heads % scheme.tp == 0, f"{field_name}.tp", scheme.tp,
-                f"does not divide model.heads = {self.heads}")
-        require(self.kv_heads % scheme.tp == 0 or scheme.tp % self.kv_heads == 0,
-                f"{field_name}.tp", scheme.tp,
-                f"neither divides nor is a multiple of model.kv_heads = {self.kv_heads}")
-        require(self.ffn_hidden % scheme.tp == 0, f"{field_name}.tp", scheme.tp,
-                f"does not divide model.ffn_hidden = {self.ffn_hidden}")
-        require(self.vocab % scheme.tp == 0, f"{field_name}.tp", scheme.tp,
-                f"does not divide model.vocab = {self.vocab}")
+        and no stage recomputes more layers than it holds. A staged scheme checks every stage's
+        tp, and its stages' layers must sum to the model's."""
+        if scheme.stages:
+            for stage, s in enumerate(scheme.stages):
+                self._check_tp(s.tp, f"{field_name}.stages[{stage}].tp")
+            total = sum(s.layers for s in scheme.stages)
+            require(total == self.layers, f"{field_name}.stages", str(scheme),
+                    f"hold {total} layers in all, not model.layers = {self.layers}")
+        else:
+            self._check_tp(scheme.tp, f"{field_name}.tp")
         require(scheme.pp <= self.layers, f"{field_name}.pp", scheme.pp,
                 f"exceeds model.layers = {self.layers}")
-        base, extra = divmod(self.layers, scheme.pp)
-        for stage in range(scheme.pp):
+        for stage, layers in enumerate(scheme.stage_layers(self.layers)):
             try:
-                scheme.full_layers(stage, base + (stage < extra))
+                scheme.full_layers(stage, layers)
             except HydraulisError as error:
                 raise HydraulisError(f"{field_name}.recompute_layers", error.value,
                                      f"{error.problem} (model.layers = {self.layers} in {scheme.pp} stages)") from None
+
+    def _check_tp(self, tp: int, field_name: str) -> None:
+        require(self.heads % tp == 0, field_name, tp, f"does not divide model.heads = {self.heads}")
+        require(self.kv_heads % tp == 0 or tp % self.kv_heads == 0, field_name, tp,
+                f"neither divides nor is a multiple of model.kv_heads = {self.kv_heads}")
+        require(self.ffn_hidden % tp == 0, field_name, tp, f"does not divide model.ffn_hidden = {self.ffn_hidden}")
+        require(self.vocab % tp == 0, field_name, tp, f"does not divide model.vocab = {self.vocab}")
 
 
 @dataclass(frozen=True)

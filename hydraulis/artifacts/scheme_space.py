@@ -38,6 +38,7 @@ from pathlib import Path
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.errors import HydraulisError
 from hydraulis.segments import Block, Segments
+from hydraulis.stages import Stage
 from hydraulis.types import (
     Cluster,
     FitQuality,
@@ -147,20 +148,25 @@ def pipeline_model_from_record(record: Record) -> PipelineModel:
 
 
 def scheme_to_dict(scheme: Scheme) -> dict:
-    """``{"cp", "tp", "pp"}``, plus ``"sp"``, ``"recompute"`` and ``"recompute_layers"`` when
-    they are not the defaults."""
-    options = {"sp": scheme.sp} if scheme.sp else {}
+    """``{"cp", "tp", "pp"}``, plus ``"sp"``, ``"recompute"``, ``"recompute_layers"`` and
+    ``"stages"`` (``[{"tp", "layers", "group"}, …]``, a staged scheme) when they are not the
+    defaults."""
+    options: dict = {"sp": scheme.sp} if scheme.sp else {}
     if scheme.recompute is not Recompute.NONE:
         options["recompute"] = scheme.recompute.value
     if scheme.recompute_layers:
         options["recompute_layers"] = list(scheme.recompute_layers)
+    if scheme.stages:
+        options["stages"] = [{"tp": s.tp, "layers": s.layers, "group": s.group} for s in scheme.stages]
     return {"cp": scheme.cp, "tp": scheme.tp, "pp": scheme.pp, **options}
 
 
 def scheme_from_record(record: Record) -> Scheme:
+    stages = tuple(build(r.path, Stage, tp=r.int("tp"), layers=r.int("layers"), group=r.str("group", ""))
+                   for r in (record.records("stages") if record.raw("stages", None) is not None else ()))
     return build(record.path, Scheme, cp=record.int("cp"), tp=record.int("tp"), pp=record.int("pp"),
                  sp=record.bool("sp", False), recompute=record.enum("recompute", Recompute, Recompute.NONE),
-                 recompute_layers=record.ints("recompute_layers", []))
+                 recompute_layers=record.ints("recompute_layers", []), stages=stages)
 
 
 def time_from_record(record: Record) -> TimeCoefficients:
