@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from hydraulis.errors import HydraulisError, require, require_int, require_number
 from hydraulis.limits import BANDWIDTH_GBPS, DEVICES, DEVICES_PER_NODE
+from hydraulis.types import ModelSpec, SchemeSpace
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -112,3 +113,28 @@ class ClusterDescription:
             if link.joins(a, b):
                 return link.gbps
         raise HydraulisError("links", [a, b], "holds no bandwidth between these groups")
+
+
+@dataclass(frozen=True)
+class ClusterSpaces:
+    """A cluster description with one scheme space per device group (in group order), all of
+    one model: what the mixed-cluster cost model and planner read."""
+
+    cluster: ClusterDescription
+    spaces: tuple[SchemeSpace, ...]
+
+    def __post_init__(self) -> None:
+        require(len(self.spaces) == len(self.cluster.groups), "spaces", len(self.spaces),
+                f"must hold one scheme space per device group ({len(self.cluster.groups)})")
+        model = self.spaces[0].model
+        for group, space in zip(self.cluster.groups, self.spaces):
+            require(space.model.matches(model), f"groups.{group.name}.space", space.model.name,
+                    f"is not a space of {model.name}, the other groups' model")
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.spaces[0].model
+
+    def space(self, group: str) -> SchemeSpace:
+        """The scheme space of ``group`` ("" = the first group)."""
+        return self.spaces[self.cluster.names.index(self.cluster.group(group).name) if group else 0]
