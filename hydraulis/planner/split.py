@@ -9,7 +9,9 @@ sequence of ``S`` tokens), choose for each group a tensor-parallel degree ``tp_g
     minimise  max_σ t_σ(L_σ)(r)     subject to  S_σ(L_σ) ≥ S  for every σ
 
 where ``t_σ`` and ``S_σ`` are the staged cost model's stage time and longest sequence
-(:func:`~hydraulis.cost.staged.stage_cost`). Both depend on ``L_σ`` and on what is fixed once the
+(:func:`~hydraulis.cost.staged.stage_cost`); stage time, model states and activation bytes per
+token are affine in ``L_σ`` (a layer adds the same block; the working set is a maximum over
+blocks, not a sum), so two evaluations per stage, at ``L_σ = 1`` and 2, price every ``L_σ``. Both depend on ``L_σ`` and on what is fixed once the
 ``tp_g`` are: the stage's group and tp, its position (first, middle, last; ``pp − σ``
 micro-batches in flight), its neighbours' tp and groups — not on the other stages' layers.
 
@@ -32,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost.staged import stage_cost
@@ -130,12 +132,19 @@ def _best_layers(spaces: ClusterSpaces, request: SplitRequest,
     layers, pp = spaces.model.layers, len(stages)
     most = layers - pp + 1
     time = [[math.inf] * (most + 1) for _ in range(pp)]
+    tokens, squares = sum(request.micro_batch), sum(s * s for s in request.micro_batch)
     for sigma in range(pp):
+        (t1, m1), (t2, m2) = (stage_cost(spaces, request.cp, stages[:sigma] + (Stage(stages[sigma].tp, k,
+                                                                                     stages[sigma].group),)
+                                         + stages[sigma + 1:], sigma) for k in (1, 2))
+        one = t1.c + t1.a * squares + t1.b * tokens
+        per_layer = (t2.c + t2.a * squares + t2.b * tokens) - one
         for k in range(1, most + 1):
-            shaped = stages[:sigma] + (Stage(stages[sigma].tp, k, stages[sigma].group),) + stages[sigma + 1:]
-            t, memory = stage_cost(spaces, request.cp, shaped, sigma)
+            memory = replace(m1, states_bytes=m1.states_bytes + (k - 1) * (m2.states_bytes - m1.states_bytes),
+                             activation_bytes_per_token=m1.activation_bytes_per_token
+                             + (k - 1) * (m2.activation_bytes_per_token - m1.activation_bytes_per_token))
             if memory.max_seq_len >= request.target:
-                time[sigma][k] = t.c + sum(t.a * s * s + t.b * s for s in request.micro_batch)
+                time[sigma][k] = one + (k - 1) * per_layer
     best = [[math.inf] * (layers + 1) for _ in range(pp)]
     choice = [[0] * (layers + 1) for _ in range(pp)]
     for l in range(1, most + 1):
