@@ -18,9 +18,10 @@ the budgets can be placed: each group by buddy placement, largest parts first.
 
 **Search.** The options are first screened: per per-group usage, those on the front of
 capacity against the bottleneck time of a reference micro-batch (``S/8`` tokens), at most
-``per_usage`` of them. Starts: from each option holding the target length alone, a greedy fill
+``per_usage`` of them, and those the given starts use. Starts: from each option holding the target length alone, a greedy fill
 (add the option that lowers ``J`` most while one fits), and the ``starts`` given (e.g. the
-type-segregated answer, so the mixed plan is never judged slower than it). Descent: moves
+type-segregated answer, so the mixed plan is never judged slower than it), each followed by a
+descent. Descent: moves
 remove one pipeline of an option in use and add as many of another as the freed and idle
 devices take; the best move that lowers ``J`` by more than ``ε`` is taken, until none does or
 ``evaluations`` count vectors have been judged (memoised). The best end wins.
@@ -42,7 +43,15 @@ from hydraulis.cluster import ClusterSpaces
 from hydraulis.errors import HydraulisError, require_int
 from hydraulis.planner.evaluate import CostContext, estimate_step
 from hydraulis.planner.mixed_options import MixedOption
-from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Strategy
+from hydraulis.types import (
+    OptimizerLayout,
+    PipelineGroup,
+    PipelineModel,
+    Proposal,
+    ProposedStrategy,
+    SolverReport,
+    Strategy,
+)
 
 IMPROVEMENT = 1e-3
 """``ε``: a move is taken only when it lowers ``J`` by more than this fraction."""
@@ -92,21 +101,35 @@ def strategy_of(options: Sequence[MixedOption], counts: Sequence[int]) -> Strate
 def plan_mixed(spaces: ClusterSpaces, options: Sequence[MixedOption], steps: Sequence[np.ndarray],
                config: MixedSearchConfig, starts: Sequence[Strategy] = ()) -> MixedPlan:
     """The search of the module docstring over ``options`` judged on ``steps``."""
-    options = screen(options, config)
-    search = _Search(spaces, options, steps)
-    begins = [_counts_of(options, s) for s in starts]
-    begins = [b for b in begins if b is not None]
+    started = {g.scheme for s in starts for g in s.pipelines}
+    kept = screen(options, config)
+    options = kept + tuple(o for o in options if o.scheme in started and o not in kept)
+    search = _Search(spaces, options, steps, config.target)
+    begins = [c for c in (_counts_of(options, s) for s in starts) if c is not None]
+    ends = [search.descend(b, config.evaluations) for b in begins]
     for k, option in enumerate(options):
         if option.max_seq_len >= config.target and len(search.memo) < config.evaluations:
-            begins.append(search.fill(tuple(int(i == k) for i in range(len(options))), config.evaluations))
-    if not begins:
+            begin = search.fill(tuple(int(i == k) for i in range(len(options))), config.evaluations)
+            ends.append(search.descend(begin, config.evaluations))
+    if not ends:
         raise HydraulisError("target", config.target, "is held by no pipeline of the cluster")
-    ends = [search.descend(b, config.evaluations) for b in begins]
     counts = min(ends, key=search.judge)
     mean = search.judge(counts)
     if math.isinf(mean):
         raise HydraulisError("target", config.target, "no strategy holds every sampled step's longest sequence")
     return MixedPlan(strategy_of(options, counts), counts, tuple(options), mean, len(search.memo))
+
+
+def mixed_proposal(spaces: ClusterSpaces, strategy: Strategy, token_budget: int, max_seq_len: int,
+                   explanation: str = "") -> Proposal:
+    """A one-strategy proposal over the whole cluster for dispatch: each pipeline group carries
+    its own (staged) scheme, bottleneck coefficients and capacity; ZeRO-1 over every device."""
+    context = cost_context(spaces)
+    proposed = ProposedStrategy(strategy, 0, max_seq_len, 0.0, context.reduction_ms(strategy),
+                                (0,) * len(strategy.pipelines), explanation or str(strategy))
+    return Proposal(spaces.model, spaces.cluster.devices, min(g.devices_per_node for g in spaces.cluster.groups),
+                    context.layout, (proposed,), token_budget, max_seq_len, context.pipeline_model,
+                    SolverReport("heuristic", "mixed-cluster search", 0.0), explanation, context.reduce_gbps)
 
 
 def screen(options: Sequence[MixedOption], config: MixedSearchConfig) -> tuple[MixedOption, ...]:
@@ -128,8 +151,10 @@ def screen(options: Sequence[MixedOption], config: MixedSearchConfig) -> tuple[M
 class _Search:
     """``J`` memoised, the greedy fill and the descent over count vectors."""
 
-    def __init__(self, spaces: ClusterSpaces, options: Sequence[MixedOption], steps: Sequence[np.ndarray]) -> None:
+    def __init__(self, spaces: ClusterSpaces, options: Sequence[MixedOption], steps: Sequence[np.ndarray],
+                 target: int) -> None:
         self.options = tuple(options)
+        self.target = target
         self.steps = list(steps)
         self.budget = np.array([g.devices for g in spaces.cluster.groups])
         self.usage = np.array([o.usage for o in options]).reshape(len(options), len(self.budget))
@@ -145,6 +170,8 @@ class _Search:
         if not any(counts) or np.any(np.asarray(counts) @ self.usage > self.budget):
             return math.inf
         strategy = strategy_of(self.options, counts)
+        if strategy.max_seq_len < self.target:
+            return math.inf
         try:
             return float(np.mean([estimate_step(strategy, s, self.context).step_ms for s in self.steps]))
         except HydraulisError:
