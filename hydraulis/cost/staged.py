@@ -178,18 +178,11 @@ def stage_segments(space: SchemeSpace, cp: int, tp: int) -> Segments:
     return Segments(cp, tp, False, layer, layer, layer)
 
 
-def staged_reduce_ms(spaces: ClusterSpaces, schemes: Sequence[Scheme]) -> float:
-    """The gradient reduction of pipelines ``schemes`` into ZeRO-1 over all devices: the most
-    loaded device moves ``4·P·max_σ L_σ/(L·tp_σ)`` bytes over the slowest link of the cluster
-    (design §4.3 with a stage's own share of the parameters)."""
-    gbps = min([s.reduce_gbps for s in spaces.spaces if s.reduce_gbps > 0]
+def cluster_reduce_gbps(spaces: ClusterSpaces) -> float:
+    """The gradient reduction's bandwidth on a mixed cluster: the slowest of the groups' own
+    reduction bandwidths and the links between groups (0 when none is known)."""
+    return min([s.reduce_gbps for s in spaces.spaces if s.reduce_gbps > 0]
                + [link.gbps for link in spaces.cluster.links], default=0.0)
-    if gbps <= 0 or len(schemes) == 1:
-        return 0.0
-    model = spaces.model
-    share = max(max(layers / (model.layers * scheme.stage_tp(sigma))
-                    for sigma, layers in enumerate(scheme.stage_layers(model.layers))) for scheme in schemes)
-    return 4.0 * model.params * share / (gbps * 1e6)
 
 
 def group_devices(cp: int, stages: Sequence[Stage]) -> dict[str, int]:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hydraulis.cluster import ClusterSpaces
+from hydraulis.cost.staged import cluster_reduce_gbps
 from hydraulis.errors import HydraulisError, require_int
 from hydraulis.planner.evaluate import CostContext, estimate_step
 from hydraulis.planner.mixed_options import MixedOption
@@ -85,8 +86,7 @@ class MixedPlan:
 def cost_context(spaces: ClusterSpaces) -> CostContext:
     """ZeRO-1 over every device; the slowest of the groups' reduction bandwidths and the links;
     the largest hand-off latency."""
-    gbps = min([s.reduce_gbps for s in spaces.spaces if s.reduce_gbps > 0]
-               + [link.gbps for link in spaces.cluster.links], default=0.0)
+    gbps = cluster_reduce_gbps(spaces)
     model = PipelineModel(spaces.spaces[0].pipeline_model.forward_fraction,
                           max(s.pipeline_model.p2p_ms for s in spaces.spaces))
     return CostContext(spaces.model.params, OptimizerLayout(spaces.cluster.devices, 1, 1), gbps, model)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from hydraulis.cluster import ClusterSpaces
