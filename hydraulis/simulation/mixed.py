@@ -3,10 +3,11 @@
 ==========================  ======================================  ========================
 contender                   pipelines                               batching
 ==========================  ======================================  ========================
-``mixed_planner``           the mixed planner's strategy: plain     dispatch + balanced
-                            and cross-type staged pipelines          packing (Hydraulis)
+``mixed_planner``           the mixed planner's strategies (one     dispatch + balanced
+                            per serving range): plain and            packing (Hydraulis),
+                            cross-type staged pipelines              best strategy per step
 ``type_segregated``         the same search over plain schemes      dispatch + balanced
-                            only: each pipeline on one device type   packing
+                            only: each pipeline on one device type   packing, per step
 ``flashflex``               ``n`` copies of one cross-type staged    fixed packing to the
                             pipeline with per-stage tp holding       context length, dealt
                             ``S`` (as many as the groups take)       round-robin
@@ -41,7 +42,7 @@ from hydraulis.cost.mixed_bound import layer_work_coefficients, mixed_bound
 from hydraulis.cost.staged import staged_cost
 from hydraulis.dispatch import dispatch
 from hydraulis.errors import require, require_int
-from hydraulis.planner.mixed import MixedSearchConfig, mixed_proposal, plan_mixed, strategy_of
+from hydraulis.planner.mixed import MixedSearchConfig, mixed_proposal, plan_mixed_ranges, strategy_of
 from hydraulis.planner.mixed_options import MixedOption, OptionsConfig, mixed_options
 from hydraulis.types import BatchingMethod, Proposal
 from hydraulis.workload import sample_batches
@@ -64,7 +65,8 @@ class MixedContender(str, Enum):
 @dataclass(frozen=True)
 class MixedSimulationConfig:
     """Tokens per step, longest sequence, steps simulated and sampled by the planners, seed,
-    the planners' evaluation budget and which cross-type pipelines they consider."""
+    the planners' evaluation budget, which cross-type pipelines they consider and their serving
+    ranges (fractions of the longest sequence)."""
 
     token_budget: int
     max_seq_len: int
@@ -75,6 +77,7 @@ class MixedSimulationConfig:
     cps: tuple[int, ...] = (1, 2, 4)
     budgets: tuple[int, ...] = (8, 16)
     targets: tuple[float, ...] = (1.0, 0.25)
+    ranges: tuple[float, ...] = (1.0, 0.5)
 
     def __post_init__(self) -> None:
         for name in ("token_budget", "max_seq_len", "steps", "planner_steps", "evaluations"):
@@ -125,15 +128,17 @@ def simulate_mixed(spaces: ClusterSpaces, documents: np.ndarray, config: MixedSi
     started = time.perf_counter()
     options = mixed_options(spaces, OptionsConfig(limit, config.cps, config.budgets, config.targets))
     search = MixedSearchConfig(limit, config.evaluations)
-    segregated = plan_mixed(spaces, [o for o in options if not o.cross], planner_steps, search)
+    segregated = plan_mixed_ranges(spaces, [o for o in options if not o.cross], planner_steps, search,
+                                   config.ranges)
     flashflex = _replicated(spaces, [o for o in options if o.cross], budget, limit)
-    planned = plan_mixed(spaces, options, planner_steps, search,
-                         starts=(segregated.strategy, *(p.strategies[0].strategy for p in flashflex)))
+    planned = plan_mixed_ranges(spaces, options, planner_steps, search, config.ranges,
+                                starts=(*(p.strategy for p in segregated),
+                                        *(p.strategies[0].strategy for p in flashflex)))
     planning_ms = (time.perf_counter() - started) * 1e3
     fastest = fastest_group(spaces, limit // 8)
     candidates = {
-        MixedContender.PLANNER: [mixed_proposal(spaces, planned.strategy, budget, limit, "mixed planner")],
-        MixedContender.SEGREGATED: [mixed_proposal(spaces, segregated.strategy, budget, limit, "type-segregated")],
+        MixedContender.PLANNER: [mixed_proposal(spaces, [p.strategy for p in planned], budget, limit)],
+        MixedContender.SEGREGATED: [mixed_proposal(spaces, [p.strategy for p in segregated], budget, limit)],
         MixedContender.FLASHFLEX: flashflex,
         MixedContender.HOMOGENEOUS_FASTEST: _replicated(
             spaces, [o for o in options if not o.cross and o.usage[spaces.cluster.names.index(fastest)] > 0],
@@ -164,7 +169,7 @@ def _replicated(spaces: ClusterSpaces, options: Sequence[MixedOption], budget: i
             continue
         count = min(have // used for have, used in zip(devices, option.usage) if used > 0)
         counts = [count if o is option else 0 for o in options]
-        proposals.append(mixed_proposal(spaces, strategy_of(options, counts), budget, limit))
+        proposals.append(mixed_proposal(spaces, [strategy_of(options, counts)], budget, limit))
     return proposals
 
 
@@ -174,5 +179,5 @@ def _best(contender: MixedContender, proposals: Sequence[Proposal], steps: Seque
     for proposal in proposals:
         times = tuple(dispatch(proposal, s, contender.method).predicted_ms for s in steps)
         if best is None or np.mean(times) < np.mean(best.step_ms):
-            best = ContenderResult(contender, str(proposal.strategies[0].strategy), times)
+            best = ContenderResult(contender, "; ".join(str(p.strategy) for p in proposal.strategies), times)
     return best
