@@ -50,10 +50,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100, help="held-out steps (default 100)")
     args = parser.parse_args()
     started = time.perf_counter()
-    command = [sys.executable, "-m", "hydraulis", "simulate", "--cluster", str(CLUSTER), "--model", "llama-13b",
-               "--lengths", str(WORKLOAD), "--token-budget", "200000", "--max-seq-len", "32768",
-               "--steps", str(args.steps), "--planner-steps", "16", "-o", str(OUT)]
-    subprocess.run(command, check=True)
+    command = [sys.executable, "-m", "hydraulis", "simulate", "--cluster", str(CLUSTER.relative_to(ROOT)),
+               "--model", "llama-13b", "--lengths", str(WORKLOAD.relative_to(ROOT)), "--token-budget", "200000",
+               "--max-seq-len", "32768", "--steps", str(args.steps), "--planner-steps", "16",
+               "-o", str(OUT.relative_to(ROOT))]
+    subprocess.run(command, check=True, cwd=ROOT)
     RESULTS.mkdir(parents=True, exist_ok=True)
     shutil.copy(OUT / "mixed_simulation.json", RESULTS / "mixed_simulation.json")
     document = json.loads((RESULTS / "mixed_simulation.json").read_text())
