@@ -149,13 +149,17 @@ def plan_mixed_ranges(spaces: ClusterSpaces, options: Sequence[MixedOption], ste
 
 
 def mixed_proposal(spaces: ClusterSpaces, strategies: Sequence[Strategy], token_budget: int, max_seq_len: int,
-                   explanation: str = "") -> Proposal:
+                   explanation: str = "", predicted_ms: Sequence[float] = ()) -> Proposal:
     """A proposal over the whole cluster for dispatch: strategy ``i`` serves steps whose longest
-    sequence it holds (``(0, min(its capacity, S)]``); each pipeline group carries its own
-    (staged) scheme, bottleneck coefficients and capacity; ZeRO-1 over every device."""
+    sequence it holds (``(0, min(its capacity, S)]``), predicted ``predicted_ms[i]`` (its ``J``;
+    0 when not given); each pipeline group carries its own (staged) scheme, bottleneck
+    coefficients and capacity — micro-batches fill it, so no headroom is reported; ZeRO-1 over
+    every device."""
     context = cost_context(spaces)
-    proposed = tuple(ProposedStrategy(s, 0, min(s.max_seq_len, max_seq_len), 0.0, context.reduction_ms(s),
-                                      (0,) * len(s.pipelines), explanation or str(s)) for s in strategies)
+    predicted = tuple(predicted_ms) or (0.0,) * len(strategies)
+    proposed = tuple(ProposedStrategy(s, 0, min(s.max_seq_len, max_seq_len), ms, context.reduction_ms(s),
+                                      (0,) * len(s.pipelines), explanation or str(s))
+                     for s, ms in zip(strategies, predicted))
     return Proposal(spaces.model, spaces.cluster.devices, min(g.devices_per_node for g in spaces.cluster.groups),
                     context.layout, proposed, token_budget, max_seq_len, context.pipeline_model,
                     SolverReport("heuristic", "mixed-cluster search", 0.0), explanation, context.reduce_gbps)

@@ -41,9 +41,10 @@ from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost.mixed_bound import layer_work_coefficients, mixed_bound
 from hydraulis.cost.staged import staged_cost
 from hydraulis.dispatch import dispatch
-from hydraulis.errors import require, require_int
-from hydraulis.planner.mixed import MixedSearchConfig, mixed_proposal, plan_mixed_ranges, strategy_of
-from hydraulis.planner.mixed_options import MixedOption, OptionsConfig, mixed_options
+from hydraulis.errors import require_int
+from hydraulis.planner.mixed import mixed_proposal
+from hydraulis.planner.mixed_options import mixed_options
+from hydraulis.planner.mixed_propose import MixedPlannerConfig, plan_cluster, replicas
 from hydraulis.types import BatchingMethod, Proposal
 from hydraulis.workload import sample_batches
 
@@ -64,26 +65,14 @@ class MixedContender(str, Enum):
 
 @dataclass(frozen=True)
 class MixedSimulationConfig:
-    """Tokens per step, longest sequence, steps simulated and sampled by the planners, seed,
-    the planners' evaluation budget, which cross-type pipelines they consider and their serving
-    ranges (fractions of the longest sequence)."""
+    """The planners' configuration (they sample ``planner.steps`` steps with ``planner.seed``)
+    and the held-out steps simulated (seed ``planner.seed + 1``)."""
 
-    token_budget: int
-    max_seq_len: int
+    planner: MixedPlannerConfig
     steps: int = 100
-    planner_steps: int = 16
-    seed: int = 0
-    evaluations: int = 400
-    cps: tuple[int, ...] = (1, 2, 4)
-    budgets: tuple[int, ...] = (8, 16)
-    targets: tuple[float, ...] = (1.0, 0.25)
-    ranges: tuple[float, ...] = (1.0, 0.5)
 
     def __post_init__(self) -> None:
-        for name in ("token_budget", "max_seq_len", "steps", "planner_steps", "evaluations"):
-            require_int(getattr(self, name), name, minimum=1)
-        require(self.token_budget >= self.max_seq_len, "token_budget", self.token_budget,
-                f"is smaller than one sequence of max_seq_len = {self.max_seq_len} tokens")
+        require_int(self.steps, "steps", minimum=1)
 
 
 @dataclass(frozen=True)
@@ -122,29 +111,24 @@ class MixedSimulation:
 def simulate_mixed(spaces: ClusterSpaces, documents: np.ndarray, config: MixedSimulationConfig) -> MixedSimulation:
     """Plan with both planners, list the baselines' candidates, plan every held-out step with
     every candidate and bound it (module docstring)."""
-    budget, limit = config.token_budget, config.max_seq_len
-    planner_steps = sample_batches(documents, budget, config.planner_steps, limit, config.seed)
-    steps = sample_batches(documents, budget, config.steps, limit, config.seed + 1)
+    planner = config.planner
+    budget, limit = planner.token_budget, planner.max_seq_len
+    planner_steps = sample_batches(documents, budget, planner.steps, limit, planner.seed)
+    steps = sample_batches(documents, budget, config.steps, limit, planner.seed + 1)
     started = time.perf_counter()
-    options = mixed_options(spaces, OptionsConfig(limit, config.cps, config.budgets, config.targets))
-    search = MixedSearchConfig(limit, config.evaluations)
-    segregated = plan_mixed_ranges(spaces, [o for o in options if not o.cross], planner_steps, search,
-                                   config.ranges)
-    flashflex = _replicated(spaces, [o for o in options if o.cross], budget, limit)
-    planned = plan_mixed_ranges(spaces, options, planner_steps, search, config.ranges,
-                                starts=(*(p.strategy for p in segregated),
-                                        *(p.strategies[0].strategy for p in flashflex)))
+    options = mixed_options(spaces, planner.options)
+    plans = plan_cluster(spaces, planner_steps, options, planner)
     planning_ms = (time.perf_counter() - started) * 1e3
     fastest = fastest_group(spaces, limit // 8)
+    on_fastest = [o for o in options if not o.cross and o.usage[spaces.cluster.names.index(fastest)] > 0]
     candidates = {
-        MixedContender.PLANNER: [mixed_proposal(spaces, [p.strategy for p in planned], budget, limit)],
-        MixedContender.SEGREGATED: [mixed_proposal(spaces, [p.strategy for p in segregated], budget, limit)],
-        MixedContender.FLASHFLEX: flashflex,
-        MixedContender.HOMOGENEOUS_FASTEST: _replicated(
-            spaces, [o for o in options if not o.cross and o.usage[spaces.cluster.names.index(fastest)] > 0],
-            budget, limit),
+        MixedContender.PLANNER: [[p.strategy for p in plans.mixed]],
+        MixedContender.SEGREGATED: [[p.strategy for p in plans.segregated]],
+        MixedContender.FLASHFLEX: [[s] for s in plans.replicas],
+        MixedContender.HOMOGENEOUS_FASTEST: [[s] for s in replicas(spaces, on_fastest, limit)],
     }
-    results = tuple(_best(contender, proposals, steps) for contender, proposals in candidates.items() if proposals)
+    results = tuple(_best(contender, [mixed_proposal(spaces, c, budget, limit) for c in strategies], steps)
+                    for contender, strategies in candidates.items() if strategies)
     coefficients = layer_work_coefficients(spaces)
     holders = [staged_cost(spaces, o.scheme) for o in options]
     devices = [g.devices for g in spaces.cluster.groups]
@@ -158,19 +142,6 @@ def fastest_group(spaces: ClusterSpaces, tokens: int) -> str:
     """The group whose cheapest layer takes the fewest device-ms for a sequence of ``tokens``."""
     costs = [min(a * tokens * tokens + b * tokens for a, b in group) for group in layer_work_coefficients(spaces)]
     return spaces.cluster.names[int(np.argmin(costs))]
-
-
-def _replicated(spaces: ClusterSpaces, options: Sequence[MixedOption], budget: int, limit: int) -> list[Proposal]:
-    """Per option holding ``limit``: as many copies as every group it uses takes."""
-    devices = [g.devices for g in spaces.cluster.groups]
-    proposals = []
-    for option in options:
-        if option.max_seq_len < limit:
-            continue
-        count = min(have // used for have, used in zip(devices, option.usage) if used > 0)
-        counts = [count if o is option else 0 for o in options]
-        proposals.append(mixed_proposal(spaces, [strategy_of(options, counts)], budget, limit))
-    return proposals
 
 
 def _best(contender: MixedContender, proposals: Sequence[Proposal], steps: Sequence[np.ndarray]) -> ContenderResult:

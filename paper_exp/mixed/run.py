@@ -75,8 +75,8 @@ def write_table(document: dict) -> None:
         csv.writer(handle).writerows([headers, *([r[0], r[1].replace("\\|", "|"), *r[2:]] for r in rows)])
     config = document["config"]
     lines = [
-        f"# Mixed cluster: 16 A100-80G + 16 H100, LLaMA-13B, {config['token_budget']} tokens per step, "
-        f"{config['max_seq_len']} maximum, {config['steps']} held-out steps",
+        f"# Mixed cluster: 16 A100-80G + 16 H100, LLaMA-13B, {config['planner']['token_budget']} tokens per step, "
+        f"{config['planner']['max_seq_len']} maximum, {config['steps']} held-out steps",
         "",
         "Predicted by the cost model (design §18; analytic scheme spaces of both device types). Lower bound per "
         "step = max(work over the cluster's aggregate speed, longest sequence on its fastest pipeline) "

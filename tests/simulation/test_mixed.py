@@ -14,6 +14,7 @@ from hydraulis.planner.mixed import (
     strategy_of,
 )
 from hydraulis.planner.mixed_options import OptionsConfig, mixed_options
+from hydraulis.planner.mixed_propose import MixedPlannerConfig, propose_mixed
 from hydraulis.simulation.mixed import MixedContender, MixedSimulationConfig, simulate_mixed
 from hydraulis.workload import sample_batches
 from tests.conftest import mixed_cluster_spaces
@@ -23,8 +24,8 @@ LENGTHS = "examples/data/longtail.txt"
 
 @pytest.fixture(scope="module")
 def simulation():
-    config = MixedSimulationConfig(200_000, 32_768, steps=3, planner_steps=3, evaluations=40, cps=(2, 4),
-                                   budgets=(8,), targets=(1.0,))
+    config = MixedSimulationConfig(MixedPlannerConfig(200_000, 32_768, steps=3, evaluations=40, cps=(2, 4),
+                                                      budgets=(8,), targets=(1.0,)), steps=3)
     return simulate_mixed(mixed_cluster_spaces(), read_lengths(LENGTHS), config)
 
 
@@ -63,3 +64,12 @@ def test_ranges_give_a_strategy_per_serving_range():
     assert all(p.strategy.max_seq_len >= 16_384 for p in plans)
     proposal = mixed_proposal(spaces, [p.strategy for p in plans], 200_000, 32_768)
     assert [s.serves_to for s in proposal.strategies][0] == 32_768
+
+
+def test_propose_mixed_makes_a_proposal_dispatch_can_run():
+    config = MixedPlannerConfig(200_000, 32_768, steps=3, evaluations=30, cps=(4,), budgets=(8,), targets=(1.0,),
+                                ranges=(1.0,))
+    proposal = propose_mixed(mixed_cluster_spaces(), read_lengths(LENGTHS), config)
+    assert proposal.devices == 32 and proposal.strategies[0].strategy.max_seq_len >= 32_768
+    assert all(stage.group in ("a100", "h100") for group in proposal.strategies[0].strategy.pipelines
+               for stage in group.scheme.stages)
