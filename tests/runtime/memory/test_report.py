@@ -40,5 +40,5 @@ def test_ranks_equal_the_accounting_and_the_cost_model_predicts_them(name, spec,
 
 def test_worked_example_of_the_states_docstring():
     model = model_preset("llama-7b")
-    assert layer_elements(model, Scheme(1, 8, 1)) == 25_305_088
+    assert layer_elements(model, Scheme(1, 8, 1), 0) == 25_305_088
     assert held_elements(model, PipelineLayout(Scheme(1, 8, 1), (32,)), 0, 3) == 842_534_912
