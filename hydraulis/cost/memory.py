@@ -200,13 +200,14 @@ def _embedding_matrices(pp: int) -> int:
 def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int, ...], dtype_bytes: int
                       ) -> tuple[float, ...]:
     """Each stage's activation bytes per token relative to those of the most loaded stage of the
-    even split (what a profile's ``m_tok`` describes), by the runtime's accounting."""
+    even split — of a staged scheme, of its own stages — (what a profile's ``m_tok`` describes),
+    by the runtime's accounting."""
 
     def per_stage(split: tuple[int, ...]) -> list[float]:
         return [stage_bytes_per_token(model, scheme, scheme.stage_recompute(stage, layers), stage, dtype_bytes)
                 for stage, layers in enumerate(split)]
 
-    most = max(per_stage(even_split(model.layers, scheme.pp)))
+    most = max(per_stage(scheme.stage_layers(model.layers) if scheme.is_staged else even_split(model.layers, scheme.pp)))
     return tuple(value / most for value in per_stage(stage_layers))
 
 

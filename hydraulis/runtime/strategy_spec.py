@@ -33,7 +33,8 @@ not combined with per-stage tp. A ``@GROUP`` names the cluster's device group of
 A parsed SPEC becomes a :class:`~hydraulis.runtime.layout.StrategyLayout` with
 :func:`strategy_layout`, which also attaches each scheme's time coefficients (for predicted
 times) — from a scheme space when one is given, else from the analytic model of the ``cpu``
-device preset (:mod:`hydraulis.profiler.analytic`).
+device preset (:mod:`hydraulis.profiler.analytic`); a staged scheme's from the segments of each
+stage's tp (:mod:`hydraulis.runtime.staged_profile`).
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ from dataclasses import dataclass, replace
 
 from hydraulis.errors import HydraulisError, require
 from hydraulis.presets import device_preset
-from hydraulis.profiler.analytic import analytic_profile
 from hydraulis.runtime.layout import PipelineLayout, StrategyLayout, even_split
+from hydraulis.runtime.staged_profile import analytic_profile_of, space_profile_of
 from hydraulis.stages import parse_stages
 from hydraulis.types import (
     Cluster,
@@ -161,11 +162,12 @@ def parse_strategy(text: str, model: ModelSpec, times: TimeSource, max_seq_len: 
 
 
 def scheme_times(model: ModelSpec, devices: int, space: SchemeSpace | None = None) -> TimeSource:
-    """Time coefficients per scheme: the space's profile, or the analytic ``cpu`` model."""
+    """Time coefficients per scheme: the space's profile, or the analytic ``cpu`` model; a staged
+    scheme's composed stage by stage (:mod:`hydraulis.runtime.staged_profile`)."""
     if space is not None:
         require(space.model.matches(model), "space.model", space.model.name,
                 f"differs from the trained model {model.name} (the times are the space's model's)")
-        return lambda scheme: space.profile(scheme).time
+        return lambda scheme: space_profile_of(space, scheme).time
     device = device_preset("cpu")
     cluster = Cluster(devices, devices, device.name)
-    return lambda scheme: analytic_profile(model, device, cluster, scheme).time
+    return lambda scheme: analytic_profile_of(model, device, cluster, scheme).time
