@@ -99,8 +99,8 @@ def memory_breakdown(
     )
 
 
-def compute_states(memory: MemoryModel, model: ModelSpec, scheme: Scheme, stage: int, layers: int,
-                   matrices: int) -> float:
+def compute_states(memory: MemoryModel, model: ModelSpec, scheme: Scheme, layers: int, matrices: int,
+                   stage: int = 0) -> float:
     """``(L_σ·B_layer·ρ + n_σ·B_emb/tp_σ)·(1 − α)``: weights and gradients of a device of ``stage``
     of ``scheme`` holding ``layers`` layers and ``matrices`` embedding matrices."""
     share = layer_elements(model, scheme, stage) / model.params_per_layer
@@ -112,9 +112,8 @@ def _most_loaded_states(memory: MemoryModel, model: ModelSpec, scheme: Scheme) -
     """:func:`compute_states` of the module docstring's most loaded device; of a staged scheme, the
     largest of its stages' (each with its own tp and layers)."""
     if not scheme.is_staged:
-        return compute_states(memory, model, scheme, 0, math.ceil(model.layers / scheme.pp),
-                              _embedding_matrices(scheme.pp))
-    return max(compute_states(memory, model, scheme, stage, s.layers, (stage == 0) + (stage == scheme.pp - 1))
+        return compute_states(memory, model, scheme, math.ceil(model.layers / scheme.pp), _embedding_matrices(scheme.pp))
+    return max(compute_states(memory, model, scheme, s.layers, (stage == 0) + (stage == scheme.pp - 1), stage)
                for stage, s in enumerate(scheme.stages))
 
 
@@ -164,8 +163,8 @@ def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int 
     if running is None:
         return DeviceMemory(0.0, optimizer, 0.0)
     scheme, stage, pp = running.scheme, running.stage, running.scheme.pp
-    compute = compute_states(space.memory, model, scheme, stage, running.stage_layers[stage],
-                             (stage == 0) + (stage == pp - 1))
+    compute = compute_states(space.memory, model, scheme, running.stage_layers[stage], (stage == 0) + (stage == pp - 1),
+                             stage)
     share = _activation_share(model, scheme, running.stage_layers, _dtype_bytes(space.memory, model))[stage]
     return DeviceMemory(compute, optimizer, space.profile(scheme).activation_bytes_per_token * tokens * share)
 

@@ -31,6 +31,11 @@ def even_split(layers: int, pp: int) -> tuple[int, ...]:
     return tuple(base + (stage < extra) for stage in range(pp))
 
 
+def default_split(scheme: Scheme, layers: int) -> tuple[int, ...]:
+    """A staged scheme's own layer counts, else the :func:`even_split`."""
+    return scheme.stage_layers(layers) if scheme.is_staged else even_split(layers, scheme.pp)
+
+
 @dataclass(frozen=True)
 class PipelineLayout:
     """One pipeline: its scheme and the number of decoder layers on each of its stages."""
@@ -114,8 +119,9 @@ class StrategyLayout:
 
 
 def even_layout(strategy: Strategy, model: ModelSpec) -> StrategyLayout:
-    """``strategy`` with every pipeline split evenly (a proposal's strategies)."""
-    layout = StrategyLayout(strategy, tuple(PipelineLayout(g.scheme, even_split(model.layers, g.scheme.pp))
+    """``strategy`` with every pipeline split evenly, a staged one by its stages (a proposal's
+    strategies, :func:`default_split`)."""
+    layout = StrategyLayout(strategy, tuple(PipelineLayout(g.scheme, default_split(g.scheme, model.layers))
                                             for g in strategy.expanded()))
     layout.check(model)
     return layout

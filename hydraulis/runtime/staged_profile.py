@@ -13,7 +13,7 @@ a scheme space's (``hydraulis profile --variants all``), or the analytic model's
 E.g. ``1|2:3>1:1`` on tiny: stage 0 is 3 layers and the embedding at tp 2, stage 1 one layer and
 the head at tp 1. Every stage is judged with the one set of segments given (one device kind:
 the runtime's predicted times, ``hydraulis memory``); stages on the different device groups of
-a mixed cluster take their group's segments in the planner's cluster cost model (design §18.2).
+a mixed cluster take their group's segments in the planner's cluster cost model (design §18).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 
 from hydraulis.errors import HydraulisError, require
 from hydraulis.presets import device_preset
-from hydraulis.runtime.layout import PipelineLayout, StrategyLayout, even_split
+from hydraulis.runtime.layout import PipelineLayout, StrategyLayout, default_split
 from hydraulis.runtime.staged_profile import analytic_profile_of, space_profile_of
 from hydraulis.stages import parse_stages
 from hydraulis.types import (
@@ -138,16 +138,11 @@ def strategy_layout(groups: tuple[SpecGroup, ...], model: ModelSpec, times: Time
     for index, group in enumerate(groups):
         model.check_scheme(group.scheme, f"groups[{index}]")
     strategy = Strategy(tuple(PipelineGroup(g.scheme, g.count, max_seq_len, times(g.scheme)) for g in groups))
-    pipelines = tuple(PipelineLayout(g.scheme, g.stage_layers or _split(g.scheme, model))
+    pipelines = tuple(PipelineLayout(g.scheme, g.stage_layers or default_split(g.scheme, model.layers))
                       for g in groups for _ in range(g.count))
     layout = StrategyLayout(strategy, pipelines)
     layout.check(model)
     return layout
-
-
-def _split(scheme: Scheme, model: ModelSpec) -> tuple[int, ...]:
-    """A staged scheme's own layer counts, else the even split."""
-    return scheme.stage_layers(model.layers) if scheme.is_staged else even_split(model.layers, scheme.pp)
 
 
 def parse_strategy(text: str, model: ModelSpec, times: TimeSource, max_seq_len: int,
