@@ -49,6 +49,17 @@ def test_table_has_one_row_per_class_and_idle_ranks(capsys):
     assert lines[-1].startswith("max_total_bytes=")
 
 
+def test_stages_of_a_staged_strategy_have_their_own_tp_and_layers(capsys):
+    code, out, _ = run(capsys, "--model", "llama-7b", "--strategy", "1|4:20>2:12+1,2,1", "--devices", "8",
+                       "--tokens", "4096", "--format", "json")
+    assert code == 0
+    ranks = json.loads(out)["ranks"]
+    assert [(r["pipeline"], r["stage"]) for r in ranks] == [(0, 0)] * 4 + [(0, 1)] * 2 + [(1, 0)] * 2
+    assert ranks[0]["weights_bytes"] < ranks[4]["weights_bytes"]
+    for r in ranks:
+        assert abs(r["total_bytes"] - r["predicted_bytes"]) <= 0.02 * r["predicted_bytes"]
+
+
 @pytest.mark.parametrize("args, field", [
     (("--model", "llama-7b", "--strategy", "1,8,1x9", "--devices", "64"), "strategy: '1,8,1x9'"),
     (("--model", "llama-8b", "--strategy", "1,8,1", "--devices", "8"), "model: 'llama-8b'"),
@@ -56,6 +67,10 @@ def test_table_has_one_row_per_class_and_idle_ranks(capsys):
      "optimizer_layout: '3,1,1'"),
     (("--model", "llama-7b", "--strategy", "1,3,1", "--devices", "8"), "strategy '1,3,1'"),
     (("--model", "llama-7b", "--strategy", "1,8,1", "--devices", "8", "--tokens", "0"), "argument --tokens: '0' must be between 1 and"),
+    (("--model", "llama-7b", "--strategy", "1|4:20>2:10", "--devices", "8"), "strategy '1|4:20>2:10'"),
+    (("--model", "llama-7b", "--strategy", "1|4:20>3:12", "--devices", "8"), "strategy '1|4:20>3:12'"),
+    (("--model", "llama-7b", "--strategy", "1|4:20>2:12[sp]", "--devices", "8"), "strategy[0].sp"),
+    (("--model", "llama-7b", "--strategy", "1|4:20>4:12x2", "--devices", "8"), "strategy: '1|4:20>4:12x2'"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, args, field):
     code, out, err = run(capsys, *args)

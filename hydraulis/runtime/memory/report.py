@@ -37,7 +37,7 @@ from hydraulis import __version__
 from hydraulis.cost.memory import DeviceMemory, StagePlace, device_memory, scheme_capacities
 from hydraulis.errors import require, require_int
 from hydraulis.presets import device_preset
-from hydraulis.profiler.analytic import analytic_memory_model, analytic_profile
+from hydraulis.profiler.analytic import analytic_memory_model
 from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
 from hydraulis.runtime.layout import PipelineLayout, StrategyLayout
 from hydraulis.runtime.launch import DTYPES
@@ -49,6 +49,7 @@ from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 from hydraulis.runtime.optimizer.routes import route_plan
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap, RankPlace
+from hydraulis.runtime.staged_profile import analytic_profile_of
 from hydraulis.runtime.strategy_spec import parse_strategy
 from hydraulis.types import Cluster, ModelSpec, OptimizerLayout, Provenance, Scheme, SchemeSpace, SpaceSource, TimeCoefficients
 
@@ -191,7 +192,7 @@ def gradient_buffers(params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
 
 def _stage_model(model: ModelSpec, pipeline: PipelineLayout, place: RankPlace, dtype: torch.dtype) -> StageModel:
     scheme = pipeline.scheme
-    return StageModel(model, pipeline, place.stage, ParallelGroup(None, scheme.tp, place.tp_rank),
+    return StageModel(model, pipeline, place.stage, ParallelGroup(None, scheme.stage_tp(place.stage), place.tp_rank),
                       ParallelGroup(None, scheme.cp, place.cp_rank), dtype, META)
 
 
@@ -209,7 +210,7 @@ def _analytic_space(config: MemoryConfig, strategy: StrategyLayout) -> SchemeSpa
     cluster = Cluster(config.devices, config.devices_per_node, device.name)
     schemes = tuple(dict.fromkeys(p.scheme for p in strategy.pipelines))
     return SchemeSpace(model=config.model, cluster=cluster, memory=analytic_memory_model(config.model, device),
-                       profiles=tuple(analytic_profile(config.model, device, cluster, s) for s in schemes),
+                       profiles=tuple(analytic_profile_of(config.model, device, cluster, s) for s in schemes),
                        provenance=Provenance(SpaceSource.ANALYTIC, device.name, "", __version__))
 
 

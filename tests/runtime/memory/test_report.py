@@ -15,7 +15,8 @@ from hydraulis.runtime.strategy_spec import parse_strategy, scheme_times
 from hydraulis.types import OptimizerLayout, Scheme
 
 STRATEGIES = ["1,1,1x8", "1,4,1+1,2,2", "2,2,2", "1,4,1[sp]x2", "1,2,2[recompute=full]+1,4,1[sp,recompute=selective]"]
-CASES = [(name, spec) for name in model_names() for spec in STRATEGIES] + [("tiny", "1,4,2:3/1")]
+STAGED = [("tiny", "1|2:3>1:1+1|1:1>4:3[recompute=full:1]"), ("llama-7b", "1|4:20>2:12+1,2,1"), ("tiny", "2|2:2>1:2")]
+CASES = [(name, spec) for name in model_names() for spec in STRATEGIES] + [("tiny", "1,4,2:3/1")] + STAGED
 LAYOUTS = [None, OptimizerLayout(2, 2, 2)]
 
 
@@ -38,7 +39,16 @@ def test_ranks_equal_the_accounting_and_the_cost_model_predicts_them(name, spec,
         assert rank.total_bytes == pytest.approx(rank.predicted.total, rel=0.1)
 
 
+@pytest.mark.parametrize("name, spec", STAGED)
+def test_stages_of_their_own_tp_are_predicted_as_the_meter_counts_them(name, spec):
+    report = memory_report(MemoryConfig(model_preset(name), spec, 8, "h100-80g", 8, tokens=4096))
+    staged = [rank for rank in report.ranks if rank.stage is not None]
+    assert len({rank.weights_bytes for rank in staged}) > 1
+    for rank in staged:
+        assert rank.activation_bytes == pytest.approx(rank.predicted.activations, rel=1e-9)
+
+
 def test_worked_example_of_the_states_docstring():
     model = model_preset("llama-7b")
-    assert layer_elements(model, Scheme(1, 8, 1)) == 25_305_088
+    assert layer_elements(model, Scheme(1, 8, 1), 0) == 25_305_088
     assert held_elements(model, PipelineLayout(Scheme(1, 8, 1), (32,)), 0, 3) == 842_534_912
