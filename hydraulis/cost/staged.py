@@ -118,24 +118,34 @@ def staged_cost(spaces: ClusterSpaces, scheme: Scheme, layout: OptimizerLayout |
     if not scheme.is_staged:
         scheme = uniform_staged(scheme, cluster.groups[0].name, model.layers)
     model.check_scheme(scheme)
-    groups = [cluster.group(s.group).name for s in scheme.stages]
-    _check_devices(spaces, scheme, groups)
-    layout = layout or OptimizerLayout(cluster.devices, 1, 1)
-    pp = scheme.pp
-    times, memory = [], []
-    for sigma, (stage, group) in enumerate(zip(scheme.stages, groups)):
-        space = spaces.space(group)
-        in_group = scheme.cp * sum(s.tp for s, g in zip(scheme.stages, groups) if g == group)
-        block = stage_block(stage_segments(space, scheme.cp, stage.tp), scheme, sigma, stage.layers,
-                            in_group > space.cluster.devices_per_node)
-        hand_off = sum(_hand_off_b(spaces, scheme, sigma, other, groups)
-                       for other in (sigma - 1, sigma + 1) if 0 <= other < pp and groups[other] != group)
-        t = block.time
-        times.append(TimeCoefficients(t.a, t.b + hand_off, t.c))
-        memory.append(_stage_memory(space, scheme, sigma, stage, group, block, layout))
+    stages = resolved_stages(spaces, scheme.stages)
+    _check_devices(spaces, scheme.cp, stages)
+    parts = [stage_cost(spaces, scheme.cp, stages, sigma, layout) for sigma in range(len(stages))]
     pipeline_model = PipelineModel(spaces.spaces[0].pipeline_model.forward_fraction,
-                                   max(spaces.space(g).pipeline_model.p2p_ms for g in groups))
-    return StagedCost(scheme, tuple(times), tuple(memory), pipeline_model)
+                                   max(spaces.space(s.group).pipeline_model.p2p_ms for s in stages))
+    return StagedCost(scheme, tuple(t for t, _ in parts), tuple(m for _, m in parts), pipeline_model)
+
+
+def resolved_stages(spaces: ClusterSpaces, stages: Sequence[Stage]) -> tuple[Stage, ...]:
+    """``stages`` with every group named (a stage without one runs on the first group)."""
+    return tuple(Stage(s.tp, s.layers, spaces.cluster.group(s.group).name) for s in stages)
+
+
+def stage_cost(spaces: ClusterSpaces, cp: int, stages: Sequence[Stage], sigma: int,
+               layout: OptimizerLayout | None = None) -> tuple[TimeCoefficients, StageMemory]:
+    """Time and memory of stage ``sigma`` of a pipeline of ``stages`` (groups resolved) with
+    ``cp``: they depend on its own tp, layers and group, its position, its neighbours' tp and
+    groups and the devices the pipeline takes of its group — not on the other stages' layers."""
+    stage, pp = stages[sigma], len(stages)
+    space = spaces.space(stage.group)
+    in_group = cp * sum(s.tp for s in stages if s.group == stage.group)
+    shape = Scheme(cp, stage.tp, pp)
+    block = stage_block(stage_segments(space, cp, stage.tp), shape, sigma, stage.layers,
+                        in_group > space.cluster.devices_per_node)
+    hand_off = sum(_hand_off_b(spaces, cp, stage, stages[other])
+                   for other in (sigma - 1, sigma + 1) if 0 <= other < pp and stages[other].group != stage.group)
+    time = TimeCoefficients(block.time.a, block.time.b + hand_off, block.time.c)
+    return time, _stage_memory(space, shape, sigma, stage, block, layout or OptimizerLayout(spaces.cluster.devices, 1, 1))
 
 
 def staged_time_coefficients(spaces: ClusterSpaces, scheme: Scheme) -> TimeCoefficients:
@@ -168,47 +178,39 @@ def stage_segments(space: SchemeSpace, cp: int, tp: int) -> Segments:
     return Segments(cp, tp, False, layer, layer, layer)
 
 
-def staged_reduce_ms(spaces: ClusterSpaces, schemes: Sequence[Scheme]) -> float:
-    """The gradient reduction of pipelines ``schemes`` into ZeRO-1 over all devices: the most
-    loaded device moves ``4·P·max_σ L_σ/(L·tp_σ)`` bytes over the slowest link of the cluster
-    (design §4.3 with a stage's own share of the parameters)."""
-    gbps = min([s.reduce_gbps for s in spaces.spaces if s.reduce_gbps > 0]
+def cluster_reduce_gbps(spaces: ClusterSpaces) -> float:
+    """The gradient reduction's bandwidth on a mixed cluster: the slowest of the groups' own
+    reduction bandwidths and the links between groups (0 when none is known)."""
+    return min([s.reduce_gbps for s in spaces.spaces if s.reduce_gbps > 0]
                + [link.gbps for link in spaces.cluster.links], default=0.0)
-    if gbps <= 0 or len(schemes) == 1:
-        return 0.0
-    model = spaces.model
-    share = max(max(layers / (model.layers * scheme.stage_tp(sigma))
-                    for sigma, layers in enumerate(scheme.stage_layers(model.layers))) for scheme in schemes)
-    return 4.0 * model.params * share / (gbps * 1e6)
 
 
-def group_devices(scheme: Scheme, groups: Sequence[str]) -> dict[str, int]:
-    """Devices of each group one pipeline of ``scheme`` uses (``groups``: the stages' groups)."""
+def group_devices(cp: int, stages: Sequence[Stage]) -> dict[str, int]:
+    """Devices of each group one pipeline of ``stages`` (groups resolved) and ``cp`` uses."""
     used: dict[str, int] = {}
-    for stage, group in zip(scheme.stages, groups):
-        used[group] = used.get(group, 0) + scheme.cp * stage.tp
+    for stage in stages:
+        used[stage.group] = used.get(stage.group, 0) + cp * stage.tp
     return used
 
 
-def _check_devices(spaces: ClusterSpaces, scheme: Scheme, groups: Sequence[str]) -> None:
-    for group, used in group_devices(scheme, groups).items():
+def _check_devices(spaces: ClusterSpaces, cp: int, stages: Sequence[Stage]) -> None:
+    for group, used in group_devices(cp, stages).items():
         have = spaces.cluster.group(group).devices
-        require(used <= have, "scheme", stages_text(scheme.cp, scheme.stages),
+        require(used <= have, "scheme", stages_text(cp, tuple(stages)),
                 f"needs {used} devices of group {group}, which has {have}")
 
 
-def _hand_off_b(spaces: ClusterSpaces, scheme: Scheme, sigma: int, other: int, groups: Sequence[str]) -> float:
-    narrow = scheme.cp * min(scheme.stage_tp(sigma), scheme.stage_tp(other))
-    gbps = spaces.cluster.link_gbps(groups[sigma], groups[other])
-    return HAND_OFF_BYTES_PER_HIDDEN * spaces.model.hidden / (narrow * gbps * 1e6)
+def _hand_off_b(spaces: ClusterSpaces, cp: int, stage: Stage, other: Stage) -> float:
+    gbps = spaces.cluster.link_gbps(stage.group, other.group)
+    return HAND_OFF_BYTES_PER_HIDDEN * spaces.model.hidden / (cp * min(stage.tp, other.tp) * gbps * 1e6)
 
 
-def _stage_memory(space: SchemeSpace, scheme: Scheme, sigma: int, stage: Stage, group: str, block: Block,
+def _stage_memory(space: SchemeSpace, scheme: Scheme, sigma: int, stage: Stage, block: Block,
                   layout: OptimizerLayout) -> StageMemory:
     model, memory = space.model, space.memory
     matrices = (sigma == 0) + (sigma == scheme.pp - 1)
     compute = compute_states(memory, model, Scheme(scheme.cp, stage.tp, scheme.pp), stage.layers, matrices)
     optimizer = optimizer_states(memory, layout, math.ceil(model.layers / layout.pp), 2 if layout.pp == 1 else 1)
     overhead = max(p.overhead_bytes for p in space.profiles)
-    return StageMemory(group, float(memory.device_memory_bytes), float(memory.safety_margin_bytes + overhead),
+    return StageMemory(stage.group, float(memory.device_memory_bytes), float(memory.safety_margin_bytes + overhead),
                        compute + optimizer, stage_bytes_per_token(block, scheme.pp - sigma))
