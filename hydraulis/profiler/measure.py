@@ -27,8 +27,12 @@ After the points, a job whose ``reduction`` is set measures it on all its ranks
 
 Noise on a shared machine is fought three ways:
 
-* **enough samples**: the warm-up round also calibrates ``v`` so that a run lasts at least
-  :data:`MIN_RUN_MS`, so short micro-batches give many samples;
+* **enough samples, warm**: the warm-up round also calibrates ``v`` so that a run lasts at
+  least :data:`MIN_RUN_MS` (short micro-batches give many samples) and holds at least
+  :data:`MIN_MICRO_BATCHES` (a run's first micro-batch follows another point's, with colder
+  caches); a stage built anew runs one micro-batch untimed first (a new model's first call
+  is slower still — on the 2-core reference machine, held-out stages of one micro-batch per
+  run, each its stage's first, came out 10–20 % slower than composed);
 * **interleaving**: the points of one scheme's ranks (for a stage measured alone: of one
   ``(cp, tp, sp)``, fit and held-out stages alike) are measured in rounds, each round running
   every point once — stage after stage (in chunks of up to :data:`CHUNK_POINTS` points per
@@ -95,6 +99,9 @@ CHUNK_POINTS = 16
 """Most points of one stage model run in a row within a round (module docstring)."""
 MIN_RUN_MS = 50.0
 """The shortest timed run once calibrated (module docstring)."""
+MIN_MICRO_BATCHES = 2
+"""The fewest micro-batches of a timed run: a run's first follows another point's (colder
+caches), so the minimum needs a second (module docstring)."""
 OUT_OF_MEMORY = (torch.cuda.OutOfMemoryError, MemoryError)
 
 
@@ -177,8 +184,9 @@ def _stage(job: MeasureJob, context: RankContext, rank_map: RankMap, groups: Pro
 def _measure_in_rounds(chunks: list[list[SweepPoint]], build: Callable[[SweepPoint], StageUnderTest | None],
                        context: RankContext, job: MeasureJob, bar: tqdm) -> list[Measurement]:
     """Warm-up and timed rounds, each round running every point of every chunk once (a chunk's
-    stage built anew from the seed each round), all ranks starting each run together; then
-    every rank's timings and memory gathered (module docstring)."""
+    stage built anew from the seed each round and run once untimed, so that no sample holds a
+    new model's first call), all ranks starting each run together; then every rank's timings
+    and memory gathered (module docstring)."""
     rounds, warmup = job.settings.warmup + job.settings.repeats, job.settings.warmup
     cuda = context.device.type == "cuda"
     in_flight = [1 if chunk[0].stage is not None else chunk[0].scheme.pp for chunk in chunks]
@@ -195,6 +203,9 @@ def _measure_in_rounds(chunks: list[list[SweepPoint]], build: Callable[[SweepPoi
                 bar.set_postfix_str(f"round {run + 1}/{rounds} {chunk[0].scheme}{where} depth {chunk[0].depth} "
                                     f"{chunk[0].tokens}-{chunk[-1].tokens} tokens")
                 stage = build(chunk[0])
+                if stage is not None:
+                    _run(stage, _pack(chunk[0], stage, context, job.seed), context, 1,
+                         job.settings.environment.clock, track_memory=False)
                 for i, point in enumerate(chunk):
                     batch = None if stage is None else _pack(point, stage, context, job.seed)
                     dist.barrier()
@@ -230,12 +241,13 @@ def _measure_in_rounds(chunks: list[list[SweepPoint]], build: Callable[[SweepPoi
 
 
 def _calibrated_micro_batches(warmup_ms: list[float], pp: int, context: RankContext) -> np.ndarray:
-    """Micro-batches per run so that the slowest rank's run lasts about :data:`MIN_RUN_MS`
-    (``warmup_ms``: each point's forward + backward per micro-batch in the warm-up run)."""
+    """Micro-batches per run (at least ``pp`` and :data:`MIN_MICRO_BATCHES`) so that the slowest
+    rank's run lasts about :data:`MIN_RUN_MS` (``warmup_ms``: each point's forward + backward
+    per micro-batch in the warm-up run)."""
     mine = torch.tensor(warmup_ms, dtype=torch.float64, device=context.device)
     slowest = context.world.all_reduce(mine, dist.ReduceOp.MAX)
     per_micro_batch = np.maximum(slowest.cpu().numpy(), 1e-3)
-    return np.maximum(pp, np.ceil(MIN_RUN_MS / per_micro_batch)).astype(int)
+    return np.maximum(max(pp, MIN_MICRO_BATCHES), np.ceil(MIN_RUN_MS / per_micro_batch)).astype(int)
 
 
 def _summary(point: SweepPoint, timed: np.ndarray, activation_bytes: float, wall_s: float,
