@@ -6,6 +6,7 @@ import json
 import socket
 import threading
 import time
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -92,3 +93,15 @@ def planning_service() -> str:
     server.should_exit = True
     thread.join()
     listening.close()
+
+
+@lru_cache(maxsize=None)
+def mixed_cluster_spaces(model: str = "llama-13b", example: str = "examples/clusters/a100_h100.json"):
+    """The example mixed cluster with an analytic space per group (design §18)."""
+    from hydraulis.artifacts.cluster import read_cluster
+    from hydraulis.cluster import ClusterSpaces
+    from hydraulis.profiler.cluster import group_scheme_space
+
+    cluster = read_cluster(Path(__file__).parent.parent / example)
+    return ClusterSpaces(cluster, tuple(group_scheme_space(g, model_preset(model), "2026-01-01T00:00:00+00:00", "test")
+                                        for g in cluster.groups))

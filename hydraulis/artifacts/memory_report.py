@@ -8,14 +8,17 @@ Layout (``schema_version`` 1)::
      "device_memory_bytes", "capacity_bytes",
      "ranks": [{"rank", "pipeline", "stage", "weights_bytes", "grad_bytes", "optimizer_bytes",
                 "route_bytes", "activation_bytes", "total_bytes", "predicted_bytes"}],
-     "classes": [[rank, ...]], "max_total_bytes", "max_predicted_bytes"}
+     "classes": [[rank, ...]], "max_total_bytes", "max_predicted_bytes",
+     "groups": [{"name", "device", "ranks", "capacity_bytes", "max_total_bytes", "max_predicted_bytes",
+                 "fits"}]}                                        (with a cluster description only)
 
 ``ranks[r]`` is rank ``r`` (``pipeline`` and ``stage`` null when the strategy leaves it idle),
 ``total_bytes`` the sum of its five parts and ``predicted_bytes`` the cost model's total for it;
 ``tokens[p]`` the micro-batch tokens of pipeline ``p``; ``classes`` the ranks that build the
 same objects (:mod:`hydraulis.runtime.memory.report`), in order of their first rank;
 ``capacity_bytes`` what the device leaves to states and activations (its memory less the
-runtime's fixed overhead and the safety margin, which neither total counts).
+runtime's fixed overhead and the safety margin, which neither total counts); ``groups`` (with
+``--cluster``) the ranks judged on each device group's device and whether the largest fits it.
 
 Worked example: ``hydraulis memory --model llama-7b --strategy 1,8,1x8 --devices 64 --format json``
 has 64 ``ranks``, one class per tp rank (8 ``classes`` of 8 ranks) and ``capacity_bytes`` =
@@ -38,7 +41,7 @@ SCHEMA_VERSION = 1
 
 def memory_report_to_dict(report: MemoryReport) -> dict:
     config = report.config
-    return {
+    document = {
         "schema_version": SCHEMA_VERSION,
         "kind": KIND,
         "model": model_to_dict(config.model),
@@ -55,6 +58,11 @@ def memory_report_to_dict(report: MemoryReport) -> dict:
         "max_total_bytes": report.max_total_bytes,
         "max_predicted_bytes": report.max_predicted_bytes,
     }
+    if report.groups:
+        document["groups"] = [{"name": g.name, "device": g.device, "ranks": list(g.ranks),
+                               "capacity_bytes": g.capacity_bytes, "max_total_bytes": g.max_total_bytes,
+                               "max_predicted_bytes": g.max_predicted_bytes, "fits": g.fits} for g in report.groups]
+    return document
 
 
 def _rank_to_dict(rank: RankMemory) -> dict:

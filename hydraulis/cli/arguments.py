@@ -107,6 +107,7 @@ class FileKind(str, Enum):
     HF_MODEL = "hf_model"
     STEP_PLAN = "step_plan"
     FUSED_PROBLEM = "fused_problem"
+    CLUSTER = "cluster"
 
 
 class InputFile:

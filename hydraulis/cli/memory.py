@@ -6,8 +6,10 @@ import argparse
 
 from hydraulis import limits
 from hydraulis.artifacts.memory_report import memory_report_to_dict
-from hydraulis.cli.arguments import Bounded, optimizer_layout
+from hydraulis.artifacts.cluster import read_cluster
+from hydraulis.cli.arguments import Bounded, FileKind, InputFile, optimizer_layout
 from hydraulis.cli.output import emit, emit_json, table
+from hydraulis.errors import HydraulisError
 from hydraulis.presets import device_names, model_preset
 
 GIB = 2**30
@@ -20,17 +22,24 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "optimizer buffer and route (built on the meta device: nothing allocated, no process group) "
                     "and of the activations of micro-batches of --tokens tokens (the runtime's accounting), "
                     "beside the cost model's prediction for that device. Ranks that build the same objects "
-                    "are computed once; the table shows one row per such class.")
+                    "are computed once; the table shows one row per such class. With --cluster, every rank is "
+                    "judged on its device group's device (a staged stage's @GROUP, else the first group) and "
+                    "each group's largest total is set against that device's capacity.")
     memory.add_argument("--model", required=True, help="model preset, e.g. llama-7b")
     memory.add_argument("--strategy", required=True, metavar="SPEC", help="strategy SPEC, e.g. 1,8,1x8")
-    memory.add_argument("--devices", type=Bounded(limits.DEVICES), required=True, help="devices of the job, e.g. 64")
+    memory.add_argument("--devices", type=Bounded(limits.DEVICES),
+                        help="devices of the job, e.g. 64 (required without --cluster; with it, its devices)")
     memory.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), default=8, help="default 8")
     memory.add_argument("--optimizer-layout", metavar="DP,TP,PP",
                         help="optimizer layout (default: ZeRO-1 over all devices, N,1,1)")
     memory.add_argument("--tokens", type=Bounded(limits.MAX_SEQ_LEN),
                         help="tokens of a micro-batch (default: the longest sequence each scheme holds on the device)")
-    memory.add_argument("--device", default="h100-80g", choices=device_names(),
-                        help="device kind of the prediction and of the default --tokens (default h100-80g)")
+    memory.add_argument("--device", choices=device_names(),
+                        help="device kind of the prediction and of the default --tokens (default h100-80g; with "
+                             "--cluster, the first group's)")
+    memory.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),
+                        help="cluster description JSON (examples/clusters/a100_h100.json): each rank on its "
+                             "device group's device")
     memory.add_argument("--format", choices=("table", "json"), default="table")
     memory.set_defaults(run=_memory)
 
@@ -38,13 +47,21 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _memory(args: argparse.Namespace) -> None:
     from hydraulis.runtime.memory.report import MemoryConfig, memory_report
 
-    config = MemoryConfig(model_preset(args.model), args.strategy, args.devices, args.device, args.devices_per_node,
-                          optimizer_layout(args.optimizer_layout) if args.optimizer_layout else None, args.tokens)
+    cluster = read_cluster(args.cluster) if args.cluster else None
+    if args.devices is None and cluster is None:
+        raise HydraulisError("--devices", None, "is required without --cluster")
+    devices = args.devices if args.devices is not None else cluster.devices
+    device = args.device or (cluster.groups[0].device if cluster else "h100-80g")
+    config = MemoryConfig(model_preset(args.model), args.strategy, devices, device, args.devices_per_node,
+                          optimizer_layout(args.optimizer_layout) if args.optimizer_layout else None, args.tokens,
+                          cluster)
     report = memory_report(config)
     if args.format == "json":
         emit_json(memory_report_to_dict(report))
         return
-    emit(f"{config.model.name} under {config.strategy} on {config.devices} × {config.device}, optimizer layout "
+    where = (", ".join(f"{g.name}: {g.devices} × {g.device}" for g in cluster.groups) if cluster
+             else f"{config.devices} × {config.device}")
+    emit(f"{config.model.name} under {config.strategy} on {where}, optimizer layout "
          f"{config.layout}; micro-batches of {'/'.join(str(t) for t in dict.fromkeys(report.tokens))} tokens; "
          f"{len(report.classes)} rank classes")
     rows = []
@@ -57,6 +74,10 @@ def _memory(args: argparse.Namespace) -> None:
                      first.total_bytes / GIB, p.states / GIB, p.total / GIB])
     emit(table(("ranks", "pipeline", "stage", "weights_GiB", "grad_GiB", "optimizer_GiB", "route_MiB",
                 "activation_GiB", "total_GiB", "predicted_states_GiB", "predicted_GiB"), rows))
+    for group in report.groups:
+        emit(f"group {group.name} ({group.device}, ranks {_ranks(group.ranks)}): largest total "
+             f"{group.max_total_bytes / GIB:.2f} GiB (predicted {group.max_predicted_bytes / GIB:.2f}) of "
+             f"{group.capacity_bytes / GIB:.2f} GiB capacity: {'fits' if group.fits else 'EXCEEDS'}")
     emit(f"max_total_bytes={report.max_total_bytes} max_predicted_bytes={report.max_predicted_bytes}")
 
 

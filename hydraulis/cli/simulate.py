@@ -12,6 +12,7 @@ from hydraulis.artifacts.simulation import write_simulation
 from hydraulis.cli.analyze import DEFAULT_CACHE
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import add_variants_argument, command_line, emit, plural, table
+from hydraulis.cli.simulate_cluster import simulate_cluster
 from hydraulis.cli.synthesis_args import add_synthesis_arguments
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise
@@ -42,6 +43,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "(Megatron-LM style) and balanced packing; the best single proposal strategy, static), all on "
                     "the same cost model. Prints a summary and Hydraulis' speed-up over each; writes "
                     "simulation.json, steps.csv, summary.csv, the proposals and plots into the output directory.")
+    parser.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),
+                        help="cluster description JSON of several device types (examples/clusters/a100_h100.json): "
+                             "compare the mixed planner, type-segregated pipelines, FlashFlex-style cross-type "
+                             "pipelines with fixed packing and the best homogeneous strategy on the fastest type "
+                             "(--devices, --strategies, --solver, --variants and synthesis do not apply; default "
+                             "model llama-13b); writes mixed_simulation.json")
+    parser.add_argument("--cluster-evaluations", type=Bounded(limits.SEARCH_EVALUATIONS), default=400,
+                        help="with --cluster: strategies each planner judges (default 400)")
     parser.add_argument("--devices", type=Bounded(limits.DEVICES), default=1024, help="devices N (default 1024)")
     parser.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), help="default: the scheme space's")
     parser.add_argument("--model", choices=model_names(),
@@ -86,6 +95,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _simulate(args: argparse.Namespace) -> None:
+    if args.cluster is not None:
+        simulate_cluster(args)
+        return
     started = time.perf_counter()
     if args.space is not None:
         for flag, value in (("--model", args.model), ("--device", args.device)):

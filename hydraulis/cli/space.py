@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
+from pathlib import Path
 
 from hydraulis import __version__, limits
+
 from hydraulis.artifacts import read_json, read_scheme_space, timestamp, write_scheme_space
+from hydraulis.artifacts.cluster import read_cluster
 from hydraulis.cli.arguments import Bounded, BoundedList, FileKind, InputFile, OutputPath, optimizer_layout
 from hydraulis.cli.output import (
     OPTIONS_HELP,
@@ -20,7 +23,10 @@ from hydraulis.cli.output import (
     table,
 )
 from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
+from hydraulis.cost.memory import memory_breakdown
+from hydraulis.errors import HydraulisError
 from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.profiler.cluster import group_scheme_space
 from hydraulis.profiler.budget import under_budget
 from hydraulis.profiler.compare import compare_spaces
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
@@ -56,8 +62,12 @@ def register(commands: argparse._SubParsersAction) -> None:
                            description="Derive a scheme space from FLOPs, achievable throughput, memory "
                                        "and link bandwidths (see hydraulis.profiler.analytic).")
     ana.add_argument("--model", required=True, choices=model_names(), help="model preset")
-    ana.add_argument("--device", required=True, choices=device_names(), help="device preset")
-    ana.add_argument("--devices", type=Bounded(limits.DEVICES), required=True, help="cluster devices, e.g. 1024")
+    ana.add_argument("--device", choices=device_names(), help="device preset (required without --cluster)")
+    ana.add_argument("--devices", type=Bounded(limits.DEVICES), help="cluster devices, e.g. 1024 (required without "
+                                                                     "--cluster)")
+    ana.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),
+                     help="cluster description JSON (examples/clusters/a100_h100.json): derive one space per device "
+                          "group and write them as OUTPUT/<group>.json (a group's measured space is copied)")
     ana.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), help="default: the device preset's")
     ana.add_argument("--cp", type=BoundedList(limits.PARALLEL_DEGREE), default=(1, 2, 4, 8),
                      help="cp degrees (default 1,2,4,8)")
@@ -71,7 +81,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                           "ends of a stage) from which every variant of every scheme is composed — sequence "
                           "parallelism, recomputation of k layers per stage; none: the plain schemes (and "
                           "--options) only")
-    ana.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
+    ana.add_argument("-o", "--output", required=True, type=OutputPath(),
+                     help="scheme-space JSON to write (with --cluster: a directory)")
     ana.set_defaults(run=_analytic)
 
     show = verbs.add_parser("show", help="one row per scheme with its longest sequence",
@@ -81,7 +92,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                                         "each plain scheme is followed by its variants with sequence parallelism "
                                         "and with selective and full recomputation (JSON keys sp, recompute, "
                                         "recompute_layers).")
-    show.add_argument("space", type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON")
+    show.add_argument("space", nargs="?", type=InputFile(FileKind.SCHEME_SPACE),
+                      help="scheme-space JSON (or --cluster)")
+    show.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),
+                      help="cluster description JSON: list its device groups, links and each group's space")
+    show.add_argument("--spaces", metavar="DIR",
+                      help="with --cluster: the directory space analytic --cluster wrote (default: derive "
+                           "analytic spaces for groups without a measured one)")
+    show.add_argument("--model", choices=model_names(), help="with --cluster and no --spaces: model preset")
     add_variants_argument(show, Variants.ALL, "none: the plain schemes only; all: also their variants")
     show.add_argument("--longest", type=Bounded(limits.MAX_SEQ_LEN), metavar="TOKENS",
                       help="also show each scheme's fastest variant holding a sequence of TOKENS tokens")
@@ -131,6 +149,12 @@ def _import(args: argparse.Namespace) -> None:
 
 
 def _analytic(args: argparse.Namespace) -> None:
+    if args.cluster:
+        _analytic_cluster(args)
+        return
+    for name in ("device", "devices"):
+        if getattr(args, name) is None:
+            raise HydraulisError(name, None, "is required without --cluster")
     device = device_preset(args.device)
     cluster = Cluster(args.devices, args.devices_per_node or device.devices_per_node, device.name)
     space = analytic_scheme_space(model_preset(args.model), device, cluster, args.cp, args.tp, args.pp,
@@ -151,7 +175,54 @@ def _budget(args: argparse.Namespace) -> None:
          f"{args.device_memory} bytes per device ({margin} kept free)")
 
 
+def _analytic_cluster(args: argparse.Namespace) -> None:
+    cluster = read_cluster(args.cluster)
+    model = model_preset(args.model)
+    for group in cluster.groups:
+        space = (read_scheme_space(group.space) if group.space else
+                 group_scheme_space(group, model, timestamp(), __version__, command_line(), args.cp, args.tp, args.pp))
+        if not space.model.matches(model):
+            raise HydraulisError(f"groups.{group.name}.space", group.space, f"is a space of {space.model.name}, "
+                                                                            f"not of {model.name}")
+        path = Path(args.output) / f"{group.name}.json"
+        write_scheme_space(path, space)
+        emit(f"wrote {path}: {plural(len(space.profiles), 'scheme')} of {space.model.name} on {group.devices} × "
+             f"{space.cluster.device} ({'measured' if group.space else 'analytic'})")
+
+
+def _show_cluster(args: argparse.Namespace) -> None:
+    cluster = read_cluster(args.cluster)
+    if args.spaces is None and args.model is None and not all(g.space for g in cluster.groups):
+        raise HydraulisError("model", None, "is required with --cluster unless --spaces or measured spaces are given")
+    rows = []
+    for group in cluster.groups:
+        source = group.space or (str(Path(args.spaces) / f"{group.name}.json") if args.spaces else "")
+        space = (read_scheme_space(source) if source else
+                 group_scheme_space(group, model_preset(args.model), timestamp(), __version__))
+        layout = OptimizerLayout(cluster.devices, 1, 1)
+        longest = max(memory_breakdown(space.memory, space.model, p, layout).max_seq_len for p in space.profiles)
+        rows.append([group.name, group.device, group.nodes, group.devices_per_node, group.devices,
+                     source or "analytic", len(space.profiles), longest])
+    if args.format == "json":
+        emit_json({"groups": [dict(zip(_GROUP_KEYS, row)) for row in rows],
+                   "links": [{"groups": [l.first, l.second], "gbps": l.gbps} for l in cluster.links]})
+        return
+    emit(f"{plural(len(cluster.groups), 'device group')}, {cluster.devices} devices; optimizer layout "
+         f"dp{cluster.devices}·tp1·pp1")
+    emit(table(("group", "device", "nodes", "per node", "devices", "space", "schemes", "longest held"), rows))
+    for link in cluster.links:
+        emit(f"link {link.first} – {link.second}: {link.gbps:g} GB/s")
+
+
+_GROUP_KEYS = ("name", "device", "nodes", "devices_per_node", "devices", "space", "schemes", "max_seq_len")
+
+
 def _show(args: argparse.Namespace) -> None:
+    if args.cluster:
+        _show_cluster(args)
+        return
+    if args.space is None:
+        raise HydraulisError("space", None, "is required without --cluster")
     space = read_scheme_space(args.space)
     layout = (optimizer_layout(args.optimizer_layout) if args.optimizer_layout
               else OptimizerLayout(space.cluster.devices, 1, 1))

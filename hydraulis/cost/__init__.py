@@ -17,6 +17,7 @@ from hydraulis.cost.pipeline import (
     pipeline_time_closed_form,
     pipeline_times_1f1b,
     simulate_1f1b,
+    simulate_1f1b_stages,
 )
 from hydraulis.cost.step import reduce_ms, step_time_ms
 from hydraulis.cost.time import microbatch_time_ms, sequence_time_ms
@@ -38,6 +39,7 @@ __all__ = [
     "scheme_capacities",
     "sequence_time_ms",
     "simulate_1f1b",
+    "simulate_1f1b_stages",
     "step_bound",
     "step_time_ms",
 ]

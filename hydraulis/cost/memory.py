@@ -89,8 +89,7 @@ def memory_breakdown(
     """The terms of the module docstring's formula for ``profile``'s most loaded device under ``layout``."""
     scheme = profile.scheme
     return MemoryBreakdown(
-        compute_states=compute_states(memory, model, scheme, math.ceil(model.layers / scheme.pp),
-                                      _embedding_matrices(scheme.pp)),
+        compute_states=_most_loaded_states(memory, model, scheme),
         optimizer_states=optimizer_states(memory, layout, math.ceil(model.layers / layout.pp),
                                           _embedding_matrices(layout.pp)),
         overhead=float(profile.overhead_bytes),
@@ -100,11 +99,22 @@ def memory_breakdown(
     )
 
 
-def compute_states(memory: MemoryModel, model: ModelSpec, scheme: Scheme, layers: int, matrices: int) -> float:
-    """``(L_σ·B_layer·ρ + n_σ·B_emb/tp)·(1 − α)``: weights and gradients of a device of ``scheme``."""
-    share = layer_elements(model, scheme) / model.params_per_layer
-    return (layers * memory.layer_state_bytes * share + matrices * memory.embedding_state_bytes / scheme.tp) * (
-        1.0 - memory.sharded_state_fraction)
+def compute_states(memory: MemoryModel, model: ModelSpec, scheme: Scheme, layers: int, matrices: int,
+                   stage: int = 0) -> float:
+    """``(L_σ·B_layer·ρ + n_σ·B_emb/tp_σ)·(1 − α)``: weights and gradients of a device of ``stage``
+    of ``scheme`` holding ``layers`` layers and ``matrices`` embedding matrices."""
+    share = layer_elements(model, scheme, stage) / model.params_per_layer
+    return (layers * memory.layer_state_bytes * share
+            + matrices * memory.embedding_state_bytes / scheme.stage_tp(stage)) * (1.0 - memory.sharded_state_fraction)
+
+
+def _most_loaded_states(memory: MemoryModel, model: ModelSpec, scheme: Scheme) -> float:
+    """:func:`compute_states` of the module docstring's most loaded device; of a staged scheme, the
+    largest of its stages' (each with its own tp and layers)."""
+    if not scheme.is_staged:
+        return compute_states(memory, model, scheme, math.ceil(model.layers / scheme.pp), _embedding_matrices(scheme.pp))
+    return max(compute_states(memory, model, scheme, s.layers, (stage == 0) + (stage == scheme.pp - 1), stage)
+               for stage, s in enumerate(scheme.stages))
 
 
 def optimizer_states(memory: MemoryModel, layout: OptimizerLayout, layers: int, matrices: int) -> float:
@@ -153,7 +163,8 @@ def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int 
     if running is None:
         return DeviceMemory(0.0, optimizer, 0.0)
     scheme, stage, pp = running.scheme, running.stage, running.scheme.pp
-    compute = compute_states(space.memory, model, scheme, running.stage_layers[stage], (stage == 0) + (stage == pp - 1))
+    compute = compute_states(space.memory, model, scheme, running.stage_layers[stage], (stage == 0) + (stage == pp - 1),
+                             stage)
     share = _activation_share(model, scheme, running.stage_layers, _dtype_bytes(space.memory, model))[stage]
     return DeviceMemory(compute, optimizer, space.profile(scheme).activation_bytes_per_token * tokens * share)
 
@@ -188,13 +199,14 @@ def _embedding_matrices(pp: int) -> int:
 def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int, ...], dtype_bytes: int
                       ) -> tuple[float, ...]:
     """Each stage's activation bytes per token relative to those of the most loaded stage of the
-    even split (what a profile's ``m_tok`` describes), by the runtime's accounting."""
+    even split — of a staged scheme, of its own stages — (what a profile's ``m_tok`` describes),
+    by the runtime's accounting."""
 
     def per_stage(split: tuple[int, ...]) -> list[float]:
         return [stage_bytes_per_token(model, scheme, scheme.stage_recompute(stage, layers), stage, dtype_bytes)
                 for stage, layers in enumerate(split)]
 
-    most = max(per_stage(even_split(model.layers, scheme.pp)))
+    most = max(per_stage(scheme.stage_layers(model.layers) if scheme.is_staged else even_split(model.layers, scheme.pp)))
     return tuple(value / most for value in per_stage(stage_layers))
 
 

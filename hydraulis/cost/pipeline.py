@@ -28,6 +28,10 @@ schedule takes ``2T + 2ε/3 < 2T + ε``.)
 
 Worked example: ``p = 2``, ``t = (3, 3, 3)`` ms, φ = 1/3: ``T = 1·1 + 9 + 1·2 = 12 = (3 + 1)·3``.
 
+**Stages that differ** (:func:`simulate_1f1b_stages`). In a staged pipeline (design §18)
+micro-batch ``j`` takes ``t_{σ,j}`` on stage ``σ``; the same recurrences with per-stage
+durations give its exact schedule.
+
 **Many schedules at once** (:func:`pipeline_times_1f1b`). The recurrences above form a fixed
 graph for given ``(p, v)``: every operation depends on the one before it on its stage and on one
 operation of a neighbouring stage. Grouping operations by their depth in that graph (about
@@ -85,10 +89,25 @@ def simulate_1f1b(
 ) -> PipelineTimeline:
     """Exact 1F1B schedule of micro-batches with per-stage times ``times`` (execution order)."""
     _check(times, pp)
-    v = len(times)
+    return simulate_1f1b_stages([times] * pp, model, record)
+
+
+def simulate_1f1b_stages(
+    times: Sequence[Sequence[float]], model: PipelineModel = PipelineModel(), record: bool = False
+) -> PipelineTimeline:
+    """Exact 1F1B schedule where micro-batch ``j`` takes ``times[σ][j]`` on stage ``σ``: the
+    stages of a staged pipeline differ in device type, tp and layers (design §18.2), so one
+    micro-batch takes a different time on each. The recurrences of the module docstring with
+    ``f_{σ,j} = φ·t_{σ,j}``, ``b_{σ,j} = (1 − φ)·t_{σ,j}``; equal rows give :func:`simulate_1f1b`."""
+    pp = len(times)
+    require(pp > 0, "stage_times", 0, "must hold one row per stage")
+    v = len(times[0])
+    for row in times:
+        _check(row, pp)
+        require(len(row) == v, "stage_times", len(row), f"must hold {v} micro-batches on every stage")
     phi, d = model.forward_fraction, model.p2p_ms
-    forward = [phi * t for t in times]
-    backward = [(1.0 - phi) * t for t in times]
+    forward = [[phi * t for t in row] for row in times]
+    backward = [[(1.0 - phi) * t for t in row] for row in times]
     orders = [_stage_order(pp, s, v) for s in range(pp)]
     fwd_end = [[0.0] * v for _ in range(pp)]
     bwd_end = [[0.0] * v for _ in range(pp)]
@@ -109,14 +128,14 @@ def simulate_1f1b(
                         break
                     ready = fwd_end[s - 1][j] + d if s > 0 else 0.0
                     start = max(free[s], ready)
-                    end = start + forward[j]
+                    end = start + forward[s][j]
                     fwd_end[s][j], done_f[s][j] = end, True
                 else:
                     if s < pp - 1 and not done_b[s + 1][j]:
                         break
                     ready = bwd_end[s + 1][j] + d if s < pp - 1 else fwd_end[s][j]
                     start = max(free[s], ready)
-                    end = start + backward[j]
+                    end = start + backward[s][j]
                     bwd_end[s][j], done_b[s][j] = end, True
                 free[s] = end
                 cursor[s] += 1

@@ -4,8 +4,7 @@ a strategy that the mean of their range does not want.
 The serving ranges (planner/specialise.py) split the steps by their longest sequence, and each
 range gets the strategy best on *average* over its steps. Steps of one range still differ: in
 how many long sequences they hold, and in which scheme finishes their longest sequence fastest
-(LLaMA-7B, 32 devices: a 32K sequence takes 1,347 ms on (1,16,1), 1,788 ms on (1,8,1); LLaMA-32B,
-1,024 H100s: 775 ms on (8,8,1), 1,078 ms on (4,8,1)). Dispatch (and per-step synthesis, which
+(LLaMA-7B, 32 devices: a 32K sequence takes 1,347 ms on (1,16,1), 1,788 ms on (1,8,1)). Dispatch (and per-step synthesis, which
 mixes the proposal's schemes) picks per step, so the proposal is worth
 
     V(P) = (1/|I|)·Σ_{i∈I} min_{s∈P} J(s, i)

@@ -37,8 +37,8 @@ descent never ends above its start. The range keeps
 judged on all of ``I``, so ``J(n*) ≤ min(J(n_programs), J(n_baseline))``: the search can only
 improve on the programs' answer, and the steps of ``I`` the search did not judge check a
 descent fitted to its subset. (LLaMA-32B analytic, 1,024 H100s, 1.6M tokens: the programs'
-1×(8,8,1) + 7×(4,8,1) + 6×(2,8,1) + 80×(1,8,1) has ``J`` = 1570 ms; the descent from
-32×(4,8,1) ends at 16×(4,8,1) + 64×(1,8,1), 1409 ms.)
+50×(1,8,1) + 9×(2,8,1) + 1×(4,8,1) + 7×(8,8,1) has ``J`` = 1829 ms; the descent from it ends
+at 40×(1,8,1) + 8×(2,8,1) + 9×(8,8,1), 1752 ms.)
 
 Each range keeps the best of candidates that include the baseline, and a merged range keeps
 a strategy no slower than the baseline on it, all judged on the same steps: the proposal's

@@ -14,9 +14,9 @@ The integer programs (planner/program.py) minimise the fluid makespan ``M(n)`` o
 provably, within the bisection's tolerance — but ``M`` is a model of ``J``: it sees the
 *expected* step (how many long sequences a step holds on average, not how that count varies),
 and it spreads work fractionally, so ``argmin M`` can lose to simple strategies under ``J``
-(LLaMA-32B, 1024 devices: ``M`` prefers 1×(8,8,1) + 7×(4,8,1) + 6×(2,8,1) + 80×(1,8,1),
-``J`` = 1570 ms, while 16×(4,8,1) + 64×(1,8,1) has ``J`` = 1409 ms: the steps that hold more
-32K sequences than the eight pipelines that run them in time decide the mean). ``J`` has no
+(LLaMA-32B, 1024 devices: ``M``'s answer 50×(1,8,1) + 9×(2,8,1) + 1×(4,8,1) + 7×(8,8,1) has
+``J`` = 1829 ms, while 40×(1,8,1) + 8×(2,8,1) + 9×(8,8,1) has ``J`` = 1752 ms: the steps that
+hold more 32K sequences than the seven (8,8,1) pipelines run in time decide the mean). ``J`` has no
 closed form but costs milliseconds per step, so the planner searches ``F`` under ``J`` itself,
 from good starts (planner/propose.py: the integer programs' answers, the screened homogeneous
 strategies).
@@ -43,11 +43,13 @@ is memoised per count vector) and none anew past its deadline (the planner's saf
 which normally never fires: the evaluation budget, not the clock, bounds the search); past
 either, a descent only moves to counts already judged.
 
-Worked example (LLaMA-32B analytic on H100s, 1024 devices, 1.6M tokens, ``J`` over 64
-sampled steps, active (1,8,1), (2,8,1), (4,8,1), (8,8,1)): from 32×(4,8,1), ``J`` = 1687 ms,
-the first move (``Δ`` = 512 devices to (1,8,1)) reaches 16×(4,8,1) + 64×(1,8,1), 1408.5 ms; two
-moves at ``Δ`` = 64 end at 14×(4,8,1) + 8×(2,8,1) + 56×(1,8,1), 1405.1 ms, where no move gains
-more than ``ε``; 40 strategies judged.
+Worked example (LLaMA-32B analytic on H100s, 1024 devices, 1.6M tokens, 32K maximum, ``J``
+over the sampled steps; active options (1,8,1), (2,8,1), (4,8,1), (8,8,1) — only (8,8,1) holds
+32K under the runtime's memory accounting, (4,8,1) holds 22,370 tokens — and the recomputing
+(1,4,4), (1,4,8), (1,8,4)): from the programs' 50×(1,8,1) + 9×(2,8,1) + 1×(4,8,1) + 7×(8,8,1),
+``J`` = 1828.9 ms, five moves end at 40×(1,8,1) + 8×(2,8,1) + 9×(8,8,1), 1751.5 ms, having
+judged the whole budget of 120 neighbours; the descent from the homogeneous 16×(8,8,1), 2428.5 ms,
+finds no move within the spent budget (``benchmarks/proposal_time.py`` prints the proposal).
 """
 
 from __future__ import annotations

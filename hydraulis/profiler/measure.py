@@ -177,7 +177,7 @@ def _stage(job: MeasureJob, context: RankContext, rank_map: RankMap, groups: Pro
                 parameter.normal_(0.0, INIT_STD)
     if alone:
         return StageUnderTest(stage_model, None, place, scheme, groups.cp, 1, 0)
-    link = StageLink(rank_map.neighbour(place, -1), rank_map.neighbour(place, 1), context.device, context.dtype)
+    link = StageLink(rank_map.hand_off(place), context.device, context.dtype)
     return StageUnderTest(stage_model, link, place, scheme, groups.cp, scheme.pp, place.stage)
 
 

@@ -4,7 +4,9 @@ A pipeline of scheme ``(cp, tp, pp)`` cuts the decoder's ``L`` layers into ``pp`
 ranges, one per stage; stage 0 also holds the token embedding, the last stage the final norm
 and the output head. The split is even by default (:func:`even_split`: the first ``L mod pp``
 stages take one layer more, e.g. ``L = 4, pp = 3`` → ``(2, 1, 1)``) or given explicitly, e.g.
-``(3, 1)`` to lighten the last stage, which also carries the head.
+``(3, 1)`` to lighten the last stage, which also carries the head. A staged scheme
+(:mod:`hydraulis.stages`, design §18) carries its split in its stages: ``1|2:3>1:1`` is the
+layout ``(3, 1)`` whose stage 0 runs on 2 tp ranks and stage 1 on one.
 
 :class:`StrategyLayout` is a strategy as the runtime runs it: the planner's
 :class:`~hydraulis.types.Strategy` (schemes, counts, time coefficients) plus one
@@ -17,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hydraulis.errors import require, require_int
+from hydraulis.stages import stages_text
 from hydraulis.types import ModelSpec, Scheme, Strategy
 
 
@@ -26,6 +29,11 @@ def even_split(layers: int, pp: int) -> tuple[int, ...]:
     require(layers >= pp, "pp", pp, f"exceeds the {layers} layers")
     base, extra = divmod(layers, pp)
     return tuple(base + (stage < extra) for stage in range(pp))
+
+
+def default_split(scheme: Scheme, layers: int) -> tuple[int, ...]:
+    """A staged scheme's own layer counts, else the :func:`even_split`."""
+    return scheme.stage_layers(layers) if scheme.is_staged else even_split(layers, scheme.pp)
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,9 @@ class PipelineLayout:
         for stage, count in enumerate(self.stage_layers):
             require_int(count, f"stage_layers[{stage}]", minimum=1)
             self.scheme.full_layers(stage, count)
+        if self.scheme.is_staged:
+            require(self.stage_layers == self.scheme.stage_layers(self.layers), "stage_layers", self.stage_layers,
+                    f"must be the staged scheme's own {self.scheme.stage_layers(self.layers)}")
 
     @property
     def layers(self) -> int:
@@ -55,10 +66,14 @@ class PipelineLayout:
         return self.stage_layers == even_split(self.layers, self.scheme.pp)
 
     def spec(self) -> str:
-        """``cp,tp,pp`` with ``:l1/l2/…`` when the split is not the even one, then the scheme's
-        options in brackets, e.g. ``1,1,2:3/1[recompute=full]``."""
-        text = f"{self.scheme.cp},{self.scheme.tp},{self.scheme.pp}"
-        split = "" if self.is_even() else ":" + "/".join(str(n) for n in self.stage_layers)
+        """``cp,tp,pp`` with ``:l1/l2/…`` when the split is not the even one (a staged scheme:
+        ``cp|tp:l1>tp:l2…``), then the scheme's options in brackets, e.g.
+        ``1,1,2:3/1[recompute=full]`` or ``1|2:3>1:1[recompute=selective]``."""
+        if self.scheme.is_staged:
+            text, split = stages_text(self.scheme.cp, self.scheme.stages), ""
+        else:
+            text = f"{self.scheme.cp},{self.scheme.tp},{self.scheme.pp}"
+            split = "" if self.is_even() else ":" + "/".join(str(n) for n in self.stage_layers)
         options = f"[{','.join(self.scheme.options)}]" if self.scheme.options else ""
         return text + split + options
 
@@ -104,8 +119,9 @@ class StrategyLayout:
 
 
 def even_layout(strategy: Strategy, model: ModelSpec) -> StrategyLayout:
-    """``strategy`` with every pipeline split evenly (a proposal's strategies)."""
-    layout = StrategyLayout(strategy, tuple(PipelineLayout(g.scheme, even_split(model.layers, g.scheme.pp))
+    """``strategy`` with every pipeline split evenly, a staged one by its stages (a proposal's
+    strategies, :func:`default_split`)."""
+    layout = StrategyLayout(strategy, tuple(PipelineLayout(g.scheme, default_split(g.scheme, model.layers))
                                             for g in strategy.expanded()))
     layout.check(model)
     return layout

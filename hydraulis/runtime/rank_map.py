@@ -2,19 +2,44 @@
 
 Pipelines take blocks of ranks at the aligned offsets of :func:`hydraulis.placement.pipeline_offsets`
 (largest first, contiguous: a pipeline of ``2^k`` ranks starts at a multiple of ``2^k``, so the
-planner's communicator count is the runtime's); inside a pipeline of scheme ``(cp, tp, pp)``
-starting at rank ``r₀`` the tensor-parallel rank varies fastest, then the context-parallel rank,
-then the stage (Megatron-LM's order, so a tp group stays inside a node)::
+planner's communicator count is the runtime's); inside a pipeline starting at rank ``r₀`` the
+stages take consecutive blocks, stage ``σ`` one of ``cp·tp_σ`` ranks, and inside a stage the
+tensor-parallel rank varies fastest, then the context-parallel rank (Megatron-LM's order, so a
+tp group stays inside a node)::
 
-    rank = r₀ + (stage·cp + cp_rank)·tp + tp_rank
+    rank = r₀ + cp·Σ_{σ'<σ} tp_σ' + cp_rank·tp_σ + tp_rank
 
-Worked example, ``1,2,1+1,1,2`` on 4 ranks: pipeline 0 is ranks 0–1 (tp ranks 0, 1 of its one
+``tp_σ`` is the stage's own degree (:meth:`~hydraulis.types.Scheme.stage_tp`): every stage's
+``tp`` for an ordinary scheme, where this is ``r₀ + (σ·cp + cp_rank)·tp + tp_rank``; a staged
+scheme's (design §18) may differ per stage.
+
+Worked examples, ``1,2,1+1,1,2`` on 4 ranks: pipeline 0 is ranks 0–1 (tp ranks 0, 1 of its one
 stage), pipeline 1 is ranks 2 (stage 0) and 3 (stage 1); ``1,1,1+1,2,1`` puts the two-rank
-pipeline first, on ranks 0–1, and the one-rank pipeline on rank 2. A strategy may use fewer devices than
-the world: the remaining ranks are idle for that step (no place) but still take part in the
-gradient reduction.
+pipeline first, on ranks 0–1, and the one-rank pipeline on rank 2. ``1|2:3>1:1+1,1,1`` on 4
+ranks: the staged pipeline (3 devices) is ranks 0–2 — stage 0 (tp 2) ranks 0, 1, stage 1 (tp 1)
+rank 2 — and the plain one rank 3; ``2|1:2>2:2`` (cp 2) has stage 0 on ranks 0 (cp rank 0) and
+1 (cp rank 1), stage 1 on ranks 2, 3 (cp rank 0, tp ranks 0, 1) and 4, 5 (cp rank 1). A strategy
+may use fewer devices than the world: the remaining ranks are idle for that step (no place) but
+still take part in the gradient reduction.
 
-Group rank sets: a **pipeline** (all its ranks), a **stage** (the ``cp·tp`` ranks of one
+**Hand-off between stages** (:class:`HandOff`). Without sequence parallelism a stage's output
+is replicated over its tp ranks (the row-parallel all-reduce), and after its backward the
+gradient of its input is complete on every tp rank (the all-reduce of ``enter_group``'s
+backward); cp is uniform within a pipeline, so cp rank ``c`` only talks to cp rank ``c``. A rank
+of tp rank ``x`` in a stage of ``a`` tp ranks therefore takes what it needs from the neighbour
+stage (``b`` tp ranks, same cp rank) from its rank ``x mod b`` and gives what it has to the
+neighbour's ranks ``y ≡ x (mod a)``, ``y < b`` — the same rule both ways, so every ``y`` takes
+from exactly the ``x`` that gives to it: forward, receiver ``j`` of stage ``σ+1`` gets the
+activation from sender ``j mod tp_σ``; backward, sender ``i`` of stage ``σ`` gets the gradient
+from receiver ``i mod tp_{σ+1}``. Equal degrees pair tp rank ``x`` with ``x``. Worked example,
+``1|2:3>1:1`` (stage 0 ranks 0, 1; stage 1 rank 2): rank 0 sends its output to rank 2 and
+rank 1 to no one; rank 2 receives from rank 0 and sends the input gradient to ranks 0 and 1,
+each of which receives it from rank 2. A ``1|1:2>4:2`` hand-off fans out: rank 0 sends to all
+four ranks of stage 1 and receives the gradient from the first of them. Every rank of a stage
+posts its sends and receives in the stage's 1F1B order (:mod:`.parallel.pipeline`), so the pair
+of ranks at either end of a message post it at the same place in their sequences.
+
+Group rank sets: a **pipeline** (all its ranks), a **stage** (the ``cp·tp_σ`` ranks of one
 stage), a **tp group** (one stage, one cp rank) and a **cp group** (one stage, one tp rank).
 :class:`ProcessGroups` finds the torch process groups the runtime communicates over — tp and
 cp groups of more than one rank — in a :class:`GroupCache` keyed by the set of ranks: a group
@@ -58,6 +83,28 @@ class RankPlace:
     tp_rank: int
 
 
+def hand_off_peers(tp_rank: int, tp: int, other: int) -> tuple[int, range]:
+    """``(x mod b, the y ≡ x (mod a) below b)`` for tp rank ``x`` of a stage of ``a = tp`` ranks
+    beside a stage of ``b = other``: the neighbour's tp rank it takes from, and those it gives to
+    (module docstring). E.g. ``(1, 2, 1)`` → ``(0, range(1, 1, 2))`` (gives to none),
+    ``(0, 1, 4)`` → ``(0, range(0, 4))``."""
+    return tp_rank % other, range(tp_rank, other, tp)
+
+
+@dataclass(frozen=True)
+class HandOff:
+    """Whom one rank exchanges hidden states with (module docstring): ``previous`` is the rank of
+    the previous stage it receives its input from and ``to_previous`` the ranks there it sends
+    the input's gradient to (None and empty on the first stage); ``following`` the rank of the
+    next stage it receives its output's gradient from and ``to_following`` the ranks there it
+    sends its output to (None and empty on the last stage)."""
+
+    previous: int | None
+    to_previous: tuple[int, ...]
+    following: int | None
+    to_following: tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class RankMap:
     """Ranks of a world of ``world_size`` processes laid out for ``pipelines``."""
@@ -78,18 +125,26 @@ class RankMap:
         """The first rank of every pipeline (:func:`hydraulis.placement.pipeline_offsets`)."""
         return pipeline_offsets([p.scheme.devices for p in self.pipelines])
 
+    def stage_start(self, pipeline: int, stage: int) -> int:
+        """The first rank of ``stage``: ``r₀ + cp·Σ_{σ'<σ} tp_σ'``."""
+        scheme = self.pipelines[pipeline].scheme
+        return self.first_rank(pipeline) + scheme.cp * sum(scheme.stage_tp(s) for s in range(stage))
+
     def rank(self, place: RankPlace) -> int:
-        scheme = self.pipelines[place.pipeline].scheme
-        return self.first_rank(place.pipeline) + (place.stage * scheme.cp + place.cp_rank) * scheme.tp + place.tp_rank
+        tp = self.pipelines[place.pipeline].scheme.stage_tp(place.stage)
+        return self.stage_start(place.pipeline, place.stage) + place.cp_rank * tp + place.tp_rank
 
     def place(self, rank: int) -> RankPlace | None:
         """The place of ``rank``, or None when the strategy leaves it idle."""
         for index, (layout, start) in enumerate(zip(self.pipelines, self.offsets)):
             scheme = layout.scheme
             if start <= rank < start + scheme.devices:
-                stage, within = divmod(rank - start, scheme.cp * scheme.tp)
-                cp_rank, tp_rank = divmod(within, scheme.tp)
-                return RankPlace(index, stage, cp_rank, tp_rank)
+                within = rank - start
+                for stage in range(scheme.pp):
+                    tp = scheme.stage_tp(stage)
+                    if within < scheme.cp * tp:
+                        return RankPlace(index, stage, *divmod(within, tp))
+                    within -= scheme.cp * tp
         return None
 
     def pipeline_ranks(self, pipeline: int) -> tuple[int, ...]:
@@ -97,12 +152,13 @@ class RankMap:
         return tuple(range(start, start + self.pipelines[pipeline].scheme.devices))
 
     def stage_ranks(self, pipeline: int, stage: int) -> tuple[int, ...]:
+        start = self.stage_start(pipeline, stage)
         scheme = self.pipelines[pipeline].scheme
-        return tuple(self.rank(RankPlace(pipeline, stage, c, t)) for c in range(scheme.cp) for t in range(scheme.tp))
+        return tuple(range(start, start + scheme.cp * scheme.stage_tp(stage)))
 
     def tp_ranks(self, pipeline: int, stage: int, cp_rank: int) -> tuple[int, ...]:
-        scheme = self.pipelines[pipeline].scheme
-        return tuple(self.rank(RankPlace(pipeline, stage, cp_rank, t)) for t in range(scheme.tp))
+        tp = self.pipelines[pipeline].scheme.stage_tp(stage)
+        return tuple(self.rank(RankPlace(pipeline, stage, cp_rank, t)) for t in range(tp))
 
     def cp_ranks(self, pipeline: int, stage: int, tp_rank: int) -> tuple[int, ...]:
         scheme = self.pipelines[pipeline].scheme
@@ -117,15 +173,22 @@ class RankMap:
                 yield GroupKind.STAGE, self.stage_ranks(p, stage)
                 for c in range(scheme.cp):
                     yield GroupKind.TP, self.tp_ranks(p, stage, c)
-                for t in range(scheme.tp):
+                for t in range(scheme.stage_tp(stage)):
                     yield GroupKind.CP, self.cp_ranks(p, stage, t)
 
-    def neighbour(self, place: RankPlace, offset: int) -> int | None:
-        """The rank of the same cp/tp position ``offset`` stages away, or None past an end."""
-        stage = place.stage + offset
-        if not 0 <= stage < self.pipelines[place.pipeline].scheme.pp:
-            return None
-        return self.rank(RankPlace(place.pipeline, stage, place.cp_rank, place.tp_rank))
+    def hand_off(self, place: RankPlace) -> HandOff:
+        """The ranks ``place`` exchanges hidden states and their gradients with (module docstring)."""
+        scheme = self.pipelines[place.pipeline].scheme
+        tp = scheme.stage_tp(place.stage)
+
+        def side(stage: int) -> tuple[int | None, tuple[int, ...]]:
+            if not 0 <= stage < scheme.pp:
+                return None, ()
+            takes, gives = hand_off_peers(place.tp_rank, tp, scheme.stage_tp(stage))
+            ranks = self.tp_ranks(place.pipeline, stage, place.cp_rank)
+            return ranks[takes], tuple(ranks[t] for t in gives)
+
+        return HandOff(*side(place.stage - 1), *side(place.stage + 1))
 
 
 class GroupCache:

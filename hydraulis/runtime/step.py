@@ -174,8 +174,7 @@ class StepRunner:
                 pipeline = layout.pipelines[place.pipeline]
                 model = StageModel(self.model, pipeline, place.stage, groups.tp, groups.cp, self.context.dtype,
                                    self.context.device)
-                link = StageLink(rank_map.neighbour(place, -1), rank_map.neighbour(place, 1), self.context.device,
-                                 self.context.dtype)
+                link = StageLink(rank_map.hand_off(place), self.context.device, self.context.dtype)
             route = Route(route_plan(self.placement, rank_map, self.context.rank), self.context.world)
             route.check(self.context.device)
             if model is not None:

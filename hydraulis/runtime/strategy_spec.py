@@ -3,7 +3,11 @@
 Grammar (whitespace ignored)::
 
     SPEC     := PIPELINE ('+' PIPELINE)*
-    PIPELINE := CP ',' TP ',' PP [':' L1 '/' L2 '/' … '/' Lpp] ['[' OPTION (',' OPTION)* ']'] ['x' COUNT]
+    PIPELINE := (PLAIN | STAGED) ['x' COUNT]
+    PLAIN    := CP ',' TP ',' PP [':' L1 '/' L2 '/' … '/' Lpp] [OPTIONS]
+    STAGED   := CP '|' STAGE ('>' STAGE)* [OPTIONS]
+    STAGE    := TP ':' LAYERS ['@' GROUP]
+    OPTIONS  := '[' OPTION (',' OPTION)* ']'
     OPTION   := 'sp' | 'recompute=' ('none' | 'selective' | 'full' [':' K ('/' K)*])
 
 ``1,2,1+1,1,2`` is one pipeline of scheme (cp 1, tp 2, pp 1) beside one of (1, 1, 2);
@@ -17,22 +21,33 @@ layers beside one recomputing the attention core (:mod:`hydraulis.runtime.model.
 the first two of stage 0 and the first of stage 1 (:class:`~hydraulis.types.Scheme`). The
 brackets may also come before the split (``1,1,2[sp]:3/1``); a layout prints them after it.
 
+A STAGED pipeline (:mod:`hydraulis.stages`, design §18) gives each stage its own tensor-parallel
+degree and layer count (cp is uniform within a pipeline): ``1|2:3>1:1+1,1,1`` is one pipeline
+whose first stage runs 3 layers on 2 tp ranks and whose second runs 1 layer on one rank (3
+devices), beside a one-device pipeline; ``1|2:1>1:3x2`` two such pipelines of 1 and 3 layers.
+Its options are recomputation only (``1|2:3>1:1[recompute=full:1]``): sequence parallelism is
+not combined with per-stage tp. A ``@GROUP`` names the cluster's device group of the stage
+(the runtime runs every stage on the devices it is given; the planner and ``hydraulis memory
+--cluster`` read the groups). ``x`` followed by digits at the end is always the count.
+
 A parsed SPEC becomes a :class:`~hydraulis.runtime.layout.StrategyLayout` with
 :func:`strategy_layout`, which also attaches each scheme's time coefficients (for predicted
 times) — from a scheme space when one is given, else from the analytic model of the ``cpu``
-device preset (:mod:`hydraulis.profiler.analytic`).
+device preset (:mod:`hydraulis.profiler.analytic`); a staged scheme's from the segments of each
+stage's tp (:mod:`hydraulis.runtime.staged_profile`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hydraulis.errors import HydraulisError, require
 from hydraulis.presets import device_preset
-from hydraulis.profiler.analytic import analytic_profile
-from hydraulis.runtime.layout import PipelineLayout, StrategyLayout, even_split
+from hydraulis.runtime.layout import PipelineLayout, StrategyLayout, default_split
+from hydraulis.runtime.staged_profile import analytic_profile_of, space_profile_of
+from hydraulis.stages import parse_stages
 from hydraulis.types import (
     Cluster,
     ModelSpec,
@@ -46,8 +61,10 @@ from hydraulis.types import (
 
 _OPTIONS = r"(?:\[([^\[\]]*)\])?"
 _PIPELINE = re.compile(rf"^(\d+),(\d+),(\d+){_OPTIONS}(?::(\d+(?:/\d+)*))?{_OPTIONS}(?:x(\d+))?$")
+_STAGED = re.compile(rf"^(\d+\|[^\[\]]+?){_OPTIONS}(?:x(\d+))?$")
 _FORM = ("cp,tp,pp with an optional :L1/L2/… layer split, [options] and xCOUNT, "
-         "e.g. 1,2,1x2, 1,1,2:3/1 or 1,4,1[sp,recompute=full]x2")
+         "e.g. 1,2,1x2, 1,1,2:3/1 or 1,4,1[sp,recompute=full]x2, or staged CP|TP:LAYERS>TP:LAYERS…, "
+         "e.g. 1|2:3>1:1")
 
 TimeSource = Callable[[Scheme], TimeCoefficients]
 
@@ -67,23 +84,51 @@ def parse_strategy_spec(text: str, field: str = "strategy") -> tuple[SpecGroup, 
         raise HydraulisError(field, text, f"must be pipelines joined by '+', each {_FORM}")
     groups = []
     for index, part in enumerate("".join(text.split()).split("+")):
-        match = _PIPELINE.match(part)
-        if match is None:
-            raise HydraulisError(field, text, f"pipeline {index + 1} ({part!r}) must be {_FORM}")
-        cp, tp, pp, before, split, after, count = match.groups()
         where = f"{field}[{index}]"
-        require(before is None or after is None, f"{where}.options", part, "gives options twice")
-        try:
-            options = SchemeOptions.parse(before or after or "", f"{where}.options")
-            scheme = options.scheme(int(cp), int(tp), int(pp))
-        except HydraulisError as error:
-            raise HydraulisError(f"{where}.{error.field.split('.')[-1]}", error.value, error.problem) from None
-        layers = tuple(int(n) for n in split.split("/")) if split else None
-        require(layers is None or len(layers) == scheme.pp, f"{where}.stage_layers", split,
-                f"must give one layer count per stage (pp = {scheme.pp})")
+        staged = _STAGED.match(part)
+        match = _PIPELINE.match(part)
+        if staged is not None:
+            stages, options, count = staged.groups()
+            group = _staged_group(stages, options, where)
+        elif match is not None:
+            group, count = _plain_group(part, match.groups()[:-1], where), match.groups()[-1]
+        else:
+            raise HydraulisError(field, text, f"pipeline {index + 1} ({part!r}) must be {_FORM}")
         require(count is None or int(count) >= 1, f"{where}.count", count, "must be >= 1")
-        groups.append(SpecGroup(scheme, int(count) if count else 1, layers))
+        groups.append(replace(group, count=int(count) if count else 1))
     return tuple(groups)
+
+
+def _plain_group(part: str, fields: tuple, where: str) -> SpecGroup:
+    """One ``cp,tp,pp[:split][options]`` pipeline (count 1)."""
+    cp, tp, pp, before, split, after = fields
+    require(before is None or after is None, f"{where}.options", part, "gives options twice")
+    scheme = _with_options(before or after, where, lambda options: options.scheme(int(cp), int(tp), int(pp)))
+    layers = tuple(int(n) for n in split.split("/")) if split else None
+    require(layers is None or len(layers) == scheme.pp, f"{where}.stage_layers", split,
+            f"must give one layer count per stage (pp = {scheme.pp})")
+    return SpecGroup(scheme, 1, layers)
+
+
+def _staged_group(text: str, options: str | None, where: str) -> SpecGroup:
+    """One ``CP|TP:L>TP:L…[options]`` pipeline (count 1): a staged scheme, its split its stages'."""
+    cp, stages = parse_stages(text, f"{where}.stages")
+
+    def scheme(parsed: SchemeOptions) -> Scheme:
+        require(not parsed.sp, f"{where}.sp", True, f"is not supported with per-stage tp ({text})")
+        return Scheme.staged(cp, stages, parsed.recompute, parsed.recompute_layers)
+
+    return SpecGroup(_with_options(options, where, scheme), 1)
+
+
+def _with_options(text: str | None, where: str, build: Callable[[SchemeOptions], Scheme]) -> Scheme:
+    """``build`` of the parsed options, errors naming ``where``."""
+    try:
+        return build(SchemeOptions.parse(text or "", f"{where}.options"))
+    except HydraulisError as error:
+        if error.field.startswith(where):
+            raise
+        raise HydraulisError(f"{where}.{error.field.split('.')[-1]}", error.value, error.problem) from None
 
 
 def strategy_layout(groups: tuple[SpecGroup, ...], model: ModelSpec, times: TimeSource,
@@ -93,10 +138,8 @@ def strategy_layout(groups: tuple[SpecGroup, ...], model: ModelSpec, times: Time
     for index, group in enumerate(groups):
         model.check_scheme(group.scheme, f"groups[{index}]")
     strategy = Strategy(tuple(PipelineGroup(g.scheme, g.count, max_seq_len, times(g.scheme)) for g in groups))
-    pipelines = tuple(
-        PipelineLayout(g.scheme, g.stage_layers or even_split(model.layers, g.scheme.pp))
-        for g in groups for _ in range(g.count)
-    )
+    pipelines = tuple(PipelineLayout(g.scheme, g.stage_layers or default_split(g.scheme, model.layers))
+                      for g in groups for _ in range(g.count))
     layout = StrategyLayout(strategy, pipelines)
     layout.check(model)
     return layout
@@ -114,11 +157,12 @@ def parse_strategy(text: str, model: ModelSpec, times: TimeSource, max_seq_len: 
 
 
 def scheme_times(model: ModelSpec, devices: int, space: SchemeSpace | None = None) -> TimeSource:
-    """Time coefficients per scheme: the space's profile, or the analytic ``cpu`` model."""
+    """Time coefficients per scheme: the space's profile, or the analytic ``cpu`` model; a staged
+    scheme's composed stage by stage (:mod:`hydraulis.runtime.staged_profile`)."""
     if space is not None:
         require(space.model.matches(model), "space.model", space.model.name,
                 f"differs from the trained model {model.name} (the times are the space's model's)")
-        return lambda scheme: space.profile(scheme).time
+        return lambda scheme: space_profile_of(space, scheme).time
     device = device_preset("cpu")
     cluster = Cluster(devices, devices, device.name)
-    return lambda scheme: analytic_profile(model, device, cluster, scheme).time
+    return lambda scheme: analytic_profile_of(model, device, cluster, scheme).time

@@ -3,6 +3,8 @@
 * Scheme space: a scheme-space JSON file; a bundled measured pool (``bundled:7b``,
   ``bundled:13b``, imported for the cluster); or, with neither, an analytic space for a model
   and device preset on the cluster (cp, tp, pp ∈ {1, 2, 4, 8}).
+* Scheme spaces of a mixed cluster (``--cluster``): per device group its measured space or the
+  analytic one of its device preset.
 * Workload (document lengths): a lengths file; a corpus, tokenized offline
   (:func:`hydraulis.data.measure.measure_corpus`); or, with neither, synthetic long-tailed
   lengths (:func:`hydraulis.data.synth.synth_lengths`, its default shape).
@@ -18,6 +20,8 @@ import numpy as np
 
 from hydraulis import __version__
 from hydraulis.artifacts import read_json, read_lengths, read_scheme_space, timestamp
+from hydraulis.artifacts.cluster import read_cluster
+from hydraulis.cluster import ClusterSpaces
 from hydraulis.data.corpus import CorpusSource
 from hydraulis.data.measure import measure_corpus
 from hydraulis.data.synth import LongTail, synth_lengths
@@ -25,6 +29,7 @@ from hydraulis.data.tokenizer import TokenizerSpec
 from hydraulis.errors import HydraulisError, require_int
 from hydraulis.presets import device_preset, model_matching, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.profiler.cluster import group_scheme_space
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
 from hydraulis.types import Cluster, SchemeSpace
 
@@ -70,3 +75,16 @@ def workload_lengths(lengths: str | None, corpus: str | None, synthetic_docs: in
     shape = LongTail()
     return synth_lengths(synthetic_docs, shape, seed), {"source": "synthetic", "documents": synthetic_docs,
                                                        "seed": seed, "shape": vars(shape)}
+
+
+def cluster_spaces_for(cluster_path: str, model: str, command: str = "") -> tuple[ClusterSpaces, dict]:
+    """The cluster description at ``cluster_path`` with a scheme space per group: its measured
+    space, or the analytic one of ``model`` on its device preset (with segments); and its description."""
+    cluster = read_cluster(cluster_path)
+    spaces = tuple(read_scheme_space(g.space) if g.space else
+                   group_scheme_space(g, model_preset(model), timestamp(), __version__, command)
+                   for g in cluster.groups)
+    facts = {"cluster": cluster_path, "model": model,
+             "groups": [{"name": g.name, "device": g.device, "devices": g.devices, "space": g.space or "analytic"}
+                        for g in cluster.groups]}
+    return ClusterSpaces(cluster, spaces), facts

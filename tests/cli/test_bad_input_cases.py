@@ -54,7 +54,7 @@ CASES = [
 def test_each_bad_input_is_one_line_and_exit_2(argv, words, space, huge_lengths, tmp_path):
     files = {"HUGE": huge_lengths, "OUT": str(tmp_path / "out"), "SPACE": space}
     argv = [files.get(a, a) for a in argv]
-    done = subprocess.run([sys.executable, "-m", "hydraulis", *argv], capture_output=True, text=True, timeout=10,
+    done = subprocess.run([sys.executable, "-m", "hydraulis", *argv], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "HYDRAULIS_API_TOKEN": ""})
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
@@ -63,6 +63,6 @@ def test_each_bad_input_is_one_line_and_exit_2(argv, words, space, huge_lengths,
 
 def test_a_short_token_is_refused_by_serve():
     done = subprocess.run([sys.executable, "-m", "hydraulis", "serve", "--port", "1"], capture_output=True, text=True,
-                          timeout=10, env={**os.environ, "HYDRAULIS_API_TOKEN": "short"})
+                          timeout=120, env={**os.environ, "HYDRAULIS_API_TOKEN": "short"})
     assert done.returncode == 2
     assert done.stderr == "hydraulis: error: HYDRAULIS_API_TOKEN: '***' must be at least 8 characters\n"

@@ -2,6 +2,7 @@
 states and totals beside the prediction), the table, and bad input (exit 2, one line)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +50,34 @@ def test_table_has_one_row_per_class_and_idle_ranks(capsys):
     assert lines[-1].startswith("max_total_bytes=")
 
 
+def test_stages_of_a_staged_strategy_have_their_own_tp_and_layers(capsys):
+    code, out, _ = run(capsys, "--model", "llama-7b", "--strategy", "1|4:20>2:12+1,2,1", "--devices", "8",
+                       "--tokens", "4096", "--format", "json")
+    assert code == 0
+    ranks = json.loads(out)["ranks"]
+    assert [(r["pipeline"], r["stage"]) for r in ranks] == [(0, 0)] * 4 + [(0, 1)] * 2 + [(1, 0)] * 2
+    assert ranks[0]["weights_bytes"] < ranks[4]["weights_bytes"]
+    for r in ranks:
+        assert abs(r["total_bytes"] - r["predicted_bytes"]) <= 0.02 * r["predicted_bytes"]
+
+
+CLUSTER = str(Path(__file__).resolve().parents[2] / "examples" / "clusters" / "a100_h100.json")
+
+
+def test_cluster_judges_each_group_on_its_device(capsys):
+    code, out, _ = run(capsys, "--model", "llama-13b", "--strategy", "1|8:16@a100>8:24@h100x2", "--cluster", CLUSTER,
+                       "--format", "json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["devices"] == 32 and report["tokens"] == [16143, 16143]
+    assert [(g["name"], g["device"], g["fits"]) for g in report["groups"]] == [
+        ("a100", "a100-80g", True), ("h100", "h100-80g", True)]
+    code, out, _ = run(capsys, "--model", "llama-13b", "--strategy", "1|8:16@a100>8:24@h100x2", "--cluster", CLUSTER,
+                       "--tokens", "20000")
+    assert code == 0
+    assert "group a100 (a100-80g, ranks 0-7,16-23)" in out and "EXCEEDS" in out
+
+
 @pytest.mark.parametrize("args, field", [
     (("--model", "llama-7b", "--strategy", "1,8,1x9", "--devices", "64"), "strategy: '1,8,1x9'"),
     (("--model", "llama-8b", "--strategy", "1,8,1", "--devices", "8"), "model: 'llama-8b'"),
@@ -56,6 +85,15 @@ def test_table_has_one_row_per_class_and_idle_ranks(capsys):
      "optimizer_layout: '3,1,1'"),
     (("--model", "llama-7b", "--strategy", "1,3,1", "--devices", "8"), "strategy '1,3,1'"),
     (("--model", "llama-7b", "--strategy", "1,8,1", "--devices", "8", "--tokens", "0"), "argument --tokens: '0' must be between 1 and"),
+    (("--model", "llama-7b", "--strategy", "1|4:20>2:10", "--devices", "8"), "strategy '1|4:20>2:10'"),
+    (("--model", "llama-7b", "--strategy", "1|4:20>3:12", "--devices", "8"), "strategy '1|4:20>3:12'"),
+    (("--model", "llama-7b", "--strategy", "1|4:20>2:12[sp]", "--devices", "8"), "strategy[0].sp"),
+    (("--model", "llama-7b", "--strategy", "1|4:20>4:12x2", "--devices", "8"), "strategy: '1|4:20>4:12x2'"),
+    (("--model", "llama-13b", "--strategy", "1|8:16@h100>8:24@h100x2", "--cluster", CLUSTER),
+     "strategy: '1|8:16@h100>8:24@h100x2' needs 32 devices of group h100, which has 16"),
+    (("--model", "llama-13b", "--strategy", "1|8:16@v100>8:24", "--cluster", CLUSTER), "group: 'v100'"),
+    (("--model", "llama-13b", "--strategy", "1|8:16>8:24", "--cluster", CLUSTER, "--devices", "16"), "devices: 16"),
+    (("--model", "llama-13b", "--strategy", "1,8,1"), "--devices: None is required without --cluster"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, args, field):
     code, out, err = run(capsys, *args)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.distributed
 
 ACCEPTANCE = ["1,1,1x2", "1,2,1", "1,1,2", "2,1,1", "1,2,1+1,1,2", "1,1,2+1,1,1x2", "2,1,1+1,1,1x2",
               "1,2,1[sp]", "2,2,1[sp,recompute=full]", "1,1,2[recompute=selective]+1,2,1[sp]", "4,1,1",
-              "1,1,2[recompute=full:2/1]+1,2,1[sp,recompute=full:1]"]
+              "1,1,2[recompute=full:2/1]+1,2,1[sp,recompute=full:1]", "1|2:3>1:1", "1|2:1>1:3+1,1,1"]
 OPTIONS = RuntimeOptions(device=DeviceKind.CPU, optimizer=OptimizerKind.SGD, lr=1.0, timeout_s=60.0)
 BUDGET = 192
 PIPELINE_CASE = TrainConfig("tiny", ("1,1,4",), 2, token_budget=BUDGET, max_seq_len=32, micro_batch_tokens=32,
@@ -29,6 +29,9 @@ CASES = [TrainConfig("tiny", (spec,), 2, token_budget=BUDGET, runtime=OPTIONS) f
 CYCLE = ("1,2,1x2", "2,2,1[sp]", "1,2,2")
 """Three strategies over the same tp rank sets (the second adds two cp groups), cycled for six steps."""
 CASES.append(TrainConfig("tiny", CYCLE, 6, token_budget=BUDGET, runtime=OPTIONS))
+STAGED_CYCLE = ("1|2:3>1:1+1,1,1", "1,2,1x2", "1|1:1>2:3[recompute=full:1]")
+"""Per-stage tp beside a plain pipeline, a plain strategy, then a stage of tp 1 handing off to tp 2."""
+CASES.append(TrainConfig("tiny", STAGED_CYCLE, 3, token_budget=BUDGET, runtime=OPTIONS))
 
 
 LONG_DOCUMENTS = (5000, 900, 300, 60, 1200, 4500)
@@ -68,6 +71,12 @@ def test_a_pipeline_of_micro_batches_of_different_lengths_completes(results):
 def test_strategies_switch_from_step_to_step(results):
     result = results["1,1,2:3/1+2,1,1 / 1,2,1+1,1,2 / 2,1,1+1,1,1x2"]
     assert [r.strategy for r in result.records] == ["1,1,2:3/1+2,1,1", "1,2,1+1,1,2", "2,1,1+1,1,1x2"]
+    assert result.max_rel_diff <= 1e-5
+
+
+def test_staged_and_plain_strategies_alternate(results):
+    result = results[" / ".join(STAGED_CYCLE)]
+    assert [r.strategy for r in result.records] == list(STAGED_CYCLE)
     assert result.max_rel_diff <= 1e-5
 
 

@@ -4,7 +4,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hydraulis.runtime.layout import PipelineLayout, even_split
-from hydraulis.runtime.rank_map import GroupCache, GroupKind, ProcessGroups, RankMap, RankPlace
+from hydraulis.runtime.rank_map import GroupCache, GroupKind, HandOff, ProcessGroups, RankMap, RankPlace
+from hydraulis.stages import Stage
 from hydraulis.types import Scheme
 
 
@@ -17,8 +18,25 @@ def test_worked_example():
     assert [rank_map.place(r) for r in range(4)] == [
         RankPlace(0, 0, 0, 0), RankPlace(0, 0, 0, 1), RankPlace(1, 0, 0, 0), RankPlace(1, 1, 0, 0)]
     assert rank_map.tp_ranks(0, 0, 0) == (0, 1)
-    assert rank_map.neighbour(RankPlace(1, 0, 0, 0), 1) == 3
-    assert rank_map.neighbour(RankPlace(1, 1, 0, 0), 1) is None
+    assert rank_map.hand_off(RankPlace(1, 0, 0, 0)) == HandOff(None, (), 3, (3,))
+    assert rank_map.hand_off(RankPlace(1, 1, 0, 0)) == HandOff(2, (2,), None, ())
+
+
+def staged(cp, *stages):
+    return PipelineLayout(Scheme.staged(cp, tuple(Stage(tp, layers) for tp, layers in stages)),
+                          tuple(layers for _, layers in stages))
+
+
+def test_worked_example_of_per_stage_tp():
+    rank_map = RankMap((staged(1, (2, 3), (1, 1)), layout(1, 1, 1)), 4)
+    assert [rank_map.place(r) for r in range(4)] == [
+        RankPlace(0, 0, 0, 0), RankPlace(0, 0, 0, 1), RankPlace(0, 1, 0, 0), RankPlace(1, 0, 0, 0)]
+    assert rank_map.stage_ranks(0, 1) == (2,) and rank_map.tp_ranks(0, 0, 0) == (0, 1)
+    cp = RankMap((staged(2, (1, 2), (2, 2)),), 6)
+    assert [cp.place(r) for r in range(6)] == [
+        RankPlace(0, 0, 0, 0), RankPlace(0, 0, 1, 0), RankPlace(0, 1, 0, 0), RankPlace(0, 1, 0, 1),
+        RankPlace(0, 1, 1, 0), RankPlace(0, 1, 1, 1)]
+    assert cp.stage_start(0, 1) == 2 and cp.cp_ranks(0, 1, 1) == (3, 5) and cp.tp_ranks(0, 1, 1) == (4, 5)
 
 
 def test_larger_pipelines_come_first_at_aligned_offsets():
@@ -33,12 +51,16 @@ def test_ranks_beyond_the_strategy_are_idle():
     assert rank_map.place(1) is None and rank_map.place(2) is None
 
 
-schemes = st.builds(Scheme, st.integers(1, 3), st.integers(1, 3), st.integers(1, 3))
+plain = st.builds(Scheme, st.integers(1, 3), st.integers(1, 3), st.integers(1, 3))
+per_stage = st.builds(lambda cp, tps: Scheme.staged(cp, tuple(Stage(tp, 1) for tp in tps)),
+                      st.integers(1, 3), st.lists(st.integers(1, 4), min_size=1, max_size=4))
+schemes = st.one_of(plain, per_stage)
 
 
 @given(st.lists(schemes, min_size=1, max_size=4))
 def test_places_and_groups_partition_the_ranks(scheme_list):
-    pipelines = tuple(PipelineLayout(s, even_split(8, s.pp)) for s in scheme_list)
+    pipelines = tuple(PipelineLayout(s, s.stage_layers(s.pp) if s.is_staged else even_split(8, s.pp))
+                      for s in scheme_list)
     world = sum(s.devices for s in scheme_list)
     rank_map = RankMap(pipelines, world)
     for rank in range(world):
@@ -46,6 +68,9 @@ def test_places_and_groups_partition_the_ranks(scheme_list):
         assert rank_map.rank(place) == rank
         assert rank in rank_map.tp_ranks(place.pipeline, place.stage, place.cp_rank)
         assert rank in rank_map.cp_ranks(place.pipeline, place.stage, place.tp_rank)
+        assert rank in rank_map.stage_ranks(place.pipeline, place.stage)
+        assert len(rank_map.tp_ranks(place.pipeline, place.stage, place.cp_rank)) == \
+            pipelines[place.pipeline].scheme.stage_tp(place.stage)
     sets = {}
     for kind, ranks in rank_map.group_rank_sets():
         sets.setdefault(kind, []).extend(ranks)

@@ -6,6 +6,7 @@ from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
 from hydraulis.runtime.layout import PipelineLayout, even_split
 from hydraulis.runtime.strategy_spec import SpecGroup, parse_strategy, parse_strategy_spec, scheme_times
+from hydraulis.stages import Stage
 from hydraulis.types import Recompute, Scheme
 
 TINY = model_preset("tiny")
@@ -40,9 +41,22 @@ def test_full_recomputation_of_k_layers_per_stage():
 
 @pytest.mark.parametrize("text", ["1,2,1+1,1,2", "1,1,2x2", "2,1,1+1,1,1x2", "1,1,2:3/1+1,2,1", "1,1,1x2+1,1,2",
                                   "1,2,1[sp]x2+1,1,2:3/1[recompute=full]", "1,2,1[sp,recompute=selective]+1,2,1",
-                                  "1,1,2:3/1[recompute=full:2/1]+1,2,1[sp,recompute=full:3]"])
+                                  "1,1,2:3/1[recompute=full:2/1]+1,2,1[sp,recompute=full:3]",
+                                  "1|2:3>1:1+1,1,1", "1|2:1>1:3x2", "1,1,1+1|1:2>2:1>1:1[recompute=full:1]x2",
+                                  "1|2:2@h100>1:2@a100x2+1,2,1", "2|2:3>1:1[recompute=selective]"])
 def test_layout_prints_back_as_its_spec(text):
     assert str(parse_strategy(text, TINY, TIMES, 64)) == text
+
+
+def test_staged_pipelines_carry_their_stages_and_split():
+    assert parse_strategy_spec("1|2:3>1:1+1,1,1x2") == (
+        SpecGroup(Scheme.staged(1, (Stage(2, 3), Stage(1, 1))), 1), SpecGroup(Scheme(1, 1, 1), 2))
+    (group,) = parse_strategy_spec("1|2:1@h100>1:3[recompute=full:1]x2")
+    assert group.count == 2 and group.scheme.stages == (Stage(2, 1, "h100"), Stage(1, 3))
+    assert group.scheme.recompute_layers == (1,)
+    layout = parse_strategy("1|2:1>1:3x2+1,1,1", TINY, TIMES, 64)
+    assert [p.stage_layers for p in layout.pipelines] == [(1, 3), (1, 3), (4,)]
+    assert layout.devices == 7
 
 
 def test_expanded_pipelines_carry_even_or_given_splits():
@@ -76,6 +90,11 @@ def test_even_split_gives_the_first_stages_the_remainder():
     ("1,1,2[recompute=full:x]", "strategy[0].options", "is not an option"),
     ("1,1,2[recompute=full:0]", "strategy[0].recompute_layers", "recomputes no layer"),
     ("1,1,2[recompute=full:1/1/1]", "strategy[0].recompute_layers", "one per stage (pp = 2)"),
+    ("1|2:3>1:1[sp]", "strategy[0].sp", "not supported with per-stage tp"),
+    ("1,1,1+1|2:3>0:1", "strategy[1].stages[1].tp", "must be between 1 and 65536"),
+    ("1|2:3>:1", "strategy[0].stages[1]", "must be TP:LAYERS"),
+    ("1|2:3>1:1x0", "strategy[0].count", ">= 1"),
+    ("1|2:3>1:1[recompute=full:1/1/1]", "strategy[0].recompute_layers", "one per stage (pp = 2)"),
 ])
 def test_malformed_specs_name_the_pipeline(text, field, words):
     with pytest.raises(HydraulisError) as error:
@@ -90,6 +109,8 @@ def test_malformed_specs_name_the_pipeline(text, field, words):
     ("1,1,2:2/1", "must sum to model.layers = 4"),
     ("1,1,2[recompute=full:3]", "recomputes 3 layers of stage 0, which holds 2"),
     ("1,1,2:3/1[recompute=full:2]", "recomputes 2 layers of stage 1, which holds 1"),
+    ("1|2:3>1:2", "hold 5 layers in all, not model.layers = 4"),
+    ("1|2:2>3:2", "3 does not divide model.heads = 4"),
 ])
 def test_specs_the_model_cannot_run_are_refused(text, words):
     with pytest.raises(HydraulisError) as error:

@@ -2,7 +2,8 @@
 
 A micro-batch of ``T`` tokens puts ``t = T/cp`` on each rank (context parallelism splits the
 tokens); between the blocks a rank holds ``t/s`` of them, ``s = tp`` under sequence
-parallelism (``sp``), else 1. Widths per tp rank: ``H`` hidden, ``q = h_q·d/tp`` query,
+parallelism (``sp``), else 1 (``tp`` the stage's own, ``tp_σ`` of a staged scheme, design §18).
+Widths per tp rank: ``H`` hidden, ``q = h_q·d/tp`` query,
 ``k = d·max(h_kv/tp, 1)`` key/value, ``F' = F/tp`` MLP, ``h = h_q/tp`` heads, ``V' = V/tp``
 vocabulary; ``b`` bytes per element of the compute dtype (2 bf16, 4 fp32). What autograd keeps
 of one decoder layer, bytes per token of ``t`` (:func:`layer_bytes_per_token`)::
@@ -83,8 +84,9 @@ class Widths:
     context: int
 
     @classmethod
-    def of(cls, model: ModelSpec, scheme: Scheme) -> Widths:
-        tp, d = scheme.tp, model.head_dim
+    def of(cls, model: ModelSpec, scheme: Scheme, stage: int = 0) -> Widths:
+        """The widths of a tp rank of ``stage`` (the same on every stage but of a staged scheme)."""
+        tp, d = scheme.stage_tp(stage), model.head_dim
         return cls(model.hidden, model.heads // tp * d, unit_range(model.kv_heads, tp, 0)[1] * d,
                    model.ffn_hidden // tp, model.heads // tp, model.vocab // tp, d, tp if scheme.sp else 1, scheme.cp)
 
@@ -155,7 +157,7 @@ def stage_bytes_per_token(model: ModelSpec, scheme: Scheme, layers: Sequence[Rec
                           dtype_bytes: int) -> float:
     """``activations(σ, T)/T`` of the module docstring for stage ``stage`` of ``scheme`` whose
     layers recompute ``layers``: bytes per token of the micro-batch (all cp ranks' tokens)."""
-    widths = Widths.of(model, scheme)
+    widths = Widths.of(model, scheme, stage)
     first, last = stage == 0, stage == scheme.pp - 1
     per_token = ((scheme.pp - stage) * micro_batch_bytes_per_token(widths, layers, first, last, dtype_bytes)
                  + transient_bytes_per_token(widths, layers, last, dtype_bytes))

@@ -16,6 +16,14 @@ Recipe (:func:`memory_report`):
 4. beside each, the cost model's prediction for that device (:func:`hydraulis.cost.memory.device_memory`)
    on an analytic scheme space of the device kind.
 
+A staged pipeline (design §18) builds each stage with its own tp and layers. With a cluster
+description (``--cluster``, :mod:`hydraulis.cluster`), every rank is judged on the device of its
+device group — a stage's ``@GROUP``, the cluster's first group for a stage without one, for
+ordinary pipelines and for idle ranks — with that device's precision, analytic space and
+capacity, and the report adds per group the ranks, their largest total and whether it fits;
+``T`` defaults to the longest micro-batch every rank of the pipeline holds on its own device.
+A strategy needing more devices of a group than the cluster has is refused, naming the group.
+
 ``T`` defaults to the longest sequence the cost model lets the pipeline's scheme hold on that
 device, so ``total`` is what a step of such micro-batches needs. Neither side counts the
 runtime's fixed overhead (CUDA context, communicator buffers) or the safety margin. The
@@ -29,15 +37,18 @@ Worked example: Llama-70B under ``1,8,4x32`` on 1,024 devices has 1,024 ranks bu
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import torch
 
 from hydraulis import __version__
+from hydraulis.cluster import ClusterDescription
 from hydraulis.cost.memory import DeviceMemory, StagePlace, device_memory, scheme_capacities
 from hydraulis.errors import require, require_int
 from hydraulis.presets import device_preset
-from hydraulis.profiler.analytic import analytic_memory_model, analytic_profile
+from hydraulis.profiler.analytic import analytic_memory_model
+from hydraulis.profiler.cluster import group_cluster
 from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
 from hydraulis.runtime.layout import PipelineLayout, StrategyLayout
 from hydraulis.runtime.launch import DTYPES
@@ -49,6 +60,7 @@ from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 from hydraulis.runtime.optimizer.routes import route_plan
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap, RankPlace
+from hydraulis.runtime.staged_profile import analytic_profile_of
 from hydraulis.runtime.strategy_spec import parse_strategy
 from hydraulis.types import Cluster, ModelSpec, OptimizerLayout, Provenance, Scheme, SchemeSpace, SpaceSource, TimeCoefficients
 
@@ -69,12 +81,19 @@ class MemoryConfig:
     optimizer_layout: OptimizerLayout | None = None
     tokens: int | None = None
 
+    cluster: ClusterDescription | None = None
+
     def __post_init__(self) -> None:
         require_int(self.devices, "devices", minimum=1)
         require_int(self.devices_per_node, "devices_per_node", minimum=1)
         if self.tokens is not None:
             require_int(self.tokens, "tokens", minimum=1)
         device_preset(self.device)
+        if self.cluster is not None:
+            require(self.devices == self.cluster.devices, "devices", self.devices,
+                    f"differs from the cluster's {self.cluster.devices} devices")
+            for group in self.cluster.groups:
+                device_preset(group.device)
 
     @property
     def layout(self) -> OptimizerLayout:
@@ -106,14 +125,32 @@ class RankMemory:
 
 
 @dataclass(frozen=True)
+class GroupMemory:
+    """The ranks judged on the device of one device group of the cluster, their largest total
+    and prediction, and what the device leaves to states and activations."""
+
+    name: str
+    device: str
+    ranks: tuple[int, ...]
+    capacity_bytes: int
+    max_total_bytes: int
+    max_predicted_bytes: int
+
+    @property
+    def fits(self) -> bool:
+        return self.max_total_bytes <= self.capacity_bytes
+
+
+@dataclass(frozen=True)
 class MemoryReport:
     """Every rank's memory, the micro-batch tokens per pipeline, and the ranks of each class
-    (step 2 of the module docstring) in order of their first rank."""
+    (step 2 of the module docstring) in order of their first rank; with a cluster, per group."""
 
     config: MemoryConfig
     ranks: tuple[RankMemory, ...]
     tokens: tuple[int, ...]
     classes: tuple[tuple[int, ...], ...]
+    groups: tuple[GroupMemory, ...] = ()
 
     @property
     def max_total_bytes(self) -> int:
@@ -131,8 +168,17 @@ class MemoryReport:
     def capacity_bytes(self) -> int:
         """What a device of ``config.device`` leaves to states and activations: its memory less the
         runtime's fixed overhead and the safety margin (neither total counts them)."""
-        device = device_preset(self.config.device)
-        return device.memory_bytes - device.runtime_overhead_bytes - device.safety_margin_bytes
+        return capacity_bytes(self.config.device)
+
+
+@dataclass(frozen=True)
+class Judge:
+    """The device a rank is judged on: its device group ("" without a cluster), device preset
+    and the analytic space of the strategy's schemes there."""
+
+    group: str
+    device: str
+    space: SchemeSpace
 
 
 def memory_report(config: MemoryConfig) -> MemoryReport:
@@ -143,25 +189,93 @@ def memory_report(config: MemoryConfig) -> MemoryReport:
             f"uses {strategy.devices} devices, more than devices = {config.devices}")
     placement = OptimizerPlacement(model, layout, config.devices)
     rank_map = RankMap(strategy.pipelines, config.devices)
-    space = _analytic_space(config, strategy)
-    tokens = _tokens(config, space, strategy)
+    judges = _judges(config, strategy, rank_map)
     classes: dict[tuple, list[int]] = {}
     for rank in range(config.devices):
-        classes.setdefault(_class(rank_map, placement, rank), []).append(rank)
+        classes.setdefault((judges[rank].group, *_class(rank_map, placement, rank)), []).append(rank)
+    tokens = (_longest_held(config, judges, placement, rank_map, list(classes.values()))
+              if config.cluster and config.tokens is None
+              else _tokens(config, judges[0].space, strategy))
     ranks: list[RankMemory] = [None] * config.devices
     for members in classes.values():
-        first = _rank_memory(config, space, placement, rank_map, members[0], tokens)
+        first = _rank_memory(config, judges[members[0]], placement, rank_map, members[0], tokens)
         for rank in members:
             place = rank_map.place(rank)
             ranks[rank] = dataclasses.replace(first, rank=rank, pipeline=None if place is None else place.pipeline)
-    return MemoryReport(config, tuple(ranks), tokens, tuple(tuple(members) for members in classes.values()))
+    return MemoryReport(config, tuple(ranks), tokens, tuple(tuple(members) for members in classes.values()),
+                        _group_memory(config, judges, ranks))
 
 
-def _rank_memory(config: MemoryConfig, space: SchemeSpace, placement: OptimizerPlacement, rank_map: RankMap,
+def capacity_bytes(device: str) -> int:
+    """What a device of preset ``device`` leaves to states and activations (module docstring)."""
+    spec = device_preset(device)
+    return spec.memory_bytes - spec.runtime_overhead_bytes - spec.safety_margin_bytes
+
+
+def _judges(config: MemoryConfig, strategy: StrategyLayout, rank_map: RankMap) -> list[Judge]:
+    """Every rank's :class:`Judge`; with a cluster, refused when a group has too few devices."""
+    cluster = config.cluster
+    if cluster is None:
+        device = device_preset(config.device)
+        judge = Judge("", config.device, _analytic_space(config.model, strategy, device.name,
+                                                         Cluster(config.devices, config.devices_per_node, device.name)))
+        return [judge] * config.devices
+    names = [_rank_group(cluster, rank_map, rank) for rank in range(config.devices)]
+    for group in cluster.groups:
+        used = sum(name == group.name and rank_map.place(rank) is not None for rank, name in enumerate(names))
+        require(used <= group.devices, "strategy", config.strategy,
+                f"needs {used} devices of group {group.name}, which has {group.devices}")
+    judges = {group.name: Judge(group.name, group.device, _analytic_space(config.model, strategy, group.device,
+                                                                          group_cluster(group)))
+              for group in cluster.groups if group.name in names}
+    return [judges[name] for name in names]
+
+
+def _rank_group(cluster: ClusterDescription, rank_map: RankMap, rank: int) -> str:
+    """The device group of ``rank``: its stage's, else (no ``@GROUP``, ordinary pipeline, idle) the first."""
+    place = rank_map.place(rank)
+    scheme = None if place is None else rank_map.pipelines[place.pipeline].scheme
+    group = scheme.stages[place.stage].group if scheme is not None and scheme.is_staged else ""
+    return cluster.group(group).name if group else cluster.groups[0].name
+
+
+def _longest_held(config: MemoryConfig, judges: list[Judge], placement: OptimizerPlacement, rank_map: RankMap,
+                  classes: list[list[int]]) -> tuple[int, ...]:
+    """Each pipeline's longest micro-batch that every one of its ranks holds on its own device by
+    the cost model, ``⌊(capacity − states) / activation bytes per token⌋``, computed once per class."""
+    longest = [math.inf] * len(rank_map.pipelines)
+    for members in classes:
+        rank, place = members[0], rank_map.place(members[0])
+        if place is None:
+            continue
+        judge, owner = judges[rank], placement.place(rank)
+        pipeline = rank_map.pipelines[place.pipeline]
+        running = StagePlace(pipeline.scheme, pipeline.stage_layers, place.stage)
+        states = device_memory(judge.space, config.layout, None if owner is None else owner.stage, running, 0).states
+        per_token = device_memory(judge.space, config.layout, None, running, 1).activations
+        held = max(0, math.floor((capacity_bytes(judge.device) - states) / per_token))
+        for pipeline in {rank_map.place(member).pipeline for member in members}:
+            longest[pipeline] = min(longest[pipeline], held)
+    return tuple(longest)
+
+
+def _group_memory(config: MemoryConfig, judges: list[Judge], ranks: list[RankMemory]) -> tuple[GroupMemory, ...]:
+    if config.cluster is None:
+        return ()
+    groups = []
+    for group in config.cluster.groups:
+        mine = [rank for rank in ranks if judges[rank.rank].group == group.name]
+        if mine:
+            groups.append(GroupMemory(group.name, group.device, tuple(r.rank for r in mine), capacity_bytes(group.device),
+                                      max(r.total_bytes for r in mine), round(max(r.predicted.total for r in mine))))
+    return tuple(groups)
+
+
+def _rank_memory(config: MemoryConfig, judge: Judge, placement: OptimizerPlacement, rank_map: RankMap,
                  rank: int, tokens: tuple[int, ...]) -> RankMemory:
     """Step 3 for ``rank``: its objects on the meta device, its activations, the prediction."""
-    model = config.model
-    precision = device_precision(config.device)
+    model, space = config.model, judge.space
+    precision = device_precision(judge.device)
     options = RuntimeOptions(precision=precision, optimizer=OptimizerKind.ADAM)
     buffer = OptimizerShard(placement, rank, options, META, initialise=False)
     route = route_plan(placement, rank_map, rank)
@@ -191,7 +305,7 @@ def gradient_buffers(params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
 
 def _stage_model(model: ModelSpec, pipeline: PipelineLayout, place: RankPlace, dtype: torch.dtype) -> StageModel:
     scheme = pipeline.scheme
-    return StageModel(model, pipeline, place.stage, ParallelGroup(None, scheme.tp, place.tp_rank),
+    return StageModel(model, pipeline, place.stage, ParallelGroup(None, scheme.stage_tp(place.stage), place.tp_rank),
                       ParallelGroup(None, scheme.cp, place.cp_rank), dtype, META)
 
 
@@ -203,13 +317,12 @@ def _class(rank_map: RankMap, placement: OptimizerPlacement, rank: int) -> tuple
     return rank_map.pipelines[place.pipeline], place.stage, place.cp_rank, place.tp_rank, owned
 
 
-def _analytic_space(config: MemoryConfig, strategy: StrategyLayout) -> SchemeSpace:
-    """The analytic scheme space of the strategy's schemes on ``config.device``."""
-    device = device_preset(config.device)
-    cluster = Cluster(config.devices, config.devices_per_node, device.name)
+def _analytic_space(model: ModelSpec, strategy: StrategyLayout, device_name: str, cluster: Cluster) -> SchemeSpace:
+    """The analytic scheme space of the strategy's schemes on ``device_name`` in ``cluster``."""
+    device = device_preset(device_name)
     schemes = tuple(dict.fromkeys(p.scheme for p in strategy.pipelines))
-    return SchemeSpace(model=config.model, cluster=cluster, memory=analytic_memory_model(config.model, device),
-                       profiles=tuple(analytic_profile(config.model, device, cluster, s) for s in schemes),
+    return SchemeSpace(model=model, cluster=cluster, memory=analytic_memory_model(model, device),
+                       profiles=tuple(analytic_profile_of(model, device, cluster, s) for s in schemes),
                        provenance=Provenance(SpaceSource.ANALYTIC, device.name, "", __version__))
 
 

@@ -80,7 +80,8 @@ def held_elements(model: ModelSpec, layout: PipelineLayout, stage: int, tp_rank:
 
 
 @lru_cache(maxsize=256)
-def layer_elements(model: ModelSpec, scheme: Scheme) -> int:
-    """``P_l(tp)``: elements of one decoder layer a tp rank of ``scheme`` holds (the same on every tp rank)."""
-    return sum(shard_elements(shard_of(spec, scheme, 0)) for spec in parameter_specs(model)
+def layer_elements(model: ModelSpec, scheme: Scheme, stage: int) -> int:
+    """``P_l(tp_σ)``: elements of one decoder layer a tp rank of ``stage`` of ``scheme`` holds (the
+    same on every tp rank of the stage)."""
+    return sum(shard_elements(shard_of(spec, scheme, stage, 0)) for spec in parameter_specs(model)
                if spec.holder is Holder.LAYER and spec.layer == 0)

@@ -13,6 +13,10 @@ array:
 * **owned**: for each region of ``r``'s buffer and each rank ``h`` holding a shard of its
   parameter (every pipeline, tp rank and cp rank), the blocks (offset in the buffer, …).
 
+Each holder's shard is cut by the tp of the stage holding the parameter, so pipelines of
+different tp, and stages of one staged pipeline with different tp (design §18), meet the
+optimizer layout alike.
+
 Both sides order a peer's blocks by (parameter, offset in the shard), so a sender packs and a
 receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
 (:attr:`~hydraulis.runtime.optimizer.sharding.Shard.contributes`, the RMSNorm weights) is left
@@ -226,8 +230,8 @@ def _holders(rank_map: RankMap, spec: ParameterSpec) -> list[tuple[list[int], Sh
     for p, layout in enumerate(rank_map.pipelines):
         scheme, stage = layout.scheme, holding_stage(spec, layout)
         for c in range(scheme.cp):
-            for t in range(scheme.tp):
-                groups.setdefault(shard_of(spec, scheme, t), []).append(rank_map.rank(RankPlace(p, stage, c, t)))
+            for t in range(scheme.stage_tp(stage)):
+                groups.setdefault(shard_of(spec, scheme, stage, t), []).append(rank_map.rank(RankPlace(p, stage, c, t)))
     return [(ranks, shard) for shard, ranks in groups.items()]
 
 

@@ -6,7 +6,8 @@ rank's stage, sliced along one dimension for tensor parallelism. Context paralle
 pipelines replicate shards.
 
 Tensor-parallel rule for a dimension of ``U`` units (heads of ``head_dim`` rows, or single rows of
-the MLP and the vocabulary), ``tp`` ranks, rank ``r``::
+the MLP and the vocabulary), ``tp`` ranks, rank ``r`` (``tp`` the stage's own degree,
+:meth:`~hydraulis.types.Scheme.stage_tp`: stages of a staged scheme, design §18, may differ)::
 
     first unit = ⌊r·U/tp⌋,   units held = max(U/tp, 1)
 
@@ -125,15 +126,15 @@ def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
 
 def stage_shards(model: ModelSpec, layout: PipelineLayout, stage: int, tp_rank: int) -> tuple[Shard, ...]:
     """The shards held by tp rank ``tp_rank`` of ``stage`` of a pipeline laid out as ``layout``."""
-    return tuple(shard_of(spec, layout.scheme, tp_rank) for spec in parameter_specs(model)
+    return tuple(shard_of(spec, layout.scheme, stage, tp_rank) for spec in parameter_specs(model)
                  if holding_stage(spec, layout) == stage)
 
 
-def shard_of(spec: ParameterSpec, scheme: Scheme, tp_rank: int) -> Shard:
-    """The shard of ``spec`` that tp rank ``tp_rank`` of a pipeline of ``scheme`` holds."""
+def shard_of(spec: ParameterSpec, scheme: Scheme, stage: int, tp_rank: int) -> Shard:
+    """The shard of ``spec`` that tp rank ``tp_rank`` of ``stage`` of a pipeline of ``scheme`` holds."""
     if spec.tp_dim is None:
         return Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0 or scheme.sp)
-    first, count = unit_range(spec.units, scheme.tp, tp_rank)
+    first, count = unit_range(spec.units, scheme.stage_tp(stage), tp_rank)
     return Shard(spec, spec.tp_dim, first * spec.unit, count * spec.unit, contributes=True)
 
 

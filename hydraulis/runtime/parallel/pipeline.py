@@ -19,6 +19,14 @@ stage needs next from the same neighbour — a forward output with the gradient 
 that follows (``send_forward_recv_backward``), an input gradient with the input of the forward
 that follows (``send_backward_recv_forward``) — each pair in one ``batch_isend_irecv``.
 Neighbouring stages post the pairs in the same order, so every posted send meets its receive.
+
+Stages of different tensor-parallel degree (a staged scheme, design §18) hand off by the rule of
+:class:`~hydraulis.runtime.rank_map.HandOff`: a rank receives each message from one rank of
+the neighbour stage and sends to zero or more (``1|2:3>1:1``: stage 1's one rank receives from
+tp rank 0 of stage 0 and sends each input gradient to both). Every rank of a stage runs the
+stage's schedule, so between any two ranks that exchange messages both post them in the stage
+order — a sub-sequence of the one-rank-per-stage exchange above, whose deadlock freedom it
+keeps; a batch may then hold several sends, or none at all (skipped).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import torch.distributed as dist
 from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import PackedMicroBatch
+from hydraulis.runtime.rank_map import HandOff
 
 Shape = tuple[int, ...]
 
@@ -63,44 +72,47 @@ def one_f_one_b(micro_batches: int, pp: int, stage: int) -> tuple[Operation, ...
 
 
 class StageLink:
-    """Point-to-point hand-offs of one rank to the same cp/tp position of the previous and
-    next stage (world ranks; None at the pipeline's ends); receive buffers are allocated from
-    the shapes the caller knows."""
+    """Point-to-point hand-offs of one rank to the previous and next stage of its pipeline, with
+    the world ranks of its :class:`~hydraulis.runtime.rank_map.HandOff` (the same cp/tp position
+    when the stages' tp is equal); receive buffers are allocated from the shapes the caller knows."""
 
-    def __init__(self, previous: int | None, following: int | None, device: torch.device, dtype: torch.dtype) -> None:
-        self.previous, self.following, self.device, self.dtype = previous, following, device, dtype
+    def __init__(self, peers: HandOff, device: torch.device, dtype: torch.dtype) -> None:
+        self.peers, self.device, self.dtype = peers, device, dtype
 
     def recv_forward(self, shape: Shape) -> torch.Tensor | None:
-        return None if self.previous is None else self._exchange([], [(self.previous, shape)])[0]
+        return self._receive([], self.peers.previous, shape)
 
     def send_forward(self, activation: torch.Tensor | None) -> None:
-        if self.following is not None:
-            self._exchange([(activation, self.following)], [])
+        self._exchange([(activation, peer) for peer in self.peers.to_following], [])
 
     def recv_backward(self, shape: Shape) -> torch.Tensor | None:
-        return None if self.following is None else self._exchange([], [(self.following, shape)])[0]
+        return self._receive([], self.peers.following, shape)
 
     def send_backward(self, grad: torch.Tensor | None) -> None:
-        if self.previous is not None:
-            self._exchange([(grad, self.previous)], [])
+        self._exchange([(grad, peer) for peer in self.peers.to_previous], [])
 
     def send_forward_recv_backward(self, activation: torch.Tensor | None, shape: Shape) -> torch.Tensor | None:
-        if self.following is None:
-            return None
-        return self._exchange([(activation, self.following)], [(self.following, shape)])[0]
+        return self._receive([(activation, peer) for peer in self.peers.to_following], self.peers.following, shape)
 
     def send_backward_recv_forward(self, grad: torch.Tensor | None, shape: Shape) -> torch.Tensor | None:
-        if self.previous is None:
+        return self._receive([(grad, peer) for peer in self.peers.to_previous], self.peers.previous, shape)
+
+    def _receive(self, sends: list[tuple[torch.Tensor, int]], peer: int | None, shape: Shape) -> torch.Tensor | None:
+        """``sends`` with the receive of a ``shape`` buffer from ``peer`` in one batch (None: sends
+        alone, at the pipeline's end, where there is nothing to send either)."""
+        if peer is None:
+            self._exchange(sends, [])
             return None
-        return self._exchange([(grad, self.previous)], [(self.previous, shape)])[0]
+        return self._exchange(sends, [(peer, shape)])[0]
 
     def _exchange(self, sends: list[tuple[torch.Tensor, int]], recvs: list[tuple[int, Shape]]) -> list[torch.Tensor]:
-        """One batch of sends and receives into buffers of the given shapes."""
+        """One batch of sends and receives into buffers of the given shapes (none: nothing runs)."""
         buffers = [torch.empty(shape, dtype=self.dtype, device=self.device) for _, shape in recvs]
         ops = [dist.P2POp(dist.isend, tensor.contiguous(), peer) for tensor, peer in sends]
         ops += [dist.P2POp(dist.irecv, buffer, peer) for buffer, (peer, _) in zip(buffers, recvs)]
-        for request in dist.batch_isend_irecv(ops):
-            request.wait()
+        if ops:
+            for request in dist.batch_isend_irecv(ops):
+                request.wait()
         return buffers
 
 

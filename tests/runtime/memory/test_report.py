@@ -2,20 +2,28 @@
 the meta device equal the torch-free accounting, and the cost model predicts them — states
 within 2 %, totals within 10 %."""
 
+from pathlib import Path
+
 import pytest
 
+from hydraulis.artifacts.cluster import read_cluster
+from hydraulis.cluster import ClusterSpaces
+from hydraulis.cost.staged import staged_cost
 from hydraulis.presets import model_names, model_preset
+from hydraulis.profiler.cluster import group_scheme_space
 from hydraulis.runtime.memory.report import MemoryConfig, memory_report
 from hydraulis.runtime.memory.states import held_elements, layer_elements, state_bytes
 from hydraulis.runtime.config import OptimizerKind, Precision
 from hydraulis.runtime.layout import PipelineLayout
 from hydraulis.runtime.optimizer.placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.runtime.strategy_spec import parse_strategy, scheme_times
+from hydraulis.runtime.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
 from hydraulis.types import OptimizerLayout, Scheme
 
+ROOT = Path(__file__).resolve().parents[3]
 STRATEGIES = ["1,1,1x8", "1,4,1+1,2,2", "2,2,2", "1,4,1[sp]x2", "1,2,2[recompute=full]+1,4,1[sp,recompute=selective]"]
-CASES = [(name, spec) for name in model_names() for spec in STRATEGIES] + [("tiny", "1,4,2:3/1")]
+STAGED = [("tiny", "1|2:3>1:1+1|1:1>4:3[recompute=full:1]"), ("llama-7b", "1|4:20>2:12+1,2,1"), ("tiny", "2|2:2>1:2")]
+CASES = [(name, spec) for name in model_names() for spec in STRATEGIES] + [("tiny", "1,4,2:3/1")] + STAGED
 LAYOUTS = [None, OptimizerLayout(2, 2, 2)]
 
 
@@ -38,7 +46,32 @@ def test_ranks_equal_the_accounting_and_the_cost_model_predicts_them(name, spec,
         assert rank.total_bytes == pytest.approx(rank.predicted.total, rel=0.1)
 
 
+@pytest.mark.parametrize("name, spec", STAGED)
+def test_stages_of_their_own_tp_are_predicted_as_the_meter_counts_them(name, spec):
+    report = memory_report(MemoryConfig(model_preset(name), spec, 8, "h100-80g", 8, tokens=4096))
+    staged = [rank for rank in report.ranks if rank.stage is not None]
+    assert len({rank.weights_bytes for rank in staged}) > 1
+    for rank in staged:
+        assert rank.activation_bytes == pytest.approx(rank.predicted.activations, rel=1e-9)
+
+
 def test_worked_example_of_the_states_docstring():
     model = model_preset("llama-7b")
-    assert layer_elements(model, Scheme(1, 8, 1)) == 25_305_088
+    assert layer_elements(model, Scheme(1, 8, 1), 0) == 25_305_088
     assert held_elements(model, PipelineLayout(Scheme(1, 8, 1), (32,)), 0, 3) == 842_534_912
+
+
+def test_with_a_cluster_each_stage_is_judged_on_its_group_and_holds_what_the_staged_cost_model_says():
+    cluster = read_cluster(ROOT / "examples" / "clusters" / "a100_h100.json")
+    model = model_preset("llama-13b")
+    spec = "1|8:16@a100>8:24@h100+1|8:40@h100"
+    report = memory_report(MemoryConfig(model, spec, 32, "a100-80g", 8, cluster=cluster))
+    spaces = ClusterSpaces(cluster, tuple(group_scheme_space(g, model, "", "", cps=(1,), tps=(8,), pps=(1, 2))
+                                          for g in cluster.groups))
+    assert report.tokens == tuple(staged_cost(spaces, g.scheme).max_seq_len for g in parse_strategy_spec(spec))
+    a100, h100 = report.groups
+    assert (a100.device, h100.device) == ("a100-80g", "h100-80g")
+    assert set(range(8, 24)) == set(h100.ranks) and set(range(8)) <= set(a100.ranks)
+    assert a100.fits and h100.fits and a100.capacity_bytes < h100.capacity_bytes
+    for rank in report.ranks:
+        assert rank.total_bytes == pytest.approx(rank.predicted.total, rel=1e-5)

@@ -1,0 +1,48 @@
+"""The artifact of ``hydraulis simulate --cluster`` (design §18.4): ``mixed_simulation.json``::
+
+    {"schema_version": 1, "kind": "mixed_simulation", "config": {<resolved configuration, cluster, inputs>},
+     "fastest_group", "planning_ms",
+     "contenders": [{"name", "strategy", "mean_ms", "ratio", "step_ms": [...]}],
+     "bound": {"mean_ms", "work_ms": [...], "longest_ms": [...]},
+     "created", "tool_version", "command"}
+
+``ratio`` is the contender's mean predicted step over the mean lower bound
+(:mod:`hydraulis.cost.mixed_bound`); ``step_ms`` and the bounds are per held-out step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from hydraulis.artifacts.record import write_json
+from hydraulis.simulation.mixed import MixedSimulation
+
+KIND = "mixed_simulation"
+SCHEMA_VERSION = 1
+
+
+def mixed_simulation_to_dict(simulation: MixedSimulation, config: dict, created: str, tool_version: str,
+                             command: str) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "config": config,
+        "fastest_group": simulation.fastest_group,
+        "planning_ms": simulation.planning_ms,
+        "contenders": [{"name": r.contender.value, "strategy": r.strategy, "mean_ms": r.mean_ms,
+                        "ratio": simulation.ratio(r), "step_ms": list(r.step_ms)} for r in simulation.results],
+        "bound": {"mean_ms": float(np.mean(simulation.bound_ms)), "work_ms": list(simulation.work_ms),
+                  "longest_ms": list(simulation.longest_ms)},
+        "created": created,
+        "tool_version": tool_version,
+        "command": command,
+    }
+
+
+def write_mixed_simulation(directory: str | Path, simulation: MixedSimulation, config: dict, created: str,
+                           tool_version: str, command: str) -> Path:
+    path = Path(directory) / "mixed_simulation.json"
+    write_json(path, mixed_simulation_to_dict(simulation, config, created, tool_version, command))
+    return path
