@@ -99,7 +99,7 @@ def placement_problem(sizes: Sequence[int], devices: int, devices_per_node: int)
 
 def communicators(schemes: Sequence[Scheme]) -> frozenset[Communicator]:
     """The communicators of pipelines running ``schemes`` (one entry per pipeline, in
-    :meth:`~hydraulis.types.Strategy.expanded` order) under aligned placement."""
+    :meth:`~hydraulis.strategy.Strategy.expanded` order) under aligned placement."""
     offsets = pipeline_offsets([s.devices for s in schemes])
     found: set[Communicator] = set()
     for scheme, offset in zip(schemes, offsets):

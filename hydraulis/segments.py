@@ -28,7 +28,7 @@ plus ``network_hand_off``, the time a hand-off adds per neighbour when the pipel
 nodes.
 
 **A stage composed.** Stage ``σ`` of scheme ``(cp, tp, pp)`` holding ``L_σ`` layers of which
-the first ``k_σ`` are recomputed in full (:meth:`~hydraulis.types.Scheme.full_layers`), the
+the first ``k_σ`` are recomputed in full (:meth:`~hydraulis.scheme.Scheme.full_layers`), the
 others in mode ``m`` (none or selective), with ends ``E_σ`` by its position and ``n_σ``
 neighbours::
 

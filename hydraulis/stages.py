@@ -4,7 +4,7 @@ On a cluster of several device types (design §18) one pipeline may run its firs
 one device type and its last on another, each with its own tensor-parallel degree and number
 of decoder layers, so that every stage takes about the same time (FlashFlex, Yan et al. 2024).
 A :class:`Stage` is one such stage: ``tp`` devices of device group ``group`` holding ``layers``
-consecutive decoder layers. A :class:`~hydraulis.types.Scheme` with ``stages`` is a *staged*
+consecutive decoder layers. A :class:`~hydraulis.scheme.Scheme` with ``stages`` is a *staged*
 scheme: its ``pp`` is the number of stages, its ``tp`` the widest stage's, its devices
 ``cp · Σ_σ tp_σ`` (cp is uniform within a pipeline).
 

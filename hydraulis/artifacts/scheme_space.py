@@ -20,7 +20,7 @@ each block of ``segments`` (:class:`~hydraulis.segments.Block`) being
 ``{"a", "b", "c", "kept_bytes_per_token", "transient_bytes_per_token"}`` and, for the ends of a
 stage where not zero, ``"input_bytes_per_token"`` and ``"released_bytes_per_token"``.
 
-A scheme's options (:class:`~hydraulis.types.SchemeOptions`) are written only when they are not
+A scheme's options (:class:`~hydraulis.scheme.SchemeOptions`) are written only when they are not
 the defaults: ``"sp": true`` (sequence parallelism), ``"recompute": "selective" | "full"`` and
 ``"recompute_layers": [K, …]`` (full recomputation of the first K layers of each stage); the
 same degrees with other options are another entry of ``schemes``. Version 2 added the options,

@@ -13,7 +13,7 @@ Layout (``schema_version`` 1)::
 
 ``tokens`` and ``cu_seqlens`` are derived (with ``alignment``) and checked on load;
 ``proven_ms`` (a proven lower bound on the pipeline's time) is written only when known;
-``synthesis`` (a strategy made for this step, :class:`~hydraulis.types.Synthesis`) is absent or
+``synthesis`` (a strategy made for this step, :class:`~hydraulis.step_plan.Synthesis`) is absent or
 null otherwise.
 """
 

@@ -23,7 +23,7 @@ Recipe of :func:`plan_step`:
    the best neighbour found — so the best neighbour is found exactly with few plans; move to it
    while it gains more than ``ε`` (:data:`hydraulis.planner.search.IMPROVEMENT`), then halve ``Δ``;
 6. keep the synthesised strategy only if it is strictly faster than ``T₀``; the plan records it
-   (:class:`~hydraulis.types.Synthesis`: strategy, reduction, switch, new communicators). Its lower
+   (:class:`~hydraulis.step_plan.Synthesis`: strategy, reduction, switch, new communicators). Its lower
    bound is the tight bound over the menu (:func:`hydraulis.cost.step_bound`), which every plan
    of a menu strategy — the proposal's included — respects.
 

@@ -40,7 +40,7 @@ A stage of ``L_s = ⌈L/pp⌉`` plain layers on the last stage thus has ``b = 6�
 ``c = L_s·(o + λ·(8·[tp>1] + 3·(cp−1))) + 2·λ·[pp>1]``; the scheme takes the slowest stage's
 coefficients (:func:`~hydraulis.segments.compose_profile`).
 
-Recomputation (:class:`~hydraulis.types.Recompute`) runs forward work again in the backward:
+Recomputation (:class:`~hydraulis.scheme.Recompute`) runs forward work again in the backward:
 a ``selective`` layer its attention core (``a``: 7 → 9); a ``full`` layer its whole forward —
 its 2 of the 6 dense FLOPs per parameter (``6·P_l → 8·P_l``), the attention (``a``: 7 → 9) and
 the forward half of its tp and cp traffic and collectives (×3/2 and ×4/3). Sequence
@@ -116,7 +116,7 @@ def analytic_scheme_space(
     """Every ``(cp, tp, pp)`` from the given degrees that shards ``model`` and fits the cluster,
     under each of ``variants`` (an ``sp`` variant where ``tp > 1``); with ``segments``, the plain
     schemes and the segments of every ``(cp, tp, sp)`` they use, from which the space composes
-    every variant (:class:`~hydraulis.types.SchemeSpace`)."""
+    every variant (:class:`~hydraulis.space.SchemeSpace`)."""
     variants = tuple(dict.fromkeys(variants))
     require(not segments or variants == (SchemeOptions(),), "options", [str(v) for v in variants],
             "are all in a space with variants: list none")

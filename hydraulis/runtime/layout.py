@@ -9,7 +9,7 @@ stages take one layer more, e.g. ``L = 4, pp = 3`` → ``(2, 1, 1)``) or given e
 layout ``(3, 1)`` whose stage 0 runs on 2 tp ranks and stage 1 on one.
 
 :class:`StrategyLayout` is a strategy as the runtime runs it: the planner's
-:class:`~hydraulis.types.Strategy` (schemes, counts, time coefficients) plus one
+:class:`~hydraulis.strategy.Strategy` (schemes, counts, time coefficients) plus one
 :class:`PipelineLayout` per pipeline in :meth:`Strategy.expanded` order. Its ``str`` is the
 strategy SPEC of :mod:`hydraulis.runtime.strategy_spec`.
 """

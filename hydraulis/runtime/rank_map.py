@@ -9,7 +9,7 @@ tp group stays inside a node)::
 
     rank = r₀ + cp·Σ_{σ'<σ} tp_σ' + cp_rank·tp_σ + tp_rank
 
-``tp_σ`` is the stage's own degree (:meth:`~hydraulis.types.Scheme.stage_tp`): every stage's
+``tp_σ`` is the stage's own degree (:meth:`~hydraulis.scheme.Scheme.stage_tp`): every stage's
 ``tp`` for an ordinary scheme, where this is ``r₀ + (σ·cp + cp_rank)·tp + tp_rank``; a staged
 scheme's (design §18) may differ per stage.
 

@@ -56,7 +56,7 @@ def analytic_profile_of(model: ModelSpec, device: DeviceSpec, cluster: Cluster, 
 
 
 def space_profile_of(space: SchemeSpace, scheme: Scheme) -> SchemeProfile:
-    """``space``'s profile of ``scheme``: listed or composed (:meth:`~hydraulis.types.SchemeSpace.profile`),
+    """``space``'s profile of ``scheme``: listed or composed (:meth:`~hydraulis.space.SchemeSpace.profile`),
     for a staged scheme from the space's segments (module docstring), with the overhead of its
     profiles'."""
     if not scheme.is_staged:

@@ -13,12 +13,12 @@ Grammar (whitespace ignored)::
 ``1,2,1+1,1,2`` is one pipeline of scheme (cp 1, tp 2, pp 1) beside one of (1, 1, 2);
 ``1,1,2x2`` two pipelines of (1, 1, 2); ``1,1,2:3/1`` one pipeline whose first stage holds
 3 layers and second 1 (default: the even split of :func:`~hydraulis.runtime.layout.even_split`).
-Options in brackets (:class:`~hydraulis.types.SchemeOptions`) make another scheme:
+Options in brackets (:class:`~hydraulis.scheme.SchemeOptions`) make another scheme:
 ``1,4,1[sp]x2`` two pipelines of tp 4 with sequence parallelism,
 ``2,2,1[sp,recompute=full]+1,1,2:3/1[recompute=selective]`` one pipeline recomputing whole
 layers beside one recomputing the attention core (:mod:`hydraulis.runtime.model.decoder`);
 ``1,1,2[recompute=full:1]`` recomputes the first layer of each stage in full, ``1,1,2[recompute=full:2/1]``
-the first two of stage 0 and the first of stage 1 (:class:`~hydraulis.types.Scheme`). The
+the first two of stage 0 and the first of stage 1 (:class:`~hydraulis.scheme.Scheme`). The
 brackets may also come before the split (``1,1,2[sp]:3/1``); a layout prints them after it.
 
 A STAGED pipeline (:mod:`hydraulis.stages`, design §18) gives each stage its own tensor-parallel

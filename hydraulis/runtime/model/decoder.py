@@ -186,7 +186,7 @@ class DecoderLayer(nn.Module):
 def layer_recompute(layout: PipelineLayout, stage: int) -> dict[int, Recompute]:
     """What each decoder layer of ``stage`` recomputes: the scheme's option, for every layer, or
     with ``recompute=full:K`` full recomputation for the stage's first ``K`` layers only
-    (:meth:`~hydraulis.types.Scheme.stage_recompute`)."""
+    (:meth:`~hydraulis.scheme.Scheme.stage_recompute`)."""
     layers = layout.stage_range(stage)
     return dict(zip(layers, layout.scheme.stage_recompute(stage, len(layers))))
 

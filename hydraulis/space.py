@@ -1,0 +1,194 @@
+"""A scheme space: every profiled scheme of one model on one cluster, with provenance (design §2, §4).
+
+:class:`SchemeProfile` is one scheme's fitted :class:`TimeCoefficients` and memory terms,
+:class:`MemoryModel` and :class:`PipelineModel` the facts all schemes share, :class:`Provenance`
+where the numbers came from (:class:`SpaceSource`), :class:`SchemeSpace` all of it.
+Re-exported by :mod:`hydraulis.types`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from typing import TYPE_CHECKING
+
+from hydraulis.errors import HydraulisError, require, require_int, require_number
+from hydraulis.scheme import Scheme
+from hydraulis.specs import Cluster, ModelSpec
+
+if TYPE_CHECKING:
+    from hydraulis.segments import Segments
+
+
+class SpaceSource(str, Enum):
+    """Where a scheme space's numbers came from."""
+
+    MEASURED = "measured"
+    ANALYTIC = "analytic"
+    IMPORTED = "imported"
+
+
+@dataclass(frozen=True)
+class TimeCoefficients:
+    """Time of one micro-batch on one pipeline stage, forward + backward, in ms (design §4):
+    ``t(mb) = c + Σ_i (a·s_i² + b·s_i)``."""
+
+    a: float
+    b: float
+    c: float
+
+    def __post_init__(self) -> None:
+        for name in ("a", "b", "c"):
+            require_number(getattr(self, name), name, minimum=0.0)
+
+
+@dataclass(frozen=True)
+class FitQuality:
+    """How well fitted coefficients predict measurements held out of the fit."""
+
+    r2: float
+    median_rel_error: float
+    max_rel_error: float
+    points: int
+
+
+@dataclass(frozen=True)
+class SchemeProfile:
+    """What the planner knows about one scheme.
+
+    ``activation_bytes_per_token`` is the activation memory per token of a micro-batch on the
+    most loaded device (under 1F1B the first stage keeps ``pp`` micro-batches of ``L/pp``
+    layers, so it is the whole model's per-token activation divided by ``tp·cp``);
+    ``overhead_bytes`` the fixed runtime overhead per device (context, communicator buffers);
+    ``utilization_tokens`` the smallest micro-batch that keeps a device busy (0: unknown).
+    """
+
+    scheme: Scheme
+    time: TimeCoefficients
+    activation_bytes_per_token: float
+    overhead_bytes: int
+    utilization_tokens: int = 0
+    fit: FitQuality | None = None
+
+    def __post_init__(self) -> None:
+        value = require_number(self.activation_bytes_per_token, "activation_bytes_per_token")
+        require(value > 0, "activation_bytes_per_token", value, "must be > 0")
+        require_int(self.overhead_bytes, "overhead_bytes", minimum=0)
+        require_int(self.utilization_tokens, "utilization_tokens", minimum=0)
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    """Model-state memory facts shared by all schemes of a space (design §4).
+
+    ``layer_state_bytes`` is one layer's unsharded model-state bytes (≈ 16 bytes/param:
+    bf16 params + grads, fp32 master + two Adam moments), ``embedding_state_bytes`` the same for
+    one ``V × H`` matrix. A share ``sharded_state_fraction`` (α ≈ 12/16) follows the optimizer
+    layout, the rest follows the compute layout.
+    """
+
+    device_memory_bytes: int
+    safety_margin_bytes: int
+    layer_state_bytes: float
+    embedding_state_bytes: float
+    sharded_state_fraction: float
+
+    def __post_init__(self) -> None:
+        require_int(self.device_memory_bytes, "memory.device_memory_bytes", minimum=1)
+        require_int(self.safety_margin_bytes, "memory.safety_margin_bytes", minimum=0)
+        require_number(self.layer_state_bytes, "memory.layer_state_bytes", minimum=0.0)
+        require_number(self.embedding_state_bytes, "memory.embedding_state_bytes", minimum=0.0)
+        require_number(self.sharded_state_fraction, "memory.sharded_state_fraction", 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class PipelineModel:
+    """How a pipeline's micro-batches are timed: 1F1B with a forward share of each micro-batch's
+    time (default 1/3, i.e. forward:backward = 1:2) and a point-to-point latency per hand-off."""
+
+    forward_fraction: float = 1.0 / 3.0
+    p2p_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        value = require_number(self.forward_fraction, "pipeline_model.forward_fraction", maximum=1.0)
+        require(value > 0, "pipeline_model.forward_fraction", value, "must be > 0")
+        require_number(self.p2p_ms, "pipeline_model.p2p_ms", minimum=0.0)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a scheme space came from: source, device, date (ISO 8601), tool version, command;
+    ``software`` the measuring stack of a measured space (e.g. ``torch 2.13.0, gloo, fp32``)."""
+
+    source: SpaceSource
+    device: str
+    created: str
+    tool_version: str
+    command: str = ""
+    software: str = ""
+
+
+@dataclass(frozen=True)
+class SchemeSpace:
+    """Every profiled scheme of one model on one cluster.
+
+    ``reduce_gbps`` is the bandwidth (GB/s per device) of the gradient reduction into the
+    optimizer layout; 0 leaves the reduction out of step times. A space with ``segments``
+    (:mod:`hydraulis.segments`: the decoder layer and the blocks around it per ``(cp, tp, sp)``)
+    also holds every *variant* of its schemes — sequence parallelism, recomputation of any
+    number of layers per stage — composed on demand by :meth:`profile`; its ``profiles`` are
+    the plain schemes (the compositions without options). ``communicator_ms`` is the time to
+    create one communicator, which a step pays for every communicator its strategy is the first
+    to need (:mod:`hydraulis.placement`).
+    """
+
+    model: ModelSpec
+    cluster: Cluster
+    memory: MemoryModel
+    profiles: tuple[SchemeProfile, ...]
+    provenance: Provenance
+    pipeline_model: PipelineModel = field(default_factory=PipelineModel)
+    reduce_gbps: float = 0.0
+    segments: tuple[Segments, ...] = ()
+    communicator_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        require(len(self.profiles) > 0, "schemes", [], "must list at least one scheme")
+        seen: set[Scheme] = set()
+        for i, profile in enumerate(self.profiles):
+            require(profile.scheme not in seen, f"schemes[{i}]", str(profile.scheme), "is listed twice")
+            seen.add(profile.scheme)
+            self.model.check_scheme(profile.scheme, f"schemes[{i}]")
+        require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
+        require_number(self.communicator_ms, "communicator_ms", minimum=0.0)
+        keys = [s.key for s in self.segments]
+        for i, key in enumerate(keys):
+            require(key not in keys[:i], f"segments[{i}]", list(key), "is listed twice")
+        for i, profile in enumerate(self.profiles):
+            scheme = profile.scheme
+            require(not self.segments or (scheme.cp, scheme.tp, scheme.sp) in keys, f"schemes[{i}]", str(scheme),
+                    "has no segments (cp, tp, sp) to compose its variants from")
+
+    @property
+    def has_variants(self) -> bool:
+        """Whether the space composes variants of its schemes from segments."""
+        return bool(self.segments)
+
+    def segments_of(self, cp: int, tp: int, sp: bool) -> Segments | None:
+        return next((s for s in self.segments if s.key == (cp, tp, sp)), None)
+
+    def profile(self, scheme: Scheme) -> SchemeProfile:
+        """The listed profile of ``scheme``, or in a space with segments its composition
+        (with the overhead of the plain scheme of its degrees)."""
+        for profile in self.profiles:
+            if profile.scheme == scheme:
+                return profile
+        segments = self.segments_of(scheme.cp, scheme.tp, scheme.sp)
+        plain = next((p for p in self.profiles if p.scheme == Scheme(scheme.cp, scheme.tp, scheme.pp)), None)
+        if segments is None or plain is None:
+            raise HydraulisError("scheme", str(scheme), "is not in the scheme space")
+        from hydraulis.segments import compose_profile
+
+        self.model.check_scheme(scheme)
+        return compose_profile(segments, self.model, scheme, self.cluster.devices_per_node, plain.overhead_bytes)
