@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import asdict
 
 from hydraulis import limits
 from hydraulis.artifacts import read_lengths, read_scheme_space, write_proposal
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath, optimizer_layout
-from hydraulis.cli.output import add_variants_argument, emit, plural, table
+from hydraulis.cli.output import add_variants_argument, command_line, emit, plural, table
+from hydraulis.errors import HydraulisError
 from hydraulis.planner import PlannerConfig, SolverName, Variants, propose
+from hydraulis.planner.mixed_propose import MixedPlannerConfig, propose_mixed
 from hydraulis.planner.report import STRATEGY_COLUMNS, proposal_heading, strategy_rows
+from hydraulis.presets import model_names
+from hydraulis.simulation.inputs import cluster_spaces_for
 from hydraulis.types import Proposal
 
 
@@ -21,8 +26,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "steps whose longest sequence lies in its range, with predicted step time and memory "
                     "headroom (integer programs with PuLP, then a local search judged on sampled steps; see "
                     "hydraulis.planner).")
-    parser.add_argument("--space", required=True, type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON")
-    parser.add_argument("--devices", type=Bounded(limits.DEVICES), required=True, help="devices to plan for, N")
+    parser.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON (or --cluster)")
+    parser.add_argument("--devices", type=Bounded(limits.DEVICES), help="devices to plan for, N (required with --space)")
+    parser.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),
+                        help="cluster description JSON of several device types instead of --space/--devices: plan "
+                             "plain and cross-type staged pipelines (design §18.3) with a strategy per serving "
+                             "range; --steps, --seed and --search-evaluations apply (default model llama-13b)")
+    parser.add_argument("--model", choices=model_names(),
+                        help="with --cluster: model preset of the groups' analytic spaces (default llama-13b)")
     parser.add_argument("--devices-per-node", type=Bounded(limits.DEVICES_PER_NODE), help="default: the scheme space's")
     parser.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET), required=True,
                         help="tokens per global batch (step)")
@@ -65,6 +76,12 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def _propose(args: argparse.Namespace) -> None:
     started = time.perf_counter()
+    if args.cluster is not None:
+        _propose_cluster(args, started)
+        return
+    for name in ("space", "devices"):
+        if getattr(args, name) is None:
+            raise HydraulisError(f"--{name}", None, "is required without --cluster")
     space = read_scheme_space(args.space)
     lengths = read_lengths(args.lengths)
     config = PlannerConfig(
@@ -82,6 +99,19 @@ def _propose(args: argparse.Namespace) -> None:
     emit(f"wrote {args.output}: {plural(len(proposal.strategies), 'strategy')} in "
          f"{time.perf_counter() - started:.2f} s "
          f"wall (planner {proposal.solver.wall_ms / 1000:.2f} s, solver status {proposal.solver.status})")
+
+
+def _propose_cluster(args: argparse.Namespace, started: float) -> None:
+    if args.space is not None:
+        raise HydraulisError("--space", args.space, "describes a one-type cluster; leave it out with --cluster")
+    spaces, facts = cluster_spaces_for(args.cluster, args.model or "llama-13b", command_line())
+    config = MixedPlannerConfig(args.token_budget, args.max_seq_len, args.steps, args.seed,
+                                max(1, args.search_evaluations))
+    proposal = propose_mixed(spaces, read_lengths(args.lengths), config)
+    write_proposal(args.output, proposal, {**asdict(config), "cluster": facts, "lengths": args.lengths})
+    _print(proposal, args.explain)
+    emit(f"wrote {args.output}: {plural(len(proposal.strategies), 'strategy')} for {spaces.cluster.devices} devices "
+         f"of {plural(len(spaces.cluster.groups), 'device group')} in {time.perf_counter() - started:.2f} s wall")
 
 
 def _print(proposal: Proposal, explain: bool) -> None:

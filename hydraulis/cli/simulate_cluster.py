@@ -14,6 +14,7 @@ from hydraulis.artifacts.mixed_simulation import write_mixed_simulation
 from hydraulis.cli.analyze import DEFAULT_CACHE
 from hydraulis.cli.output import command_line, emit, plural, table
 from hydraulis.errors import HydraulisError
+from hydraulis.planner.mixed_propose import MixedPlannerConfig
 from hydraulis.simulation.inputs import cluster_spaces_for, workload_lengths
 from hydraulis.simulation.mixed import MixedSimulation, MixedSimulationConfig, simulate_mixed
 
@@ -27,8 +28,8 @@ def simulate_cluster(args: argparse.Namespace) -> None:
         if value is not None:
             raise HydraulisError(flag, value, "describes a one-type cluster; leave it out with --cluster")
     spaces, cluster_facts = cluster_spaces_for(args.cluster, args.model or DEFAULT_MODEL, command_line())
-    config = MixedSimulationConfig(args.token_budget, args.max_seq_len, args.steps, args.planner_steps, args.seed,
-                                   args.cluster_evaluations)
+    config = MixedSimulationConfig(MixedPlannerConfig(args.token_budget, args.max_seq_len, args.planner_steps,
+                                                      args.seed, args.cluster_evaluations), args.steps)
     lengths, workload_facts = workload_lengths(args.lengths, args.corpus, args.synthetic_docs, args.seed, DEFAULT_CACHE)
     simulation = simulate_mixed(spaces, lengths, config)
     resolved = {**asdict(config), "cluster": cluster_facts, "workload": workload_facts}
@@ -39,13 +40,13 @@ def simulate_cluster(args: argparse.Namespace) -> None:
 
 def report(simulation: MixedSimulation, model: str, devices: int) -> str:
     """The comparison table and the bound, as printed."""
-    config = simulation.config
+    config, planner = simulation.config, simulation.config.planner
     bound = sum(simulation.bound_ms) / len(simulation.bound_ms)
     work = sum(simulation.work_ms) / len(simulation.work_ms)
     longest = sum(simulation.longest_ms) / len(simulation.longest_ms)
-    lines = [f"{model} on {devices} devices of a mixed cluster, {config.token_budget} tokens per step, max_seq_len "
-             f"{config.max_seq_len}, {plural(config.steps, 'simulated step')}; planners searched "
-             f"{plural(config.planner_steps, 'sampled step')} in {simulation.planning_ms / 1e3:.1f} s; fastest group "
+    lines = [f"{model} on {devices} devices of a mixed cluster, {planner.token_budget} tokens per step, max_seq_len "
+             f"{planner.max_seq_len}, {plural(config.steps, 'simulated step')}; planners searched "
+             f"{plural(planner.steps, 'sampled step')} in {simulation.planning_ms / 1e3:.1f} s; fastest group "
              f"{simulation.fastest_group}",
              f"lower bound (mean over steps) {bound:.1f} ms = max(work over the aggregate speed {work:.1f}, longest "
              f"sequence on its fastest pipeline {longest:.1f}); ratio = mean predicted step / mean bound",

@@ -16,6 +16,12 @@ have some.
 Every option's parts tile its groups' nodes with power-of-two sizes, so any count vector within
 the budgets can be placed: each group by buddy placement, largest parts first.
 
+**Ranges.** Steps differ: about half of the long-tailed workload's 200K-token steps hold a 32K
+piece, the others need no pipeline that holds one. As in the one-type planner (§5), the
+proposal keeps a strategy per serving range of the step's longest sequence — ``(0, S]`` and
+``(0, S/2]`` by default (:func:`plan_mixed_ranges`) — and dispatch runs each step on the best
+strategy that holds it.
+
 **Search.** The options are first screened: per per-group usage, those on the front of
 capacity against the bottleneck time of a reference micro-batch (``S/8`` tokens), at most
 ``per_usage`` of them, and those the given starts use. Starts: from each option holding the target length alone, a greedy fill
@@ -26,16 +32,18 @@ remove one pipeline of an option in use and add as many of another as the freed 
 devices take; the best move that lowers ``J`` by more than ``ε`` is taken, until none does or
 ``evaluations`` count vectors have been judged (memoised). The best end wins.
 
-Worked example (LLaMA-13B, 16 A100 + 16 H100, 200K tokens, 32K; ``paper_exp/mixed``): the
-type-segregated answer runs the 32K sequences on cp-4 pipelines within each group; the mixed
-planner adds cross-type pipelines whose H100 stages take more layers.
+Worked example (LLaMA-13B, 16 A100 + 16 H100, 200K tokens, 32K; ``paper_exp/mixed``): for
+``(0, 32K]`` the type-segregated search ends at ``2×(2|2:20@a100>2:20@a100) + 1×(4|4:40@h100)``,
+the 32K sequences all on the one H100 pipeline; the mixed search at ``2×(4|2:13@a100>2:27@h100)``,
+two cross-type pipelines that each hold 32K, their H100 stages taking 27 of the 40 layers. For
+``(0, 16K]`` both keep ``1×(2|4:20@a100>4:20@a100) + 1×(2|4:20@h100>4:20@h100)``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -120,15 +128,40 @@ def plan_mixed(spaces: ClusterSpaces, options: Sequence[MixedOption], steps: Seq
     return MixedPlan(strategy_of(options, counts), counts, tuple(options), mean, len(search.memo))
 
 
-def mixed_proposal(spaces: ClusterSpaces, strategy: Strategy, token_budget: int, max_seq_len: int,
-                   explanation: str = "") -> Proposal:
-    """A one-strategy proposal over the whole cluster for dispatch: each pipeline group carries
-    its own (staged) scheme, bottleneck coefficients and capacity; ZeRO-1 over every device."""
+def plan_mixed_ranges(spaces: ClusterSpaces, options: Sequence[MixedOption], steps: Sequence[np.ndarray],
+                      config: MixedSearchConfig, fractions: Sequence[float] = (1.0, 0.5),
+                      starts: Sequence[Strategy] = (), min_steps: int = 4) -> tuple[MixedPlan, ...]:
+    """One plan per serving range ``(0, S·f]``, largest first: each searched on the sampled steps
+    whose longest sequence lies in its range (skipped with fewer than ``min_steps``) with target
+    ``S·f``, starting also from the larger ranges' answers (which hold more, so a smaller range
+    is never judged slower). Dispatch picks per step the best strategy that holds it."""
+    plans: list[MixedPlan] = []
+    for fraction in sorted(set(fractions), reverse=True):
+        top = max(1, int(config.target * fraction))
+        served = [s for s in steps if int(np.max(s)) <= top]
+        if len(served) < min_steps and plans:
+            continue
+        plan = plan_mixed(spaces, options, served or steps, replace(config, target=top),
+                          starts=(*starts, *(p.strategy for p in plans)))
+        if all(plan.strategy != p.strategy for p in plans):
+            plans.append(plan)
+    return tuple(plans)
+
+
+def mixed_proposal(spaces: ClusterSpaces, strategies: Sequence[Strategy], token_budget: int, max_seq_len: int,
+                   explanation: str = "", predicted_ms: Sequence[float] = ()) -> Proposal:
+    """A proposal over the whole cluster for dispatch: strategy ``i`` serves steps whose longest
+    sequence it holds (``(0, min(its capacity, S)]``), predicted ``predicted_ms[i]`` (its ``J``;
+    0 when not given); each pipeline group carries its own (staged) scheme, bottleneck
+    coefficients and capacity — micro-batches fill it, so no headroom is reported; ZeRO-1 over
+    every device."""
     context = cost_context(spaces)
-    proposed = ProposedStrategy(strategy, 0, max_seq_len, 0.0, context.reduction_ms(strategy),
-                                (0,) * len(strategy.pipelines), explanation or str(strategy))
+    predicted = tuple(predicted_ms) or (0.0,) * len(strategies)
+    proposed = tuple(ProposedStrategy(s, 0, min(s.max_seq_len, max_seq_len), ms, context.reduction_ms(s),
+                                      (0,) * len(s.pipelines), explanation or str(s))
+                     for s, ms in zip(strategies, predicted))
     return Proposal(spaces.model, spaces.cluster.devices, min(g.devices_per_node for g in spaces.cluster.groups),
-                    context.layout, (proposed,), token_budget, max_seq_len, context.pipeline_model,
+                    context.layout, proposed, token_budget, max_seq_len, context.pipeline_model,
                     SolverReport("heuristic", "mixed-cluster search", 0.0), explanation, context.reduce_gbps)
 
 

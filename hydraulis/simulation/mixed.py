@@ -3,10 +3,11 @@
 ==========================  ======================================  ========================
 contender                   pipelines                               batching
 ==========================  ======================================  ========================
-``mixed_planner``           the mixed planner's strategy: plain     dispatch + balanced
-                            and cross-type staged pipelines          packing (Hydraulis)
+``mixed_planner``           the mixed planner's strategies (one     dispatch + balanced
+                            per serving range): plain and            packing (Hydraulis),
+                            cross-type staged pipelines              best strategy per step
 ``type_segregated``         the same search over plain schemes      dispatch + balanced
-                            only: each pipeline on one device type   packing
+                            only: each pipeline on one device type   packing, per step
 ``flashflex``               ``n`` copies of one cross-type staged    fixed packing to the
                             pipeline with per-stage tp holding       context length, dealt
                             ``S`` (as many as the groups take)       round-robin
@@ -40,9 +41,10 @@ from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost.mixed_bound import layer_work_coefficients, mixed_bound
 from hydraulis.cost.staged import staged_cost
 from hydraulis.dispatch import dispatch
-from hydraulis.errors import require, require_int
-from hydraulis.planner.mixed import MixedSearchConfig, mixed_proposal, plan_mixed, strategy_of
-from hydraulis.planner.mixed_options import MixedOption, OptionsConfig, mixed_options
+from hydraulis.errors import require_int
+from hydraulis.planner.mixed import mixed_proposal
+from hydraulis.planner.mixed_options import mixed_options
+from hydraulis.planner.mixed_propose import MixedPlannerConfig, plan_cluster, replicas
 from hydraulis.types import BatchingMethod, Proposal
 from hydraulis.workload import sample_batches
 
@@ -63,24 +65,14 @@ class MixedContender(str, Enum):
 
 @dataclass(frozen=True)
 class MixedSimulationConfig:
-    """Tokens per step, longest sequence, steps simulated and sampled by the planners, seed,
-    the planners' evaluation budget and which cross-type pipelines they consider."""
+    """The planners' configuration (they sample ``planner.steps`` steps with ``planner.seed``)
+    and the held-out steps simulated (seed ``planner.seed + 1``)."""
 
-    token_budget: int
-    max_seq_len: int
+    planner: MixedPlannerConfig
     steps: int = 100
-    planner_steps: int = 16
-    seed: int = 0
-    evaluations: int = 400
-    cps: tuple[int, ...] = (1, 2, 4)
-    budgets: tuple[int, ...] = (8, 16)
-    targets: tuple[float, ...] = (1.0, 0.25)
 
     def __post_init__(self) -> None:
-        for name in ("token_budget", "max_seq_len", "steps", "planner_steps", "evaluations"):
-            require_int(getattr(self, name), name, minimum=1)
-        require(self.token_budget >= self.max_seq_len, "token_budget", self.token_budget,
-                f"is smaller than one sequence of max_seq_len = {self.max_seq_len} tokens")
+        require_int(self.steps, "steps", minimum=1)
 
 
 @dataclass(frozen=True)
@@ -119,27 +111,24 @@ class MixedSimulation:
 def simulate_mixed(spaces: ClusterSpaces, documents: np.ndarray, config: MixedSimulationConfig) -> MixedSimulation:
     """Plan with both planners, list the baselines' candidates, plan every held-out step with
     every candidate and bound it (module docstring)."""
-    budget, limit = config.token_budget, config.max_seq_len
-    planner_steps = sample_batches(documents, budget, config.planner_steps, limit, config.seed)
-    steps = sample_batches(documents, budget, config.steps, limit, config.seed + 1)
+    planner = config.planner
+    budget, limit = planner.token_budget, planner.max_seq_len
+    planner_steps = sample_batches(documents, budget, planner.steps, limit, planner.seed)
+    steps = sample_batches(documents, budget, config.steps, limit, planner.seed + 1)
     started = time.perf_counter()
-    options = mixed_options(spaces, OptionsConfig(limit, config.cps, config.budgets, config.targets))
-    search = MixedSearchConfig(limit, config.evaluations)
-    segregated = plan_mixed(spaces, [o for o in options if not o.cross], planner_steps, search)
-    flashflex = _replicated(spaces, [o for o in options if o.cross], budget, limit)
-    planned = plan_mixed(spaces, options, planner_steps, search,
-                         starts=(segregated.strategy, *(p.strategies[0].strategy for p in flashflex)))
+    options = mixed_options(spaces, planner.options)
+    plans = plan_cluster(spaces, planner_steps, options, planner)
     planning_ms = (time.perf_counter() - started) * 1e3
     fastest = fastest_group(spaces, limit // 8)
+    on_fastest = [o for o in options if not o.cross and o.usage[spaces.cluster.names.index(fastest)] > 0]
     candidates = {
-        MixedContender.PLANNER: [mixed_proposal(spaces, planned.strategy, budget, limit, "mixed planner")],
-        MixedContender.SEGREGATED: [mixed_proposal(spaces, segregated.strategy, budget, limit, "type-segregated")],
-        MixedContender.FLASHFLEX: flashflex,
-        MixedContender.HOMOGENEOUS_FASTEST: _replicated(
-            spaces, [o for o in options if not o.cross and o.usage[spaces.cluster.names.index(fastest)] > 0],
-            budget, limit),
+        MixedContender.PLANNER: [[p.strategy for p in plans.mixed]],
+        MixedContender.SEGREGATED: [[p.strategy for p in plans.segregated]],
+        MixedContender.FLASHFLEX: [[s] for s in plans.replicas],
+        MixedContender.HOMOGENEOUS_FASTEST: [[s] for s in replicas(spaces, on_fastest, limit)],
     }
-    results = tuple(_best(contender, proposals, steps) for contender, proposals in candidates.items() if proposals)
+    results = tuple(_best(contender, [mixed_proposal(spaces, c, budget, limit) for c in strategies], steps)
+                    for contender, strategies in candidates.items() if strategies)
     coefficients = layer_work_coefficients(spaces)
     holders = [staged_cost(spaces, o.scheme) for o in options]
     devices = [g.devices for g in spaces.cluster.groups]
@@ -155,24 +144,11 @@ def fastest_group(spaces: ClusterSpaces, tokens: int) -> str:
     return spaces.cluster.names[int(np.argmin(costs))]
 
 
-def _replicated(spaces: ClusterSpaces, options: Sequence[MixedOption], budget: int, limit: int) -> list[Proposal]:
-    """Per option holding ``limit``: as many copies as every group it uses takes."""
-    devices = [g.devices for g in spaces.cluster.groups]
-    proposals = []
-    for option in options:
-        if option.max_seq_len < limit:
-            continue
-        count = min(have // used for have, used in zip(devices, option.usage) if used > 0)
-        counts = [count if o is option else 0 for o in options]
-        proposals.append(mixed_proposal(spaces, strategy_of(options, counts), budget, limit))
-    return proposals
-
-
 def _best(contender: MixedContender, proposals: Sequence[Proposal], steps: Sequence[np.ndarray]) -> ContenderResult:
     """The candidate with the lowest mean predicted step on ``steps``."""
     best = None
     for proposal in proposals:
         times = tuple(dispatch(proposal, s, contender.method).predicted_ms for s in steps)
         if best is None or np.mean(times) < np.mean(best.step_ms):
-            best = ContenderResult(contender, str(proposal.strategies[0].strategy), times)
+            best = ContenderResult(contender, "; ".join(str(p.strategy) for p in proposal.strategies), times)
     return best

@@ -50,10 +50,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100, help="held-out steps (default 100)")
     args = parser.parse_args()
     started = time.perf_counter()
-    command = [sys.executable, "-m", "hydraulis", "simulate", "--cluster", str(CLUSTER), "--model", "llama-13b",
-               "--lengths", str(WORKLOAD), "--token-budget", "200000", "--max-seq-len", "32768",
-               "--steps", str(args.steps), "--planner-steps", "16", "-o", str(OUT)]
-    subprocess.run(command, check=True)
+    command = [sys.executable, "-m", "hydraulis", "simulate", "--cluster", str(CLUSTER.relative_to(ROOT)),
+               "--model", "llama-13b", "--lengths", str(WORKLOAD.relative_to(ROOT)), "--token-budget", "200000",
+               "--max-seq-len", "32768", "--steps", str(args.steps), "--planner-steps", "16",
+               "-o", str(OUT.relative_to(ROOT))]
+    subprocess.run(command, check=True, cwd=ROOT)
     RESULTS.mkdir(parents=True, exist_ok=True)
     shutil.copy(OUT / "mixed_simulation.json", RESULTS / "mixed_simulation.json")
     document = json.loads((RESULTS / "mixed_simulation.json").read_text())
@@ -74,8 +75,8 @@ def write_table(document: dict) -> None:
         csv.writer(handle).writerows([headers, *([r[0], r[1].replace("\\|", "|"), *r[2:]] for r in rows)])
     config = document["config"]
     lines = [
-        f"# Mixed cluster: 16 A100-80G + 16 H100, LLaMA-13B, {config['token_budget']} tokens per step, "
-        f"{config['max_seq_len']} maximum, {config['steps']} held-out steps",
+        f"# Mixed cluster: 16 A100-80G + 16 H100, LLaMA-13B, {config['planner']['token_budget']} tokens per step, "
+        f"{config['planner']['max_seq_len']} maximum, {config['steps']} held-out steps",
         "",
         "Predicted by the cost model (design §18; analytic scheme spaces of both device types). Lower bound per "
         "step = max(work over the cluster's aggregate speed, longest sequence on its fastest pipeline) "

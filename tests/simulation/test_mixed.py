@@ -4,9 +4,17 @@ import numpy as np
 import pytest
 
 from hydraulis.artifacts import read_lengths
-from hydraulis.planner.mixed import MixedSearchConfig, cost_context, plan_mixed, strategy_of
 from hydraulis.planner.evaluate import estimate_step
+from hydraulis.planner.mixed import (
+    MixedSearchConfig,
+    cost_context,
+    mixed_proposal,
+    plan_mixed,
+    plan_mixed_ranges,
+    strategy_of,
+)
 from hydraulis.planner.mixed_options import OptionsConfig, mixed_options
+from hydraulis.planner.mixed_propose import MixedPlannerConfig, propose_mixed
 from hydraulis.simulation.mixed import MixedContender, MixedSimulationConfig, simulate_mixed
 from hydraulis.workload import sample_batches
 from tests.conftest import mixed_cluster_spaces
@@ -16,8 +24,8 @@ LENGTHS = "examples/data/longtail.txt"
 
 @pytest.fixture(scope="module")
 def simulation():
-    config = MixedSimulationConfig(200_000, 32_768, steps=3, planner_steps=3, evaluations=40, cps=(2, 4),
-                                   budgets=(8,), targets=(1.0,))
+    config = MixedSimulationConfig(MixedPlannerConfig(200_000, 32_768, steps=3, evaluations=40, cps=(2, 4),
+                                                      budgets=(8,), targets=(1.0,)), steps=3)
     return simulate_mixed(mixed_cluster_spaces(), read_lengths(LENGTHS), config)
 
 
@@ -44,3 +52,24 @@ def test_the_mixed_search_never_judges_worse_than_its_starts():
     assert plan.mean_ms <= judged + 1e-9
     used = np.array([o.usage for o in plan.options]).T @ np.array(plan.counts)
     assert all(used <= [16, 16]) and plan.strategy.max_seq_len >= 32_768
+
+
+def test_ranges_give_a_strategy_per_serving_range():
+    spaces = mixed_cluster_spaces()
+    options = mixed_options(spaces, OptionsConfig(32_768, cps=(2, 4), budgets=(8,), targets=(1.0,)))
+    steps = sample_batches(read_lengths(LENGTHS), 200_000, 8, 32_768, 0)
+    plans = plan_mixed_ranges(spaces, options, steps, MixedSearchConfig(32_768, evaluations=40), (1.0, 0.5),
+                              min_steps=1)
+    assert plans[0].strategy.max_seq_len >= 32_768
+    assert all(p.strategy.max_seq_len >= 16_384 for p in plans)
+    proposal = mixed_proposal(spaces, [p.strategy for p in plans], 200_000, 32_768)
+    assert [s.serves_to for s in proposal.strategies][0] == 32_768
+
+
+def test_propose_mixed_makes_a_proposal_dispatch_can_run():
+    config = MixedPlannerConfig(200_000, 32_768, steps=3, evaluations=30, cps=(4,), budgets=(8,), targets=(1.0,),
+                                ranges=(1.0,))
+    proposal = propose_mixed(mixed_cluster_spaces(), read_lengths(LENGTHS), config)
+    assert proposal.devices == 32 and proposal.strategies[0].strategy.max_seq_len >= 32_768
+    assert all(stage.group in ("a100", "h100") for group in proposal.strategies[0].strategy.pipelines
+               for stage in group.scheme.stages)

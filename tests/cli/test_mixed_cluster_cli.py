@@ -1,4 +1,4 @@
-"""``hydraulis simulate --cluster``: the table and the artifact; bad input exits 2."""
+"""``hydraulis simulate --cluster`` and ``propose --cluster``: the comparison, the proposal plan-step runs; bad input exits 2."""
 
 import json
 import subprocess
@@ -26,3 +26,23 @@ def test_a_space_with_a_cluster_exits_2(tmp_path):
     run = hydraulis("simulate", "--cluster", "examples/clusters/a100_h100.json", "--device", "h100-80g",
                     "-o", str(tmp_path))
     assert run.returncode == 2 and "--device" in run.stderr
+
+
+def test_propose_cluster_writes_a_proposal_plan_step_runs(tmp_path):
+    proposal = tmp_path / "p.json"
+    run = hydraulis("propose", "--cluster", "examples/clusters/a100_h100.json", "--lengths",
+                    "examples/data/longtail.txt", "--token-budget", "200000", "--max-seq-len", "32768", "--steps", "2",
+                    "--search-evaluations", "20", "-o", str(proposal))
+    assert run.returncode == 0, run.stderr
+    assert "@h100" in run.stdout and "@a100" in run.stdout
+    lengths = tmp_path / "step.txt"
+    lengths.write_text("32768\n16000\n" + "2000\n" * 70)
+    planned = hydraulis("plan-step", "--proposal", str(proposal), "--lengths", str(lengths), "-o",
+                        str(tmp_path / "plan.json"))
+    assert planned.returncode == 0, planned.stderr
+
+
+def test_propose_without_space_or_cluster_exits_2(tmp_path):
+    run = hydraulis("propose", "--lengths", "examples/data/longtail.txt", "--token-budget", "200000",
+                    "--max-seq-len", "32768", "-o", str(tmp_path / "p.json"))
+    assert run.returncode == 2 and "--space" in run.stderr
