@@ -1,10 +1,13 @@
 """Staged pipelines: the per-stage 1F1B simulation, stage times and memory on each stage's device."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost import pipeline_times_1f1b, simulate_1f1b_stages
 from hydraulis.cost.memory import memory_breakdown
 from hydraulis.cost.staged import staged_cost, staged_time_coefficients, uniform_staged
@@ -73,3 +76,14 @@ def test_bad_staged_schemes_name_the_field(text, field):
     with pytest.raises(HydraulisError) as error:
         staged_cost(mixed_cluster_spaces(), scheme(text))
     assert error.value.field == field
+
+
+def test_a_space_without_segments_prices_stages_from_its_plain_profiles():
+    spaces = mixed_cluster_spaces()
+    bare = ClusterSpaces(spaces.cluster, tuple(replace(s, segments=()) for s in spaces.spaces))
+    whole = staged_cost(bare, uniform_staged(Scheme(1, 8, 1), "h100", 40))
+    profile = spaces.space("h100").profile(Scheme(1, 8, 1))
+    assert whole.bottleneck.b == pytest.approx(profile.time.b) and whole.bottleneck.c == pytest.approx(profile.time.c)
+    assert whole.memory[0].activation_bytes_per_token == pytest.approx(profile.activation_bytes_per_token)
+    halves = staged_cost(bare, scheme("1|8:20@a100>8:20@h100"))
+    assert halves.stage_times[1].b == pytest.approx(profile.time.b / 2 + 4 * 5120 / (8 * 25.0 * 1e6))

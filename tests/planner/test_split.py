@@ -41,7 +41,7 @@ def brute_force(spaces, request):
 
 
 @pytest.mark.parametrize("order", [("a", "h"), ("h", "a")])
-@pytest.mark.parametrize("target", [4096, 131072, 400000, 10**7])
+@pytest.mark.parametrize("target", [4096, 16384, 32768, 65536, 81920, 98304])
 def test_dynamic_program_matches_brute_force(small_spaces, order, target):
     request = SplitRequest(1, tuple(GroupBudget(g, 4) for g in order), target, tps=(1, 2, 4))
     expected = brute_force(small_spaces, request)
