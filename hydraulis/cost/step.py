@@ -9,7 +9,9 @@ links of ``β`` GB/s per device, the least sharded pipeline decides:
 
     T_reduce = max_p 4·P/(tp_p·pp_p) / (β·10⁶)   ms
 
-One pipeline whose layout is the optimizer layout's (``dp_o = 1``) needs no reduction, and
+A staged scheme (design §18) cuts its ``L`` layers unevenly: a device of stage ``σ`` holds
+``P·(L_σ/L)/tp_σ`` parameters, so its sharding is ``min_σ tp_σ·L/L_σ`` (``tp·pp`` again for equal
+stages). One pipeline whose layout is the optimizer layout's (``dp_o = 1``) needs no reduction, and
 ``β = 0`` leaves the term out. Worked example: LLaMA-7B (P ≈ 6.74e9), pipelines (1,8,1) and
 (1,4,1), β = 25 GB/s = 2.5e7 bytes/ms: ``4·6.74e9/4 / 2.5e7 ≈ 270`` ms.
 """
@@ -25,8 +27,17 @@ def reduce_ms(params: int, schemes: Sequence[Scheme], layout: OptimizerLayout, r
     """``T_reduce`` of the module docstring for pipelines running ``schemes`` (one per pipeline)."""
     if reduce_gbps <= 0 or (len(schemes) == 1 and layout.dp == 1):
         return 0.0
-    least_sharded = min(s.tp * s.pp for s in schemes)
+    least_sharded = min(sharding(s) for s in schemes)
     return 4.0 * params / least_sharded / (reduce_gbps * 1e6)
+
+
+def sharding(scheme: Scheme) -> float:
+    """Into how many parts the most loaded device's share cuts the parameters: ``tp·pp``, or
+    ``min_σ tp_σ·L/L_σ`` for a staged scheme (e.g. ``1|4:20>2:12``: min(4·32/20, 2·32/12) = 5.33)."""
+    if not scheme.stages:
+        return scheme.tp * scheme.pp
+    layers = sum(stage.layers for stage in scheme.stages)
+    return min(stage.tp * layers / stage.layers for stage in scheme.stages)
 
 
 def step_time_ms(pipeline_ms: Iterable[float], reduction_ms: float) -> float:

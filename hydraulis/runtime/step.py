@@ -37,6 +37,7 @@ one's (its modules, groups and routes stay, built once).
 
 from __future__ import annotations
 
+import logging
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ from hydraulis.runtime.records import StepRecord
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 
+log = logging.getLogger(__name__)
 REDUCE_DTYPES = {ReduceDtype.FP32: torch.float32, ReduceDtype.BF16: torch.bfloat16}
 FIGURES = ("compute_ms", "loss", "propagate_ms", "step_ms", "peak_bytes", "held_bytes")
 """What every rank reports after a step (one all-gather)."""
@@ -174,7 +176,11 @@ class StepRunner:
                 pipeline = layout.pipelines[place.pipeline]
                 model = StageModel(self.model, pipeline, place.stage, groups.tp, groups.cp, self.context.dtype,
                                    self.context.device)
-                link = StageLink(rank_map.hand_off(place), self.context.device, self.context.dtype)
+                peers = rank_map.hand_off(place)
+                log.debug("strategy %s: pipeline %d stage %d tp rank %d receives from %s, sends to %s; gradients "
+                          "from %s, to %s", key, place.pipeline, place.stage, place.tp_rank, peers.previous,
+                          peers.to_following, peers.following, peers.to_previous)
+                link = StageLink(peers, self.context.device, self.context.dtype)
             route = Route(route_plan(self.placement, rank_map, self.context.rank), self.context.world)
             route.check(self.context.device)
             if model is not None:

@@ -1,6 +1,8 @@
 import pytest
 
 from hydraulis.cost import microbatch_time_ms, reduce_ms, sequence_time_ms, step_time_ms
+from hydraulis.cost.step import sharding
+from hydraulis.stages import parse_stages
 from hydraulis.presets import model_preset
 from hydraulis.types import OptimizerLayout, Scheme, TimeCoefficients
 
@@ -28,3 +30,11 @@ def test_one_pipeline_in_the_optimizer_layout_needs_no_reduction():
 
 def test_step_time_is_slowest_pipeline_plus_reduction():
     assert step_time_ms([3.0, 9.0, 4.0], 1.5) == 10.5
+
+
+def test_a_staged_scheme_reduces_the_share_of_its_most_loaded_stage():
+    staged = Scheme.staged(1, parse_stages("1|4:20>2:12")[1])
+    assert sharding(staged) == pytest.approx(2 * 32 / 12)
+    assert sharding(Scheme.staged(1, parse_stages("1|2:16>2:16")[1])) == sharding(Scheme(1, 2, 2)) == 4
+    layout = OptimizerLayout(4, 1, 1)
+    assert reduce_ms(10**9, [staged, Scheme(1, 8, 1)], layout, 25.0) == pytest.approx(4e9 / (64 / 12) / 2.5e7)

@@ -4,10 +4,10 @@ import pytest
 
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
-from hydraulis.runtime.layout import PipelineLayout, even_split
+from hydraulis.runtime.layout import PipelineLayout, even_layout, even_split
 from hydraulis.runtime.strategy_spec import SpecGroup, parse_strategy, parse_strategy_spec, scheme_times
 from hydraulis.stages import Stage
-from hydraulis.types import Recompute, Scheme
+from hydraulis.types import PipelineGroup, Recompute, Scheme, Strategy
 
 TINY = model_preset("tiny")
 TIMES = scheme_times(TINY, 4)
@@ -123,3 +123,12 @@ def test_times_come_from_a_space_when_given(space_7b):
         scheme_times(TINY, 4, space_7b)
     scheme = space_7b.profiles[0].scheme
     assert scheme_times(space_7b.model, 64, space_7b)(scheme) == space_7b.profiles[0].time
+
+
+def test_a_proposal_strategy_keeps_its_staged_split():
+    staged = Scheme.staged(1, (Stage(2, 3), Stage(1, 1)))
+    strategy = Strategy((PipelineGroup(staged, 1, 64, TIMES(staged)), PipelineGroup(Scheme(1, 1, 2), 1, 64,
+                                                                                     TIMES(Scheme(1, 1, 2)))))
+    layout = even_layout(strategy, TINY)
+    assert [p.stage_layers for p in layout.pipelines] == [(3, 1), (2, 2)]
+    assert str(layout) == "1|2:3>1:1+1,1,2"
