@@ -37,7 +37,7 @@ from functools import lru_cache
 import numpy as np
 
 from hydraulis.cost import pipeline_times_1f1b
-from hydraulis.dispatch.estimate import best_micro_batches
+from hydraulis.dispatch.estimate import estimate_ms
 from hydraulis.dispatch.packing import Packing, PackingStatus, first_fit_decreasing, organ_order
 from hydraulis.dispatch.pipelines import PipelineTable, pipeline_makespans
 
@@ -118,8 +118,9 @@ class _Candidates:
         for i, pieces in enumerate(self.pieces_of):
             pp, c = int(self.pp[i]), float(self.c[i])
             total = float(self.work[self.groups[i], pieces].sum())
-            fewest = max(1, -(-int(self.tokens[pieces].sum()) // int(self.capacity[i])))
-            centre = round(best_micro_batches(total, c, pp, kappa, fewest, pieces.size))
+            held, capacity = int(self.tokens[pieces].sum()), int(self.capacity[i])
+            fewest = max(1, -(-held // capacity))
+            centre = round(estimate_ms(total, held, 0.0, pieces.size, c, pp, capacity, kappa, 0.0)[1])
             counts = sorted({min(max(centre + d, fewest), pieces.size) for d in range(-SPREAD, SPREAD + 1)})
             for v in counts:
                 for ramp, alpha in SHAPES:
