@@ -31,7 +31,6 @@ extra micro-batches).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from functools import lru_cache
 
 import numpy as np
@@ -95,7 +94,7 @@ class _Candidates:
         organ = [organ_order(t) for t in ffd_times]
         natural_ms = pipeline_makespans(ffd_times, self.pp.tolist(), self.table.model)
         organ_ms = pipeline_makespans([t[o] for t, o in zip(ffd_times, organ)], self.pp.tolist(), self.table.model)
-        choice, order, target_ms = self._pack_to_targets()
+        choice, order, used, target_ms = self._pack_to_targets()
         packings = []
         for i, pieces in enumerate(self.pieces_of):
             rows = np.flatnonzero(self.owner == i)
@@ -108,7 +107,7 @@ class _Candidates:
                 micro_batches = tuple(self.ffd[i][j] for j in organ[i])
             else:
                 chosen = choice[best_row, :pieces.size]
-                micro_batches = tuple(pieces[chosen == j] for j in order[best_row])
+                micro_batches = tuple(pieces[chosen == j] for j in order[best_row, :used[best_row]])
             packings.append(Packing(micro_batches, float(options[pick]), PackingStatus.GREEDY))
         return packings
 
@@ -132,51 +131,54 @@ class _Candidates:
             targets[r, :t.size] = t
         return np.array(owner, dtype=np.int64), targets
 
-    def _pack_to_targets(self) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    def _pack_to_targets(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Longest piece first into the micro-batch furthest below its target with room, for all
         target rows at once; per row the piece → micro-batch choice, the execution order of the
-        used micro-batches (organ order) and the exact 1F1B time (∞ where a piece found no room)."""
+        used micro-batches (organ order; the first ``used`` entries of its row), ``used`` and the
+        exact 1F1B time (∞ where a piece found no room). A row past its pipeline's last piece
+        places empty pieces (no tokens, no work), which change nothing."""
         rows, width = self.targets.shape
         depth = max(p.size for p in self.pieces_of)
         position = np.full((len(self.pieces_of), depth), -1, dtype=np.int64)
         for i, pieces in enumerate(self.pieces_of):
             position[i, :pieces.size] = pieces
-        position = position[self.owner]
+        position = position[self.owner].T
         present = position >= 0
         safe = np.maximum(position, 0)
         size = np.where(present, self.tokens[safe], 0)
-        cost = np.where(present, self.work[self.groups[self.owner][:, None], safe], 0.0)
-        capacity = self.capacity[self.owner][:, None]
-        load = np.zeros((rows, width))
-        held = np.zeros((rows, width), dtype=np.int64)
-        choice = np.zeros((rows, depth), dtype=np.int64)
-        failed = np.zeros(rows, dtype=bool)
-        every = np.arange(rows)
+        cost = np.where(present, self.work[self.groups[self.owner][None, :], safe], 0.0)
         open_bin = np.isfinite(self.targets)
+        capacity = self.capacity[self.owner][:, None]
+        room = np.where(open_bin, capacity, -1)
+        load = np.zeros((rows, width))
+        choice = np.zeros((depth, rows), dtype=np.int64)
+        fitted = np.zeros((depth, rows), dtype=bool)
+        room_flat, load_flat, start = room.reshape(-1), load.reshape(-1), np.arange(rows) * width
         for k in range(depth):
-            slack = np.where(open_bin & (held + size[:, k, None] <= capacity), self.targets - load, -np.inf)
+            slack = np.where(room >= size[k][:, None], self.targets - load, -np.inf)
             j = slack.argmax(axis=1)
-            placed = present[:, k] & np.isfinite(slack[every, j])
-            failed |= present[:, k] & ~placed
-            load[every[placed], j[placed]] += cost[placed, k]
-            held[every[placed], j[placed]] += size[placed, k]
-            choice[:, k] = j
+            cell = start + j
+            fits = np.isfinite(slack.reshape(-1)[cell])
+            choice[k], fitted[k] = j, fits
+            if not fits.all():
+                cell = cell[fits]
+            load_flat[cell] += cost[k][fits]
+            room_flat[cell] -= size[k][fits]
+        failed = ~fitted.all(axis=0)
+        held = np.where(open_bin, capacity - room, 0)
         times = np.where(held > 0, self.c[self.owner][:, None] + load, np.inf)
         used = (held > 0).sum(axis=1)
         ranked = np.argsort(times, axis=1, kind="stable")
-        order: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * rows
+        order = np.full((rows, width), -1, dtype=np.int64)
         makespan = np.full(rows, np.inf)
-        together: dict[tuple[int, int], list[int]] = defaultdict(list)
-        for r in np.flatnonzero(~failed):
-            together[(int(self.pp[self.owner[r]]), int(used[r]))].append(r)
-        for (pp, v), members in together.items():
-            members = np.array(members)
-            in_order = ranked[members, :v][:, _organ_slots(v)]
-            makespan[members] = pipeline_times_1f1b(np.take_along_axis(times[members], in_order, axis=1), pp,
-                                                    self.table.model)
-            for r, bins in zip(members, in_order):
-                order[r] = bins
-        return choice, order, makespan
+        pp = self.pp[self.owner]
+        ok = np.flatnonzero(~failed)
+        for stages, v in set(zip(pp[ok].tolist(), used[ok].tolist())):
+            members = ok[(pp[ok] == stages) & (used[ok] == v)]
+            order[members, :v] = ranked[members, :v][:, _organ_slots(v)]
+            makespan[members] = pipeline_times_1f1b(np.take_along_axis(times[members], order[members, :v], axis=1),
+                                                    stages, self.table.model)
+        return choice.T, order, used, makespan
 
 
 @lru_cache(maxsize=1024)
