@@ -52,16 +52,16 @@ def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens:
     piece positions, longest first."""
     packings: list[Packing | None] = [None] * table.pipelines
     staged: list[int] = []
-    for p, pieces in enumerate(pieces_of):
-        g = int(table.group_of[p])
+    pp, capacities, c = table.pp.tolist(), table.capacity.tolist(), table.c.tolist()
+    for p, (pieces, g) in enumerate(zip(pieces_of, table.group_of.tolist())):
         if pieces.size == 0:
             packings[p] = Packing((), 0.0, PackingStatus.IDLE)
-        elif table.pp[g] == 1:
-            capacity = int(table.capacity[g])
-            bins = first_fit_decreasing(tokens[pieces], capacity)
-            fewest = -(-int(tokens[pieces].sum()) // capacity)
+        elif pp[g] == 1:
+            sizes = tokens[pieces]
+            bins = first_fit_decreasing(sizes, capacities[g])
+            fewest = -(-int(sizes.sum()) // capacities[g])
             status = PackingStatus.OPTIMAL if len(bins) == fewest else PackingStatus.GREEDY
-            total = float(work[g, pieces].sum()) + len(bins) * float(table.c[g])
+            total = float(work[g, pieces].sum()) + len(bins) * c[g]
             packings[p] = Packing(tuple(pieces[b] for b in bins), total, status)
         else:
             staged.append(p)
@@ -89,17 +89,17 @@ class _Candidates:
 
     def best(self) -> list[Packing]:
         """Each pipeline's fastest candidate."""
-        ffd_times = [np.array([c + self.work[g, mb].sum() for mb in bins])
-                     for bins, c, g in zip(self.ffd, self.c, self.groups)]
+        ffd_times = [np.array([c + row[mb].sum() for mb in bins])
+                     for bins, c, row in zip(self.ffd, self.c, self._work_rows())]
         organ = [organ_order(t) for t in ffd_times]
         natural_ms = pipeline_makespans(ffd_times, self.pp.tolist(), self.table.model)
         organ_ms = pipeline_makespans([t[o] for t, o in zip(ffd_times, organ)], self.pp.tolist(), self.table.model)
         choice, order, used, target_ms = self._pack_to_targets()
         packings = []
+        first_row = np.searchsorted(self.owner, np.arange(len(self.pieces_of) + 1)).tolist()
         for i, pieces in enumerate(self.pieces_of):
-            rows = np.flatnonzero(self.owner == i)
-            best_row = rows[np.argmin(target_ms[rows])] if rows.size else -1
-            options = (natural_ms[i], organ_ms[i], target_ms[best_row] if rows.size else np.inf)
+            best_row = first_row[i] + int(np.argmin(target_ms[first_row[i]:first_row[i + 1]]))
+            options = (natural_ms[i], organ_ms[i], target_ms[best_row])
             pick = int(np.argmin(options))
             if pick == 0:
                 micro_batches = tuple(self.ffd[i])
@@ -111,24 +111,32 @@ class _Candidates:
             packings.append(Packing(micro_batches, float(options[pick]), PackingStatus.GREEDY))
         return packings
 
+    def _work_rows(self) -> list[np.ndarray]:
+        """Every pipeline's row of ``work`` (views)."""
+        return [self.work[g] for g in self.groups.tolist()]
+
     def _target_rows(self, kappa: float) -> tuple[np.ndarray, np.ndarray]:
-        """Per target row: its pipeline (index into ``pieces_of``) and targets ``τ_j`` (−∞ past ``v``)."""
-        owner, shapes = [], []
-        for i, pieces in enumerate(self.pieces_of):
-            pp, c = int(self.pp[i]), float(self.c[i])
-            total = float(self.work[self.groups[i], pieces].sum())
-            held, capacity = int(self.tokens[pieces].sum()), int(self.capacity[i])
+        """Per target row: its pipeline (index into ``pieces_of``, ascending) and targets ``τ_j``
+        (−∞ past ``v``)."""
+        owner, totals, shapes = [], [], []
+        for i, (pieces, row, pp, c, capacity) in enumerate(zip(self.pieces_of, self._work_rows(), self.pp.tolist(),
+                                                                self.c.tolist(), self.capacity.tolist())):
+            total = float(row[pieces].sum())
+            held = int(self.tokens[pieces].sum())
             fewest = max(1, -(-held // capacity))
             centre = round(estimate_ms(total, held, 0.0, pieces.size, c, pp, capacity, kappa, 0.0)[1])
             counts = sorted({min(max(centre + d, fewest), pieces.size) for d in range(-SPREAD, SPREAD + 1)})
             for v in counts:
                 for ramp, alpha in SHAPES:
                     owner.append(i)
-                    shapes.append(total * _shape(v, ramp * pp, alpha))
+                    totals.append(total)
+                    shapes.append(_shape(v, ramp * pp, alpha))
         width = max(t.size for t in shapes)
-        targets = np.full((len(shapes), width), -np.inf)
+        rho = np.zeros((len(shapes), width))
         for r, t in enumerate(shapes):
-            targets[r, :t.size] = t
+            rho[r, :t.size] = t
+        sizes = np.array([t.size for t in shapes])
+        targets = np.where(np.arange(width) < sizes[:, None], np.array(totals)[:, None] * rho, -np.inf)
         return np.array(owner, dtype=np.int64), targets
 
     def _pack_to_targets(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
