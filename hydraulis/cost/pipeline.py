@@ -179,6 +179,7 @@ class _LevelSweep:
 
 @lru_cache(maxsize=256)
 def _level_sweep(pp: int, v: int) -> _LevelSweep:
+    """:func:`schedule_graph` of ``(pp, v)`` as a :class:`_LevelSweep` (cached)."""
     graph = schedule_graph(pp, v)
     ops = np.concatenate(graph.levels)
     renumbered = np.empty(ops.size + 1, dtype=np.int64)

@@ -168,10 +168,12 @@ class _Candidates:
             cell = start + j
             fits = np.isfinite(slack.reshape(-1)[cell])
             choice[k], fitted[k] = j, fits
-            if not fits.all():
-                cell = cell[fits]
-            load_flat[cell] += cost[k][fits]
-            room_flat[cell] -= size[k][fits]
+            if fits.all():
+                load_flat[cell] += cost[k]
+                room_flat[cell] -= size[k]
+            else:
+                load_flat[cell[fits]] += cost[k][fits]
+                room_flat[cell[fits]] -= size[k][fits]
         failed = ~fitted.all(axis=0)
         held = np.where(open_bin, capacity - room, 0)
         times = np.where(held > 0, self.c[self.owner][:, None] + load, np.inf)
