@@ -3,12 +3,12 @@
 A killed sweep keeps every line it completed; rerunning the same command reads them back and
 measures only the rest. A line is the point's **key** — everything that changes its result:
 the model's shape (not its layer count: the stage depth is part of the key), scheme, depth,
-lengths, repeats, warm-up runs, device, torch version, precision, threads, clock and whether
-the node was filled with replicas — and its result::
+lengths, the statistic of its samples, repeats, warm-up runs, device, torch version, precision,
+threads, clock and whether the node was filled with replicas — and its result::
 
     {"schema_version": 1, "kind": "profile_measurement",
      "key": {"model": {...}, "scheme": [cp, tp, pp], "options": [...], "stage", "stage_layers": [...],
-             "depth", "lengths": [...], "repeats", "warmup", "device_kind", "device", "torch", "precision",
+             "depth", "lengths": [...], "statistic", "repeats", "warmup", "device_kind", "device", "torch", "precision",
              "threads", "clock", "fill_node"},
      "status": "ok" | "out_of_memory", "time_ms", "forward_ms", "activation_bytes",
      "samples_ms": [...], "wall_s"}
@@ -22,8 +22,10 @@ the number of devices instead of a point::
      "time_ms", "propagate_ms", "reduce_ms", "samples_ms": [...]}
 
 ``options`` (the scheme's non-default options, e.g. ``["sp", "recompute=full"]``) is left out
-for a scheme without any, and ``stage``, ``stage_layers`` for a point that runs a whole
-pipeline, so lines written before options and stage points existed keep their keys; ``wall_s``
+for a scheme without any, ``stage``, ``stage_layers`` for a point that runs a whole
+pipeline, and ``statistic`` (:class:`~hydraulis.profiler.sweep.Statistic`, default
+``min``) when it is ``median``, so lines written before options, stage points and the choice of
+statistic existed keep their keys (they hold the median of the repeats); ``wall_s``
 (absent in older lines: 0) is the point's share of the wall time spent measuring it. A last line cut short by a kill is skipped with a warning; a line that parses but is not a
 measurement is an error naming the line.
 """
@@ -39,7 +41,7 @@ from pathlib import Path
 from hydraulis.artifacts.record import Record, check_header
 from hydraulis.errors import HydraulisError
 from hydraulis.profiler.measurement import Measurement, MeasureSettings, MeasureStatus, ReductionMeasurement
-from hydraulis.profiler.sweep import SweepPoint
+from hydraulis.profiler.sweep import Statistic, SweepPoint
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +56,9 @@ def point_key(point: SweepPoint, settings: MeasureSettings) -> str:
     shape = {k: v for k, v in asdict(settings.model).items() if k != "layers"}
     options = {"options": list(point.scheme.options)} if point.scheme.options else {}
     stage = {} if point.stage is None else {"stage": point.stage, "stage_layers": list(point.stage_layers)}
+    statistic = {} if settings.statistic is Statistic.MEDIAN else {"statistic": settings.statistic.value}
     key = {"model": shape, "scheme": [point.scheme.cp, point.scheme.tp, point.scheme.pp], **options, **stage,
-           "depth": point.depth, "lengths": list(point.lengths), **_settings_key(settings)}
+           "depth": point.depth, "lengths": list(point.lengths), **statistic, **_settings_key(settings)}
     return json.dumps(key, sort_keys=True)
 
 

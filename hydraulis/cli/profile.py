@@ -28,7 +28,7 @@ from hydraulis.profiler.profile import (
     profile_scheme_space,
     profile_segment_space,
 )
-from hydraulis.profiler.sweep import SweepConfig, parse_token_counts
+from hydraulis.profiler.sweep import Statistic, SweepConfig, parse_token_counts
 from hydraulis.runtime.config import DeviceKind
 from hydraulis.types import SchemeSpace
 
@@ -79,7 +79,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="wall: elapsed time; cpu: each rank's busy time (default wall, but cpu on CPU with "
                              "--no-fill-node; see hydraulis.profiler.device)")
     parser.add_argument("--repeats", type=Bounded(limits.REPEATS), default=3,
-                        help="timed runs per point, median kept (default 3)")
+                        help="timed runs per point (default 3); each run times its micro-batches one by one")
+    parser.add_argument("--statistic", choices=[s.value for s in Statistic], default=Statistic.MIN.value,
+                        help="a point's time from its timed micro-batches: min (default; other work on a shared "
+                             "machine only ever adds time) or median (how caches written before the choice existed "
+                             "were measured)")
     parser.add_argument("--warmup", type=Bounded(limits.WARMUP), default=1,
                         help="discarded runs per point; the first also sets the micro-batches per run (default 1)")
     parser.add_argument("--block-layers", type=Bounded(limits.LAYERS), default=1,
@@ -111,14 +115,15 @@ def _profile(args: argparse.Namespace) -> None:
     local = local_devices(DeviceKind(args.device), args.max_procs, args.threads,
                           Clock(args.clock) if args.clock else None, args.fill_node)
     sweep = SweepConfig(model, args.cp, args.tp, args.pp, token_counts, local.environment.devices, args.repeats,
-                        args.warmup, args.block_layers, args.check_full_stage, scheme_variants(args.options))
+                        args.warmup, args.block_layers, args.check_full_stage, scheme_variants(args.options),
+                        Statistic(args.statistic))
     device = device_preset(args.device_preset or PRESET_OF_DEVICE[local.kind])
     request = ProfileRequest(sweep, local.environment, device, args.cache, timestamp(), __version__, command_line())
     runner = lambda job, n: run_measure_job(job, n, local.options, args.log_level)  # noqa: E731
     if variants is Variants.ALL:
         segmented = profile_segment_space(request, runner)
         write_scheme_space(args.output, segmented.space)
-        _print_segments(segmented)
+        _print_segments(segmented, sweep.statistic)
     else:
         outcome = profile_scheme_space(request, runner)
         write_scheme_space(args.output, outcome.space)
@@ -151,7 +156,7 @@ def _print(outcome: ProfileOutcome) -> None:
     emit(table(headers, rows))
 
 
-def _print_segments(outcome: SegmentProfileOutcome) -> None:
+def _print_segments(outcome: SegmentProfileOutcome, statistic: Statistic) -> None:
     space = outcome.space
     _heading(space, " with variants", f"{len(space.segments)} segments (cp, tp, sp) for "
              f"{plural(len(space.profiles), 'scheme')}", outcome.reused, outcome.measured, outcome.wall_s)
@@ -166,7 +171,7 @@ def _print_segments(outcome: SegmentProfileOutcome) -> None:
     emit("one decoder layer per (cp, tp, sp): b (ms per token) / kept bytes per token")
     emit(table(("cp", "tp", "sp", "none", "selective", "full"), rows))
     emit("composed stages against whole stages measured alone, held out of the fit (plain and recomputing about half "
-         "the layers of each stage in full):")
+         f"the layers of each stage in full; a point's time is the {statistic.value} of its micro-batches' times):")
     rows = [[e.scheme.cp, e.scheme.tp, e.scheme.pp, options_cell(e.scheme.options), e.points, round(e.r2, 4),
              _percent(e.median_rel_error), _percent(e.max_rel_error)] for e in outcome.held_out]
     emit(table(("cp", "tp", "pp", "options", "points", "R2", "held-out med", "held-out max"), rows))

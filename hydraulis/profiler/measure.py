@@ -10,10 +10,12 @@ and the head on the last), the remaining ranks wait. Every replica runs the same
 schedule (:func:`~hydraulis.runtime.parallel.pipeline.run_1f1b`) over ``v ≥ pp`` copies of the
 point's packed micro-batch (:func:`~hydraulis.runtime.model.packing.pack_micro_batch`), so every
 stage reaches its steady state and 1F1B's ``pp − stage`` micro-batches are in flight on each
-stage. Each rank times its own forward and backward calls only (not the waits for its
-neighbours), by the job's clock (:class:`~hydraulis.profiler.measurement.Clock`), and divides
-by ``v``; a run's time is its slowest rank's (of all replicas); the point's time is the median
-over ``repeats`` runs after ``warmup`` discarded ones, all ranks starting each run together.
+stage. Each rank times its own forward and backward call of every micro-batch (not the waits
+for its neighbours), by the job's clock (:class:`~hydraulis.profiler.measurement.Clock`); a
+micro-batch's **sample** is its slowest rank's forward + backward (of all replicas); the point's
+time is the sweep's :class:`~hydraulis.profiler.sweep.Statistic` — by default the minimum — of
+the ``v·repeats`` samples of ``repeats`` runs after ``warmup`` discarded ones, all ranks starting
+each run together.
 
 A point with a ``stage`` (:mod:`hydraulis.profiler.segment`) measures that one stage alone on
 ``cp·tp`` ranks (replicas filling the node as above): a :class:`LoopbackLink` stands in for its
@@ -25,14 +27,26 @@ After the points, a job whose ``reduction`` is set measures it on all its ranks
 
 Noise on a shared machine is fought three ways:
 
-* **long enough runs**: the warm-up round also calibrates ``v`` so that a run lasts at least
-  :data:`MIN_RUN_MS` — a 5 ms sample is at the mercy of a single preemption (Linux schedules in
-  slices of a few ms), a 50 ms sample averages over many;
-* **interleaving**: up to :data:`CHUNK_POINTS` points of one stage are measured in rounds, each
-  round running every point once, so that a burst of other work spoils one run of several
-  points (which the median drops) rather than every run of one point; a chunk is appended to
-  the cache when its last round ends;
-* the **median** of the repeats.
+* **enough samples, warm**: the warm-up round also calibrates ``v`` so that a run lasts at
+  least :data:`MIN_RUN_MS` (short micro-batches give many samples) and holds at least
+  :data:`MIN_MICRO_BATCHES` (a run's first micro-batch follows another point's, with colder
+  caches); a stage built anew runs one micro-batch untimed first (a new model's first call
+  is slower still — on the 2-core reference machine, held-out stages of one micro-batch per
+  run, each its stage's first, came out 10–20 % slower than composed);
+* **interleaving**: the points of one scheme's ranks (for a stage measured alone: of one
+  ``(cp, tp, sp)``, fit and held-out stages alike) are measured in rounds, each round running
+  every point once — stage after stage (in chunks of up to :data:`CHUNK_POINTS` points per
+  stage model, built anew from the seed each round) — so that a burst of other work spoils one
+  run of several points rather than every run of one point, and a load that drifts while they
+  are measured weighs on all of them alike; they are appended to the cache when their last
+  round ends;
+* the **minimum** of the samples: other work only ever adds time to a sample — preemption on
+  the wall clock, and on either clock the caches and memory bandwidth it takes and the page
+  faults after it — so the fastest sample is the least disturbed one. On the 2-core reference
+  machine under a load average of 7 a point's samples spread 10–200 %, and the held-out
+  composed-stage error of ``profile --variants all`` (:mod:`hydraulis.profiler.segment`) was
+  22 % with the median of run means and 17 % with their mean, against 10 % with their minimum
+  from the same measurements (design §16 has the figures of the per-micro-batch minimum).
 
 **Activation memory** of the most loaded rank:
 
@@ -56,7 +70,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 import torch
@@ -64,7 +80,7 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from hydraulis.artifacts.measurements import MeasurementCache
-from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus
+from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus, Statistic
 from hydraulis.profiler.reduction import measure_reduction
 from hydraulis.profiler.sweep import SweepPoint, points_by_scheme
 from hydraulis.runtime.model.attention import attention_kernel
@@ -80,9 +96,12 @@ from hydraulis.types import MicroBatch, ModelSpec, Scheme
 
 INIT_STD = 0.02
 CHUNK_POINTS = 16
-"""Points measured in interleaved rounds and cached together (module docstring)."""
+"""Most points of one stage model run in a row within a round (module docstring)."""
 MIN_RUN_MS = 50.0
 """The shortest timed run once calibrated (module docstring)."""
+MIN_MICRO_BATCHES = 2
+"""The fewest micro-batches of a timed run: a run's first follows another point's (colder
+caches), so the minimum needs a second (module docstring)."""
 OUT_OF_MEMORY = (torch.cuda.OutOfMemoryError, MemoryError)
 
 
@@ -115,23 +134,22 @@ def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) 
         rank_map = RankMap((PipelineLayout(scheme, (1,) * scheme.pp),) * replicas, context.world_size)
         groups = ProcessGroups.create(rank_map, context.rank, groups_seen)
         place = rank_map.place(context.rank)
-        for _, built in itertools.groupby(points, key=_stage_key):
-            built = list(built)
-            stage = None if place is None else _stage(job, context, rank_map, groups, place, built[0])
-            for first in range(0, len(built), CHUNK_POINTS):
-                chunk = built[first:first + CHUNK_POINTS]
-                where = "" if chunk[0].stage is None else f" stage {chunk[0].stage}"
-                bar.set_postfix_str(f"{chunk[0].scheme}{where} depth {chunk[0].depth} "
-                                    f"{chunk[0].tokens}-{chunk[-1].tokens} tokens")
-                for measurement in _measure_chunk(chunk, stage, context, job):
-                    if cache is not None:
-                        cache.append(measurement, job.settings)
-                bar.update(len(chunk))
+        stages = [list(group) for _, group in itertools.groupby(points, key=_stage_key)]
+        chunks = [stage[first:first + CHUNK_POINTS] for stage in stages for first in range(0, len(stage), CHUNK_POINTS)]
+        build = _no_stage if place is None else partial(_stage, job, context, rank_map, groups, place)
+        for measurement in _measure_in_rounds(chunks, build, context, job, bar):
+            if cache is not None:
+                cache.append(measurement, job.settings)
     bar.close()
     if job.reduction:
         reduction = measure_reduction(context, job.settings.model, options, job.reduction)
         if cache is not None:
             cache.append_reduction(reduction, job.settings)
+
+
+def _no_stage(point: SweepPoint) -> None:
+    """A rank outside the scheme's pipelines runs no stage (it waits at the barriers)."""
+    return None
 
 
 def _stage_key(point: SweepPoint) -> tuple:
@@ -163,59 +181,84 @@ def _stage(job: MeasureJob, context: RankContext, rank_map: RankMap, groups: Pro
     return StageUnderTest(stage_model, link, place, scheme, groups.cp, scheme.pp, place.stage)
 
 
-def _measure_chunk(points: list[SweepPoint], stage: StageUnderTest | None, context: RankContext,
-                   job: MeasureJob) -> list[Measurement]:
-    """Warm-up and timed rounds over ``points``, each round running every point once, all ranks
-    starting each run together; then every rank's timings and memory gathered."""
-    rounds = job.settings.warmup + job.settings.repeats
+def _measure_in_rounds(chunks: list[list[SweepPoint]], build: Callable[[SweepPoint], StageUnderTest | None],
+                       context: RankContext, job: MeasureJob, bar: tqdm) -> list[Measurement]:
+    """Warm-up and timed rounds, each round running every point of every chunk once (a chunk's
+    stage built anew from the seed each round and run once untimed, so that no sample holds a
+    new model's first call), all ranks starting each run together; then every rank's timings
+    and memory gathered (module docstring)."""
+    rounds, warmup = job.settings.warmup + job.settings.repeats, job.settings.warmup
     cuda = context.device.type == "cuda"
-    pp = 1 if points[0].stage is not None else points[0].scheme.pp
-    started = time.perf_counter()
-    timings = np.zeros((len(points), rounds, 2))
-    memory = np.zeros(len(points))
-    micro_batches = np.full(len(points), pp)
-    point = points[0]
+    in_flight = [1 if chunk[0].stage is not None else chunk[0].scheme.pp for chunk in chunks]
+    micro_batches = [np.full(len(chunk), pp) for chunk, pp in zip(chunks, in_flight)]
+    timings = [[[np.zeros((0, 2))] * rounds for _ in chunk] for chunk in chunks]
+    memory = [np.zeros(len(chunk)) for chunk in chunks]
+    wall_s = np.zeros(len(chunks))
+    point = chunks[0][0]
     try:
         for run in range(rounds):
-            for i, point in enumerate(points):
-                batch = None if stage is None else _pack(point, stage, context, job.seed)
-                dist.barrier()
+            for c, chunk in enumerate(chunks):
+                started = time.perf_counter()
+                where = "" if chunk[0].stage is None else f" stage {chunk[0].stage}"
+                bar.set_postfix_str(f"round {run + 1}/{rounds} {chunk[0].scheme}{where} depth {chunk[0].depth} "
+                                    f"{chunk[0].tokens}-{chunk[-1].tokens} tokens")
+                stage = build(chunk[0])
                 if stage is not None:
-                    last = cuda and run == rounds - 1
-                    forward, backward, peak = _run(stage, batch, context, int(micro_batches[i]),
-                                                   job.settings.environment.clock, track_memory=last)
-                    timings[i, run] = forward, backward
-                    memory[i] = peak if last else memory[i]
-            if run == 0 and job.settings.warmup > 0:
-                micro_batches = _calibrated_micro_batches(timings[:, 0].sum(axis=1), pp, context)
-        if stage is not None and not cuda:
-            for i, point in enumerate(points):
-                memory[i] = _saved_bytes_in_flight(stage, _pack(point, stage, context, job.seed))
+                    _run(stage, _pack(chunk[0], stage, context, job.seed), context, 1,
+                         job.settings.environment.clock, track_memory=False)
+                for i, point in enumerate(chunk):
+                    batch = None if stage is None else _pack(point, stage, context, job.seed)
+                    dist.barrier()
+                    timings[c][i][run] = np.zeros((int(micro_batches[c][i]), 2))
+                    if stage is not None:
+                        last = cuda and run == rounds - 1
+                        timings[c][i][run], peak = _run(stage, batch, context, int(micro_batches[c][i]),
+                                                        job.settings.environment.clock, track_memory=last)
+                        memory[c][i] = peak if last else memory[c][i]
+                if run == 0 and warmup > 0:
+                    first = [t[0].sum(axis=1).mean() for t in timings[c]]
+                    micro_batches[c] = _calibrated_micro_batches(first, in_flight[c], context)
+                if run == rounds - 1:
+                    if stage is not None and not cuda:
+                        memory[c] = np.array([_saved_bytes_in_flight(stage, _pack(p, stage, context, job.seed))
+                                              for p in chunk])
+                    bar.update(len(chunk))
+                wall_s[c] += time.perf_counter() - started
     except OUT_OF_MEMORY as error:
         MeasurementCache(job.cache).append(Measurement(point, MeasureStatus.OUT_OF_MEMORY), job.settings)
         raise PointOutOfMemory(f"{point.scheme} depth {point.depth}, {point.tokens} tokens: {error}") from None
-    mine = torch.from_numpy(np.concatenate([timings.ravel(), memory])).to(context.device)
-    every = context.world.all_gather(mine).view(context.world_size, -1).cpu().numpy()
-    gathered = every[:, :timings.size].reshape(context.world_size, *timings.shape)
-    wall_s = (time.perf_counter() - started) / len(points)
-    return [_summary(p, gathered[:, i, job.settings.warmup:], every[:, timings.size + i].max(), wall_s)
-            for i, p in enumerate(points)]
+    timed = [t.ravel() for chunk in timings for runs in chunk for t in runs[warmup:]]
+    every = context.world.all_gather(torch.from_numpy(np.concatenate(timed + memory)).to(context.device))
+    every = every.view(context.world_size, -1).cpu().numpy()
+    found, start, held = [], 0, sum(t.size for t in timed)
+    for c, chunk in enumerate(chunks):
+        for i, p in enumerate(chunk):
+            size = sum(t.size for t in timings[c][i][warmup:])
+            samples = every[:, start:start + size].reshape(context.world_size, -1, 2)
+            found.append(_summary(p, samples, every[:, held].max(), wall_s[c] / len(chunk), job.settings.statistic))
+            start, held = start + size, held + 1
+    return found
 
 
-def _calibrated_micro_batches(warmup_ms: np.ndarray, pp: int, context: RankContext) -> np.ndarray:
-    """Micro-batches per run so that the slowest rank's run lasts about :data:`MIN_RUN_MS`."""
-    slowest = context.world.all_reduce(torch.from_numpy(warmup_ms).to(context.device), dist.ReduceOp.MAX)
+def _calibrated_micro_batches(warmup_ms: list[float], pp: int, context: RankContext) -> np.ndarray:
+    """Micro-batches per run (at least ``pp`` and :data:`MIN_MICRO_BATCHES`) so that the slowest
+    rank's run lasts about :data:`MIN_RUN_MS` (``warmup_ms``: each point's forward + backward
+    per micro-batch in the warm-up run)."""
+    mine = torch.tensor(warmup_ms, dtype=torch.float64, device=context.device)
+    slowest = context.world.all_reduce(mine, dist.ReduceOp.MAX)
     per_micro_batch = np.maximum(slowest.cpu().numpy(), 1e-3)
-    return np.maximum(pp, np.ceil(MIN_RUN_MS / per_micro_batch)).astype(int)
+    return np.maximum(max(pp, MIN_MICRO_BATCHES), np.ceil(MIN_RUN_MS / per_micro_batch)).astype(int)
 
 
-def _summary(point: SweepPoint, timed: np.ndarray, activation_bytes: float, wall_s: float) -> Measurement:
-    """``timed[rank, run] = (forward, backward)`` ms: the slowest rank per run, median over runs."""
-    per_run = timed.sum(axis=2)
-    slowest = per_run.argmax(axis=0)
-    samples = per_run.max(axis=0)
-    forward = timed[slowest, np.arange(timed.shape[1]), 0]
-    return Measurement(point, MeasureStatus.OK, time_ms=float(np.median(samples)), forward_ms=float(np.median(forward)),
+def _summary(point: SweepPoint, timed: np.ndarray, activation_bytes: float, wall_s: float,
+             statistic: Statistic) -> Measurement:
+    """``timed[rank, sample] = (forward, backward)`` ms of every timed micro-batch: each
+    sample's slowest rank, then ``statistic`` over the samples (module docstring)."""
+    per_sample = timed.sum(axis=2)
+    samples = per_sample.max(axis=0)
+    chosen = statistic.index(samples)
+    forward = timed[per_sample[:, chosen].argmax(), chosen, 0]
+    return Measurement(point, MeasureStatus.OK, time_ms=float(samples[chosen]), forward_ms=float(forward),
                        activation_bytes=float(activation_bytes), samples_ms=tuple(float(v) for v in samples),
                        wall_s=wall_s)
 
@@ -231,23 +274,24 @@ def _pack(point: SweepPoint, stage: StageUnderTest, context: RankContext, seed: 
 
 
 class _TimedStageWork(StageWork):
-    """The runtime's stage work, timing its own forward and backward calls by ``clock``."""
+    """The runtime's stage work, timing each micro-batch's forward and backward call by ``clock``
+    (``seconds[j] = (forward, backward)``)."""
 
     def __init__(self, model: StageModel, batches: list[PackedMicroBatch], loss_tokens: int, clock: Clock) -> None:
         super().__init__(model, batches, loss_tokens)
         self.clock = clock
-        self.forward_s = self.backward_s = 0.0
+        self.seconds = np.zeros((len(batches), 2))
 
     def forward(self, j: int, received: torch.Tensor | None) -> torch.Tensor | None:
         start = self._now()
         out = super().forward(j, received)
-        self.forward_s += self._now() - start
+        self.seconds[j, 0] = self._now() - start
         return out
 
     def backward(self, j: int, grad: torch.Tensor | None) -> torch.Tensor | None:
         start = self._now()
         out = super().backward(j, grad)
-        self.backward_s += self._now() - start
+        self.seconds[j, 1] = self._now() - start
         return out
 
     def _now(self) -> float:
@@ -260,9 +304,9 @@ class _TimedStageWork(StageWork):
 
 
 def _run(stage: StageUnderTest, batch: PackedMicroBatch, context: RankContext, micro_batches: int, clock: Clock,
-         track_memory: bool) -> tuple[float, float, float]:
-    """One 1F1B run of ``micro_batches`` copies of ``batch``: forward and backward ms per
-    micro-batch, and on CUDA with ``track_memory`` the allocator's peak above the bytes
+         track_memory: bool) -> tuple[np.ndarray, float]:
+    """One 1F1B run of ``micro_batches`` copies of ``batch``: each micro-batch's forward and
+    backward ms (rows), and on CUDA with ``track_memory`` the allocator's peak above the bytes
     allocated before."""
     stage.model.zero_grad(set_to_none=True)
     if track_memory:
@@ -273,7 +317,7 @@ def _run(stage: StageUnderTest, batch: PackedMicroBatch, context: RankContext, m
     link = stage.link or LoopbackLink(stage.model, context, batch.tokens)
     run_1f1b(work, link, micro_batches, stage.stages, stage.index)
     peak = torch.cuda.max_memory_allocated(context.device) - before if track_memory else 0
-    return work.forward_s * 1e3 / micro_batches, work.backward_s * 1e3 / micro_batches, float(peak)
+    return work.seconds * 1e3, float(peak)
 
 
 def _saved_bytes_in_flight(stage: StageUnderTest | None, batch: PackedMicroBatch | None) -> float:

@@ -1,8 +1,10 @@
 """What one measured point gave, and the environment it was measured in (no torch here).
 
-A point's **time** is the median over repeats of the slowest rank's forward + backward time per
-micro-batch (the slowest rank sets the pace of a pipeline stage — of every replica of the scheme
-when the node is filled, :attr:`Environment.fill_node`); its **activation bytes** the peak
+A point's **samples** are its timed micro-batches' forward + backward times, each the slowest
+rank's (the slowest rank sets the pace of a pipeline stage — of every replica of the scheme when
+the node is filled, :attr:`Environment.fill_node`); its **time** is their minimum by default
+(:class:`~hydraulis.profiler.sweep.Statistic`: other work on the machine only ever adds time to
+a sample); its **activation bytes** the peak
 activation memory of the most loaded rank with the micro-batches 1F1B keeps in flight
 (:mod:`hydraulis.profiler.measure` says how each device measures it). A point that ran out of
 memory is a capacity limit of the scheme, not a failure of the profile.
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from hydraulis.profiler.sweep import SweepPoint
+from hydraulis.profiler.sweep import Statistic, SweepPoint
 from hydraulis.types import ModelSpec, Scheme
 
 
@@ -76,7 +78,8 @@ class Environment:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One point's result; ``samples_ms`` holds every repeat's slowest-rank time, ``wall_s`` the
+    """One point's result; ``samples_ms`` holds every timed micro-batch's slowest-rank time (lines
+    cached before micro-batches were timed apart: every repeat's), ``wall_s`` the
     point's share of the wall time its measuring took (warm-up and repeats; 0: not recorded)."""
 
     point: SweepPoint
@@ -113,6 +116,7 @@ class MeasureSettings:
     environment: Environment
     repeats: int
     warmup: int
+    statistic: Statistic = Statistic.MIN
 
 
 @dataclass(frozen=True)

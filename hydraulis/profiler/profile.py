@@ -157,7 +157,7 @@ def profile_segment_space(request: ProfileRequest, runner: Runner) -> SegmentPro
     """``hydraulis profile --variants all`` (:mod:`hydraulis.profiler.segment`): measure the
     segment points, the held-out whole stages and the reduction in one job (every point on the
     same processes: a rank idle in another point's job would load the cores differently), the
-    held-out stages of a ``(cp, tp, sp)`` right after its segment points; fit the segments of
+    held-out stages of a ``(cp, tp, sp)`` in the same rounds as its segment points; fit the segments of
     every ``(cp, tp, sp)``, compose the plain schemes, judge the composition on the held-out
     stages."""
     started = time.perf_counter()
@@ -185,7 +185,8 @@ def _measure_plan(request: ProfileRequest, plan: SweepPlan,
                   runner: Runner) -> tuple[dict[SweepPoint, Measurement | None], ReductionMeasurement | None, int]:
     """Steps 2–3: every point of ``plan`` found in the cache or measured, the reduction, and how
     many points the cache already held."""
-    settings = MeasureSettings(request.sweep.model, request.environment, request.sweep.repeats, request.sweep.warmup)
+    sweep = request.sweep
+    settings = MeasureSettings(sweep.model, request.environment, sweep.repeats, sweep.warmup, sweep.statistic)
     devices = reduction_devices(request.environment)
     with tempfile.TemporaryDirectory(prefix="hydraulis-profile-") as scratch:
         cache = MeasurementCache(request.cache_dir or scratch)

@@ -31,7 +31,11 @@ saying otherwise (noise) is clamped to the plain layer's (:class:`~hydraulis.seg
 stage of its even split is measured alone, plain and recomputing ``⌈L_σ/2⌉`` of its layers in
 full, at each token count in one mix in turn (``i mod #mixes``: halves and skewed mixes the fit
 never saw) — none of these points is in the fit. :func:`held_out_errors` reports per scheme the
-median and largest ``|t̂ − t|/t`` of the composed stage (:func:`~hydraulis.segments.stage_block`).
+median and largest ``|t̂ − t|/t`` of the composed stage (:func:`~hydraulis.segments.stage_block`);
+the profile's figure is the median over schemes of these medians. Fit and held-out points alike
+take the sweep's statistic of their micro-batches (the minimum by default,
+:class:`~hydraulis.profiler.sweep.Statistic`), so the figure measures how well blocks add up to
+a stage, not how much the load on a shared machine moved between two points.
 
 **Profiling time saved** (:func:`profiling_time`). Measuring every scheme × variant as a whole
 stage would take, per ``(cp, tp, pp, sp)``, ``1 + Π_σ (L_σ + 1)`` variants (selective, and every
@@ -106,8 +110,9 @@ class ProfilingTime:
 
 def segment_plan(config: SweepConfig) -> SweepPlan:
     """Per ``(cp, tp, sp)`` the sweep's schemes use, its fit points and the held-out whole
-    stages of its schemes (module docstring), a stage of one in turn with a stage of the other:
-    a load that drifts while they are measured (a shared machine) then weighs on both alike.
+    stages of its schemes (module docstring), a stage of one in turn with a stage of the other
+    (the order of a round: the job measures a ``(cp, tp, sp)``'s points in rounds, so a load that
+    drifts while they are measured weighs on all alike, :mod:`hydraulis.profiler.measure`).
     Schemes needing more than ``max_procs`` devices are skipped."""
     schemes, skipped = local_schemes(config, (Scheme(cp, tp, pp, sp) for cp, tp, pp in sweep_degrees(config)
                                               for sp in ((False, True) if tp > 1 else (False,))))

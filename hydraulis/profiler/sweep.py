@@ -35,6 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
+import numpy as np
+
 from hydraulis.errors import HydraulisError, require, require_int
 from hydraulis.limits import MAX_SEQ_LEN, TOKEN_COUNTS
 from hydraulis.types import ModelSpec, Scheme, SchemeOptions
@@ -49,6 +51,24 @@ MIXES: tuple[tuple[str, tuple[int, ...]], ...] = (
 
 MIN_PIECE = 8
 """Shortest sequence of a mix, in tokens."""
+
+
+class Statistic(str, Enum):
+    """What a point's time is made of its samples (every timed micro-batch's slowest-rank
+    forward + backward, :mod:`hydraulis.profiler.measure`)."""
+
+    MIN = "min"
+    """The fastest sample: on a shared machine other work only ever adds time to a sample
+    (preemption, caches and memory bandwidth taken, page faults), so the minimum is the sample
+    least disturbed and the most repeatable figure (the advice of Python's ``timeit``)."""
+    MEDIAN = "median"
+    """The lower median of the samples: the typical sample, disturbances included."""
+
+    def index(self, samples: np.ndarray) -> int:
+        """The position in ``samples`` of the sample this statistic picks."""
+        if self is Statistic.MIN:
+            return int(np.argmin(samples))
+        return int(np.argsort(samples, kind="stable")[(len(samples) - 1) // 2])
 
 
 class PointRole(str, Enum):
@@ -94,8 +114,8 @@ class SweepConfig:
     """The degrees, token counts and repetitions of a profile.
 
     ``max_procs`` is the number of local processes (one per device) a scheme may use;
-    ``block_layers`` the repeated unit ``K``; ``warmup`` runs are discarded, the median of
-    ``repeats`` runs is kept. Every ``(cp, tp, pp)`` is measured under each of ``variants``
+    ``block_layers`` the repeated unit ``K``; ``warmup`` runs are discarded, ``statistic`` (the
+    minimum by default) is taken over the micro-batches of ``repeats`` runs. Every ``(cp, tp, pp)`` is measured under each of ``variants``
     (sequence parallelism, recomputation): each variant is a scheme of its own (an ``sp``
     variant only where ``tp > 1``).
     """
@@ -111,6 +131,7 @@ class SweepConfig:
     block_layers: int = 1
     check_full_stage: bool = False
     variants: tuple[SchemeOptions, ...] = (SchemeOptions(),)
+    statistic: Statistic = Statistic.MIN
 
     def __post_init__(self) -> None:
         for name in ("cps", "tps", "pps"):

@@ -14,7 +14,7 @@ from hydraulis.profiler.measurement import (
     MeasureStatus,
     ReductionMeasurement,
 )
-from hydraulis.profiler.sweep import SweepPoint
+from hydraulis.profiler.sweep import Statistic, SweepPoint
 from hydraulis.types import Scheme
 
 SETTINGS = MeasureSettings(model_preset("tiny"), Environment("cpu", "test cpu", "2.0", "fp32", 1, 4), 3, 1)
@@ -37,10 +37,20 @@ def test_an_appended_point_is_found_by_a_new_reader(tmp_path):
     lambda s: replace(s, environment=replace(s.environment, device_name="other cpu")),
     lambda s: replace(s, model=replace(s.model, hidden=128, heads=4)),
     lambda s: replace(s, environment=replace(s.environment, fill_node=True)),
+    lambda s: replace(s, statistic=Statistic.MEDIAN),
 ])
 def test_a_point_measured_under_other_settings_is_not_found(tmp_path, change):
     MeasurementCache(tmp_path).append(_ok(), SETTINGS)
     assert MeasurementCache(tmp_path).find(POINT, change(SETTINGS)) is None
+
+
+def test_a_median_key_is_the_key_of_lines_written_before_the_statistic_was_chosen(tmp_path):
+    median = replace(SETTINGS, statistic=Statistic.MEDIAN)
+    cache = MeasurementCache(tmp_path)
+    cache.append(_ok(), median)
+    cache.append(_ok(), SETTINGS)
+    keys = [entry["key"] for entry in MeasurementCache(tmp_path).entries.values()]
+    assert [key.get("statistic") for key in keys] == [None, "min"]
 
 
 def test_the_layer_count_is_not_part_of_the_key(tmp_path):

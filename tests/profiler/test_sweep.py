@@ -1,5 +1,6 @@
 """The sweep: token counts, mixes, depths of the representative block, schemes left out."""
 
+import numpy as np
 import pytest
 
 from hydraulis.errors import HydraulisError
@@ -7,6 +8,7 @@ from hydraulis.presets import model_preset
 from hydraulis.profiler.sweep import (
     MIN_PIECE,
     PointRole,
+    Statistic,
     SweepConfig,
     block_depths,
     length_mixes,
@@ -83,3 +85,13 @@ def test_every_variant_is_a_scheme_of_its_own_and_sp_needs_tp():
     assert set(plan.schemes) == {Scheme(1, 1, 1), Scheme(1, 1, 1, recompute=Recompute.FULL), Scheme(1, 2, 1),
                                  Scheme(1, 2, 1, sp=True), Scheme(1, 2, 1, recompute=Recompute.FULL)}
     assert len({p.scheme for p in plan.points}) == 5
+
+
+@pytest.mark.parametrize("statistic, samples, picked", [
+    (Statistic.MIN, [3.0, 1.0, 2.0, 1.0], 1),
+    (Statistic.MEDIAN, [5.0, 1.0, 3.0], 2),
+    (Statistic.MEDIAN, [4.0, 1.0, 3.0, 2.0], 3),
+    (Statistic.MEDIAN, [7.0], 0),
+])
+def test_a_statistic_picks_one_of_the_samples(statistic, samples, picked):
+    assert statistic.index(np.array(samples)) == picked
