@@ -11,6 +11,8 @@ proposal time              proposal_time.py            proposal wall time; again
 plan quality               stage2_vs_ilp.py            greedy stage-2 packing against the ILP
 synthesis, bounds          synthesis_quality.py        compute / pool bound, predicted / tight
                                                        bound, planning time, communicators
+plan-step latency          plan_step_latency.py        planning time with synthesis (median,
+                                                       p90) at 32, 64 and 1,024 devices
 service throughput         service_throughput.py       requests/s, p50/p99 and CPU per request
                                                        of POST /v1/step-plans on loopback
 service under a burst      service_burst.py            answers to 200 concurrent mixed valid and
@@ -38,6 +40,8 @@ BENCHMARKS = (
     ("proposal time", "proposal_time.py", ("--repeat", "3"), ("--repeat", "1")),
     ("plan quality: greedy packing against the ILP", "stage2_vs_ilp.py", (), ("--instances", "3", "--nodes", "200")),
     ("per-step synthesis against the bounds, communicators", "synthesis_quality.py", ("--steps", "100"),
+     ("--steps", "10", "--cases", "7b_32dev")),
+    ("plan-step latency with per-step synthesis", "plan_step_latency.py", ("--steps", "100"),
      ("--steps", "10", "--cases", "7b_32dev")),
     ("service throughput", "service_throughput.py", (), ("--requests", "200")),
     ("service under a burst", "service_burst.py", (), ("--requests", "60")),

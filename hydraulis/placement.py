@@ -50,6 +50,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 import numpy as np
 
@@ -101,15 +102,18 @@ def communicators(schemes: Sequence[Scheme]) -> frozenset[Communicator]:
     """The communicators of pipelines running ``schemes`` (one entry per pipeline, in
     :meth:`~hydraulis.strategy.Strategy.expanded` order) under aligned placement."""
     offsets = pipeline_offsets([s.devices for s in schemes])
-    found: set[Communicator] = set()
-    for scheme, offset in zip(schemes, offsets):
-        found.update(scheme_communicators(scheme, offset))
-    return frozenset(found)
+    return frozenset().union(*(scheme_communicators(scheme, offset) for scheme, offset in zip(schemes, offsets)))
 
 
-def scheme_communicators(scheme: Scheme, offset: int) -> Iterable[Communicator]:
+@lru_cache(maxsize=4096)
+def scheme_communicators(scheme: Scheme, offset: int) -> frozenset[Communicator]:
     """The tp and cp groups of more than one rank and the stage-to-stage pairs of one
-    pipeline of ``scheme`` starting at ``offset``."""
+    pipeline of ``scheme`` starting at ``offset`` (cached: a run places the same schemes at
+    the same aligned offsets step after step, at most ``N/D`` offsets per scheme)."""
+    return frozenset(_scheme_communicators(scheme, offset))
+
+
+def _scheme_communicators(scheme: Scheme, offset: int) -> Iterable[Communicator]:
     cp, tp, pp = scheme.cp, scheme.tp, scheme.pp
     for stage in range(pp):
         base = offset + stage * cp * tp

@@ -154,15 +154,41 @@ def pipeline_times_1f1b(times: np.ndarray, pp: int, model: PipelineModel = Pipel
     require_int(pp, "pp", minimum=1)
     t = np.asarray(times, dtype=np.float64)
     require(t.ndim == 2 and t.shape[1] > 0, "micro_batch_times", t.shape, "must be (rows, v) with v >= 1")
-    graph = schedule_graph(pp, t.shape[1])
+    sweep = _level_sweep(pp, t.shape[1])
     phi, d = model.forward_fraction, model.p2p_ms
-    duration = t.T[graph.micro_batch] * np.where(graph.forward, phi, 1.0 - phi)[:, None]
-    end = np.zeros((graph.micro_batch.size + 1, t.shape[0]))
-    latency = np.where(graph.remote, d, 0.0)
-    for ops in graph.levels:
-        ready = end[graph.dependency[ops]] + latency[ops, None]
-        end[ops] = np.maximum(end[graph.previous[ops]], ready) + duration[ops]
+    duration = t.T[sweep.micro_batch] * np.where(sweep.forward, phi, 1.0 - phi)[:, None]
+    end = np.zeros((sweep.micro_batch.size + 1, t.shape[0]))
+    latency = np.where(sweep.remote, d, 0.0)[:, None]
+    for start, stop, previous, dependency in sweep.levels:
+        ready = end[dependency] + latency[start:stop]
+        end[start:stop] = np.maximum(end[previous], ready) + duration[start:stop]
     return end.max(axis=0)
+
+
+@dataclass(frozen=True)
+class _LevelSweep:
+    """A :class:`ScheduleGraph` with its ops renumbered level by level, so that each level is a
+    slice ``[start, stop)``; per level its ops' ``previous`` and ``dependency`` in the new
+    numbering (the sentinel stays last)."""
+
+    micro_batch: np.ndarray
+    forward: np.ndarray
+    remote: np.ndarray
+    levels: tuple[tuple[int, int, np.ndarray, np.ndarray], ...]
+
+
+@lru_cache(maxsize=256)
+def _level_sweep(pp: int, v: int) -> _LevelSweep:
+    """:func:`schedule_graph` of ``(pp, v)`` as a :class:`_LevelSweep` (cached)."""
+    graph = schedule_graph(pp, v)
+    ops = np.concatenate(graph.levels)
+    renumbered = np.empty(ops.size + 1, dtype=np.int64)
+    renumbered[ops] = np.arange(ops.size)
+    renumbered[ops.size] = ops.size
+    bounds = np.cumsum([0] + [level.size for level in graph.levels]).tolist()
+    levels = tuple((start, stop, renumbered[graph.previous[level]], renumbered[graph.dependency[level]])
+                   for start, stop, level in zip(bounds, bounds[1:], graph.levels))
+    return _LevelSweep(graph.micro_batch[ops], graph.forward[ops], graph.remote[ops], levels)
 
 
 @dataclass(frozen=True)

@@ -62,20 +62,33 @@ class _Loads:
         self.owner = np.full(len(self.tokens), -1, dtype=np.int64)
 
     def longest_first(self) -> None:
+        """Every piece, longest first, to the pipeline whose estimate would be smallest after
+        taking it (the top of each group's heap that can hold it). Pieces arrive in increasing
+        position, so a pipeline's longest piece is its first and a new piece goes last."""
         heaps = [[(0.0, p) for p in self.members[g]] for g in range(self.table.groups)]
-        order = sorted(range(self.table.groups), key=lambda g: self.first[g])
+        groups = [(self.first[g], heaps[g], self.work[g], *self.constants[g])
+                  for g in sorted(range(self.table.groups), key=lambda g: self.first[g])]
+        load, held, pieces, estimate, kappa, d = self.load, self.held, self.pieces, self.estimate, self.kappa, self.d
+        owner = [-1] * len(self.tokens)
         for k, s in enumerate(self.tokens):
-            best, best_group = None, -1
-            for g in order:
-                if self.first[g] > k:
+            best, chosen = None, None
+            for first, heap, work, c, pp, capacity in groups:
+                if first > k:
                     break
-                p = heaps[g][0][1]
-                new = self._estimate_with(p, g, k)
+                p = heap[0][1]
+                held_by_p, w = pieces[p], work[k]
+                new = estimate_ms(load[p] + w, held[p] + s, work[held_by_p[0]] if held_by_p else w, len(held_by_p) + 1,
+                                  c, pp, capacity, kappa, d)[0]
                 if best is None or new < best:
-                    best, best_group = new, g
-            p = heaps[best_group][0][1]
-            heapq.heapreplace(heaps[best_group], (best, p))
-            self._take(p, k, s, best)
+                    best, chosen = new, (heap, p, w)
+            heap, p, w = chosen
+            heapq.heapreplace(heap, (best, p))
+            load[p] += w
+            held[p] += s
+            pieces[p].append(k)
+            estimate[p] = best
+            owner[k] = p
+        self.owner[:] = owner
 
     def move_one_off_slowest(self) -> bool:
         slowest = max(range(len(self.estimate)), key=self.estimate.__getitem__)
@@ -108,7 +121,7 @@ class _Loads:
         w = self.work[g][k]
         longest = self.work[g][self.pieces[p][0]] if self.pieces[p] and self.pieces[p][0] < k else w
         return estimate_ms(self.load[p] + w, self.held[p] + self.tokens[k], longest, len(self.pieces[p]) + 1,
-                           c, pp, capacity, self.kappa, self.d)
+                           c, pp, capacity, self.kappa, self.d)[0]
 
     def _estimate_without(self, p: int, k: int) -> float:
         g = self.group_of[p]
@@ -116,7 +129,7 @@ class _Loads:
         rest = [i for i in self.pieces[p] if i != k]
         longest = self.work[g][rest[0]] if rest else 0.0
         return estimate_ms(self.load[p] - self.work[g][k], self.held[p] - self.tokens[k], longest, len(rest),
-                           c, pp, capacity, self.kappa, self.d)
+                           c, pp, capacity, self.kappa, self.d)[0]
 
     def _take(self, p: int, k: int, s: int, estimate: float) -> None:
         g = self.group_of[p]

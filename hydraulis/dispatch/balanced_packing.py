@@ -31,13 +31,12 @@ extra micro-batches).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from functools import lru_cache
 
 import numpy as np
 
 from hydraulis.cost import pipeline_times_1f1b
-from hydraulis.dispatch.estimate import best_micro_batches
+from hydraulis.dispatch.estimate import estimate_ms
 from hydraulis.dispatch.packing import Packing, PackingStatus, first_fit_decreasing, organ_order
 from hydraulis.dispatch.pipelines import PipelineTable, pipeline_makespans
 
@@ -53,16 +52,16 @@ def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens:
     piece positions, longest first."""
     packings: list[Packing | None] = [None] * table.pipelines
     staged: list[int] = []
-    for p, pieces in enumerate(pieces_of):
-        g = int(table.group_of[p])
+    pp, capacities, c = table.pp.tolist(), table.capacity.tolist(), table.c.tolist()
+    for p, (pieces, g) in enumerate(zip(pieces_of, table.group_of.tolist())):
         if pieces.size == 0:
             packings[p] = Packing((), 0.0, PackingStatus.IDLE)
-        elif table.pp[g] == 1:
-            capacity = int(table.capacity[g])
-            bins = first_fit_decreasing(tokens[pieces], capacity)
-            fewest = -(-int(tokens[pieces].sum()) // capacity)
+        elif pp[g] == 1:
+            sizes = tokens[pieces]
+            bins = first_fit_decreasing(sizes, capacities[g])
+            fewest = -(-int(sizes.sum()) // capacities[g])
             status = PackingStatus.OPTIMAL if len(bins) == fewest else PackingStatus.GREEDY
-            total = float(work[g, pieces].sum()) + len(bins) * float(table.c[g])
+            total = float(work[g, pieces].sum()) + len(bins) * c[g]
             packings[p] = Packing(tuple(pieces[b] for b in bins), total, status)
         else:
             staged.append(p)
@@ -90,17 +89,17 @@ class _Candidates:
 
     def best(self) -> list[Packing]:
         """Each pipeline's fastest candidate."""
-        ffd_times = [np.array([c + self.work[g, mb].sum() for mb in bins])
-                     for bins, c, g in zip(self.ffd, self.c, self.groups)]
+        ffd_times = [np.array([c + row[mb].sum() for mb in bins])
+                     for bins, c, row in zip(self.ffd, self.c, self._work_rows())]
         organ = [organ_order(t) for t in ffd_times]
         natural_ms = pipeline_makespans(ffd_times, self.pp.tolist(), self.table.model)
         organ_ms = pipeline_makespans([t[o] for t, o in zip(ffd_times, organ)], self.pp.tolist(), self.table.model)
-        choice, order, target_ms = self._pack_to_targets()
+        choice, order, used, target_ms = self._pack_to_targets()
         packings = []
+        first_row = np.searchsorted(self.owner, np.arange(len(self.pieces_of) + 1)).tolist()
         for i, pieces in enumerate(self.pieces_of):
-            rows = np.flatnonzero(self.owner == i)
-            best_row = rows[np.argmin(target_ms[rows])] if rows.size else -1
-            options = (natural_ms[i], organ_ms[i], target_ms[best_row] if rows.size else np.inf)
+            best_row = first_row[i] + int(np.argmin(target_ms[first_row[i]:first_row[i + 1]]))
+            options = (natural_ms[i], organ_ms[i], target_ms[best_row])
             pick = int(np.argmin(options))
             if pick == 0:
                 micro_batches = tuple(self.ffd[i])
@@ -108,74 +107,88 @@ class _Candidates:
                 micro_batches = tuple(self.ffd[i][j] for j in organ[i])
             else:
                 chosen = choice[best_row, :pieces.size]
-                micro_batches = tuple(pieces[chosen == j] for j in order[best_row])
+                micro_batches = tuple(pieces[chosen == j] for j in order[best_row, :used[best_row]])
             packings.append(Packing(micro_batches, float(options[pick]), PackingStatus.GREEDY))
         return packings
 
+    def _work_rows(self) -> list[np.ndarray]:
+        """Every pipeline's row of ``work`` (views)."""
+        return [self.work[g] for g in self.groups.tolist()]
+
     def _target_rows(self, kappa: float) -> tuple[np.ndarray, np.ndarray]:
-        """Per target row: its pipeline (index into ``pieces_of``) and targets ``τ_j`` (−∞ past ``v``)."""
-        owner, shapes = [], []
-        for i, pieces in enumerate(self.pieces_of):
-            pp, c = int(self.pp[i]), float(self.c[i])
-            total = float(self.work[self.groups[i], pieces].sum())
-            fewest = max(1, -(-int(self.tokens[pieces].sum()) // int(self.capacity[i])))
-            centre = round(best_micro_batches(total, c, pp, kappa, fewest, pieces.size))
+        """Per target row: its pipeline (index into ``pieces_of``, ascending) and targets ``τ_j``
+        (−∞ past ``v``)."""
+        owner, totals, shapes = [], [], []
+        for i, (pieces, row, pp, c, capacity) in enumerate(zip(self.pieces_of, self._work_rows(), self.pp.tolist(),
+                                                                self.c.tolist(), self.capacity.tolist())):
+            total = float(row[pieces].sum())
+            held = int(self.tokens[pieces].sum())
+            fewest = max(1, -(-held // capacity))
+            centre = round(estimate_ms(total, held, 0.0, pieces.size, c, pp, capacity, kappa, 0.0)[1])
             counts = sorted({min(max(centre + d, fewest), pieces.size) for d in range(-SPREAD, SPREAD + 1)})
             for v in counts:
                 for ramp, alpha in SHAPES:
                     owner.append(i)
-                    shapes.append(total * _shape(v, ramp * pp, alpha))
+                    totals.append(total)
+                    shapes.append(_shape(v, ramp * pp, alpha))
         width = max(t.size for t in shapes)
-        targets = np.full((len(shapes), width), -np.inf)
+        rho = np.zeros((len(shapes), width))
         for r, t in enumerate(shapes):
-            targets[r, :t.size] = t
+            rho[r, :t.size] = t
+        sizes = np.array([t.size for t in shapes])
+        targets = np.where(np.arange(width) < sizes[:, None], np.array(totals)[:, None] * rho, -np.inf)
         return np.array(owner, dtype=np.int64), targets
 
-    def _pack_to_targets(self) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    def _pack_to_targets(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Longest piece first into the micro-batch furthest below its target with room, for all
         target rows at once; per row the piece → micro-batch choice, the execution order of the
-        used micro-batches (organ order) and the exact 1F1B time (∞ where a piece found no room)."""
+        used micro-batches (organ order; the first ``used`` entries of its row), ``used`` and the
+        exact 1F1B time (∞ where a piece found no room). A row past its pipeline's last piece
+        places empty pieces (no tokens, no work), which change nothing."""
         rows, width = self.targets.shape
         depth = max(p.size for p in self.pieces_of)
         position = np.full((len(self.pieces_of), depth), -1, dtype=np.int64)
         for i, pieces in enumerate(self.pieces_of):
             position[i, :pieces.size] = pieces
-        position = position[self.owner]
+        position = position[self.owner].T
         present = position >= 0
         safe = np.maximum(position, 0)
         size = np.where(present, self.tokens[safe], 0)
-        cost = np.where(present, self.work[self.groups[self.owner][:, None], safe], 0.0)
-        capacity = self.capacity[self.owner][:, None]
-        load = np.zeros((rows, width))
-        held = np.zeros((rows, width), dtype=np.int64)
-        choice = np.zeros((rows, depth), dtype=np.int64)
-        failed = np.zeros(rows, dtype=bool)
-        every = np.arange(rows)
+        cost = np.where(present, self.work[self.groups[self.owner][None, :], safe], 0.0)
         open_bin = np.isfinite(self.targets)
+        capacity = self.capacity[self.owner][:, None]
+        room = np.where(open_bin, capacity, -1)
+        load = np.zeros((rows, width))
+        choice = np.zeros((depth, rows), dtype=np.int64)
+        fitted = np.zeros((depth, rows), dtype=bool)
+        room_flat, load_flat, start = room.reshape(-1), load.reshape(-1), np.arange(rows) * width
         for k in range(depth):
-            slack = np.where(open_bin & (held + size[:, k, None] <= capacity), self.targets - load, -np.inf)
+            slack = np.where(room >= size[k][:, None], self.targets - load, -np.inf)
             j = slack.argmax(axis=1)
-            placed = present[:, k] & np.isfinite(slack[every, j])
-            failed |= present[:, k] & ~placed
-            load[every[placed], j[placed]] += cost[placed, k]
-            held[every[placed], j[placed]] += size[placed, k]
-            choice[:, k] = j
+            cell = start + j
+            fits = np.isfinite(slack.reshape(-1)[cell])
+            choice[k], fitted[k] = j, fits
+            if fits.all():
+                load_flat[cell] += cost[k]
+                room_flat[cell] -= size[k]
+            else:
+                load_flat[cell[fits]] += cost[k][fits]
+                room_flat[cell[fits]] -= size[k][fits]
+        failed = ~fitted.all(axis=0)
+        held = np.where(open_bin, capacity - room, 0)
         times = np.where(held > 0, self.c[self.owner][:, None] + load, np.inf)
         used = (held > 0).sum(axis=1)
         ranked = np.argsort(times, axis=1, kind="stable")
-        order: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * rows
+        order = np.full((rows, width), -1, dtype=np.int64)
         makespan = np.full(rows, np.inf)
-        together: dict[tuple[int, int], list[int]] = defaultdict(list)
-        for r in np.flatnonzero(~failed):
-            together[(int(self.pp[self.owner[r]]), int(used[r]))].append(r)
-        for (pp, v), members in together.items():
-            members = np.array(members)
-            in_order = ranked[members, :v][:, _organ_slots(v)]
-            makespan[members] = pipeline_times_1f1b(np.take_along_axis(times[members], in_order, axis=1), pp,
-                                                    self.table.model)
-            for r, bins in zip(members, in_order):
-                order[r] = bins
-        return choice, order, makespan
+        pp = self.pp[self.owner]
+        ok = np.flatnonzero(~failed)
+        for stages, v in set(zip(pp[ok].tolist(), used[ok].tolist())):
+            members = ok[(pp[ok] == stages) & (used[ok] == v)]
+            order[members, :v] = ranked[members, :v][:, _organ_slots(v)]
+            makespan[members] = pipeline_times_1f1b(np.take_along_axis(times[members], order[members, :v], axis=1),
+                                                    stages, self.table.model)
+        return choice.T, order, used, makespan
 
 
 @lru_cache(maxsize=1024)

@@ -28,19 +28,23 @@ import math
 
 
 def estimate_ms(work: float, tokens: int, longest: float, pieces: int,
-                c: float, pp: int, capacity: int, kappa: float, p2p_ms: float) -> float:
-    """``T(v)`` of the module docstring at the best ``v`` (0 for an empty pipeline)."""
+                c: float, pp: int, capacity: int, kappa: float, p2p_ms: float) -> tuple[float, float]:
+    """``(T(v), v)`` of the module docstring at the best ``v``: ``v* = √(κ·(p − 1)·W/c)``
+    within ``[fewest, max(pieces, fewest)]`` (the most when ``c = 0``), ``fewest = ⌈n/C⌉``
+    (``(0, 0)`` for an empty pipeline; ``v = fewest`` for one stage). Stage 1 calls it for every
+    piece and pipeline it weighs, so it is one flat function."""
     if pieces == 0:
-        return 0.0
-    fewest = max(1, -(-tokens // capacity))
+        return 0.0, 0
+    fewest = -(-tokens // capacity)
+    if fewest < 1:
+        fewest = 1
     if pp == 1:
-        return work + fewest * c
-    v = best_micro_batches(work, c, pp, kappa, fewest, pieces)
-    return work + v * c + (pp - 1) * (c + max(kappa * work / v, longest) + 2.0 * p2p_ms)
-
-
-def best_micro_batches(work: float, c: float, pp: int, kappa: float, fewest: int, pieces: int) -> float:
-    """``v* = √(κ·(p − 1)·W/c)`` within ``[fewest, max(pieces, fewest)]`` (the most when ``c = 0``)."""
-    most = max(pieces, fewest)
-    best = math.sqrt(kappa * (pp - 1) * work / c) if c > 0 else float(most)
-    return min(max(best, fewest), most)
+        return work + fewest * c, fewest
+    most = pieces if pieces > fewest else fewest
+    v = math.sqrt(kappa * (pp - 1) * work / c) if c > 0 else float(most)
+    if v < fewest:
+        v = fewest
+    if v > most:
+        v = most
+    spread = kappa * work / v
+    return work + v * c + (pp - 1) * (c + (spread if spread >= longest else longest) + 2.0 * p2p_ms), v

@@ -155,11 +155,12 @@ def test_first_fit_decreasing_and_organ_order_worked_examples():
 
 def test_estimate_worked_example():
     """p = 2, c = 15, W = 600, many small pieces: v* ≈ 5.5, T ≈ 779 ms (module docstring)."""
-    estimate = estimate_ms(600.0, 1000, 1.0, 100, 15.0, 2, 100_000, 0.75, 0.0)
+    estimate, v = estimate_ms(600.0, 1000, 1.0, 100, 15.0, 2, 100_000, 0.75, 0.0)
+    assert v == pytest.approx(np.sqrt(0.75 * 600 / 15))
     assert estimate == pytest.approx(600 + 2 * np.sqrt(0.75 * 600 * 15) + 15, rel=1e-9)
     assert estimate == pytest.approx(779.3, abs=0.1)
-    assert estimate_ms(600.0, 2500, 50.0, 10, 15.0, 1, 1000, 0.75, 0.0) == pytest.approx(600 + 3 * 15)
-    assert estimate_ms(0.0, 0, 0.0, 0, 15.0, 2, 1000, 0.75, 0.0) == 0.0
+    assert estimate_ms(600.0, 2500, 50.0, 10, 15.0, 1, 1000, 0.75, 0.0) == pytest.approx((600 + 3 * 15, 3))
+    assert estimate_ms(0.0, 0, 0.0, 0, 15.0, 2, 1000, 0.75, 0.0) == (0.0, 0)
 
 
 def test_bound_worked_examples():

@@ -1,0 +1,71 @@
+"""Planning latency of ``plan-step`` with per-step synthesis (design §17), per example proposal.
+
+For each case, ``--steps`` steps are sampled from the lengths file (token budget from the
+proposal: 200K tokens for 7B, 1.6M for 32B; pieces of at most 32K) and planned one after the
+other with ``plan_step`` (``--synthesise``, ``--synthesis-evaluations``), the communicators
+created by earlier steps carried over as a run does; one warm-up step first. The table shows the
+median and p90 planning time (``StepPlan.planning_ms``) and how many steps synthesised.
+
+``--dump FILE`` writes every step plan (JSON lines, ``planning_ms`` left out), so two versions
+of the planner can be checked to plan identically: run each with its ``PYTHONPATH`` and compare
+the files (``cmp``).
+
+    python benchmarks/plan_step_latency.py [--steps 30] [--cases 7b_32dev,7b_64dev,32b_1024dev] [--dump plans.jsonl]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+
+import numpy as np
+
+from hydraulis.artifacts import read_lengths, read_proposal
+from hydraulis.artifacts.step_plan import step_plan_to_dict
+from hydraulis.cli.output import table
+from hydraulis.dispatch.synthesis import plan_step, proposal_communicators, strategy_communicators, synthesis_options
+from hydraulis.workload import sample_batches
+
+MAX_SEQ_LEN = 32_768
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--lengths", default="examples/data/longtail.txt")
+    parser.add_argument("--cases", default="7b_32dev,7b_64dev,32b_1024dev")
+    parser.add_argument("--synthesise", default="proposal", choices=("off", "proposal"))
+    parser.add_argument("--synthesis-evaluations", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dump", default=None, help="write every step plan (without planning_ms) to this file")
+    args = parser.parse_args()
+    lengths = read_lengths(args.lengths)
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
+          f"{args.steps} steps per case, synthesise {args.synthesise}, {args.synthesis_evaluations} evaluations")
+    rows, records = [], []
+    for case in args.cases.split(","):
+        proposal = read_proposal(f"examples/proposals/{case}.json")
+        synthesis = synthesis_options(args.synthesise, args.synthesis_evaluations, proposal, None)
+        batches = sample_batches(lengths, proposal.token_budget, args.steps + 1, MAX_SEQ_LEN, seed=args.seed)
+        known = proposal_communicators(proposal)
+        plan_step(proposal, batches[0], synthesis=synthesis, known=known)
+        planning, synthesised = [], 0
+        for batch in batches[1:]:
+            plan = plan_step(proposal, batch, synthesis=synthesis, known=known)
+            known |= strategy_communicators(plan.strategy(proposal))
+            planning.append(plan.planning_ms)
+            synthesised += plan.synthesis is not None
+            record = step_plan_to_dict(plan)
+            del record["planning_ms"]
+            records.append(json.dumps({"case": case, **record}, sort_keys=True))
+        rows.append([case, proposal.devices, float(np.median(planning)), float(np.percentile(planning, 90)),
+                     synthesised])
+    print(table(("case", "devices", "plan_ms_median", "plan_ms_p90", "synthesised"), rows))
+    if args.dump:
+        with open(args.dump, "w") as out:
+            out.write("\n".join(records) + "\n")
+
+
+if __name__ == "__main__":
+    main()
