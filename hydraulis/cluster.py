@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from hydraulis.errors import HydraulisError, require, require_int, require_number
 from hydraulis.limits import BANDWIDTH_GBPS, DEVICES, DEVICES_PER_NODE
+from hydraulis.placement import RankRange
 from hydraulis.types import ModelSpec, SchemeSpace
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -106,6 +107,13 @@ class ClusterDescription:
             if group.name == name:
                 return group
         raise HydraulisError("group", name, f"is not a device group of the cluster ({', '.join(self.names)})")
+
+    def rank_ranges(self) -> tuple[RankRange, ...]:
+        """The ranks of every group as a launcher numbers them, group by group in this order
+        (:func:`hydraulis.placement.stage_offsets`): ``a100_h100.json`` → ``a100`` ranks 0–15,
+        ``h100`` ranks 16–31."""
+        starts = [sum(g.devices for g in self.groups[:i]) for i in range(len(self.groups))]
+        return tuple(RankRange(g.name, start, g.devices) for g, start in zip(self.groups, starts))
 
     def link_gbps(self, a: str, b: str) -> float:
         """The inter-node bandwidth between groups ``a`` and ``b`` (``a ≠ b``)."""

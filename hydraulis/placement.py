@@ -43,6 +43,21 @@ rank sets on every step. :func:`communicator_bound` counts ``|U|`` exactly.
 Worked example: ``1×(1,4,1) + 2×(1,2,1)`` on 8 devices: offsets (0, 4, 6); groups {0,1,2,3},
 {4,5}, {6,7}, no pairs. ``1×(1,2,2) + 2×(1,1,2)``: offsets (0, 4, 6); the (1,2,2) pipeline has
 tp groups {0,1}, {2,3} and pairs (0,2), (1,3); the others pairs (4,5), (6,7).
+
+**Placement on a mixed cluster** (:func:`stage_offsets`, design §18.5). A launcher numbers a
+mixed cluster's ranks group by group: device group ``g`` owns the ranks
+``[start_g, start_g + size_g)`` (:class:`RankRange`, in the cluster description's group order,
+:meth:`hydraulis.cluster.ClusterDescription.rank_ranges`). Each stage ``σ`` of a pipeline belongs to a group — its
+``@GROUP``, else the first group (every stage of an ordinary pipeline, and a staged stage
+without a group). A pipeline's consecutive stages of one group form a **segment** of
+``cp·Σ tp_σ`` ranks; inside each group the segments are placed as pipelines are above —
+largest first, contiguous from ``start_g``, ties in pipeline order — and a segment's stages take
+consecutive blocks. So a one-group cluster places exactly as :func:`pipeline_offsets` does, and
+a segment of ``2^k`` ranks sits at ``start_g + m·2^k`` (aligned when groups are whole nodes of a
+power of two). Every rank is used at most once; a group whose segments need more ranks than it
+owns is refused, naming the strategy and the group. Worked example, ``1|8:16@a100>8:24@h100x2``
+on ``a100`` = ranks 0–15, ``h100`` = ranks 16–31: stage 0 of the two pipelines on ranks 0–7 and
+8–15, stage 1 on ranks 16–23 and 24–31.
 """
 
 from __future__ import annotations
@@ -54,6 +69,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from hydraulis.errors import HydraulisError
 from hydraulis.types import Scheme
 
 
@@ -82,6 +98,66 @@ def pipeline_offsets(sizes: Sequence[int]) -> tuple[int, ...]:
         offsets[i] = start
         start += sizes[i]
     return tuple(offsets)
+
+
+@dataclass(frozen=True)
+class RankRange:
+    """The ranks ``[start, start + size)`` of device group ``name``."""
+
+    name: str
+    start: int
+    size: int
+
+
+def stage_offsets(schemes: Sequence[Scheme], groups: Sequence[RankRange],
+                  strategy: str = "") -> tuple[tuple[int, ...], ...]:
+    """The first rank of every stage of every pipeline of ``schemes`` on a world partitioned into
+    ``groups`` (module docstring, "Placement on a mixed cluster"): one tuple per pipeline.
+    ``strategy`` is the SPEC an error names (default: the schemes joined by ``+``)."""
+    segments = _segments(schemes, groups)
+    starts = [[0] * scheme.pp for scheme in schemes]
+    for index, group in enumerate(groups):
+        mine = [segment for segment in segments if segment.group == index]
+        needed = sum(segment.size for segment in mine)
+        if needed > group.size:
+            raise HydraulisError("strategy", strategy or "+".join(str(s) for s in schemes),
+                                 f"needs {needed} devices of group {group.name}, which has {group.size}")
+        for segment, offset in zip(mine, pipeline_offsets([segment.size for segment in mine])):
+            start = group.start + offset
+            for stage in segment.stages:
+                starts[segment.pipeline][stage] = start
+                start += _stage_size(schemes[segment.pipeline], stage)
+    return tuple(tuple(pipeline) for pipeline in starts)
+
+
+@dataclass
+class _Segment:
+    pipeline: int
+    group: int
+    stages: list[int]
+    size: int
+
+
+def _segments(schemes: Sequence[Scheme], groups: Sequence[RankRange]) -> list[_Segment]:
+    """Every pipeline's runs of consecutive stages in one group, pipeline by pipeline."""
+    names = [group.name for group in groups]
+    segments: list[_Segment] = []
+    for p, scheme in enumerate(schemes):
+        for stage in range(scheme.pp):
+            name = scheme.stages[stage].group if scheme.is_staged else ""
+            if name and name not in names:
+                raise HydraulisError("group", name, f"is not a device group of the cluster ({', '.join(names)})")
+            group = names.index(name) if name else 0
+            if segments and segments[-1].pipeline == p and segments[-1].group == group:
+                segments[-1].stages.append(stage)
+                segments[-1].size += _stage_size(scheme, stage)
+            else:
+                segments.append(_Segment(p, group, [stage], _stage_size(scheme, stage)))
+    return segments
+
+
+def _stage_size(scheme: Scheme, stage: int) -> int:
+    return scheme.cp * scheme.stage_tp(stage)
 
 
 def placement_problem(sizes: Sequence[int], devices: int, devices_per_node: int) -> str:

@@ -7,11 +7,15 @@ from hypothesis import strategies as st
 from hydraulis.placement import (
     Communicator,
     CommunicatorKind,
+    RankRange,
     communicator_bound,
     communicators,
     pipeline_offsets,
     placement_problem,
+    stage_offsets,
 )
+from hydraulis.errors import HydraulisError
+from hydraulis.stages import Stage
 from hydraulis.types import Scheme
 
 GROUP, PAIR = CommunicatorKind.GROUP, CommunicatorKind.PAIR
@@ -60,3 +64,53 @@ def test_aligned_offsets_and_the_run_bound(strategies, nodes):
         seen |= communicators(strategy)
         used |= set(strategy)
     assert len(seen) <= communicator_bound(used, devices)
+
+
+A100_H100 = (RankRange("a100", 0, 16), RankRange("h100", 16, 16))
+
+
+def test_stages_sit_in_their_groups_ranks():
+    cross = Scheme.staged(1, (Stage(8, 16, "a100"), Stage(8, 24, "h100")))
+    assert stage_offsets([cross, cross], A100_H100) == ((0, 16), (8, 24))
+    plain = Scheme(1, 2, 2)
+    assert stage_offsets([plain, Scheme.staged(1, (Stage(4, 1, "h100"), Stage(2, 1)))], A100_H100) == ((0, 2), (16, 4))
+
+
+def test_one_group_places_as_pipeline_offsets():
+    schemes = [Scheme(1, 1, 2), Scheme(1, 2, 2), Scheme.staged(1, (Stage(2, 1), Stage(1, 1)))]
+    offsets = pipeline_offsets([s.devices for s in schemes])
+    assert [starts[0] for starts in stage_offsets(schemes, (RankRange("cpu", 0, 9),))] == list(offsets)
+
+
+def test_a_group_too_small_is_refused_naming_the_strategy_and_the_group():
+    cross = Scheme.staged(1, (Stage(8, 16, "a100"), Stage(8, 24, "h100")))
+    try:
+        stage_offsets([cross] * 3, A100_H100)
+    except HydraulisError as error:
+        assert "1|8:16@a100>8:24@h100" in str(error) and "group a100, which has 16" in str(error)
+    else:
+        raise AssertionError("placed 24 devices in a group of 16")
+
+
+group_names = st.sampled_from(["", "a", "b"])
+staged_on_groups = st.builds(lambda cp, stages: Scheme.staged(cp, tuple(Stage(tp, 1, g) for tp, g in stages)),
+                             st.integers(1, 2), st.lists(st.tuples(st.integers(1, 3), group_names), min_size=1, max_size=3))
+
+
+@given(st.lists(st.one_of(staged_on_groups, st.builds(Scheme, st.integers(1, 2), st.integers(1, 2), st.integers(1, 2))),
+                min_size=1, max_size=4), st.integers(0, 3))
+def test_every_rank_is_used_once_and_every_stage_lies_in_its_group(schemes, spare):
+    need = {"a": 0, "b": 0}
+    for scheme in schemes:
+        for stage in range(scheme.pp):
+            group = (scheme.stages[stage].group if scheme.is_staged else "") or "a"
+            need[group] += scheme.cp * scheme.stage_tp(stage)
+    groups = (RankRange("a", 0, need["a"] + spare), RankRange("b", need["a"] + spare, need["b"]))
+    used = []
+    for scheme, starts in zip(schemes, stage_offsets(schemes, groups)):
+        for stage, start in enumerate(starts):
+            size = scheme.cp * scheme.stage_tp(stage)
+            group = groups[1] if scheme.is_staged and scheme.stages[stage].group == "b" else groups[0]
+            assert group.start <= start and start + size <= group.start + group.size
+            used.extend(range(start, start + size))
+    assert len(used) == len(set(used))

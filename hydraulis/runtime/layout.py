@@ -105,17 +105,20 @@ class StrategyLayout:
                     f"must sum to model.layers = {model.layers}")
 
     def __str__(self) -> str:
-        parts: list[str] = []
-        runs: list[tuple[str, int]] = []
-        for layout in self.pipelines:
-            spec = layout.spec()
-            if runs and runs[-1][0] == spec:
-                runs[-1] = (spec, runs[-1][1] + 1)
-            else:
-                runs.append((spec, 1))
-        for spec, count in runs:
-            parts.append(spec if count == 1 else f"{spec}x{count}")
-        return "+".join(parts)
+        return pipelines_spec(self.pipelines)
+
+
+def pipelines_spec(pipelines: tuple[PipelineLayout, ...]) -> str:
+    """The SPEC of ``pipelines``: their :meth:`PipelineLayout.spec` joined by ``+``, runs of equal
+    ones as ``xCOUNT``, e.g. ``1|8:16@a100>8:24@h100x2``."""
+    runs: list[tuple[str, int]] = []
+    for layout in pipelines:
+        spec = layout.spec()
+        if runs and runs[-1][0] == spec:
+            runs[-1] = (spec, runs[-1][1] + 1)
+        else:
+            runs.append((spec, 1))
+    return "+".join(spec if count == 1 else f"{spec}x{count}" for spec, count in runs)
 
 
 def even_layout(strategy: Strategy, model: ModelSpec) -> StrategyLayout:

@@ -22,6 +22,12 @@ rank 2 — and the plain one rank 3; ``2|1:2>2:2`` (cp 2) has stage 0 on ranks 0
 may use fewer devices than the world: the remaining ranks are idle for that step (no place) but
 still take part in the gradient reduction.
 
+**On a mixed cluster** (``groups``: each device group's rank range) a stage's block of
+``cp·tp_σ`` ranks lies inside its group's range (:func:`hydraulis.placement.stage_offsets`), so a
+pipeline's stages need not be adjacent: ``1|8:16@a100>8:24@h100x2`` with ``a100`` = ranks 0–15
+and ``h100`` = 16–31 puts stage 0 of the pipelines on ranks 0–7 and 8–15 and stage 1 on 16–23
+and 24–31. Inside a stage the order above holds; hand-offs and groups follow the stage blocks.
+
 **Hand-off between stages** (:class:`HandOff`). Without sequence parallelism a stage's output
 is replicated over its tp ranks (the row-parallel all-reduce), and after its backward the
 gradient of its input is complete on every tp rank (the all-reduce of ``enter_group``'s
@@ -58,11 +64,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from typing import Any
 
 from hydraulis.errors import require
-from hydraulis.placement import pipeline_offsets
-from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.placement import RankRange, pipeline_offsets, stage_offsets
+from hydraulis.runtime.layout import PipelineLayout, pipelines_spec
 from hydraulis.runtime.parallel.group import ParallelGroup
 
 
@@ -107,28 +114,56 @@ class HandOff:
 
 @dataclass(frozen=True)
 class RankMap:
-    """Ranks of a world of ``world_size`` processes laid out for ``pipelines``."""
+    """Ranks of a world of ``world_size`` processes laid out for ``pipelines``; with ``groups``
+    (a mixed cluster's rank ranges, :meth:`~hydraulis.cluster.ClusterDescription.rank_ranges`)
+    every stage's block is allocated inside its device group's ranges
+    (:func:`hydraulis.placement.stage_offsets`)."""
 
     pipelines: tuple[PipelineLayout, ...]
     world_size: int
+    groups: tuple[RankRange, ...] = ()
 
     def __post_init__(self) -> None:
         devices = sum(p.scheme.devices for p in self.pipelines)
         require(devices <= self.world_size, "strategy", f"{devices} devices",
                 f"needs more processes than the {self.world_size} running")
+        if self.groups:
+            cluster = sum(group.size for group in self.groups)
+            require(cluster == self.world_size, "world_size", self.world_size,
+                    f"must be the cluster's {cluster} devices")
+
+    @cached_property
+    def stage_starts(self) -> tuple[tuple[int, ...], ...]:
+        """The first rank of every stage of every pipeline: ``r₀ + cp·Σ_{σ'<σ} tp_σ'`` without
+        groups, :func:`~hydraulis.placement.stage_offsets` with them."""
+        schemes = [p.scheme for p in self.pipelines]
+        if self.groups:
+            return stage_offsets(schemes, self.groups, pipelines_spec(self.pipelines))
+        return tuple(tuple(offset + scheme.cp * sum(scheme.stage_tp(s) for s in range(stage))
+                           for stage in range(scheme.pp))
+                     for scheme, offset in zip(schemes, pipeline_offsets([s.devices for s in schemes])))
+
+    @cached_property
+    def _places(self) -> dict[int, RankPlace]:
+        places = {}
+        for pipeline, layout in enumerate(self.pipelines):
+            for stage in range(layout.scheme.pp):
+                for cp_rank in range(layout.scheme.cp):
+                    for tp_rank in range(layout.scheme.stage_tp(stage)):
+                        place = RankPlace(pipeline, stage, cp_rank, tp_rank)
+                        places[self.rank(place)] = place
+        return places
 
     def first_rank(self, pipeline: int) -> int:
-        return self.offsets[pipeline]
+        return self.stage_starts[pipeline][0]
 
     @property
     def offsets(self) -> tuple[int, ...]:
-        """The first rank of every pipeline (:func:`hydraulis.placement.pipeline_offsets`)."""
-        return pipeline_offsets([p.scheme.devices for p in self.pipelines])
+        """The first rank of every pipeline (:func:`hydraulis.placement.pipeline_offsets` without groups)."""
+        return tuple(starts[0] for starts in self.stage_starts)
 
     def stage_start(self, pipeline: int, stage: int) -> int:
-        """The first rank of ``stage``: ``r₀ + cp·Σ_{σ'<σ} tp_σ'``."""
-        scheme = self.pipelines[pipeline].scheme
-        return self.first_rank(pipeline) + scheme.cp * sum(scheme.stage_tp(s) for s in range(stage))
+        return self.stage_starts[pipeline][stage]
 
     def rank(self, place: RankPlace) -> int:
         tp = self.pipelines[place.pipeline].scheme.stage_tp(place.stage)
@@ -136,20 +171,11 @@ class RankMap:
 
     def place(self, rank: int) -> RankPlace | None:
         """The place of ``rank``, or None when the strategy leaves it idle."""
-        for index, (layout, start) in enumerate(zip(self.pipelines, self.offsets)):
-            scheme = layout.scheme
-            if start <= rank < start + scheme.devices:
-                within = rank - start
-                for stage in range(scheme.pp):
-                    tp = scheme.stage_tp(stage)
-                    if within < scheme.cp * tp:
-                        return RankPlace(index, stage, *divmod(within, tp))
-                    within -= scheme.cp * tp
-        return None
+        return self._places.get(rank)
 
     def pipeline_ranks(self, pipeline: int) -> tuple[int, ...]:
-        start = self.first_rank(pipeline)
-        return tuple(range(start, start + self.pipelines[pipeline].scheme.devices))
+        """The ranks of every stage of ``pipeline``, stage by stage."""
+        return tuple(r for stage in range(self.pipelines[pipeline].scheme.pp) for r in self.stage_ranks(pipeline, stage))
 
     def stage_ranks(self, pipeline: int, stage: int) -> tuple[int, ...]:
         start = self.stage_start(pipeline, stage)

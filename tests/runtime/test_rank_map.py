@@ -3,6 +3,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hydraulis.errors import HydraulisError
+from hydraulis.placement import RankRange
 from hydraulis.runtime.layout import PipelineLayout, even_split
 from hydraulis.runtime.rank_map import GroupCache, GroupKind, HandOff, ProcessGroups, RankMap, RankPlace
 from hydraulis.stages import Stage
@@ -101,3 +103,25 @@ def test_groups_are_created_once_per_rank_set_whatever_the_strategy():
         counts.append(cache.created)
     assert counts == [2, 2, 4, 4] + [4] * 4
     assert len(made) == len(set(made)) == 4
+
+
+def test_stages_of_a_mixed_cluster_run_on_their_groups_ranks():
+    cross = PipelineLayout(Scheme.staged(1, (Stage(8, 16, "a100"), Stage(8, 24, "h100"))), (16, 24))
+    rank_map = RankMap((cross, cross), 32, (RankRange("a100", 0, 16), RankRange("h100", 16, 16)))
+    assert rank_map.stage_ranks(0, 1) + rank_map.stage_ranks(1, 1) == tuple(range(16, 32))
+    assert rank_map.stage_ranks(1, 0) == tuple(range(8, 16))
+    assert rank_map.pipeline_ranks(1) == tuple(range(8, 16)) + tuple(range(24, 32))
+    assert rank_map.place(9) == RankPlace(1, 0, 0, 1) and rank_map.place(25) == RankPlace(1, 1, 0, 1)
+    assert rank_map.hand_off(RankPlace(1, 0, 0, 1)) == HandOff(None, (), 25, (25,))
+    assert rank_map.hand_off(RankPlace(1, 1, 0, 1)) == HandOff(9, (9,), None, ())
+    tp_sets = [ranks for kind, ranks in rank_map.group_rank_sets() if kind == GroupKind.TP]
+    assert tp_sets == [tuple(range(start, start + 8)) for start in (0, 16, 8, 24)]
+
+
+def test_a_cluster_must_hold_the_world():
+    try:
+        RankMap((layout(1, 1, 1),), 3, (RankRange("a", 0, 2),))
+    except HydraulisError as error:
+        assert "world_size" in str(error) and "2 devices" in str(error)
+    else:
+        raise AssertionError("a world of 3 on a cluster of 2")

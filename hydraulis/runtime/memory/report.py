@@ -17,12 +17,14 @@ Recipe (:func:`memory_report`):
    on an analytic scheme space of the device kind.
 
 A staged pipeline (design §18) builds each stage with its own tp and layers. With a cluster
-description (``--cluster``, :mod:`hydraulis.cluster`), every rank is judged on the device of its
-device group — a stage's ``@GROUP``, the cluster's first group for a stage without one, for
-ordinary pipelines and for idle ranks — with that device's precision, analytic space and
-capacity, and the report adds per group the ranks, their largest total and whether it fits;
-``T`` defaults to the longest micro-batch every rank of the pipeline holds on its own device.
-A strategy needing more devices of a group than the cluster has is refused, naming the group.
+description (``--cluster``, :mod:`hydraulis.cluster`), the ranks are placed as the runtime places
+them (:func:`hydraulis.placement.stage_offsets`: each stage's block inside the rank range of its
+``@GROUP``, the cluster's first group for a stage without one and for ordinary pipelines), and
+every rank is judged on the device of the group whose range holds it (idle ranks too) — with
+that device's precision, analytic space and capacity; the report adds per group the ranks, their
+largest total and whether it fits; ``T`` defaults to the longest micro-batch every rank of the
+pipeline holds on its own device. A strategy needing more devices of a group than the cluster
+has is refused, naming the group.
 
 ``T`` defaults to the longest sequence the cost model lets the pipeline's scheme hold on that
 device, so ``total`` is what a step of such micro-batches needs. Neither side counts the
@@ -188,7 +190,7 @@ def memory_report(config: MemoryConfig) -> MemoryReport:
     require(strategy.devices <= config.devices, "strategy", config.strategy,
             f"uses {strategy.devices} devices, more than devices = {config.devices}")
     placement = OptimizerPlacement(model, layout, config.devices)
-    rank_map = RankMap(strategy.pipelines, config.devices)
+    rank_map = RankMap(strategy.pipelines, config.devices, config.cluster.rank_ranges() if config.cluster else ())
     judges = _judges(config, strategy, rank_map)
     classes: dict[tuple, list[int]] = {}
     for rank in range(config.devices):
@@ -213,30 +215,18 @@ def capacity_bytes(device: str) -> int:
 
 
 def _judges(config: MemoryConfig, strategy: StrategyLayout, rank_map: RankMap) -> list[Judge]:
-    """Every rank's :class:`Judge`; with a cluster, refused when a group has too few devices."""
+    """Every rank's :class:`Judge`: with a cluster, that of the group whose rank range holds it."""
     cluster = config.cluster
     if cluster is None:
         device = device_preset(config.device)
         judge = Judge("", config.device, _analytic_space(config.model, strategy, device.name,
                                                          Cluster(config.devices, config.devices_per_node, device.name)))
         return [judge] * config.devices
-    names = [_rank_group(cluster, rank_map, rank) for rank in range(config.devices)]
-    for group in cluster.groups:
-        used = sum(name == group.name and rank_map.place(rank) is not None for rank, name in enumerate(names))
-        require(used <= group.devices, "strategy", config.strategy,
-                f"needs {used} devices of group {group.name}, which has {group.devices}")
+    names = [group.name for group in cluster.rank_ranges() for _ in range(group.size)]
     judges = {group.name: Judge(group.name, group.device, _analytic_space(config.model, strategy, group.device,
                                                                           group_cluster(group)))
-              for group in cluster.groups if group.name in names}
+              for group in cluster.groups}
     return [judges[name] for name in names]
-
-
-def _rank_group(cluster: ClusterDescription, rank_map: RankMap, rank: int) -> str:
-    """The device group of ``rank``: its stage's, else (no ``@GROUP``, ordinary pipeline, idle) the first."""
-    place = rank_map.place(rank)
-    scheme = None if place is None else rank_map.pipelines[place.pipeline].scheme
-    group = scheme.stages[place.stage].group if scheme is not None and scheme.is_staged else ""
-    return cluster.group(group).name if group else cluster.groups[0].name
 
 
 def _longest_held(config: MemoryConfig, judges: list[Judge], placement: OptimizerPlacement, rank_map: RankMap,
