@@ -3,7 +3,7 @@
 Layout (``schema_version`` 3; every field but ``steps`` and one of ``strategies`` and
 ``proposal_file`` optional — ``model`` too when ``init_from`` or ``resume`` gives the model;
 version 2, without ``init_from``, and version 1, without the fields from ``proposal_file`` on,
-are read too)::
+are read too; ``cluster_file``, added later, is optional in every version)::
 
     {"schema_version": 3, "kind": "train_config", "model": "tiny",
      "strategies": ["1,2,1+1,1,2", "1,1,2x2"], "steps": 10, "token_budget": 256,
@@ -14,6 +14,7 @@ are read too)::
      "optimizer_layout": null | {"dp", "tp", "pp"},
      "checkpoint_dir": null, "checkpoint_every": 0, "resume": null, "init_from": null,
      "tensorboard_dir": null, "synthesise": "proposal", "synthesis_evaluations": 16,
+     "cluster_file": null,
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
                  "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "fp32",
                  "record_operations": false, "device_memory": null}}
@@ -34,7 +35,7 @@ from hydraulis.types import BatchingMethod, OptimizerLayout
 KIND = "train_config"
 SCHEMA_VERSION = 3
 _OPTIONAL_STRINGS = ("lengths_file", "space_file", "proposal_file", "planner_url", "corpus", "tokenizer", "cache_dir",
-                     "checkpoint_dir", "resume", "init_from", "tensorboard_dir")
+                     "checkpoint_dir", "resume", "init_from", "tensorboard_dir", "cluster_file")
 _ENUMS = {"device": DeviceKind, "precision": Precision, "grad_reduce_dtype": ReduceDtype, "optimizer": OptimizerKind}
 
 

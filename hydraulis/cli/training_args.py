@@ -21,7 +21,7 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "planner_url": "planner_url", "corpus": "corpus", "tokenizer": "tokenizer", "cache_dir": "cache_dir",
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
         "checkpoint_every": "checkpoint_every", "resume": "resume", "init_from": "init_from",
-        "tensorboard": "tensorboard_dir",
+        "tensorboard": "tensorboard_dir", "cluster": "cluster_file",
         "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
             "record_operations", "device_memory")
@@ -72,6 +72,10 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lengths file of synthetic documents (default: a synthetic long tail)")
     parser.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE),
                         help="scheme space for the predicted times of --strategy (default: analytic cpu)")
+    parser.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),
+                        help="mixed cluster description JSON (examples/clusters/a100_h100.json): one process per "
+                             "device, numbered group by group; each stage of a staged pipeline runs on its @GROUP's "
+                             "ranks, other stages on the first group's")
     parser.add_argument("--optimizer-layout", metavar="DP,TP,PP",
                         help="layout of master weights and Adam moments (default: the proposal's, else DP = ranks)")
     parser.add_argument("--device", choices=[d.value for d in DeviceKind], help="default auto: cuda if available")

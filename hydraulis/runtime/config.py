@@ -109,6 +109,9 @@ class TrainConfig:
     (``space``: those of ``space_file``) and ``synthesis_evaluations`` its budget
     (:mod:`hydraulis.dispatch.synthesis`).
     Rank 0 writes TensorBoard event files to ``tensorboard_dir`` (:mod:`hydraulis.runtime.tensorboard`).
+    ``cluster_file`` is a mixed cluster's description (:mod:`hydraulis.cluster`): the job then
+    runs one process per device of it, numbered group by group, and every stage of a staged
+    pipeline on its ``@GROUP``'s ranks (design §18.5).
     """
 
     model: str | None
@@ -134,6 +137,7 @@ class TrainConfig:
     synthesise: Synthesise = Synthesise.PROPOSAL
     synthesis_evaluations: int = SYNTHESIS_EVALUATIONS_DEFAULT
     tensorboard_dir: str | None = None
+    cluster_file: str | None = None
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
     def __post_init__(self) -> None:

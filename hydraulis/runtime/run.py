@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hydraulis.artifacts import read_lengths, read_proposal, read_scheme_space
+from hydraulis.artifacts.cluster import read_cluster
+from hydraulis.cluster import ClusterDescription
 from hydraulis.data.corpus import CorpusSource
 from hydraulis.data.loader import LoaderConfig
 from hydraulis.data.measure import measure_corpus
@@ -21,6 +23,7 @@ from hydraulis.data.tokenizer import TokenizerSpec
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import synthesis_options
 from hydraulis.errors import require
+from hydraulis.placement import stage_offsets
 from hydraulis.presets import model_preset
 from hydraulis.runtime.config import TrainConfig
 from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_lengths
@@ -54,7 +57,8 @@ class TrainingRun:
     unless the plan made a strategy for its step)
     and how steps are planned; the data; the step count to reach; the optimizer layout (None:
     ZeRO-1 over all ranks); checkpoints to write and the one to resume from, or the Hugging
-    Face directory to start from; where rank 0 writes TensorBoard event files."""
+    Face directory to start from; where rank 0 writes TensorBoard event files; the mixed cluster
+    it runs on (None: the contiguous placement), whose devices are then its processes."""
 
     model: ModelSpec
     layouts: tuple[StrategyLayout, ...]
@@ -66,10 +70,13 @@ class TrainingRun:
     resume: Resume | None = None
     init_from: HfDirectory | None = None
     tensorboard_dir: str | None = None
+    cluster: ClusterDescription | None = None
 
     @property
     def devices(self) -> int:
-        """The fewest processes that can run it."""
+        """The fewest processes that can run it (on a cluster: its devices)."""
+        if self.cluster is not None:
+            return self.cluster.devices
         layout = self.optimizer_layout.devices if self.optimizer_layout else 1
         return max([layout] + [strategy.devices for strategy in self.layouts])
 
@@ -87,6 +94,7 @@ def resolve_run(config: TrainConfig) -> TrainingRun:
     else:
         model = model_preset(config.model) if config.model else resume.manifest.model
     options = DispatchOptions(seed=config.runtime.seed)
+    cluster = read_cluster(config.cluster_file) if config.cluster_file else None
     if config.proposal_file:
         proposal = read_proposal(config.proposal_file)
         require(proposal.model.matches(model), "proposal.model", proposal.model.name,
@@ -101,7 +109,8 @@ def resolve_run(config: TrainConfig) -> TrainingRun:
     else:
         token_budget = config.token_budget or DEFAULT_TOKEN_BUDGET
         max_seq_len = config.max_seq_len or DEFAULT_MAX_SEQ_LEN
-        layouts, planning = _cycled_strategies(config, model, token_budget, max_seq_len, options)
+        layouts, planning = _cycled_strategies(config, model, token_budget, max_seq_len, options,
+                                               cluster.devices if cluster else 0)
         optimizer_layout = config.optimizer_layout
     require(token_budget >= max_seq_len, "token_budget", token_budget,
             f"is smaller than one sequence of max_seq_len = {max_seq_len} tokens")
@@ -111,19 +120,29 @@ def resolve_run(config: TrainConfig) -> TrainingRun:
         require(resume.manifest.step < config.steps, "steps", config.steps,
                 f"is already reached: the checkpoint {resume.folder} is after step {resume.manifest.step}")
     checkpoint = CheckpointPolicy(config.checkpoint_dir, config.checkpoint_every) if config.checkpoint_dir else None
+    if cluster is not None:
+        _check_cluster(cluster, config.nproc, layouts)
     return TrainingRun(model, layouts, planning, data, config.steps, optimizer_layout, checkpoint, resume,
-                       init_from, config.tensorboard_dir)
+                       init_from, config.tensorboard_dir, cluster)
+
+
+def _check_cluster(cluster: ClusterDescription, nproc: int, layouts: tuple[StrategyLayout, ...]) -> None:
+    """One process per device of ``cluster``, and every strategy placed on its groups (fails fast,
+    naming the strategy and the group short of ranks, :func:`hydraulis.placement.stage_offsets`)."""
+    require(nproc in (0, cluster.devices), "nproc", nproc, f"must be the cluster's {cluster.devices} devices")
+    for layout in layouts:
+        stage_offsets([p.scheme for p in layout.pipelines], cluster.rank_ranges(), str(layout))
 
 
 def _cycled_strategies(config: TrainConfig, model: ModelSpec, token_budget: int, max_seq_len: int,
-                       options: DispatchOptions) -> tuple[tuple[StrategyLayout, ...], Planning]:
-    """Every SPEC as a layout and a one-strategy proposal; micro-batches of at most
-    ``micro_batch_tokens`` (default ``1.5·max_seq_len``)."""
+                       options: DispatchOptions, cluster_devices: int) -> tuple[tuple[StrategyLayout, ...], Planning]:
+    """Every SPEC as a layout and a one-strategy proposal on the job's devices (at least
+    ``cluster_devices``); micro-batches of at most ``micro_batch_tokens`` (default ``1.5·max_seq_len``)."""
     capacity = config.micro_batch_tokens or max_seq_len * 3 // 2
     require(capacity >= max_seq_len, "micro_batch_tokens", capacity,
             f"is smaller than one sequence of max_seq_len = {max_seq_len} tokens")
     fields = [f"strategies[{i}]" for i in range(len(config.strategies))]
-    devices = max([config.nproc] + [sum(g.count * g.scheme.devices for g in parse_strategy_spec(text, field))
+    devices = max([config.nproc, cluster_devices] + [sum(g.count * g.scheme.devices for g in parse_strategy_spec(text, field))
                                      for text, field in zip(config.strategies, fields)])
     space = read_scheme_space(config.space_file) if config.space_file else None
     times = scheme_times(model, devices, space)

@@ -46,6 +46,7 @@ import torch
 import torch.distributed as dist
 
 from hydraulis.errors import require
+from hydraulis.placement import RankRange
 from hydraulis.runtime.memory.peak import PeakMemory, check_budget
 from hydraulis.runtime.model.attention import attention_kernel
 from hydraulis.runtime.config import ReduceDtype, RuntimeOptions
@@ -86,11 +87,13 @@ class ComputeStage:
 
 class StepRunner:
     """One rank's training state across steps and strategies: its optimizer buffer and, per
-    strategy seen, its compute stage."""
+    strategy seen, its compute stage; ``rank_ranges`` a mixed cluster's device groups (the rank
+    map places every stage in its group's ranges; empty: the contiguous placement)."""
 
     def __init__(self, model: ModelSpec, context: RankContext, options: RuntimeOptions,
-                 layout: OptimizerLayout) -> None:
+                 layout: OptimizerLayout, rank_ranges: tuple[RankRange, ...] = ()) -> None:
         self.model, self.context, self.record = model, context, options.record_operations
+        self.rank_ranges = rank_ranges
         self.placement = OptimizerPlacement(model, layout, context.world_size)
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
         self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype]
@@ -168,7 +171,7 @@ class StepRunner:
     def _stage(self, layout: StrategyLayout) -> ComputeStage:
         key = str(layout)
         if key not in self.stages:
-            rank_map = RankMap(layout.pipelines, self.context.world_size)
+            rank_map = RankMap(layout.pipelines, self.context.world_size, self.rank_ranges)
             groups = ProcessGroups.create(rank_map, self.context.rank, self.groups)
             place = rank_map.place(self.context.rank)
             model, params, link = None, [], None

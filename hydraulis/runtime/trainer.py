@@ -44,6 +44,7 @@ from hydraulis.runtime.broadcast import share_plan
 from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.store import restore, save_checkpoint
 from hydraulis.runtime.config import RuntimeOptions
+from hydraulis.errors import require
 from hydraulis.runtime.launch import RankContext, run_job, world_size
 from hydraulis.runtime.layout import StrategyLayout, even_layout
 from hydraulis.runtime.optimizer.master import gather_canonical
@@ -78,7 +79,8 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
     weights (:func:`~.optimizer.master.gather_canonical`)."""
     layouts = (_single_device_layout(run),) if reference else run.layouts
     layout = _optimizer_layout(run, context, reference)
-    runner = StepRunner(run.model, context, options, layout)
+    ranges = run.cluster.rank_ranges() if run.cluster and not reference else ()
+    runner = StepRunner(run.model, context, options, layout, ranges)
     position = LoaderPosition()
     if run.resume and not reference:
         restore(run.resume.folder, run.resume.manifest, runner.optimizer, context.rank)
@@ -140,6 +142,9 @@ def run_training(run: TrainingRun, options: RuntimeOptions, nproc: int = 0,
                  log_level: str = "warning") -> tuple[StepRecord, ...]:
     """Train ``run`` on ``nproc`` local processes (default: the fewest it needs) or, under
     torchrun, as this process's rank; rank 0's step records."""
+    if run.cluster is not None:
+        world = world_size(nproc, run.devices)
+        require(world == run.cluster.devices, "world_size", world, f"must be the cluster's {run.cluster.devices} devices")
     if run.optimizer_layout is not None:
         run.optimizer_layout.check(run.model, nproc or world_size(nproc, run.devices))
     with tempfile.TemporaryDirectory(prefix="hydraulis-train-") as folder:

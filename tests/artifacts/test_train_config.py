@@ -19,7 +19,8 @@ def test_round_trip(tmp_path):
     assert read_train_config(tmp_path / "c.json") == config
     saved = json.loads((tmp_path / "c.json").read_text())
     assert saved["runtime"]["precision"] == "bf16" and saved["method"] == "fixed_packing"
-    proposal = TrainConfig("tiny", (), 3, proposal_file="p.json", corpus="c.jsonl", tokenizer="t.json")
+    proposal = TrainConfig("tiny", (), 3, proposal_file="p.json", corpus="c.jsonl", tokenizer="t.json",
+                           cluster_file="cluster.json")
     write_train_config(tmp_path / "p.json", proposal)
     assert read_train_config(tmp_path / "p.json") == proposal
 

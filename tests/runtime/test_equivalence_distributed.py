@@ -6,9 +6,11 @@ fewer devices leave the other ranks idle, which still take part in the gradient 
 import pytest
 
 import itertools
+import json
 
 from hydraulis.runtime.config import DeviceKind, OptimizerKind, RuntimeOptions, TrainConfig
 from hydraulis.runtime.equivalence import check_equivalence
+from hydraulis.runtime.rank_map import RankMap
 from hydraulis.runtime.run import resolve_run
 from hydraulis.types import BatchingMethod
 
@@ -45,9 +47,25 @@ def _long_documents_case(folder) -> TrainConfig:
                        max_seq_len=6000, lengths_file=str(lengths), runtime=OPTIONS)
 
 
+TWO_GROUPS = {"schema_version": 1, "kind": "cluster",
+              "groups": [{"name": "x", "device": "cpu", "nodes": 1, "devices_per_node": 2},
+                         {"name": "y", "device": "cpu", "nodes": 1, "devices_per_node": 2}],
+              "links": [{"groups": ["x", "y"], "gbps": 10.0}]}
+ACROSS_GROUPS = "1|2:2@y>1:2@x+1,1,1"
+"""On ``TWO_GROUPS`` (x = ranks 0, 1; y = ranks 2, 3): stage 0 on ranks 2, 3, stage 1 on rank 0
+and the plain pipeline on rank 1 — the contiguous layout would put them on 0, 1 | 2 | 3."""
+
+
+def _cluster_case(folder) -> TrainConfig:
+    cluster = folder / "two_groups.json"
+    cluster.write_text(json.dumps(TWO_GROUPS))
+    return TrainConfig("tiny", (ACROSS_GROUPS,), 2, token_budget=BUDGET, cluster_file=str(cluster), runtime=OPTIONS)
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    cases = CASES + [_long_documents_case(tmp_path_factory.mktemp("lengths"))]
+    cases = CASES + [_long_documents_case(tmp_path_factory.mktemp("lengths")),
+                     _cluster_case(tmp_path_factory.mktemp("cluster"))]
     runs = [resolve_run(config) for config in cases]
     return dict(zip([" / ".join(c.strategies) for c in cases], check_equivalence(runs, OPTIONS, nproc=4)))
 
@@ -102,3 +120,11 @@ def test_cycling_three_strategies_creates_every_communicator_before_the_first_st
     result = results[" / ".join(CYCLE)]
     assert [r.communicators for r in result.records] == [0] * 6
     assert result.max_rel_diff <= 1e-5
+
+
+def test_stages_run_on_their_device_groups_ranks(results, tmp_path):
+    run = resolve_run(_cluster_case(tmp_path))
+    rank_map = RankMap(run.layouts[0].pipelines, 4, run.cluster.rank_ranges())
+    assert [rank_map.stage_ranks(0, 0), rank_map.stage_ranks(0, 1), rank_map.stage_ranks(1, 0)] == [(2, 3), (0,), (1,)]
+    result = results[ACROSS_GROUPS]
+    assert result.max_rel_diff <= 1e-5, (result.worst_parameter, result.max_rel_diff)
