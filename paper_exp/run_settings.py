@@ -36,7 +36,8 @@ COLUMNS = ("setting", "model", "devices", "token_budget", "workload", "steps", "
 
 
 def run(setting: Setting, steps: int) -> tuple[Simulation, tuple[ContenderSummary, ...]]:
-    space, space_facts = scheme_space_for(setting.space, setting.model, DEVICE, setting.devices, DEVICES_PER_NODE)
+    space, space_facts = scheme_space_for(setting.space, setting.model, DEVICE, setting.devices, DEVICES_PER_NODE,
+                                          segments=setting.space is None)
     config = SimulationConfig(PlannerConfig(setting.devices, DEVICES_PER_NODE, setting.token_budget, MAX_SEQ_LEN),
                               steps=steps)
     simulation = simulate(space, read_lengths(setting.lengths), config, progress=True)

@@ -9,7 +9,10 @@ bundled with Hydraulis) and the analytic LLaMA-32B space on A800 80 GB, whose ef
 calibrated to those pools (``benchmarks/analytic_vs_reference.py``). On 1024 devices the
 analytic A800 space for every model: the pools have no context parallelism, and with 1.6M
 tokens over 1024 devices (≈ 1.6K per device) a step is bound by its longest 32K sequence, which
-only context parallelism shortens — on the pools every contender but padding ties there. Workloads: ``examples/data/longtail.txt``
+only context parallelism shortens — on the pools every contender but padding ties there. The
+analytic spaces compose every variant of their schemes (sequence parallelism, recomputation of
+k layers per stage; design §16): under the runtime's memory accounting LLaMA-32B holds a 32K
+sequence on 16 A800s only with recomputation. Workloads: ``examples/data/longtail.txt``
 (synthetic long tail, web-like; ``examples/data/README.md``) and ``paper_exp/data/stdlib_lengths.txt``
 (the CPython standard library tokenized, code-like; ``paper_exp/data/README.md``).
 """
