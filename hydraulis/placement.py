@@ -20,7 +20,10 @@ offset ``o`` the rank of stage ``s``, cp rank ``c`` and tp rank ``t`` is
 * a **group** per tensor-parallel set ``{o + (s·cp + c)·tp + t : t}`` and per context-parallel
   set ``{o + (s·cp + c)·tp + t : c}`` of more than one rank (``new_group``, cached by rank set);
 * a **pair** per pipeline hand-off ``(r, r + cp·tp)`` between neighbouring stages (NCCL makes a
-  communicator per point-to-point pair on first use).
+  communicator per point-to-point pair on first use); between stages of different tp (a staged
+  scheme, design §18) the pairs of :func:`hydraulis.stages.hand_off_peers`, e.g. ``1|2:2>1:2``:
+  (0, 2) and (1, 2). The bound counts a staged scheme's universe by enumerating its aligned
+  offsets.
 
 Each distinct rank set is created once in a run; a strategy's *new* communicators are those
 no earlier step (nor the proposal's strategies, warmed before step 0) has created, and each
@@ -70,6 +73,7 @@ from functools import lru_cache
 import numpy as np
 
 from hydraulis.errors import HydraulisError
+from hydraulis.stages import hand_off_peers
 from hydraulis.types import Scheme
 
 
@@ -190,18 +194,41 @@ def scheme_communicators(scheme: Scheme, offset: int) -> frozenset[Communicator]
 
 
 def _scheme_communicators(scheme: Scheme, offset: int) -> Iterable[Communicator]:
-    cp, tp, pp = scheme.cp, scheme.tp, scheme.pp
-    for stage in range(pp):
-        base = offset + stage * cp * tp
+    cp, blocks = scheme.cp, list(_stage_blocks(scheme, offset))
+    for stage, (base, tp) in enumerate(blocks):
         if tp > 1:
             for c in range(cp):
                 yield Communicator(CommunicatorKind.GROUP, tuple(range(base + c * tp, base + (c + 1) * tp)))
         if cp > 1:
             for t in range(tp):
                 yield Communicator(CommunicatorKind.GROUP, tuple(range(base + t, base + cp * tp, tp)))
-        if stage + 1 < pp:
-            for r in range(base, base + cp * tp):
-                yield Communicator(CommunicatorKind.PAIR, (r, r + cp * tp))
+        if stage + 1 < len(blocks):
+            following, other = blocks[stage + 1]
+            for pair in sorted(_hand_off_pairs(base, tp, following, other, cp)):
+                yield Communicator(CommunicatorKind.PAIR, pair)
+
+
+def _stage_blocks(scheme: Scheme, offset: int) -> Iterable[tuple[int, int]]:
+    """``(first rank, tp)`` of each stage of a pipeline at ``offset``: blocks of ``cp·tp_σ``
+    ranks one after the other."""
+    base = offset
+    for stage in range(scheme.pp):
+        tp = scheme.stage_tp(stage)
+        yield base, tp
+        base += scheme.cp * tp
+
+
+def _hand_off_pairs(base: int, tp: int, following: int, other: int, cp: int) -> set[tuple[int, int]]:
+    """The rank pairs between a stage of ``tp`` ranks per cp rank at ``base`` and the next one
+    of ``other`` at ``following`` (:func:`hydraulis.stages.hand_off_peers`, both directions;
+    equal degrees pair ``r`` with ``r + cp·tp``)."""
+    pairs = set()
+    for c in range(cp):
+        for x in range(tp):
+            takes, gives = hand_off_peers(x, tp, other)
+            pairs.add((base + c * tp + x, following + c * other + takes))
+            pairs.update((base + c * tp + x, following + c * other + y) for y in gives)
+    return pairs
 
 
 def communicator_bound(schemes: Iterable[Scheme], devices: int) -> int:
@@ -212,6 +239,14 @@ def communicator_bound(schemes: Iterable[Scheme], devices: int) -> int:
     for scheme in set(schemes):
         size, width = scheme.devices, scheme.cp * scheme.tp
         for offset in range(0, devices - size + 1, size):
+            if scheme.stages:
+                for communicator in _scheme_communicators(scheme, offset):
+                    if communicator.kind is CommunicatorKind.GROUP:
+                        groups.add(communicator.ranks)
+                    else:
+                        low, high = communicator.ranks
+                        pairs.setdefault(high - low, np.zeros(devices, dtype=bool))[low] = True
+                continue
             for stage in range(scheme.pp):
                 base = offset + stage * width
                 if scheme.tp > 1:

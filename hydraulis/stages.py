@@ -75,3 +75,11 @@ def parse_stages(text: str, field: str = "stages") -> tuple[int, tuple[Stage, ..
 def stages_text(cp: int, stages: tuple[Stage, ...]) -> str:
     """The STAGED text of ``cp`` and ``stages``: the inverse of :func:`parse_stages`."""
     return f"{cp}|" + ">".join(str(stage) for stage in stages)
+
+
+def hand_off_peers(tp_rank: int, tp: int, other: int) -> tuple[int, range]:
+    """``(x mod b, the y ≡ x (mod a) below b)`` for tp rank ``x`` of a stage of ``a = tp`` ranks
+    beside a stage of ``b = other``: the neighbour's tp rank it takes from, and those it gives to
+    (:mod:`hydraulis.runtime.rank_map`). E.g. ``(1, 2, 1)`` → ``(0, range(1, 1, 2))`` (gives to none),
+    ``(0, 1, 4)`` → ``(0, range(0, 4))``."""
+    return tp_rank % other, range(tp_rank, other, tp)

@@ -15,7 +15,7 @@ from hydraulis.placement import (
     stage_offsets,
 )
 from hydraulis.errors import HydraulisError
-from hydraulis.stages import Stage
+from hydraulis.stages import Stage, parse_stages
 from hydraulis.types import Scheme
 
 GROUP, PAIR = CommunicatorKind.GROUP, CommunicatorKind.PAIR
@@ -114,3 +114,13 @@ def test_every_rank_is_used_once_and_every_stage_lies_in_its_group(schemes, spar
             assert group.start <= start and start + size <= group.start + group.size
             used.extend(range(start, start + size))
     assert len(used) == len(set(used))
+
+
+def test_a_staged_pipeline_counts_its_stages_own_groups_and_hand_off_pairs():
+    scheme = Scheme.staged(*parse_stages("1|2:2>1:2"))
+    found = communicators([scheme])
+    assert {c.ranks for c in found if c.kind is CommunicatorKind.GROUP} == {(0, 1)}
+    assert {c.ranks for c in found if c.kind is CommunicatorKind.PAIR} == {(0, 2), (1, 2)}
+    assert communicator_bound([scheme], 3) == len(found) == 3
+    wide = Scheme.staged(*parse_stages("2|1:1>2:3"))
+    assert len(communicators([wide, wide])) <= communicator_bound([wide], 12)

@@ -71,6 +71,7 @@ from hydraulis.errors import require
 from hydraulis.placement import RankRange, pipeline_offsets, stage_offsets
 from hydraulis.runtime.layout import PipelineLayout, pipelines_spec
 from hydraulis.runtime.parallel.group import ParallelGroup
+from hydraulis.stages import hand_off_peers
 
 
 class GroupKind(str, Enum):
@@ -88,14 +89,6 @@ class RankPlace:
     stage: int
     cp_rank: int
     tp_rank: int
-
-
-def hand_off_peers(tp_rank: int, tp: int, other: int) -> tuple[int, range]:
-    """``(x mod b, the y ≡ x (mod a) below b)`` for tp rank ``x`` of a stage of ``a = tp`` ranks
-    beside a stage of ``b = other``: the neighbour's tp rank it takes from, and those it gives to
-    (module docstring). E.g. ``(1, 2, 1)`` → ``(0, range(1, 1, 2))`` (gives to none),
-    ``(0, 1, 4)`` → ``(0, range(0, 4))``."""
-    return tp_rank % other, range(tp_rank, other, tp)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from hydraulis.runtime.layout import PipelineLayout
 from hydraulis.runtime.parallel.pipeline import StageLink, one_f_one_b, run_schedule
-from hydraulis.runtime.rank_map import HandOff, RankMap, RankPlace, hand_off_peers
+from hydraulis.runtime.rank_map import HandOff, RankMap, RankPlace
+from hydraulis.stages import hand_off_peers
 from hydraulis.stages import Stage
 from hydraulis.types import Scheme
 
