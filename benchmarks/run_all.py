@@ -46,7 +46,7 @@ BENCHMARKS = (
     ("service throughput", "service_throughput.py", (), ("--requests", "200")),
     ("service under a burst", "service_burst.py", (), ("--requests", "60")),
     ("attention scaling", "attention_scaling.py", (), ("--repeats", "1")),
-    ("fidelity: the e2e example measured against the cost model", "fidelity.py", (), ("--steps", "4")),
+    ("fidelity: the e2e example measured against the cost model", "fidelity.py", (), ("--steps", "4", "--cycle-steps", "6")),
 )
 
 
