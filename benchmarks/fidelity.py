@@ -42,8 +42,7 @@ from hydraulis.artifacts import read_proposal
 from hydraulis.artifacts.train_log import read_train_log
 from hydraulis.cli.output import table
 from hydraulis.cost.pipeline import Phase
-from hydraulis.runtime.records import StepRecord
-from hydraulis.runtime.strategy_spec import parse_strategy_spec
+from hydraulis.runtime.records import StepRecord, pipeline_schemes
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = (("proposal", "hydraulis"), ("baseline", "baseline"), ("cycle", "cycle"))
@@ -76,7 +75,7 @@ def main() -> None:
     rows, schemes = [], []
     for label, folder in RUNS:
         log = out / folder / "train_log.json"
-        if not log.exists():
+        if not log.exists() or (label == "cycle" and not args.reuse and not args.cycle_steps):
             continue
         steps = warm_steps(read_train_log(log))
         for level, pairs in (("forward", operation_pairs(steps, Phase.FORWARD, phi)),
@@ -139,8 +138,8 @@ def pipeline_pairs(records: list[StepRecord]) -> dict[str, list[tuple[float, flo
     """(measured, predicted) compute time of every pipeline, by its scheme."""
     pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for record in records:
-        schemes = [g.scheme for g in parse_strategy_spec(record.strategy) for _ in range(g.count)]
-        for scheme, measured, predicted in zip(schemes, record.measured_ms, record.predicted_ms):
+        for scheme, measured, predicted in zip(pipeline_schemes(record.strategy), record.measured_ms,
+                                               record.predicted_ms):
             pairs[str(scheme)].append((measured, predicted))
     return dict(sorted(pairs.items()))
 

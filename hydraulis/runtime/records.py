@@ -120,7 +120,7 @@ def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
             warm.append(error)
         seen.add(record.strategy)
     used = Counter(r.strategy for r in records)
-    pipelines = [_schemes(strategy) for strategy in used]
+    pipelines = [pipeline_schemes(strategy) for strategy in used]
     schemes = {s for strategy in pipelines for s in strategy}
     devices = devices or max(sum(s.devices for s in strategy) for strategy in pipelines)
     return TrainSummary(len(records), tokens, seconds, tokens / seconds, sum(errors) / len(errors),
@@ -139,7 +139,7 @@ def _median_p90(values: list[float]) -> tuple[float | None, float | None]:
     return median, ordered[math.ceil(0.9 * len(ordered)) - 1]
 
 
-def _schemes(spec: str) -> list[Scheme]:
+def pipeline_schemes(spec: str) -> list[Scheme]:
     """One scheme per pipeline of a strategy SPEC, in order."""
     return [group.scheme for group in parse_strategy_spec(spec, "strategy") for _ in range(group.count)]
 
