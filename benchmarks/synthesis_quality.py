@@ -15,25 +15,38 @@ from the scheme space's — the communicators earlier steps created known. Per s
 and over the run: the steps that ran a synthesised strategy and the distinct communicators
 (proposal's included) against the bound of aligned placement (hydraulis/placement.py).
 
-    python benchmarks/synthesis_quality.py [--steps 100] [--cases 7b_32dev,7b_64dev,32b_1024dev]
+What any plan could reach (design §17): per reduction level ``ρ`` (plans whose schemes all
+reduce in at most ``ρ``) the closed-form least compute part by design §4's estimate over the pool
+bound and the least predicted step ``ρ + compute`` (:func:`hydraulis.cost.level_bounds`); then on
+the first ``--lp-steps`` steps the linear program of :mod:`hydraulis.dispatch.device_bound`
+(long sequences hold whole pipelines): the least compute part of *any* plan over the pool bound,
+and the last mode's compute part over the program's bound at its own level. ``--target x`` asks,
+per step, whether a plan with compute part ≤ ``x``·pool exists at all and whether every such plan
+predicts a slower step than the last mode's.
+
+    python benchmarks/synthesis_quality.py [--steps 100] [--cases 7b_32dev,7b_64dev,32b_1024dev] [--target 1.15] [--lp-steps 8]
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import time
 
 import numpy as np
+from tqdm import tqdm
 
 from hydraulis.artifacts import read_lengths
 from hydraulis.cli.output import table
-from hydraulis.cost import BoundScheme, microbatch_time_ms, step_bound
+from hydraulis.cost import BoundScheme, level_bounds, microbatch_time_ms, step_bound
+from hydraulis.dispatch.device_bound import ComputeForm, devices_needed, least_compute_ms
 from hydraulis.dispatch.synthesis import (
     Synthesise,
     menu,
     plan_step,
     proposal_communicators,
+    scheme_reduce_ms,
     strategy_communicators,
     synthesis_options,
 )
@@ -41,9 +54,11 @@ from hydraulis.placement import communicator_bound
 from hydraulis.planner import PlannerConfig, propose
 from hydraulis.planner.options import proposal_options
 from hydraulis.simulation.inputs import scheme_space_for
+from hydraulis.solver import SolverName
 from hydraulis.workload import sample_batches
 
 MAX_SEQ_LEN = 32_768
+SOLVER = SolverName.CBC
 CASES = {
     "7b_32dev": ("bundled:7b", "llama-7b", 32, 200_000),
     "7b_64dev": ("bundled:7b", "llama-7b", 64, 200_000),
@@ -57,6 +72,9 @@ def main() -> None:
     parser.add_argument("--lengths", default="examples/data/longtail.txt")
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--modes", default="off,proposal,space")
+    parser.add_argument("--target", type=float, default=None,
+                        help="compute part over the pool bound to test for: whether any plan reaches it")
+    parser.add_argument("--lp-steps", type=int, default=8, help="steps the linear program's bounds are computed on")
     args = parser.parse_args()
     lengths = read_lengths(args.lengths)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
@@ -72,29 +90,91 @@ def main() -> None:
               + " | ".join(str(p.strategy) for p in proposal.strategies))
         pool = [BoundScheme(o.scheme, o.time, o.capacity, o.reduce_ms) for o in proposal_options(space, proposal)]
         batches = sample_batches(lengths, budget, args.steps, MAX_SEQ_LEN, seed=1)
-        rows = [_run(proposal, space, batches, pool, mode) for mode in args.modes.split(",")]
-        print(table(("synthesise", "compute/pool_median", "compute/pool_p90", "predicted/tight_median",
-                     "mean_step_ms", "synthesised", "plan_ms_median", "plan_ms_p90", "communicators", "bound"), rows))
+        reachable = _Reachable(batches, pool, proposal)
+        print(table(("reduction_ms", "best_compute/pool_median", "best_compute/pool_p90", "least_step_ms_median"),
+                    reachable.rows()))
+        rows = [_run(proposal, space, batches, pool, mode, reachable) for mode in args.modes.split(",")]
+        print(table(("synthesise", "compute/pool_median", "compute/pool_p90", "compute/best_at_level_median",
+                     "predicted/tight_median", "mean_step_ms", "synthesised", "plan_ms_median", "plan_ms_p90",
+                     "communicators", "bound"), rows))
+        print(reachable.program_lines(args.lp_steps, args.target))
 
 
-def _run(proposal, space, batches, pool, mode: str) -> list:
+def _run(proposal, space, batches, pool, mode: str, reachable: _Reachable) -> list:
     synthesis = synthesis_options(mode, 16, proposal, space)
     known = proposal_communicators(proposal)
-    compute, tight, predicted, planning, synthesised = [], [], [], [], 0
-    for batch in batches:
+    compute, at_level, tight, predicted, planning, ours, synthesised = [], [], [], [], [], [], 0
+    for step, batch in enumerate(batches):
         plan = plan_step(proposal, batch, synthesis=synthesis, known=known)
-        known |= strategy_communicators(plan.strategy(proposal))
+        strategy = plan.strategy(proposal)
+        known |= strategy_communicators(strategy)
         bound = step_bound(batch, pool, proposal.devices, proposal.pipeline_model.p2p_ms)
-        compute.append(_compute_part(plan, proposal) / bound.pool_ms)
+        part = _compute_part(plan, proposal)
+        compute.append(part / bound.pool_ms)
+        level = max(scheme_reduce_ms(proposal, g.scheme) for g in strategy.pipelines)
+        at_level.append(part / reachable.at(step, level).estimate_ms)
+        ours.append((part, level, plan.predicted_ms))
         tight.append(plan.predicted_ms / bound.tight_ms)
         predicted.append(plan.predicted_ms)
         planning.append(plan.planning_ms)
         synthesised += plan.synthesis is not None
+    reachable.ours = ours
     schemes = [g.scheme for g in menu(proposal, synthesis.schemes)]
     bound = communicator_bound(schemes, proposal.devices)
     return [mode if mode != Synthesise.OFF.value else "off", np.median(compute), np.percentile(compute, 90),
-            np.median(tight), np.mean(predicted), f"{synthesised}/{len(batches)}", np.median(planning),
-            np.percentile(planning, 90), len(known), bound]
+            np.median(at_level), np.median(tight), np.mean(predicted), f"{synthesised}/{len(batches)}",
+            np.median(planning), np.percentile(planning, 90), len(known), bound]
+
+
+class _Reachable:
+    """Per step and reduction level, what any plan could reach; the last mode's plans."""
+
+    def __init__(self, batches, pool, proposal) -> None:
+        self.batches, self.pool, self.devices = batches, pool, proposal.devices
+        self.pools = [step_bound(b, pool, proposal.devices).pool_ms for b in batches]
+        self.levels = [level_bounds(b, pool, proposal.devices, proposal.pipeline_model.p2p_ms) for b in batches]
+        self.ours: list[tuple[float, float, float]] = []
+        """The last run mode's (compute part, reduction level, predicted step) per step."""
+
+    def at(self, step: int, reduction_ms: float):
+        """The bound of the least level holding a plan that reduces in ``reduction_ms``."""
+        return min((b for b in self.levels[step] if b.reduce_ms >= reduction_ms * (1 - 1e-9)),
+                   key=lambda b: b.reduce_ms)
+
+    def rows(self) -> list[list]:
+        found = sorted({b.reduce_ms for levels in self.levels for b in levels})
+        rows = []
+        for level in found:
+            ratio = [b.estimate_ms / pool for levels, pool in zip(self.levels, self.pools)
+                     for b in levels if b.reduce_ms == level]
+            least = [b.reduce_ms + b.compute_ms for levels in self.levels for b in levels if b.reduce_ms == level]
+            rows.append([level, np.median(ratio), np.percentile(ratio, 90), np.median(least)])
+        return rows
+
+    def program_lines(self, steps: int, target: float | None) -> str:
+        """The linear program's figures on the first ``steps`` steps (module docstring)."""
+        best, mine, reachable, slower = [], [], 0, 0
+        steps = min(steps, len(self.batches))
+        for step in tqdm(range(steps), desc="linear program", leave=False, disable=steps < 2):
+            batch, pool, levels = self.batches[step], self.pools[step], self.levels[step]
+            best.append(least_compute_ms(batch, self.pool, self.devices, math.inf, ComputeForm.ESTIMATE,
+                                         levels[-1].estimate_ms, SOLVER) / pool)
+            part, level, predicted = self.ours[step]
+            mine.append(part / least_compute_ms(batch, self.pool, self.devices, level * (1 + 1e-9),
+                                                ComputeForm.ESTIMATE, self.at(step, level).estimate_ms, SOLVER))
+            if target is not None:
+                fast = [b.reduce_ms + b.compute_ms for b in levels
+                        if devices_needed(batch, self.pool, target * pool, b.reduce_ms, ComputeForm.ESTIMATE,
+                                          SOLVER) <= self.devices]
+                reachable += bool(fast)
+                slower += bool(fast) and min(fast) > predicted
+        lines = [f"linear program, first {steps} steps: any plan's compute/pool >= {np.median(best):.4f} median "
+                 f"(min {min(best):.4f}, max {max(best):.4f}); the last mode's compute / bound at its level "
+                 f"{np.median(mine):.4f} median (max {max(mine):.4f})"]
+        if target is not None:
+            lines.append(f"compute/pool <= {target}: possible on {reachable}/{steps} steps; on {slower} of them every "
+                         f"such plan predicts a slower step than the last mode's")
+        return "\n".join(lines)
 
 
 def _compute_part(plan, proposal) -> float:

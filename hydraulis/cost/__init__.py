@@ -5,11 +5,11 @@
   (one schedule, or many at once);
 * :mod:`.memory` — memory per device and the longest sequence a scheme can hold;
 * :mod:`.step` — a strategy's step time and the gradient reduction into the optimizer layout;
-* :mod:`.bound` — lower bounds of any plan of a batch: design §4's ``LB`` and a tighter one
-  with fixed costs and the reduction.
+* :mod:`.bound` — lower bounds of any plan of a batch: design §4's ``LB``, a tighter one
+  with fixed costs and the reduction, and per reduction level the least compute part.
 """
 
-from hydraulis.cost.bound import BoundScheme, StepBound, lower_bound_ms, step_bound
+from hydraulis.cost.bound import BoundScheme, LevelBound, StepBound, level_bounds, lower_bound_ms, step_bound
 from hydraulis.cost.memory import MemoryBreakdown, MemoryLimit, SchemeCapacity, memory_breakdown, scheme_capacities
 from hydraulis.cost.pipeline import (
     PipelineTimeline,
@@ -24,12 +24,14 @@ from hydraulis.cost.time import microbatch_time_ms, sequence_time_ms
 
 __all__ = [
     "BoundScheme",
+    "LevelBound",
     "MemoryBreakdown",
     "MemoryLimit",
     "PipelineTimeline",
     "ScheduledOp",
     "StepBound",
     "SchemeCapacity",
+    "level_bounds",
     "lower_bound_ms",
     "memory_breakdown",
     "microbatch_time_ms",

@@ -46,6 +46,24 @@ plans: ``ρ = 0`` and one pipeline of some scheme ``k`` holding every piece,
 ``max(Σ_i (w_k(s_i) + c_k·s_i/C_k) + (pp_k − 1)·c_k, max_i h_k(s_i))``. ``F`` and ``G`` are found by
 bisection, keeping the infeasible end: a bound still.
 
+**The estimate's bound per reduction level** (:func:`level_bounds`). design §4's estimate of a
+plan's compute part, ``E = max_p (Σ_j t_j + (pp_p − 1)·max_j t_j)`` (what issue-style quality
+targets are stated in), charges a pipeline's fill and drain with its *largest* micro-batch, so it
+also bounds ``W_p`` through the bubble: ``max_j t_j ≥ c + W_p/v_p`` (the largest is at least the
+mean), and by the arithmetic–geometric mean ``v·c + (pp − 1)·W/v ≥ 2·√((pp − 1)·W·c)``::
+
+    E ≥ W_p + v_p·c + (pp − 1)·(c + W_p/v_p) ≥ (√W_p + √((pp − 1)·c))²
+    ⇒ W_p ≤ B_k(E) = min(E − pp·c, (√E − √((pp − 1)·c))²)
+
+``F`` with room ``B_k(E)`` instead of ``E − pp·c``, with ``G`` and the crossing ``pp·(c + w)``
+(no hand-offs in ``E``), bounds ``E`` of every plan using only schemes with ``r_k ≤ ρ``: that is
+``estimate_ms`` of level ``ρ``; ``compute_ms`` is ``max(F_ρ, G_ρ)`` above (a bound of the exact
+1F1B, which may end before ``E``). So a plan whose ``E`` is below ``x·pool`` exists only at
+levels with ``estimate_ms ≤ x·pool``, and none of those plans predicts a step below
+``min {ρ + compute_ms : estimate_ms(ρ) ≤ x·pool}``. Worked example: one (1,1,4) pipeline
+(``w(s) = s``, ``c = 1``, N = 4) and sixteen 1-token pieces: ``E − pp·c`` gives ``E ≥ 20``, the
+bubble ``(√16 + √3)² = 32.86``; the best plan, 8 micro-batches of 2, has ``E = 16 + 8 + 3·3 = 33``.
+
 What ``tight`` sees that ``pool`` does not: at 1,024 H100s (LLaMA-32B, 1.6M tokens) five
 32K sequences finish within 1,000 ms only on (8,8,1) pipelines of 64 devices, and with them the
 step's work needs more than 1,024 devices — so no plan computes the step in 1,000 ms, while
@@ -61,7 +79,8 @@ only (1,2,1) finishes the sequence and needs ``2·430.5/(495.5 − 65) = 2.0 ≤
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,41 +134,101 @@ def step_bound(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundSchem
                p2p_ms: float = 0.0, solo_free: bool = False) -> StepBound:
     """The bounds of the module docstring for sequences of ``lengths`` tokens on ``devices``
     devices; :class:`HydraulisError` naming a sequence no scheme holds."""
-    require(devices > 0, "devices", devices, "must be > 0")
-    s = np.asarray(lengths, dtype=np.float64)
-    size = np.array([k.scheme.devices for k in schemes], dtype=np.float64)[:, None]
-    pp = np.array([k.scheme.pp for k in schemes], dtype=np.float64)[:, None]
-    a, b, c = (np.array([getattr(k.time, name) for k in schemes])[:, None] for name in ("a", "b", "c"))
-    capacity = np.array([k.capacity for k in schemes], dtype=np.float64)[:, None]
-    reduction = np.array([k.reduce_ms for k in schemes])
-    fits = s[None, :] <= capacity
-    _check_held(s, fits, capacity)
-    work = a * s * s + b * s
-    crossing = pp * (c + work)
-    handoffs = crossing + 2.0 * (pp - 1.0) * p2p_ms
-    forms = ((size * work, pp * c), (size * (work + c * s / capacity), (pp - 1.0) * c))
-    tight = np.inf
-    for level in np.unique(reduction):
-        usable = fits & (reduction <= level)[:, None]
-        if usable.any(axis=0).all():
-            spread = float(np.where(usable, forms[1][0], np.inf).min(axis=0).sum()) / devices
-            compute = max([spread, _longest(handoffs, usable)]
-                          + [_least_time(devices, usable, handoffs, share, fixed) for share, fixed in forms])
-            tight = min(tight, level + compute)
+    forms = _Forms.of(lengths, schemes, devices, p2p_ms)
+    tight = min((level.reduce_ms + level.compute_ms for level in _levels(forms, estimate=False)), default=np.inf)
     if solo_free:
-        for k in np.flatnonzero((size[:, 0] <= devices) & fits.all(axis=1)):
-            alone = (work[k] + c[k] * s / capacity[k]).sum() + (pp[k] - 1.0) * c[k]
-            tight = min(tight, max(float(alone[0]), handoffs[k].max(initial=0.0)))
-    return StepBound(float(np.where(fits, size * work, np.inf).min(axis=0).sum() / devices),
-                     _longest(crossing, fits), float(tight))
+        f = forms
+        for k in np.flatnonzero((f.size[:, 0] <= devices) & f.fits.all(axis=1)):
+            alone = (f.work[k] + f.c[k] * f.s / f.capacity[k]).sum() + (f.pp[k] - 1.0) * f.c[k]
+            tight = min(tight, max(float(alone[0]), f.handoffs[k].max(initial=0.0)))
+    return StepBound(float(np.where(forms.fits, forms.size * forms.work, np.inf).min(axis=0).sum() / devices),
+                     _longest(forms.crossing, forms.fits), float(tight))
 
 
-def _least_time(devices: int, usable: np.ndarray, handoffs: np.ndarray, share: np.ndarray, fixed: np.ndarray) -> float:
-    """``min {T : Σ_i min_{k usable for i, h_k(s_i) ≤ T} share[k, i]/(T − fixed[k]) ≤ N}`` by
-    bisection to :data:`PRECISION`, returning the infeasible end (a lower bound of the minimum)."""
+@dataclass(frozen=True)
+class LevelBound:
+    """At reduction level ``reduce_ms`` (plans whose schemes all have ``r_k ≤ reduce_ms``): the
+    least compute time of the exact 1F1B (``compute_ms``, :func:`step_bound`'s ``max(F, G)``) and
+    of design §4's estimate ``E`` (``estimate_ms``), module docstring."""
+
+    reduce_ms: float
+    compute_ms: float
+    estimate_ms: float
+
+
+def level_bounds(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundScheme], devices: int,
+                 p2p_ms: float = 0.0) -> tuple[LevelBound, ...]:
+    """:class:`LevelBound` of every reduction level at which the schemes hold every sequence,
+    lowest level first."""
+    return tuple(_levels(_Forms.of(lengths, schemes, devices, p2p_ms), estimate=True))
+
+
+@dataclass(frozen=True)
+class _Forms:
+    """The per-scheme (rows) and per-sequence (columns) arrays the bounds are made of."""
+
+    s: np.ndarray
+    devices: int
+    size: np.ndarray
+    pp: np.ndarray
+    c: np.ndarray
+    capacity: np.ndarray
+    reduction: np.ndarray
+    fits: np.ndarray
+    work: np.ndarray
+    crossing: np.ndarray
+    handoffs: np.ndarray
+
+    @classmethod
+    def of(cls, lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundScheme], devices: int,
+           p2p_ms: float) -> _Forms:
+        require(devices > 0, "devices", devices, "must be > 0")
+        s = np.asarray(lengths, dtype=np.float64)
+        size = np.array([k.scheme.devices for k in schemes], dtype=np.float64)[:, None]
+        pp = np.array([k.scheme.pp for k in schemes], dtype=np.float64)[:, None]
+        a, b, c = (np.array([getattr(k.time, name) for k in schemes])[:, None] for name in ("a", "b", "c"))
+        capacity = np.array([k.capacity for k in schemes], dtype=np.float64)[:, None]
+        fits = s[None, :] <= capacity
+        _check_held(s, fits, capacity)
+        work = a * s * s + b * s
+        crossing = pp * (c + work)
+        return cls(s, devices, size, pp, c, capacity, np.array([k.reduce_ms for k in schemes]), fits, work,
+                   crossing, crossing + 2.0 * (pp - 1.0) * p2p_ms)
+
+    def bubble_room(self, total: float) -> np.ndarray:
+        """``B_k(E) = min(E − pp·c, (√E − √((pp − 1)·c))²)`` of the module docstring (≤ 0: none)."""
+        root = np.maximum(math.sqrt(max(total, 0.0)) - np.sqrt((self.pp - 1.0) * self.c), 0.0)
+        return np.minimum(total - self.pp * self.c, root * root)
+
+
+def _levels(f: _Forms, estimate: bool) -> Iterator[LevelBound]:
+    """Per reduction level: ``max(F, G)`` of the exact 1F1B and (``estimate``) of ``E``."""
+    spread_share = f.size * (f.work + f.c * f.s / f.capacity)
+    stages = f.pp - 1.0
+    for level in np.unique(f.reduction):
+        usable = f.fits & (f.reduction <= level)[:, None]
+        if not usable.any(axis=0).all():
+            continue
+        spread = float(np.where(usable, spread_share, np.inf).min(axis=0).sum()) / f.devices
+        g = _least_time(f.devices, usable, f.handoffs, spread_share, lambda t: t - stages * f.c)
+        compute = max(spread, _longest(f.handoffs, usable), g,
+                      _least_time(f.devices, usable, f.handoffs, f.size * f.work, lambda t: t - f.pp * f.c))
+        bubble = np.nan
+        if estimate:
+            bubble = max(spread, _longest(f.crossing, usable),
+                         _least_time(f.devices, usable, f.crossing, spread_share, lambda t: t - stages * f.c),
+                         _least_time(f.devices, usable, f.crossing, f.size * f.work, f.bubble_room))
+        yield LevelBound(float(level), compute, bubble)
+
+
+def _least_time(devices: int, usable: np.ndarray, handoffs: np.ndarray, share: np.ndarray,
+                room_at: Callable[[float], np.ndarray]) -> float:
+    """``min {T : Σ_i min_{k usable for i, h_k(s_i) ≤ T} share[k, i]/room_k(T) ≤ N}`` by
+    bisection to :data:`PRECISION`, returning the infeasible end (a lower bound of the minimum);
+    ``room_at(T)`` is the per-scheme room (a column), increasing in ``T``."""
 
     def enough(total: float) -> bool:
-        room = total - fixed
+        room = room_at(total)
         ok = usable & (handoffs <= total) & (room > 0)
         need = np.where(ok, share / np.where(room > 0, room, 1.0), np.inf).min(axis=0)
         return bool(np.isfinite(need).all() and need.sum() <= devices)

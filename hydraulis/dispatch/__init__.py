@@ -4,6 +4,8 @@ assign sequences to its pipelines (stage 1), pack each pipeline's sequences into
 
 * :mod:`.dispatcher` — :func:`dispatch`, the recipe, strategy choice and the plan's bound;
 * :mod:`.bounds` — lower bounds of a strategy's compute time, design §4's work bound;
+* :mod:`.device_bound` — the devices a step needs to compute within a time (a linear program),
+  hence the least compute part of any plan (design §17);
 * :mod:`.batch` — checking, alignment, oversize sequences (error, truncate, split);
 * :mod:`.assign` — stage 1, sequences → pipelines;
 * :mod:`.balanced_packing` — stage 2, sequences → micro-batches and their order;

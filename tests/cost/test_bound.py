@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from hydraulis.cost import (
     BoundScheme,
+    level_bounds,
     lower_bound_ms,
     microbatch_time_ms,
     reduce_ms,
@@ -75,6 +76,36 @@ def test_the_tight_bound_is_never_above_a_simulated_plan(kinds, seed, phi, d, dp
                                  for s, t, c in set(kinds + pool)], devices, d, solo_free=dp == 1)
     assert bound.pool_ms <= bound.tight_ms * (1 + 1e-9) + 1e-9
     assert bound.tight_ms <= plan_ms * (1 + 1e-9) + 1e-9
+
+
+@settings(max_examples=200, deadline=None)
+@given(kinds=st.lists(schemes, min_size=1, max_size=4), seed=st.integers(0, 2**31 - 1),
+       phi=st.floats(0.1, 0.9), d=st.floats(0, 2), pool=st.lists(schemes, max_size=3))
+def test_level_bounds_are_never_above_a_plan_at_its_level(kinds, seed, phi, d, pool):
+    """A plan whose schemes' reductions are at most ``ρ``: its exact 1F1B compute part is at least
+    the level's ``compute_ms`` and design §4's estimate ``max_p (Σt + (pp − 1)·max t)`` at least
+    its ``estimate_ms``."""
+    pipelines, devices, lengths, queues = random_plan(kinds, seed)
+    layout = OptimizerLayout(2, 1, 1)
+    exact = max(compute_ms(pipelines, queues, PipelineModel(forward_fraction=phi, p2p_ms=d)))
+    times = [[microbatch_time_ms(time, mb) for mb in queue] for (_, time, _), queue in zip(pipelines, queues)]
+    estimate = max(sum(t) + (scheme.pp - 1) * max(t) for (scheme, _, _), t in zip(pipelines, times) if t)
+    level = max(reduce_ms(10**9, (s, s), layout, 10.0) for s, _, _ in pipelines)
+    bounds = {b.reduce_ms: b for b in level_bounds(
+        lengths, [BoundScheme(s, t, c, reduce_ms(10**9, (s, s), layout, 10.0)) for s, t, c in set(kinds + pool)],
+        devices, d)}
+    assert bounds[level].compute_ms <= exact * (1 + 1e-9) + 1e-9
+    assert bounds[level].estimate_ms <= estimate * (1 + 1e-9) + 1e-9
+
+
+def test_the_estimate_bound_sees_the_bubble():
+    """Module docstring's example: sixteen 1-token pieces on one (1,1,4) pipeline (w(s) = s,
+    c = 1): the bubble gives (√16 + √3)² = 32.86, the best plan (8 micro-batches of 2) 33."""
+    scheme = BoundScheme(Scheme(1, 1, 4), TimeCoefficients(0.0, 1.0, 1.0), 1000)
+    (level,) = level_bounds([1] * 16, [scheme], 4)
+    assert level.estimate_ms == pytest.approx((4 + 3**0.5) ** 2, rel=1e-3)
+    assert level.compute_ms == pytest.approx(20.0, rel=1e-3)
+    assert level.estimate_ms <= 16 + 8 + 3 * 3
 
 
 def test_tight_bound_worked_example():
