@@ -11,7 +11,7 @@ from hydraulis.cli.output import emit, emit_json, plural, table
 from hydraulis.cli.synthesis_args import add_synthesis_arguments
 from hydraulis.cost import step_bound
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, summarise_plans, work_lower_bound_ms
-from hydraulis.dispatch.gap import bound_schemes, gap_breakdown
+from hydraulis.dispatch.gap import bound_schemes, gap_breakdown, level_compute
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, synthesis_options
 from hydraulis.errors import HydraulisError, require_int
 from hydraulis.planner.options import synthesis_schemes
@@ -54,9 +54,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                                       "space, and the pool --explain measures the gap against (default: the "
                                       "proposal's schemes)")
     plan.add_argument("--explain", action="store_true",
-                      help="print the bounds (design §4's pool bound, the tight bound) and the plan's gap, term by "
+                      help="print the bounds (design §4's pool bound, the tight bound), the plan's gap, term by "
                            "term: strategy set, off-cheapest placement, fixed costs, imbalance, bubbles, reduction, "
-                           "switch")
+                           "switch, and the least compute part of any plan at the plan's reduction level (a linear "
+                           "program, design §17)")
     plan.add_argument("--format", choices=("table", "json"), default="table")
     plan.add_argument("--gantt", metavar="PNG", type=OutputPath(),
                       help="draw the 1F1B timeline of every pipeline and stage")
@@ -138,6 +139,8 @@ def _explanation(plan: StepPlan, proposal: Proposal, space) -> str:
     bound = step_bound(tokens, pool, proposal.devices, proposal.pipeline_model.p2p_ms,
                        proposal.optimizer_layout.dp == 1)
     gap = gap_breakdown(plan, proposal, pool)
+    level = level_compute(plan, proposal, pool)
+    compute = max((p.predicted_ms for p in plan.pipelines), default=0.0)
     where = "the scheme space's" if space else "the proposal's"
     terms = " + ".join(f"{name} {ms:.1f}" for name, ms in gap.parts())
     return "\n".join([
@@ -146,6 +149,9 @@ def _explanation(plan: StepPlan, proposal: Proposal, space) -> str:
         f"with fixed costs, the reduction and every sequence on a scheme fast enough "
         f"(ratio {plan.predicted_ms / bound.tight_ms:.3f})",
         f"gap: predicted {gap.predicted_ms:.1f} ms = {terms}",
+        f"any plan at this plan's reduction level ({level.reduce_ms:.1f} ms) computes the step in at least "
+        f"{level.program_ms:.1f} ms (linear program; closed form {level.closed_ms:.1f}); this plan's compute part "
+        f"{compute:.1f} ms (ratio {compute / level.program_ms:.3f})",
     ])
 
 

@@ -23,6 +23,10 @@ Every term is ≥ 0 but the first two when ``K`` lacks a scheme of ``S``. ``imba
 carries a long sequence that its pipeline must run alone: compare with the longest-sequence
 bound (:mod:`hydraulis.cost.bound`).
 
+:func:`level_compute` says how far the compute part is from what *any* plan at the same
+reduction level needs (design §17): the closed form and the linear program of
+:mod:`hydraulis.dispatch.device_bound`.
+
 Worked example: two (1,1,1) pipelines (``w(s) = s``, ``c = 1``) on N = 2, pieces (3) and (1):
 work = (3 + 1)/2 = 2, fixed = (1 + 1)/2 = 1, busy (4, 2): imbalance = 4 − 3 = 1, no bubbles:
 2 + 0 + 0 + 1 + 1 + 0 = 4 = the slower pipeline.
@@ -35,7 +39,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from hydraulis.cost import BoundScheme, step_bound
+from hydraulis.cost import BoundScheme, level_bounds, step_bound
+from hydraulis.dispatch.device_bound import ComputeForm, least_compute_ms
 from hydraulis.dispatch.summary import micro_batch_times_ms
 from hydraulis.dispatch.synthesis import menu, scheme_reduce_ms
 from hydraulis.types import PipelineGroup, Proposal, StepPlan
@@ -99,3 +104,27 @@ def gap_breakdown(plan: StepPlan, proposal: Proposal, pool: Sequence[BoundScheme
         switch_ms=synthesis.switch_ms if synthesis else 0.0,
     )
 
+
+
+@dataclass(frozen=True)
+class LevelCompute:
+    """What any plan whose schemes reduce in at most ``reduce_ms`` (the given plan's level) needs
+    to compute the step, by the exact 1F1B: the closed form's ``closed_ms``
+    (:func:`hydraulis.cost.level_bounds`) and the linear program's ``program_ms``
+    (:mod:`hydraulis.dispatch.device_bound`, design §17)."""
+
+    reduce_ms: float
+    closed_ms: float
+    program_ms: float
+
+
+def level_compute(plan: StepPlan, proposal: Proposal, pool: Sequence[BoundScheme]) -> LevelCompute:
+    """:class:`LevelCompute` at ``plan``'s level over ``pool`` (which must hold ``plan``'s schemes)."""
+    pieces = [-(-s // plan.alignment) * plan.alignment
+              for p in plan.pipelines for mb in p.micro_batches for s in mb.lengths]
+    level = max(scheme_reduce_ms(proposal, g.scheme) for g in plan.strategy(proposal).pipelines)
+    closed = min((b for b in level_bounds(pieces, pool, proposal.devices, proposal.pipeline_model.p2p_ms)
+                  if b.reduce_ms >= level * (1 - 1e-9)), key=lambda b: b.reduce_ms)
+    program = least_compute_ms(pieces, pool, proposal.devices, level * (1 + 1e-9), ComputeForm.EXACT,
+                               closed.compute_ms)
+    return LevelCompute(level, closed.compute_ms, max(program, closed.compute_ms))

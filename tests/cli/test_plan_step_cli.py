@@ -142,5 +142,8 @@ def test_explain_gives_the_bounds_and_the_gap_and_off_keeps_the_proposal(batch):
     assert [part.rsplit(" ", 1)[0] for part in gap.split(" = ", 1)[1].split(" + ")] == [
         "work", "strategy set", "off cheapest", "fixed", "imbalance", "bubbles", "reduction", "switch"]
     assert sum(terms) == pytest.approx(total, abs=0.5)
+    level = next(line for line in run.stdout.splitlines() if line.startswith("any plan at this plan's reduction"))
+    least, compute = float(level.split("in at least ")[1].split()[0]), float(level.split("compute part ")[1].split()[0])
+    assert 0 < least <= compute
     off = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, "--synthesise", "off", "--format", "json")
     assert off.returncode == 0 and json.loads(off.stdout)["synthesis"] is None
