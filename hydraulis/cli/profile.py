@@ -42,7 +42,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "the local devices, with the runtime's own parallel layers, on packed micro-batches of "
                     "several token counts and length mixes; fit a, b, c >= 0 and the activation memory; "
                     "write a measured scheme space. Also measures the runtime's step without compute "
-                    "(propagate, reduce, update) on all local devices and fits the space's reduce_gbps to it. "
+                    "(propagate, reduce, update) on all local devices and fits the space's reduce_gbps to it, "
+                    "and the time to create and first use a communicator (the space's communicator_ms). "
                     "Finished points are cached (--cache), so a killed sweep resumes where it stopped. "
                     "See hydraulis.profiler.")
     parser.add_argument("--model", required=True, help="model preset, e.g. tiny or llama-7b")
@@ -138,7 +139,8 @@ def _print(outcome: ProfileOutcome) -> None:
     if reduction:
         emit(f"reduction on {reduction.devices} devices ({reduction.devices}×(1,1,1), ZeRO-1): "
              f"{reduction.time_ms:.1f} ms per step (propagate {reduction.propagate_ms:.1f}, reduce and update "
-             f"{reduction.reduce_ms:.1f}) → reduce_gbps {space.reduce_gbps:.4g}")
+             f"{reduction.reduce_ms:.1f}) → reduce_gbps {space.reduce_gbps:.4g}; a new communicator "
+             f"{space.communicator_ms:.1f} ms")
     for skipped in outcome.skipped:
         emit(f"skipped {skipped.scheme}: {skipped.reason}")
     for limit in outcome.capacity_limits:
@@ -162,7 +164,7 @@ def _print_segments(outcome: SegmentProfileOutcome, statistic: Statistic) -> Non
              f"{plural(len(space.profiles), 'scheme')}", outcome.reused, outcome.measured, outcome.wall_s)
     if outcome.reduction:
         emit(f"reduction on {outcome.reduction.devices} devices: {outcome.reduction.time_ms:.1f} ms per step → "
-             f"reduce_gbps {space.reduce_gbps:.4g}")
+             f"reduce_gbps {space.reduce_gbps:.4g}; a new communicator {space.communicator_ms:.1f} ms")
     for skipped in outcome.skipped:
         emit(f"skipped {skipped.scheme}: {skipped.reason}")
     rows = [[s.cp, s.tp, "sp" if s.sp else "-", *(f"{block.time.b:.4g}/{block.kept_bytes_per_token:.0f}"

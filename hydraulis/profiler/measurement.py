@@ -12,7 +12,8 @@ memory is a capacity limit of the scheme, not a failure of the profile.
 A **reduction** measurement is what a training step costs beyond its pipelines' compute — the
 cost model's ``T_reduce`` (:mod:`hydraulis.cost.step`): the runtime's propagation of the weights
 to the compute layout, the reduction of the gradients into the optimizer layout and the
-optimizer's update (:mod:`hydraulis.profiler.reduction`).
+optimizer's update (:mod:`hydraulis.profiler.reduction`) — and, measured in the same job, what
+creating one more communicator costs a strategy switch (design §17).
 """
 
 from __future__ import annotations
@@ -99,13 +100,16 @@ class Measurement:
 class ReductionMeasurement:
     """The runtime's step with no micro-batch on ``devices`` ranks (module docstring): medians
     over the timed steps of the whole step (slowest rank), of its propagation and of the rest
-    (reduction and update); ``samples_ms`` holds every timed step."""
+    (reduction and update); ``samples_ms`` holds every timed step; ``communicator_ms`` the time
+    to create a communicator and use it once (None: not measured, a cache line older than the
+    measurement)."""
 
     devices: int
     time_ms: float
     propagate_ms: float
     reduce_ms: float
     samples_ms: tuple[float, ...] = ()
+    communicator_ms: float | None = None
 
 
 @dataclass(frozen=True)

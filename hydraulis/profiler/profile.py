@@ -16,8 +16,9 @@ Recipe:
    per parameter, :func:`~hydraulis.profiler.analytic.analytic_memory_model`: not measurable
    without the optimizer), the measured forward share of a micro-batch, the reduction's
    bandwidth fitted to the measured reduction (:func:`~hydraulis.profiler.fit.fit_reduce_gbps`;
-   the device preset's intra-node bandwidth on a single device), and the device preset's
-   runtime overhead, safety margin and link latency.
+   the device preset's intra-node bandwidth on a single device), the measured time to create a
+   communicator (the preset's ``communicator_ms`` on a single device or from an older cache
+   line), and the device preset's runtime overhead, safety margin and link latency.
 
 Without a cache folder the cache lives in a temporary folder for the one run.
 """
@@ -232,6 +233,8 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
                                      p2p_ms=device.collective_latency_us / 1e3),
         reduce_gbps=(fit_reduce_gbps(request.sweep.model.params, reduction.time_ms) if reduction
                      else device.intra_node_gbps),
+        communicator_ms=(reduction.communicator_ms if reduction and reduction.communicator_ms is not None
+                         else device.communicator_ms),
     )
 
 

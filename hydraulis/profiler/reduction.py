@@ -12,11 +12,24 @@ micro-batch (:data:`REDUCTION_WARMUP` discarded steps, then :data:`REDUCTION_STE
 medians of the slowest rank's figures).
 
 The profile fits the cost model's bandwidth to it (:func:`hydraulis.profiler.fit.fit_reduce_gbps`).
+
+**Communicators.** A step whose strategy needs a rank set no earlier step used creates its
+process group then (the runtime's ``GroupCache``: ``torch.distributed.new_group``, a call on
+every rank in the same order) and pays its first use (NCCL builds the communicator at the
+first collective). The same job times that :data:`COMMUNICATOR_SAMPLES` times on pairs of ranks
+— ``new_group``, one all-reduce on its members, the device synchronised — and keeps the median
+of the slowest rank's times: the space's ``communicator_ms``, what synthesis charges per new
+communicator (:mod:`hydraulis.dispatch.synthesis`). On the CPU (gloo on loopback) that is a
+few milliseconds; the presets' 200 ms for GPUs is the order of an NCCL initialisation.
 """
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
+import torch
+import torch.distributed as dist
 
 from hydraulis.profiler.measurement import ReductionMeasurement
 from hydraulis.runtime.config import RuntimeOptions
@@ -30,6 +43,8 @@ REDUCTION_WARMUP = 3
 REDUCTION_STEPS = 10
 """Timed steps."""
 LEAST_SHARDED = Scheme(1, 1, 1)
+COMMUNICATOR_SAMPLES = 5
+"""Process groups created and used once, each timed apart."""
 
 
 def measure_reduction(context: RankContext, model: ModelSpec, options: RuntimeOptions,
@@ -45,4 +60,24 @@ def measure_reduction(context: RankContext, model: ModelSpec, options: RuntimeOp
     return ReductionMeasurement(devices, float(np.median([r.step_ms for r in timed])),
                                 float(np.median([r.propagate_ms for r in timed])),
                                 float(np.median([r.reduce_ms for r in timed])),
-                                tuple(r.step_ms for r in timed))
+                                tuple(r.step_ms for r in timed), measure_communicator_ms(context, devices))
+
+
+def measure_communicator_ms(context: RankContext, devices: int) -> float:
+    """The module docstring's communicator time on ranks ``0 … devices − 1`` (at least 2): the
+    median over pairs ``(j, j + 1 mod devices)`` of the slowest rank's milliseconds for
+    ``new_group`` and one all-reduce on it."""
+    flag = torch.ones(1, device=context.device)
+    samples = []
+    for j in range(COMMUNICATOR_SAMPLES):
+        ranks = sorted({j % devices, (j + 1) % devices})
+        dist.barrier()
+        started = time.perf_counter()
+        group = dist.new_group(ranks)
+        if context.rank in ranks:
+            dist.all_reduce(flag, group=group)
+        if context.device.type == "cuda":
+            torch.cuda.synchronize(context.device)
+        elapsed = torch.tensor([(time.perf_counter() - started) * 1e3], device=context.device)
+        samples.append(float(context.world.all_reduce(elapsed, dist.ReduceOp.MAX).item()))
+    return float(np.median(samples))
