@@ -10,7 +10,8 @@ proposal time              proposal_time.py            proposal wall time; again
                                                        homogeneous strategy
 plan quality               stage2_vs_ilp.py            greedy stage-2 packing against the ILP
 synthesis, bounds          synthesis_quality.py        compute / pool bound, predicted / tight
-                                                       bound, planning time, communicators
+                                                       bound, planning time, communicators;
+                                                       the least compute part of any plan
 plan-step latency          plan_step_latency.py        planning time with synthesis (median,
                                                        p90) at 32, 64 and 1,024 devices
 service throughput         service_throughput.py       requests/s, p50/p99 and CPU per request
