@@ -47,7 +47,7 @@ plans: ``ρ = 0`` and one pipeline of some scheme ``k`` holding every piece,
 bisection, keeping the infeasible end: a bound still.
 
 **The estimate's bound per reduction level** (:func:`level_bounds`). design §4's estimate of a
-plan's compute part, ``E = max_p (Σ_j t_j + (pp_p − 1)·max_j t_j)`` (what issue-style quality
+plan's compute part, ``E = max_p (Σ_j t_j + (pp_p − 1)·max_j t_j)`` (the figure plan-quality
 targets are stated in), charges a pipeline's fill and drain with its *largest* micro-batch, so it
 also bounds ``W_p`` through the bubble: ``max_j t_j ≥ c + W_p/v_p`` (the largest is at least the
 mean), and by the arithmetic–geometric mean ``v·c + (pp − 1)·W/v ≥ 2·√((pp − 1)·W·c)``::
@@ -196,9 +196,14 @@ class _Forms:
                    crossing, crossing + 2.0 * (pp - 1.0) * p2p_ms)
 
     def bubble_room(self, total: float) -> np.ndarray:
-        """``B_k(E) = min(E − pp·c, (√E − √((pp − 1)·c))²)`` of the module docstring (≤ 0: none)."""
-        root = np.maximum(math.sqrt(max(total, 0.0)) - np.sqrt((self.pp - 1.0) * self.c), 0.0)
-        return np.minimum(total - self.pp * self.c, root * root)
+        return bubble_room(total, self.pp, self.c)
+
+
+def bubble_room(total: float, pp: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``B_k(E) = min(E − pp·c, (√E − √((pp − 1)·c))²)`` of the module docstring, per scheme
+    (≤ 0: none): the most stage work a pipeline does within design §4's estimate ``E``."""
+    root = np.maximum(math.sqrt(max(total, 0.0)) - np.sqrt((pp - 1.0) * c), 0.0)
+    return np.minimum(total - pp * c, root * root)
 
 
 def _levels(f: _Forms, estimate: bool) -> Iterator[LevelBound]:

@@ -48,6 +48,7 @@ import numpy as np
 import pulp
 
 from hydraulis.cost import BoundScheme
+from hydraulis.cost.bound import bubble_room
 from hydraulis.errors import require
 from hydraulis.solver import Outcome, SolverName, solve
 
@@ -82,10 +83,7 @@ def devices_needed(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundS
     a, b, c = (np.array([getattr(k.time, name) for k in usable]) for name in ("a", "b", "c"))
     capacity = np.array([k.capacity for k in usable], dtype=np.float64)
     work = a[:, None] * s * s + b[:, None] * s
-    room = compute_ms - pp * c
-    if form is ComputeForm.ESTIMATE:
-        root = np.maximum(math.sqrt(compute_ms) - np.sqrt((pp - 1.0) * c), 0.0)
-        room = np.minimum(room, root * root)
+    room = bubble_room(compute_ms, pp, c) if form is ComputeForm.ESTIMATE else compute_ms - pp * c
     batched = compute_ms - (pp - 1.0) * c
     allowed = ((s[None, :] <= capacity[:, None]) & (pp[:, None] * (c[:, None] + work) <= compute_ms)
                & (room > 0)[:, None])
