@@ -41,12 +41,12 @@ from hydraulis.artifacts import read_lengths
 from hydraulis.cli.output import table
 from hydraulis.cost import BoundScheme, level_bounds, microbatch_time_ms, step_bound
 from hydraulis.dispatch.device_bound import ComputeForm, devices_needed, least_compute_ms
+from hydraulis.dispatch.gap import bound_at_level, plan_level_ms
 from hydraulis.dispatch.synthesis import (
     Synthesise,
     menu,
     plan_step,
     proposal_communicators,
-    scheme_reduce_ms,
     strategy_communicators,
     synthesis_options,
 )
@@ -111,8 +111,8 @@ def _run(proposal, space, batches, pool, mode: str, reachable: _Reachable) -> li
         bound = step_bound(batch, pool, proposal.devices, proposal.pipeline_model.p2p_ms)
         part = _compute_part(plan, proposal)
         compute.append(part / bound.pool_ms)
-        level = max(scheme_reduce_ms(proposal, g.scheme) for g in strategy.pipelines)
-        at_level.append(part / reachable.at(step, level).estimate_ms)
+        level = plan_level_ms(plan, proposal)
+        at_level.append(part / bound_at_level(reachable.levels[step], level).estimate_ms)
         ours.append((part, level, plan.predicted_ms))
         tight.append(plan.predicted_ms / bound.tight_ms)
         predicted.append(plan.predicted_ms)
@@ -136,11 +136,6 @@ class _Reachable:
         self.ours: list[tuple[float, float, float]] = []
         """The last run mode's (compute part, reduction level, predicted step) per step."""
 
-    def at(self, step: int, reduction_ms: float):
-        """The bound of the least level holding a plan that reduces in ``reduction_ms``."""
-        return min((b for b in self.levels[step] if b.reduce_ms >= reduction_ms * (1 - 1e-9)),
-                   key=lambda b: b.reduce_ms)
-
     def rows(self) -> list[list]:
         found = sorted({b.reduce_ms for levels in self.levels for b in levels})
         rows = []
@@ -161,7 +156,7 @@ class _Reachable:
                                          levels[-1].estimate_ms, SOLVER) / pool)
             part, level, predicted = self.ours[step]
             mine.append(part / least_compute_ms(batch, self.pool, self.devices, level * (1 + 1e-9),
-                                                ComputeForm.ESTIMATE, self.at(step, level).estimate_ms, SOLVER))
+                                                ComputeForm.ESTIMATE, bound_at_level(levels, level).estimate_ms, SOLVER))
             if target is not None:
                 fast = [b.reduce_ms + b.compute_ms for b in levels
                         if devices_needed(batch, self.pool, target * pool, b.reduce_ms, ComputeForm.ESTIMATE,

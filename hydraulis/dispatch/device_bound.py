@@ -118,8 +118,8 @@ def _rounded(lengths: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarra
     """Lengths merged, rounded down to the geometric grid first when they are too many:
     (lengths, how many)."""
     s = np.asarray(lengths, dtype=np.float64)
-    if np.unique(s).size <= EXACT_LENGTHS:
-        values, count = np.unique(s, return_counts=True)
+    values, count = np.unique(s, return_counts=True)
+    if values.size <= EXACT_LENGTHS:
         return values, count.astype(np.float64)
     steps = np.floor(np.log(np.maximum(s, 1.0)) / math.log1p(1.0 / GRID) + 1e-9)
     grid = np.minimum(np.floor(np.exp(steps * math.log1p(1.0 / GRID))), s)

@@ -39,7 +39,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from hydraulis.cost import BoundScheme, level_bounds, step_bound
+from hydraulis.cost import BoundScheme, LevelBound, level_bounds, step_bound
 from hydraulis.dispatch.device_bound import ComputeForm, least_compute_ms
 from hydraulis.dispatch.summary import micro_batch_times_ms
 from hydraulis.dispatch.synthesis import menu, scheme_reduce_ms
@@ -122,9 +122,18 @@ def level_compute(plan: StepPlan, proposal: Proposal, pool: Sequence[BoundScheme
     """:class:`LevelCompute` at ``plan``'s level over ``pool`` (which must hold ``plan``'s schemes)."""
     pieces = [-(-s // plan.alignment) * plan.alignment
               for p in plan.pipelines for mb in p.micro_batches for s in mb.lengths]
-    level = max(scheme_reduce_ms(proposal, g.scheme) for g in plan.strategy(proposal).pipelines)
-    closed = min((b for b in level_bounds(pieces, pool, proposal.devices, proposal.pipeline_model.p2p_ms)
-                  if b.reduce_ms >= level * (1 - 1e-9)), key=lambda b: b.reduce_ms)
+    level = plan_level_ms(plan, proposal)
+    closed = bound_at_level(level_bounds(pieces, pool, proposal.devices, proposal.pipeline_model.p2p_ms), level)
     program = least_compute_ms(pieces, pool, proposal.devices, level * (1 + 1e-9), ComputeForm.EXACT,
                                closed.compute_ms)
     return LevelCompute(level, closed.compute_ms, max(program, closed.compute_ms))
+
+
+def plan_level_ms(plan: StepPlan, proposal: Proposal) -> float:
+    """The reduction level of ``plan``: the largest ``r_k`` of its strategy's schemes."""
+    return max(scheme_reduce_ms(proposal, g.scheme) for g in plan.strategy(proposal).pipelines)
+
+
+def bound_at_level(levels: Sequence[LevelBound], reduce_ms: float) -> LevelBound:
+    """The bound of the lowest level holding a plan that reduces in ``reduce_ms``."""
+    return min((b for b in levels if b.reduce_ms >= reduce_ms * (1 - 1e-9)), key=lambda b: b.reduce_ms)
