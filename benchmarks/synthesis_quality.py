@@ -25,6 +25,7 @@ per step, whether a plan with compute part ≤ ``x``·pool exists at all and whe
 predicts a slower step than the last mode's.
 
     python benchmarks/synthesis_quality.py [--steps 100] [--cases 7b_32dev,7b_64dev,32b_1024dev] [--target 1.15] [--lp-steps 8]
+                                        [--modes off,proposal,space] [--evaluations 16]
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ from hydraulis.planner import PlannerConfig, propose
 from hydraulis.planner.options import proposal_options
 from hydraulis.simulation.inputs import scheme_space_for
 from hydraulis.solver import SolverName
+from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT
 from hydraulis.workload import sample_batches
 
 MAX_SEQ_LEN = 32_768
@@ -68,13 +70,18 @@ CASES = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--lengths", default="examples/data/longtail.txt")
-    parser.add_argument("--cases", default=",".join(CASES))
-    parser.add_argument("--modes", default="off,proposal,space")
+    parser.add_argument("--steps", type=int, default=100, help="held-out steps per case (default 100)")
+    parser.add_argument("--lengths", default="examples/data/longtail.txt",
+                        help="document lengths the workload samples (default examples/data/longtail.txt)")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated cases (default {','.join(CASES)})")
+    parser.add_argument("--modes", default="off,proposal,space",
+                        help="comma-separated --synthesise modes to plan with (default off,proposal,space)")
     parser.add_argument("--target", type=float, default=None,
                         help="compute part over the pool bound to test for: whether any plan reaches it")
-    parser.add_argument("--lp-steps", type=int, default=8, help="steps the linear program's bounds are computed on")
+    parser.add_argument("--lp-steps", type=int, default=8,
+                        help="steps the linear program's bounds are computed on (default 8; 0: none)")
+    parser.add_argument("--evaluations", type=int, default=SYNTHESIS_EVALUATIONS_DEFAULT,
+                        help=f"dispatcher plans per step a synthesis may spend (default {SYNTHESIS_EVALUATIONS_DEFAULT})")
     args = parser.parse_args()
     lengths = read_lengths(args.lengths)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
@@ -93,15 +100,16 @@ def main() -> None:
         reachable = _Reachable(batches, pool, proposal)
         print(table(("reduction_ms", "best_compute/pool_median", "best_compute/pool_p90", "least_step_ms_median"),
                     reachable.rows()))
-        rows = [_run(proposal, space, batches, pool, mode, reachable) for mode in args.modes.split(",")]
+        rows = [_run(proposal, space, batches, pool, mode, args.evaluations, reachable) for mode in args.modes.split(",")]
         print(table(("synthesise", "compute/pool_median", "compute/pool_p90", "compute/best_at_level_median",
                      "predicted/tight_median", "mean_step_ms", "synthesised", "plan_ms_median", "plan_ms_p90",
                      "communicators", "bound"), rows))
-        print(reachable.program_lines(args.lp_steps, args.target))
+        if args.lp_steps > 0:
+            print(reachable.program_lines(args.lp_steps, args.target))
 
 
-def _run(proposal, space, batches, pool, mode: str, reachable: _Reachable) -> list:
-    synthesis = synthesis_options(mode, 16, proposal, space)
+def _run(proposal, space, batches, pool, mode: str, evaluations: int, reachable: _Reachable) -> list:
+    synthesis = synthesis_options(mode, evaluations, proposal, space)
     known = proposal_communicators(proposal)
     compute, at_level, tight, predicted, planning, ours, synthesised = [], [], [], [], [], [], 0
     for step, batch in enumerate(batches):

@@ -18,9 +18,11 @@ Recipe of :func:`plan_step`:
    other proposal strategies;
 5. descents (the moves of :class:`hydraulis.planner.search.CountsSearch`: shift ``Δ`` devices
    between schemes, ``Δ = N/2, N/4, …``): at each ``Δ`` the neighbours are ranked by a cheap
-   lower bound ``L(n)`` (spread work with fixed costs over ``n``'s devices, the longest piece's
-   crossing, plus the reduction) and planned by the dispatcher in that order until ``L`` reaches
-   the best neighbour found — so the best neighbour is found exactly with few plans; move to it
+   lower bound ``L(n) + σ(n)`` (spread work with fixed costs over ``n``'s devices, the longest
+   piece's crossing, plus the reduction, plus the switch — known before planning) and planned by
+   the dispatcher in that order until the bound reaches the best neighbour found — so the best
+   neighbour is found exactly with few plans, and none is spent on a strategy whose new
+   communicators alone cost more than it could gain; move to it
    while it gains more than ``ε`` (:data:`hydraulis.planner.search.IMPROVEMENT`), then halve ``Δ``;
 6. keep the synthesised strategy only if it is strictly faster than ``T₀``; the plan records it
    (:class:`~hydraulis.step_plan.Synthesis`: strategy, reduction, switch, new communicators). Its lower
@@ -230,11 +232,23 @@ class _Search:
         plan = plan_candidate(option, self.batch, self.method, self.options, self.proposal.max_seq_len)
         self.left -= 1
         self.evaluations += 1
-        new = len(strategy_communicators(strategy) - self.known)
-        self.plans[counts], self.new[counts] = plan, new
-        self.switch[counts] = new * self.proposal.communicator_ms
-        self.value[counts] = plan.predicted_ms + self.switch[counts]
+        self.plans[counts] = plan
+        self.value[counts] = plan.predicted_ms + self.switch_ms(counts)
         return self.value[counts]
+
+    def switch_ms(self, counts: tuple[int, ...]) -> float:
+        """``σ(n)``: ``n``'s communicators not yet known times ``t_comm`` (known before any
+        plan, so it joins ``L(n)`` in ranking and pruning); memoised."""
+        if counts not in self.switch:
+            self.new[counts] = len(strategy_communicators(self.strategy(counts)) - self.known)
+            self.switch[counts] = self.new[counts] * self.proposal.communicator_ms
+        return self.switch[counts]
+
+    def least(self, counts: tuple[int, ...]) -> float:
+        """``L(n) + σ(n)``: no plan on ``n`` with its switch takes less (∞ when ``n`` is not a
+        valid strategy)."""
+        lower = self.lower(counts)
+        return lower + self.switch_ms(counts) if np.isfinite(lower) else math.inf
 
     def lower(self, counts: tuple[int, ...]) -> float:
         """``L(n)``: spread work with fixed costs over ``n``'s devices, the longest piece's
@@ -254,14 +268,15 @@ class _Search:
 
     def could_beat(self, counts: tuple[int, ...], value: float) -> bool:
         """Whether a plan on ``counts`` could take less than ``value``: with the reduction
-        ``ρ`` taken, in compute time ``T = value − ρ`` every piece needs a scheme of ``n`` that
-        finishes it alone in ``T`` (``pp·(c + w) ≤ T``); the pieces' least device time must fit
+        ``ρ`` and the switch ``σ`` taken, in compute time ``T = value − ρ − σ`` every piece
+        needs a scheme of ``n`` that finishes it alone in ``T`` (``pp·(c + w) ≤ T``); the
+        pieces' least device time must fit
         ``Σ_k n_k·D_k·(T − pp_k·c_k)``; and the pieces only one scheme ``k`` finishes in time
         must fit its ``n_k`` pipelines — their work within ``n_k·(T − pp_k·c_k)``, at most
         ``n_k`` of them above half of ``T − pp_k·c_k`` (two of those cannot share a pipeline)."""
         n = np.asarray(counts)
         used = np.flatnonzero(n > 0)
-        compute = value - (self.lower(counts) - self._compute_floor(counts))
+        compute = value - (self.lower(counts) - self._compute_floor(counts)) - self.switch_ms(counts)
         room = compute - self.pp[used] * self.c[used]
         can = self.fits[used] & (self.crossing[used] <= compute) & (room > 0)[:, None]
         if not can.any(axis=0).all():
@@ -326,7 +341,7 @@ class _Search:
         """The best neighbour at ``delta`` if it gains more than ``ε``: neighbours planned in
         increasing ``L`` until ``L`` reaches the best found (within the budget)."""
         target = current_ms * (1.0 - IMPROVEMENT)
-        ranked = sorted((self.lower(n), n) for n in self.moves.neighbours(current, delta))
+        ranked = sorted((self.least(n), n) for n in self.moves.neighbours(current, delta))
         best: tuple[tuple[int, ...], float] | None = None
         for bound, counts in ranked:
             beat = best[1] if best else target
@@ -347,13 +362,13 @@ class _Search:
         return best
 
     def _starts(self) -> list[tuple[tuple[int, ...], str]]:
-        """The incumbent, then the fluid answers and the other proposal strategies whose ``L``
-        is below ``T₀`` (the others cannot beat it), by ``L``."""
+        """The incumbent, then the fluid answers and the other proposal strategies whose
+        ``L + σ`` is below ``T₀`` (the others cannot beat it), by ``L + σ``."""
         others = [(self._counts(p.strategy), f"proposal strategy {i}") for i, p in enumerate(self.proposal.strategies)
                   if i != self.incumbent.candidate.index]
-        ranked = sorted(self._fluid() + others, key=lambda s: self.lower(s[0]))
+        ranked = sorted(self._fluid() + others, key=lambda s: self.least(s[0]))
         return [(self.start, f"proposal strategy {self.incumbent.candidate.index}")] + [
-            s for s in ranked if self.lower(s[0]) < self.value[self.start]]
+            s for s in ranked if self.least(s[0]) < self.value[self.start]]
 
     def _fluid(self) -> list[tuple[tuple[int, ...], str]]:
         """The fluid answer of the module docstring at every reduction level where some ``T``

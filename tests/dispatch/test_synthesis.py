@@ -99,9 +99,11 @@ def test_worked_example_one_fast_pipeline_for_the_long_sequence_and_cheap_ones_f
 
 def test_new_communicators_are_priced_and_known_ones_are_free():
     """With nothing known the fast pipeline's tp group {0, 1, 2, 3} is new: a prohibitive
-    creation time keeps the proposal's strategy, a small one is paid on the step."""
+    creation time keeps the proposal's strategy — without spending a plan on a strategy whose
+    switch alone exceeds the incumbent — and a small one is paid on the step."""
     dear = consistent_proposal([[(FAST, 2)], [(CHEAP, 8)]], 8, communicator_ms=1e6)
-    assert plan_step(dear, BATCH, known=frozenset()).synthesis is None
+    kept = plan_step(dear, BATCH, known=frozenset())
+    assert kept.synthesis is None and "synthesis: 0 strategies planned" in kept.notes[-1]
     assert plan_step(dear, BATCH).synthesis is not None
     cheap = replace(dear, communicator_ms=2.0)
     made = plan_step(cheap, BATCH, known=frozenset()).synthesis
