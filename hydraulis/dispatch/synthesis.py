@@ -33,14 +33,11 @@ Recipe of :func:`plan_step`:
 step's planning is deterministic and bounded; ``wall_limit_ms`` is only a safety stop, and a
 plan it cut short says so in its notes.
 
-**Fluid answer.** For each reduction level ``ρ`` (schemes with ``r_k ≤ ρ``) bisect the compute
-time ``T``: a pipeline of scheme ``k`` can do per-stage work ``B_k(T) = (√T − √((pp_k − 1)·c_k))²``
-(the 1F1B closed form with the best number of equal micro-batches, planner/fluid.py; ``T − c_k``
-for one stage); every piece ``i`` goes to the scheme, among those holding it that finish it
-alone in time (``pp_k·(c_k + w_k(s_i)) ≤ T``), with the least device share ``D_k·w_k(s_i)/B_k(T)``;
-``n_k = ⌈Σ_{i→k} w_k(s_i)/B_k(T)⌉``; ``T`` is feasible when ``Σ_k n_k·D_k ≤ N``. The answer is
-the counts at the least feasible ``T`` (a start per level ``ρ`` with ``T + ρ`` below ``T₀``);
-schemes whose reduction plus the step's compute floor reaches ``T₀`` are left out.
+**Fluid answer** (:mod:`hydraulis.dispatch.fluid_start`, with what each menu scheme costs on
+the step's pieces): per reduction level, the counts at the least compute time at which every
+piece goes to the scheme with its least device share, pipelines filled to their 1F1B room; the
+active schemes only (below), and schemes whose reduction plus the step's compute floor reaches
+``T₀`` are left out.
 
 **Never slower.** The synthesised plan is returned only when its predicted step time, switch
 included, is below the incumbent's, so ``plan_step`` never predicts a slower step than the best
@@ -67,6 +64,7 @@ from hydraulis.dispatch.dispatcher import (
     prepare_dispatch,
     step_plan,
 )
+from hydraulis.dispatch.fluid_start import MenuCosts, fluid_answers
 from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.pipelines import PipelineTable
 from hydraulis.errors import HydraulisError, require, require_number
@@ -89,8 +87,6 @@ from hydraulis.types import (
 
 ACTIVE_SCHEMES = 8
 """In ``space`` mode the descents move devices to at most this many schemes."""
-FLUID_BISECTIONS = 12
-"""Halvings of the fluid answer's compute-time interval per reduction level."""
 
 
 @dataclass(frozen=True)
@@ -178,23 +174,10 @@ class _Search:
         self.deadline = started + synthesis.wall_limit_ms / 1e3
         self.left, self.evaluations, self.stopped = synthesis.evaluations, 0, False
         self.menu = menu(proposal, synthesis.schemes if synthesis.mode is Synthesise.SPACE else ())
-        tokens = batch.tokens.astype(np.float64)
-        self.size = np.array([g.scheme.devices for g in self.menu])
-        self.pp = np.array([g.scheme.pp for g in self.menu], dtype=np.float64)
-        self.c = np.array([g.time.c for g in self.menu])
-        self.capacity = np.array([g.max_seq_len for g in self.menu], dtype=np.float64)
-        self.reduce = np.array([scheme_reduce_ms(proposal, g.scheme) for g in self.menu])
-        a = np.array([g.time.a for g in self.menu])[:, None]
-        b = np.array([g.time.b for g in self.menu])[:, None]
-        self.work = a * tokens * tokens + b * tokens
-        self.fits = tokens[None, :] <= self.capacity[:, None]
-        d = proposal.pipeline_model.p2p_ms
-        self.spread = np.where(self.fits, self.size[:, None] * (self.work + self.c[:, None] * tokens / self.capacity[:, None]),
-                               np.inf)
-        self.crossing = self.pp[:, None] * (self.c[:, None] + self.work) + 2.0 * (self.pp[:, None] - 1.0) * d
-        self.floor = max(float(self.spread.min(axis=0).sum()) / proposal.devices,
-                         float(np.where(self.fits, self.crossing, np.inf).min(axis=0).max(initial=0.0)))
-        self.useful = self.reduce + self.floor < incumbent.predicted_ms
+        reduce = np.array([scheme_reduce_ms(proposal, g.scheme) for g in self.menu])
+        self.costs = MenuCosts.of(self.menu, batch.tokens, reduce, proposal.pipeline_model.p2p_ms)
+        self.floor = self.costs.floor_ms(proposal.devices)
+        self.useful = self.costs.reduce + self.floor < incumbent.predicted_ms
         self.bounds: dict[tuple[int, ...], float] = {}
         self.value: dict[tuple[int, ...], float] = {}
         self.plans: dict[tuple[int, ...], StrategyPlan] = {}
@@ -203,7 +186,7 @@ class _Search:
         self.origin: dict[tuple[int, ...], str] = {}
         self.start = self._counts(incumbent.candidate.strategy)
         self.value[self.start] = incumbent.predicted_ms
-        self.moves = CountsSearch(self.size.tolist(), proposal.devices, self._active(), self.objective,
+        self.moves = CountsSearch(self.costs.size.tolist(), proposal.devices, self._active(), self.objective,
                                   synthesis.evaluations)
 
     def run(self) -> tuple[int, ...] | None:
@@ -260,11 +243,11 @@ class _Search:
     def _lower(self, counts: tuple[int, ...]) -> float:
         n = np.asarray(counts)
         used = n > 0
-        sizes = np.repeat(self.size, n).tolist()
+        sizes = np.repeat(self.costs.size, n).tolist()
         if not used.any() or placement_problem(sizes, self.proposal.devices, self.proposal.devices_per_node):
             return math.inf
         solo = n.sum() == 1 and self.proposal.optimizer_layout.dp == 1
-        return self._compute_floor(counts) + (0.0 if solo else float(self.reduce[used].max()))
+        return self._compute_floor(counts) + (0.0 if solo else float(self.costs.reduce[used].max()))
 
     def could_beat(self, counts: tuple[int, ...], value: float) -> bool:
         """Whether a plan on ``counts`` could take less than ``value``: with the reduction
@@ -277,24 +260,24 @@ class _Search:
         n = np.asarray(counts)
         used = np.flatnonzero(n > 0)
         compute = value - (self.lower(counts) - self._compute_floor(counts)) - self.switch_ms(counts)
-        room = compute - self.pp[used] * self.c[used]
-        can = self.fits[used] & (self.crossing[used] <= compute) & (room > 0)[:, None]
+        room = compute - self.costs.pp[used] * self.costs.c[used]
+        can = self.costs.fits[used] & (self.costs.crossing[used] <= compute) & (room > 0)[:, None]
         if not can.any(axis=0).all():
             return False
-        device_time = np.where(can, self.size[used, None] * self.work[used], np.inf).min(axis=0).sum()
-        if device_time > float((n[used] * self.size[used]) @ np.maximum(room, 0.0)):
+        device_time = np.where(can, self.costs.size[used, None] * self.costs.work[used], np.inf).min(axis=0).sum()
+        if device_time > float((n[used] * self.costs.size[used]) @ np.maximum(room, 0.0)):
             return False
         only = can & (can.sum(axis=0) == 1)[None, :]
-        forced = np.where(only, self.work[used], 0.0)
-        halves = (only & (self.work[used] > room[:, None] / 2)).sum(axis=1)
+        forced = np.where(only, self.costs.work[used], 0.0)
+        halves = (only & (self.costs.work[used] > room[:, None] / 2)).sum(axis=1)
         return bool(np.all(forced.sum(axis=1) <= n[used] * room) and np.all(halves <= n[used]))
 
     def _compute_floor(self, counts: tuple[int, ...]) -> float:
         """``L(n)`` without its reduction."""
         n = np.asarray(counts)
         used = n > 0
-        spread = self.spread[used].min(axis=0).sum() / float(n @ self.size)
-        return float(max(spread, np.where(self.fits[used, 0], self.crossing[used, 0], np.inf).min()))
+        spread = self.costs.spread[used].min(axis=0).sum() / float(n @ self.costs.size)
+        return float(max(spread, np.where(self.costs.fits[used, 0], self.costs.crossing[used, 0], np.inf).min()))
 
     def strategy(self, counts: tuple[int, ...]) -> Strategy:
         """The strategy of ``counts``, longest-holding groups first."""
@@ -306,9 +289,9 @@ class _Search:
         tight bound over the useful schemes; a strategy using another scheme ``k`` takes at
         least ``r_k`` plus the menu's compute floor."""
         schemes = [BoundScheme(g.scheme, g.time, g.max_seq_len, r)
-                   for g, r, useful in zip(self.menu, self.reduce, self.useful) if useful]
-        others = self.reduce[~self.useful].min(initial=math.inf) + self.floor
-        if not schemes or not self.fits[self.useful].any(axis=0).all():
+                   for g, r, useful in zip(self.menu, self.costs.reduce, self.useful) if useful]
+        others = self.costs.reduce[~self.useful].min(initial=math.inf) + self.floor
+        if not schemes or not self.costs.fits[self.useful].any(axis=0).all():
             return float(others)
         tight = step_bound(self.batch.tokens, schemes, self.proposal.devices, self.proposal.pipeline_model.p2p_ms,
                            self.proposal.optimizer_layout.dp == 1).tight_ms
@@ -371,39 +354,9 @@ class _Search:
             s for s in ranked if self.least(s[0]) < self.value[self.start]]
 
     def _fluid(self) -> list[tuple[tuple[int, ...], str]]:
-        """The fluid answer of the module docstring at every reduction level where some ``T``
-        below ``T₀`` is feasible."""
         active = np.zeros(len(self.menu), dtype=bool)
         active[list(self.moves.active)] = True
-        answers = []
-        for level in np.unique(self.reduce[active]):
-            use = active & (self.reduce <= level)
-            lo, hi = self.floor, self.value[self.start] - level
-            if hi <= lo or self._fluid_counts(use, hi) is None:
-                continue
-            for _ in range(FLUID_BISECTIONS):
-                middle = 0.5 * (lo + hi)
-                lo, hi = (lo, middle) if self._fluid_counts(use, middle) is not None else (middle, hi)
-            answers.append((self._fluid_counts(use, hi), f"fluid answer at reduction {level:.0f} ms"))
-        return answers
-
-    def _fluid_counts(self, use: np.ndarray, compute_ms: float) -> tuple[int, ...] | None:
-        stages = self.pp - 1.0
-        budget = np.where(self.pp == 1, compute_ms - self.c,
-                          np.maximum((math.sqrt(compute_ms) - np.sqrt(stages * self.c)) ** 2,
-                                     compute_ms / self.pp - self.c))
-        runs = self.fits & (use & (budget > 0))[:, None] & (self.crossing <= compute_ms)
-        if not runs.any(axis=0).all():
-            return None
-        room = np.maximum(budget, 1e-12)[:, None]
-        choice = np.where(runs, self.size[:, None] * self.work / room, np.inf).argmin(axis=0)
-        taken = self.work[choice, np.arange(choice.size)]
-        load = np.bincount(choice, weights=taken, minlength=len(self.menu))
-        alone = np.bincount(choice, weights=taken > room[choice, 0] / 2, minlength=len(self.menu))
-        counts = np.maximum(np.ceil(load / room[:, 0] - 1e-9), alone).astype(np.int64)
-        if int(counts @ self.size) > self.proposal.devices:
-            return None
-        return tuple(int(n) for n in counts)
+        return fluid_answers(self.costs, active, self.floor, self.value[self.start], self.proposal.devices)
 
     def _active(self) -> list[int]:
         """The useful schemes (``r_k`` plus the compute floor below ``T₀``), at most
@@ -412,13 +365,14 @@ class _Search:
         useful = np.flatnonzero(self.useful)
         if useful.size <= ACTIVE_SCHEMES:
             return useful.tolist()
-        held = np.isfinite(self.spread)
-        excess = np.where(held, self.spread / self.spread.min(axis=0), 0.0).sum(axis=1) / np.maximum(held.sum(axis=1), 1)
+        held = np.isfinite(self.costs.spread)
+        spread = self.costs.spread
+        excess = np.where(held, spread / spread.min(axis=0), 0.0).sum(axis=1) / np.maximum(held.sum(axis=1), 1)
         chosen = {int(k) for p in self.proposal.strategies for k in np.flatnonzero(self._counts(p.strategy))
                   if self.useful[k]}
-        holders = useful[self.fits[useful, 0]]
+        holders = useful[self.costs.fits[useful, 0]]
         if holders.size:
-            chosen.add(int(holders[np.argmin(self.crossing[holders, 0])]))
+            chosen.add(int(holders[np.argmin(self.costs.crossing[holders, 0])]))
         for k in useful[np.argsort(excess[useful], kind="stable")]:
             if len(chosen) >= ACTIVE_SCHEMES:
                 break
