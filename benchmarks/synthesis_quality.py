@@ -1,6 +1,10 @@
 """Plans against the bounds with per-step strategy synthesis, planning latency, and the
 communicators a run creates (issue 17's acceptance figures).
 
+The LLaMA-7B cases use the original system's measured pool; the LLaMA-32B case an analytic H100
+space that composes every scheme's variants (sequence parallelism, recomputation), as
+``hydraulis simulate`` and paper_exp plan (``--variants none``: the plain schemes only).
+
 For each case: propose for the workload, then plan ``--steps`` held-out steps (seed 1) with
 :func:`hydraulis.dispatch.synthesis.plan_step` — synthesis off, from the proposal's schemes, and
 from the scheme space's — the communicators earlier steps created known. Per step:
@@ -25,7 +29,7 @@ per step, whether a plan with compute part ≤ ``x``·pool exists at all and whe
 predicts a slower step than the last mode's.
 
     python benchmarks/synthesis_quality.py [--steps 100] [--cases 7b_32dev,7b_64dev,32b_1024dev] [--target 1.15] [--lp-steps 8]
-                                        [--modes off,proposal,space] [--evaluations 16]
+                                        [--modes off,proposal,space] [--evaluations 16] [--variants all|none]
 """
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ from hydraulis.dispatch.synthesis import (
 )
 from hydraulis.placement import communicator_bound
 from hydraulis.planner import PlannerConfig, propose
+from hydraulis.planner.config import Variants
 from hydraulis.planner.options import proposal_options
 from hydraulis.simulation.inputs import scheme_space_for
 from hydraulis.solver import SolverName
@@ -80,6 +85,9 @@ def main() -> None:
                         help="compute part over the pool bound to test for: whether any plan reaches it")
     parser.add_argument("--lp-steps", type=int, default=8,
                         help="steps the linear program's bounds are computed on (default 8; 0: none)")
+    parser.add_argument("--variants", choices=[v.value for v in Variants], default=Variants.ALL.value,
+                        help="analytic cases: all (the space composes every scheme's variants — sequence "
+                             "parallelism, recomputation — as simulate and paper_exp do) or none (default all)")
     parser.add_argument("--evaluations", type=int, default=SYNTHESIS_EVALUATIONS_DEFAULT,
                         help=f"dispatcher plans per step a synthesis may spend (default {SYNTHESIS_EVALUATIONS_DEFAULT})")
     args = parser.parse_args()
@@ -88,10 +96,11 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}; {args.steps} held-out steps per case, {args.lengths}")
     for case in args.cases.split(","):
         source, model, devices, budget = CASES[case]
-        space, _ = scheme_space_for(source, model, "h100-80g", devices, 8)
+        variants = Variants(args.variants)
+        space, _ = scheme_space_for(source, model, "h100-80g", devices, 8, segments=variants is Variants.ALL)
         started = time.perf_counter()
         proposal = propose(space, lengths, PlannerConfig(devices=devices, devices_per_node=8, token_budget=budget,
-                                                         max_seq_len=MAX_SEQ_LEN))
+                                                         max_seq_len=MAX_SEQ_LEN, variants=variants))
         print(f"\n{case}: {model} on {devices} devices ({space.provenance.source.value} space), {budget} tokens per "
               f"step; proposal in {time.perf_counter() - started:.1f} s: "
               + " | ".join(str(p.strategy) for p in proposal.strategies))
