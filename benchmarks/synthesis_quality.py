@@ -47,9 +47,9 @@ from hydraulis.cli.output import table
 from hydraulis.cost import BoundScheme, level_bounds, microbatch_time_ms, step_bound
 from hydraulis.dispatch.device_bound import ComputeForm, devices_needed, least_compute_ms
 from hydraulis.dispatch.gap import bound_at_level, plan_level_ms
+from hydraulis.dispatch.menu import menu
 from hydraulis.dispatch.synthesis import (
     Synthesise,
-    menu,
     plan_step,
     proposal_communicators,
     strategy_communicators,

@@ -33,7 +33,7 @@ Recipe of :func:`plan_step`:
 step's planning is deterministic and bounded; ``wall_limit_ms`` is only a safety stop, and a
 plan it cut short says so in its notes.
 
-**Fluid answer** (:mod:`hydraulis.dispatch.fluid_start`, with what each menu scheme costs on
+**Fluid answer** (:mod:`hydraulis.dispatch.menu`, with what each menu scheme costs on
 the step's pieces): per reduction level, the counts at the least compute time at which every
 piece goes to the scheme with its least device share, pipelines filled to their 1F1B room; the
 active schemes only (below), and schemes whose reduction plus the step's compute floor reaches
@@ -64,7 +64,7 @@ from hydraulis.dispatch.dispatcher import (
     prepare_dispatch,
     step_plan,
 )
-from hydraulis.dispatch.fluid_start import MenuCosts, fluid_answers
+from hydraulis.dispatch.menu import MenuCosts, fluid_answers, menu, scheme_reduce_ms
 from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.pipelines import PipelineTable
 from hydraulis.errors import HydraulisError, require, require_number
@@ -76,7 +76,6 @@ from hydraulis.types import (
     BatchingMethod,
     PipelineGroup,
     Proposal,
-    Scheme,
     SchemeSpace,
     StepPlan,
     Strategy,
@@ -390,18 +389,3 @@ class _Search:
         return reduce_ms(self.proposal.model.params, [g.scheme for g in strategy.expanded()],
                          self.proposal.optimizer_layout, self.proposal.reduce_gbps)
 
-
-def menu(proposal: Proposal, schemes: Sequence[PipelineGroup] = ()) -> tuple[PipelineGroup, ...]:
-    """The proposal's pipeline kinds, then ``schemes``', each once and on at most the proposal's
-    devices, as one-pipeline groups."""
-    kinds = [g for p in proposal.strategies for g in p.strategy.pipelines] + list(schemes)
-    found: dict[tuple, PipelineGroup] = {}
-    for g in kinds:
-        if g.scheme.devices <= proposal.devices:
-            found.setdefault((g.scheme, g.max_seq_len, g.time), PipelineGroup(g.scheme, 1, g.max_seq_len, g.time))
-    return tuple(found.values())
-
-
-def scheme_reduce_ms(proposal: Proposal, scheme: Scheme) -> float:
-    """``r_k``: the reduction of a strategy of several pipelines whose least sharded runs ``scheme``."""
-    return reduce_ms(proposal.model.params, (scheme, scheme), proposal.optimizer_layout, proposal.reduce_gbps)

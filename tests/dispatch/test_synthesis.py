@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, dispatch
-from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, menu, plan_step, strategy_communicators
+from hydraulis.dispatch.menu import menu
+from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, strategy_communicators
 from hydraulis.errors import HydraulisError
 from hydraulis.placement import placement_problem
 from hydraulis.types import BatchingMethod

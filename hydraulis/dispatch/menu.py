@@ -1,5 +1,6 @@
-"""What each scheme of a synthesis menu costs on one step's pieces, and the *fluid answer*
-that starts the search from them (design §17; :mod:`hydraulis.dispatch.synthesis`).
+"""The menu of per-step synthesis (design §17; :mod:`hydraulis.dispatch.synthesis`): the pipeline
+kinds a step's strategy may count — the proposal's, then the scheme space's in ``space`` mode —
+what each costs on the step's pieces, and the *fluid answer* that starts the search from them.
 
 Per menu scheme ``k`` (devices ``D_k``, ``pp_k`` stages, fixed cost ``c_k`` per micro-batch,
 capacity ``C_k``) and piece ``i`` of ``s_i`` tokens: the per-stage work ``w_k(s_i) = a_k·s_i² +
@@ -30,10 +31,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.types import PipelineGroup
+from hydraulis.cost import reduce_ms
+from hydraulis.types import PipelineGroup, Proposal, Scheme
 
 FLUID_BISECTIONS = 12
 """Halvings of the fluid answer's compute-time interval per reduction level."""
+
+
+def menu(proposal: Proposal, schemes: Sequence[PipelineGroup] = ()) -> tuple[PipelineGroup, ...]:
+    """The proposal's pipeline kinds, then ``schemes``', each once and on at most the proposal's
+    devices, as one-pipeline groups."""
+    kinds = [g for p in proposal.strategies for g in p.strategy.pipelines] + list(schemes)
+    found: dict[tuple, PipelineGroup] = {}
+    for g in kinds:
+        if g.scheme.devices <= proposal.devices:
+            found.setdefault((g.scheme, g.max_seq_len, g.time), PipelineGroup(g.scheme, 1, g.max_seq_len, g.time))
+    return tuple(found.values())
+
+
+def scheme_reduce_ms(proposal: Proposal, scheme: Scheme) -> float:
+    """``r_k``: the reduction of a strategy of several pipelines whose least sharded runs ``scheme``."""
+    return reduce_ms(proposal.model.params, (scheme, scheme), proposal.optimizer_layout, proposal.reduce_gbps)
 
 
 @dataclass(frozen=True, eq=False)

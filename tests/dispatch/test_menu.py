@@ -1,4 +1,4 @@
-"""The fluid answer that starts per-step synthesis: the module docstring's worked example, and
+"""The synthesis menu's costs and the fluid answer that starts per-step synthesis: the module docstring's worked example, and
 its counts against brute force on tiny instances (the least feasible compute time)."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.dispatch.fluid_start import MenuCosts, fluid_answers, fluid_counts
+from hydraulis.dispatch.menu import MenuCosts, fluid_answers, fluid_counts
 
 from tests.dispatch.helpers import kind
 
