@@ -28,8 +28,9 @@ and the last mode's compute part over the program's bound at its own level. ``--
 per step, whether a plan with compute part ≤ ``x``·pool exists at all and whether every such plan
 predicts a slower step than the last mode's.
 
-    python benchmarks/synthesis_quality.py [--steps 100] [--cases 7b_32dev,7b_64dev,32b_1024dev] [--target 1.15] [--lp-steps 8]
-                                        [--modes off,proposal,space] [--evaluations 16] [--variants all|none]
+    python benchmarks/synthesis_quality.py [--steps 100] [--cases 7b_32dev,7b_64dev,32b_1024dev]
+                                           [--target 1.15] [--lp-steps 8]
+                                           [--modes off,proposal,space] [--evaluations 16] [--variants all|none]
 """
 from __future__ import annotations
 
@@ -89,7 +90,8 @@ def main() -> None:
                         help="analytic cases: all (the space composes every scheme's variants — sequence "
                              "parallelism, recomputation — as simulate and paper_exp do) or none (default all)")
     parser.add_argument("--evaluations", type=int, default=SYNTHESIS_EVALUATIONS_DEFAULT,
-                        help=f"dispatcher plans per step a synthesis may spend (default {SYNTHESIS_EVALUATIONS_DEFAULT})")
+                        help="dispatcher plans per step a synthesis may spend "
+                             f"(default {SYNTHESIS_EVALUATIONS_DEFAULT})")
     args = parser.parse_args()
     lengths = read_lengths(args.lengths)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
@@ -109,7 +111,8 @@ def main() -> None:
         reachable = _Reachable(batches, pool, proposal)
         print(table(("reduction_ms", "best_compute/pool_median", "best_compute/pool_p90", "least_step_ms_median"),
                     reachable.rows()))
-        rows = [_run(proposal, space, batches, pool, mode, args.evaluations, reachable) for mode in args.modes.split(",")]
+        rows = [_run(proposal, space, batches, pool, mode, args.evaluations, reachable)
+                for mode in args.modes.split(",")]
         print(table(("synthesise", "compute/pool_median", "compute/pool_p90", "compute/best_at_level_median",
                      "predicted/tight_median", "mean_step_ms", "synthesised", "plan_ms_median", "plan_ms_p90",
                      "communicators", "bound"), rows))

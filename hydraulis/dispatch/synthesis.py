@@ -252,10 +252,10 @@ class _Search:
         """Whether a plan on ``counts`` could take less than ``value``: with the reduction
         ``ρ`` and the switch ``σ`` taken, in compute time ``T = value − ρ − σ`` every piece
         needs a scheme of ``n`` that finishes it alone in ``T`` (``pp·(c + w) ≤ T``); the
-        pieces' least device time must fit
-        ``Σ_k n_k·D_k·(T − pp_k·c_k)``; and the pieces only one scheme ``k`` finishes in time
-        must fit its ``n_k`` pipelines — their work within ``n_k·(T − pp_k·c_k)``, at most
-        ``n_k`` of them above half of ``T − pp_k·c_k`` (two of those cannot share a pipeline)."""
+        pieces' least device time must fit ``Σ_k n_k·D_k·(T − pp_k·c_k)``; and the pieces
+        only one scheme ``k`` finishes in time must fit its ``n_k`` pipelines — their work
+        within ``n_k·(T − pp_k·c_k)``, at most ``n_k`` of them above half of ``T − pp_k·c_k``
+        (two of those cannot share a pipeline)."""
         n = np.asarray(counts)
         used = np.flatnonzero(n > 0)
         compute = value - (self.lower(counts) - self._compute_floor(counts)) - self.switch_ms(counts)
@@ -263,12 +263,13 @@ class _Search:
         can = self.costs.fits[used] & (self.costs.crossing[used] <= compute) & (room > 0)[:, None]
         if not can.any(axis=0).all():
             return False
-        device_time = np.where(can, self.costs.size[used, None] * self.costs.work[used], np.inf).min(axis=0).sum()
-        if device_time > float((n[used] * self.costs.size[used]) @ np.maximum(room, 0.0)):
+        size, work = self.costs.size[used], self.costs.work[used]
+        device_time = np.where(can, size[:, None] * work, np.inf).min(axis=0).sum()
+        if device_time > float((n[used] * size) @ np.maximum(room, 0.0)):
             return False
         only = can & (can.sum(axis=0) == 1)[None, :]
-        forced = np.where(only, self.costs.work[used], 0.0)
-        halves = (only & (self.costs.work[used] > room[:, None] / 2)).sum(axis=1)
+        forced = np.where(only, work, 0.0)
+        halves = (only & (work > room[:, None] / 2)).sum(axis=1)
         return bool(np.all(forced.sum(axis=1) <= n[used] * room) and np.all(halves <= n[used]))
 
     def _compute_floor(self, counts: tuple[int, ...]) -> float:
@@ -321,7 +322,7 @@ class _Search:
     def _best_neighbour(self, current: tuple[int, ...], current_ms: float,
                         delta: int) -> tuple[tuple[int, ...], float] | None:
         """The best neighbour at ``delta`` if it gains more than ``ε``: neighbours planned in
-        increasing ``L`` until ``L`` reaches the best found (within the budget)."""
+        increasing ``L + σ`` until it reaches the best found (within the budget)."""
         target = current_ms * (1.0 - IMPROVEMENT)
         ranked = sorted((self.least(n), n) for n in self.moves.neighbours(current, delta))
         best: tuple[tuple[int, ...], float] | None = None
@@ -353,6 +354,7 @@ class _Search:
             s for s in ranked if self.least(s[0]) < self.value[self.start]]
 
     def _fluid(self) -> list[tuple[tuple[int, ...], str]]:
+        """The fluid answers over the active schemes whose ``T + ρ`` is below ``T₀``."""
         active = np.zeros(len(self.menu), dtype=bool)
         active[list(self.moves.active)] = True
         return fluid_answers(self.costs, active, self.floor, self.value[self.start], self.proposal.devices)

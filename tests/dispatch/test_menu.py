@@ -1,5 +1,6 @@
-"""The synthesis menu's costs and the fluid answer that starts per-step synthesis: the module docstring's worked example, and
-its counts against brute force on tiny instances (the least feasible compute time)."""
+"""The synthesis menu's costs and the fluid answer that starts per-step synthesis: the module
+docstring's worked example, the compute floor, and (property test) feasible counts that fit the
+devices and hold every piece in time."""
 
 import numpy as np
 import pytest
