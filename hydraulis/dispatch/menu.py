@@ -10,8 +10,9 @@ pipeline, ``d`` the point-to-point latency).
 
 **Fluid answer.** For each reduction level ``ρ`` (schemes with ``r_k ≤ ρ``) bisect the compute
 time ``T``: a pipeline of scheme ``k`` can do per-stage work ``B_k(T) = (√T − √((pp_k − 1)·c_k))²``
-(the 1F1B closed form with the best number of equal micro-batches, planner/fluid.py; ``T − c_k``
-for one stage); every piece ``i`` goes to the scheme, among those holding it that finish it
+(the 1F1B closed form with the best number of equal micro-batches, planner/fluid.py), or
+``T/pp_k − c_k`` when that is more (one micro-batch through the stages; ``T − c_k`` for one
+stage); every piece ``i`` goes to the scheme, among those holding it that finish it
 alone in time (``crossing ≤ T``), with the least device share ``D_k·w_k(s_i)/B_k(T)``;
 ``n_k = max(⌈Σ_{i→k} w_k(s_i)/B_k(T)⌉, #{i→k: w_k(s_i) > B_k(T)/2})``; ``T`` is feasible when
 ``Σ_k n_k·D_k ≤ N``. The answer is the counts at the least feasible ``T``, for every level where
