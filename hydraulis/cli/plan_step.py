@@ -142,7 +142,7 @@ def _explanation(plan: StepPlan, proposal: Proposal, space) -> str:
     level = level_compute(plan, proposal, pool)
     compute = max((p.predicted_ms for p in plan.pipelines), default=0.0)
     where = "the scheme space's" if space else "the proposal's"
-    terms = " + ".join(f"{name} {ms:.1f}" for name, ms in gap.parts())
+    terms = " + ".join(f"{name} {round(ms, 1) or 0.0:.1f}" for name, ms in gap.parts())  # no "-0.0" from rounding
     return "\n".join([
         f"bounds over {where} {len(pool)} schemes: pool {bound.pool_ms:.1f} ms = max(work {bound.work_ms:.1f}, longest "
         f"sequence {bound.longest_ms:.1f}) (ratio {plan.predicted_ms / bound.pool_ms:.3f}); tight {bound.tight_ms:.1f} ms "
