@@ -1,8 +1,9 @@
 """Plans against the bounds with per-step strategy synthesis, planning latency, and the
 communicators a run creates (issue 17's acceptance figures).
 
-The LLaMA-7B cases use the original system's measured pool; the LLaMA-32B case an analytic H100
-space that composes every scheme's variants (sequence parallelism, recomputation), as
+The LLaMA-7B cases use the original system's measured pool; the 1,024-device cases (LLaMA-13B,
+LLaMA-32B) an analytic space (``--device``: H100 by default, A800 as paper_exp's 1,024-device
+settings) that composes every scheme's variants (sequence parallelism, recomputation), as
 ``hydraulis simulate`` and paper_exp plan (``--variants none``: the plain schemes only).
 
 For each case: propose for the workload, then plan ``--steps`` held-out steps (seed 1) with
@@ -28,8 +29,8 @@ and the last mode's compute part over the program's bound at its own level. ``--
 per step, whether a plan with compute part ≤ ``x``·pool exists at all and whether every such plan
 predicts a slower step than the last mode's.
 
-    python benchmarks/synthesis_quality.py [--steps 100] [--cases 7b_32dev,7b_64dev,32b_1024dev]
-                                           [--target 1.15] [--lp-steps 8]
+    python benchmarks/synthesis_quality.py [--steps 100] [--cases 7b_32dev,7b_64dev,13b_1024dev,32b_1024dev]
+                                           [--target 1.15] [--lp-steps 8] [--device h100-80g|a800-80g]
                                            [--modes off,proposal,space] [--evaluations 16] [--variants all|none]
 """
 from __future__ import annotations
@@ -70,8 +71,11 @@ SOLVER = SolverName.CBC
 CASES = {
     "7b_32dev": ("bundled:7b", "llama-7b", 32, 200_000),
     "7b_64dev": ("bundled:7b", "llama-7b", 64, 200_000),
+    "13b_1024dev": (None, "llama-13b", 1024, 1_600_000),
     "32b_1024dev": (None, "llama-32b", 1024, 1_600_000),
 }
+DEVICES = ("h100-80g", "a800-80g")
+"""Device presets of the analytic cases (paper_exp's 1,024-device settings are on A800s)."""
 
 
 def main() -> None:
@@ -89,6 +93,8 @@ def main() -> None:
     parser.add_argument("--variants", choices=[v.value for v in Variants], default=Variants.ALL.value,
                         help="analytic cases: all (the space composes every scheme's variants — sequence "
                              "parallelism, recomputation — as simulate and paper_exp do) or none (default all)")
+    parser.add_argument("--device", choices=DEVICES, default=DEVICES[0],
+                        help=f"device preset of the analytic cases (default {DEVICES[0]})")
     parser.add_argument("--evaluations", type=int, default=SYNTHESIS_EVALUATIONS_DEFAULT,
                         help="dispatcher plans per step a synthesis may spend "
                              f"(default {SYNTHESIS_EVALUATIONS_DEFAULT})")
@@ -99,7 +105,7 @@ def main() -> None:
     for case in args.cases.split(","):
         source, model, devices, budget = CASES[case]
         variants = Variants(args.variants)
-        space, _ = scheme_space_for(source, model, "h100-80g", devices, 8, segments=variants is Variants.ALL)
+        space, _ = scheme_space_for(source, model, args.device, devices, 8, segments=variants is Variants.ALL)
         started = time.perf_counter()
         proposal = propose(space, lengths, PlannerConfig(devices=devices, devices_per_node=8, token_budget=budget,
                                                          max_seq_len=MAX_SEQ_LEN, variants=variants))
