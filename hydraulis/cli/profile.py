@@ -28,7 +28,7 @@ from hydraulis.profiler.profile import (
     profile_scheme_space,
     profile_segment_space,
 )
-from hydraulis.profiler.sweep import Statistic, SweepConfig, parse_token_counts
+from hydraulis.profiler.sweep import Interleave, Statistic, SweepConfig, parse_token_counts
 from hydraulis.runtime.config import DeviceKind
 from hydraulis.types import SchemeSpace
 
@@ -85,6 +85,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="a point's time from its timed micro-batches: min (default; other work on a shared "
                              "machine only ever adds time) or median (how caches written before the choice existed "
                              "were measured)")
+    parser.add_argument("--interleave", choices=[i.value for i in Interleave],
+                        help="which points share the measuring rounds: scheme (each scheme's apart; a killed "
+                             "sweep loses at most one scheme) or sweep (every scheme together, so a machine whose "
+                             "speed drifts does not set schemes apart) (default sweep on CPU, scheme on CUDA; see "
+                             "hydraulis.profiler.device)")
     parser.add_argument("--warmup", type=Bounded(limits.WARMUP), default=1,
                         help="discarded runs per point; the first also sets the micro-batches per run (default 1)")
     parser.add_argument("--block-layers", type=Bounded(limits.LAYERS), default=1,
@@ -107,7 +112,7 @@ def _profile(args: argparse.Namespace) -> None:
     require(len(token_counts) >= 2, "seq_lens", args.seq_lens,
             "must name at least 2 token counts (to tell the fixed cost c from b)")
 
-    from hydraulis.profiler.device import local_devices
+    from hydraulis.profiler.device import default_interleave, local_devices
     from hydraulis.profiler.measure import run_measure_job
 
     variants = Variants(args.variants)
@@ -117,7 +122,8 @@ def _profile(args: argparse.Namespace) -> None:
                           Clock(args.clock) if args.clock else None, args.fill_node)
     sweep = SweepConfig(model, args.cp, args.tp, args.pp, token_counts, local.environment.devices, args.repeats,
                         args.warmup, args.block_layers, args.check_full_stage, scheme_variants(args.options),
-                        Statistic(args.statistic))
+                        Statistic(args.statistic),
+                        Interleave(args.interleave) if args.interleave else default_interleave(local.kind))
     device = device_preset(args.device_preset or PRESET_OF_DEVICE[local.kind])
     request = ProfileRequest(sweep, local.environment, device, args.cache, timestamp(), __version__, command_line())
     runner = lambda job, n: run_measure_job(job, n, local.options, args.log_level)  # noqa: E731

@@ -30,6 +30,15 @@ oversubscribed or shared CPU — repeats of one point spread 4× in wall time on
 reference machine under a load average of 8, about ±10 % in busy time. It is what a rank would
 take on a core of its own (a machine with a core per process); ``--clock wall`` times elapsed
 time instead.
+
+**Interleaving over the sweep** (``--interleave sweep``, the default on CPU). A shared CPU's
+speed drifts over minutes; schemes measured one after the other would each carry the speed of
+their own minutes into the space, and a strategy's pipelines of different schemes would be
+mispredicted against each other. Measuring every scheme in the same rounds
+(:mod:`hydraulis.profiler.measure`) gives them the same drift. On CUDA, where a sweep of a large
+model runs for hours and points run out of memory as the profile finds capacities, each scheme
+is measured in rounds of its own (``--interleave scheme``), so a killed sweep or a restart after
+running out of memory repeats one scheme at most.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ import torch
 
 from hydraulis.errors import require
 from hydraulis.profiler.measurement import Clock, Environment
+from hydraulis.profiler.sweep import Interleave
 from hydraulis.runtime.config import DeviceKind, Precision, RuntimeOptions
 
 PROCESSES_PER_CORE = 2
@@ -97,6 +107,11 @@ def process_limit(kind: DeviceKind) -> int:
 def default_fill_node(kind: DeviceKind) -> bool:
     """Fill the node on CPU, not on CUDA (module docstring)."""
     return kind is DeviceKind.CPU
+
+
+def default_interleave(kind: DeviceKind) -> Interleave:
+    """Every scheme in the same rounds on CPU, each scheme apart on CUDA (module docstring)."""
+    return Interleave.SWEEP if kind is DeviceKind.CPU else Interleave.SCHEME
 
 
 def default_clock(kind: DeviceKind, fill_node: bool) -> Clock:

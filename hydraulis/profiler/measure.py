@@ -34,12 +34,17 @@ Noise on a shared machine is fought three ways:
   is slower still — on the 2-core reference machine, held-out stages of one micro-batch per
   run, each its stage's first, came out 10–20 % slower than composed);
 * **interleaving**: the points of one scheme's ranks (for a stage measured alone: of one
-  ``(cp, tp, sp)``, fit and held-out stages alike) are measured in rounds, each round running
-  every point once — stage after stage (in chunks of up to :data:`CHUNK_POINTS` points per
-  stage model, built anew from the seed each round) — so that a burst of other work spoils one
-  run of several points rather than every run of one point, and a load that drifts while they
-  are measured weighs on all of them alike; they are appended to the cache when their last
-  round ends;
+  ``(cp, tp, sp)``, fit and held-out stages alike) — or, with ``--interleave sweep`` (the
+  default on CPU), every point of the job, all schemes together — are measured in rounds, each
+  round running every point once — stage after stage (in chunks of up to :data:`CHUNK_POINTS`
+  points per stage model, built anew from the seed each round) — so that a burst of other work
+  spoils one run of several points rather than every run of one point, and a load that drifts
+  while they are measured weighs on all of them alike; they are appended to the cache when their
+  last round ends. Schemes measured one after the other each meet the machine at another speed:
+  on the shared 2-core reference machine three such profiles of the tiny model disagreed
+  scheme against scheme by 5–8 % (the standard deviation over schemes of the log ratio of their
+  points' times, profile against profile), three interleaved over the sweep by 3.6–4.4 %, about
+  what the points' own noise leaves (design §17);
 * the **minimum** of the samples: other work only ever adds time to a sample — preemption on
   the wall clock, and on either clock the caches and memory bandwidth it takes and the page
   faults after it — so the fastest sample is the least disturbed one. On the 2-core reference
@@ -82,7 +87,7 @@ from tqdm import tqdm
 from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus, Statistic
 from hydraulis.profiler.reduction import measure_reduction
-from hydraulis.profiler.sweep import SweepPoint, points_by_scheme
+from hydraulis.profiler.sweep import Interleave, SweepPoint, points_by_scheme
 from hydraulis.runtime.model.attention import attention_kernel
 from hydraulis.runtime.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job
@@ -129,15 +134,18 @@ def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) 
     cache = MeasurementCache(job.cache) if context.rank == 0 else None
     bar = tqdm(total=job.total, initial=job.done, disable=context.rank != 0, desc="profile", unit="point")
     groups_seen = GroupCache(dist.new_group)
+    chunks = []
     for scheme, points in points_by_scheme(job.points).items():
         replicas = job.settings.environment.replicas(scheme)
         rank_map = RankMap((PipelineLayout(scheme, (1,) * scheme.pp),) * replicas, context.world_size)
         groups = ProcessGroups.create(rank_map, context.rank, groups_seen)
         place = rank_map.place(context.rank)
-        stages = [list(group) for _, group in itertools.groupby(points, key=_stage_key)]
-        chunks = [stage[first:first + CHUNK_POINTS] for stage in stages for first in range(0, len(stage), CHUNK_POINTS)]
         build = _no_stage if place is None else partial(_stage, job, context, rank_map, groups, place)
-        for measurement in _measure_in_rounds(chunks, build, context, job, bar):
+        stages = [list(group) for _, group in itertools.groupby(points, key=_stage_key)]
+        chunks.append([Chunk(tuple(stage[first:first + CHUNK_POINTS]), build)
+                       for stage in stages for first in range(0, len(stage), CHUNK_POINTS)])
+    for group in round_groups(chunks, job.interleave):
+        for measurement in _measure_in_rounds(group, context, job, bar):
             if cache is not None:
                 cache.append(measurement, job.settings)
     bar.close()
@@ -145,6 +153,23 @@ def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) 
         reduction = measure_reduction(context, job.settings.model, options, job.reduction)
         if cache is not None:
             cache.append_reduction(reduction, job.settings)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Points run in a row on one stage model, which ``build`` makes for this rank (None: the
+    rank is outside the points' pipelines)."""
+
+    points: tuple[SweepPoint, ...]
+    build: Callable[[SweepPoint], StageUnderTest | None]
+
+
+def round_groups(chunks_by_scheme: list[list[Chunk]], interleave: Interleave) -> list[list[Chunk]]:
+    """The chunks that share measuring rounds: each scheme's apart (``scheme``), or all of them
+    together (``sweep``)."""
+    if interleave is Interleave.SCHEME:
+        return chunks_by_scheme
+    return [[chunk for chunks in chunks_by_scheme for chunk in chunks]]
 
 
 def _no_stage(point: SweepPoint) -> None:
@@ -181,14 +206,14 @@ def _stage(job: MeasureJob, context: RankContext, rank_map: RankMap, groups: Pro
     return StageUnderTest(stage_model, link, place, scheme, groups.cp, scheme.pp, place.stage)
 
 
-def _measure_in_rounds(chunks: list[list[SweepPoint]], build: Callable[[SweepPoint], StageUnderTest | None],
-                       context: RankContext, job: MeasureJob, bar: tqdm) -> list[Measurement]:
+def _measure_in_rounds(group: list[Chunk], context: RankContext, job: MeasureJob, bar: tqdm) -> list[Measurement]:
     """Warm-up and timed rounds, each round running every point of every chunk once (a chunk's
     stage built anew from the seed each round and run once untimed, so that no sample holds a
     new model's first call), all ranks starting each run together; then every rank's timings
     and memory gathered (module docstring)."""
     rounds, warmup = job.settings.warmup + job.settings.repeats, job.settings.warmup
     cuda = context.device.type == "cuda"
+    chunks = [chunk.points for chunk in group]
     in_flight = [1 if chunk[0].stage is not None else chunk[0].scheme.pp for chunk in chunks]
     micro_batches = [np.full(len(chunk), pp) for chunk, pp in zip(chunks, in_flight)]
     timings = [[[np.zeros((0, 2))] * rounds for _ in chunk] for chunk in chunks]
@@ -202,7 +227,7 @@ def _measure_in_rounds(chunks: list[list[SweepPoint]], build: Callable[[SweepPoi
                 where = "" if chunk[0].stage is None else f" stage {chunk[0].stage}"
                 bar.set_postfix_str(f"round {run + 1}/{rounds} {chunk[0].scheme}{where} depth {chunk[0].depth} "
                                     f"{chunk[0].tokens}-{chunk[-1].tokens} tokens")
-                stage = build(chunk[0])
+                stage = group[c].build(chunk[0])
                 if stage is not None:
                     _run(stage, _pack(chunk[0], stage, context, job.seed), context, 1,
                          job.settings.environment.clock, track_memory=False)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from hydraulis.profiler.sweep import Statistic, SweepPoint
+from hydraulis.profiler.sweep import Interleave, Statistic, SweepPoint
 from hydraulis.types import ModelSpec, Scheme
 
 
@@ -126,8 +126,8 @@ class MeasureSettings:
 @dataclass(frozen=True)
 class MeasureJob:
     """The points one job measures in order, how, the cache folder it appends them to, and the
-    progress so far (``done`` of ``total`` points); then, when ``reduction`` > 0, the reduction
-    on that many ranks."""
+    progress so far (``done`` of ``total`` points), which points share the measuring rounds; then,
+    when ``reduction`` > 0, the reduction on that many ranks."""
 
     points: tuple[SweepPoint, ...]
     settings: MeasureSettings
@@ -136,3 +136,4 @@ class MeasureJob:
     total: int
     seed: int = 0
     reduction: int = 0
+    interleave: Interleave = Interleave.SCHEME

@@ -53,6 +53,7 @@ from hydraulis.profiler.segment import (
     segment_plan,
 )
 from hydraulis.profiler.sweep import (
+    Interleave,
     PointRole,
     SkippedScheme,
     SweepConfig,
@@ -193,7 +194,7 @@ def _measure_plan(request: ProfileRequest, plan: SweepPlan,
         cache = MeasurementCache(request.cache_dir or scratch)
         reused = sum(cache.find(p, settings) is not None for p in plan.points)
         log.info("%d of %d points found in %s", reused, len(plan.points), cache.path)
-        cache = _measure_pending(plan, settings, devices, cache, runner)
+        cache = _measure_pending(plan, settings, devices, cache, runner, sweep.interleave)
         found = {p: cache.find(p, settings) for p in plan.points}
         reduction = cache.find_reduction(devices, settings) if devices else None
     return found, reduction, reused
@@ -239,9 +240,10 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
 
 
 def _measure_pending(plan: SweepPlan, settings: MeasureSettings, reduction: int, cache: MeasurementCache,
-                     runner: Runner) -> MeasurementCache:
+                     runner: Runner, interleave: Interleave = Interleave.SCHEME) -> MeasurementCache:
     """Run jobs until every point is measured or beyond a capacity limit, and the reduction on
-    ``reduction`` ranks (0: none) is measured (step 3)."""
+    ``reduction`` ranks (0: none) is measured (step 3); ``interleave`` says which of a job's
+    points share the measuring rounds."""
     env = settings.environment
     while True:
         found = {p: cache.find(p, settings) for p in plan.points}
@@ -251,7 +253,7 @@ def _measure_pending(plan: SweepPlan, settings: MeasureSettings, reduction: int,
         if not pending and not missing:
             return cache
         job = MeasureJob(pending, settings, str(cache.path.parent), done=len(plan.points) - len(pending),
-                         total=len(plan.points), reduction=missing)
+                         total=len(plan.points), reduction=missing, interleave=interleave)
         processes = max([missing] + [p.rank_scheme.devices * env.replicas(p.rank_scheme) for p in pending])
         try:
             runner(job, processes)

@@ -71,6 +71,19 @@ class Statistic(str, Enum):
         return int(np.argsort(samples, kind="stable")[(len(samples) - 1) // 2])
 
 
+class Interleave(str, Enum):
+    """Which points share the measuring rounds (:mod:`hydraulis.profiler.measure`): in each round
+    every point of the group runs once, so a load that drifts while the group is measured weighs
+    on its points alike."""
+
+    SCHEME = "scheme"
+    """One scheme's points; each scheme is appended to the cache when its last round ends, so a
+    killed sweep or a point out of memory costs at most the scheme being measured."""
+    SWEEP = "sweep"
+    """Every point of the job: schemes measured in the same minutes, so that drift of the
+    machine's speed does not tell them apart; the job's points are appended when it ends."""
+
+
 class PointRole(str, Enum):
     FIT = "fit"
     """Measured at a block depth, used by the fit (some held out to judge it)."""
@@ -115,7 +128,8 @@ class SweepConfig:
 
     ``max_procs`` is the number of local processes (one per device) a scheme may use;
     ``block_layers`` the repeated unit ``K``; ``warmup`` runs are discarded, ``statistic`` (the
-    minimum by default) is taken over the micro-batches of ``repeats`` runs. Every ``(cp, tp, pp)`` is measured under each of ``variants``
+    minimum by default) is taken over the micro-batches of ``repeats`` runs, ``interleave`` says
+    which points share the measuring rounds. Every ``(cp, tp, pp)`` is measured under each of ``variants``
     (sequence parallelism, recomputation): each variant is a scheme of its own (an ``sp``
     variant only where ``tp > 1``).
     """
@@ -132,8 +146,11 @@ class SweepConfig:
     check_full_stage: bool = False
     variants: tuple[SchemeOptions, ...] = (SchemeOptions(),)
     statistic: Statistic = Statistic.MIN
+    interleave: Interleave = Interleave.SCHEME
 
     def __post_init__(self) -> None:
+        require(isinstance(self.interleave, Interleave), "interleave", self.interleave,
+                f"must be one of {[i.value for i in Interleave]}")
         for name in ("cps", "tps", "pps"):
             values = getattr(self, name)
             require(len(values) > 0, name[:-1], list(values), "must list at least one degree")

@@ -1,8 +1,9 @@
-"""``hydraulis profile`` and ``hydraulis space compare``: bad input, a killed sweep resumed, and
-the committed measured space going through ``space show``, ``propose`` and ``plan-step``."""
+"""``hydraulis profile`` and ``hydraulis space compare``: bad input, a killed sweep resumed, the
+schemes sharing measuring rounds or not, and the committed measured space going through ``space show``, ``propose`` and ``plan-step``."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -159,3 +160,27 @@ def test_a_context_and_pipeline_parallel_scheme_on_four_processes(tmp_path):
     profile = read_scheme_space(output).profiles[0]
     assert (profile.scheme.cp, profile.scheme.tp, profile.scheme.pp) == (2, 1, 2)
     assert profile.fit.points == 3 and profile.activation_bytes_per_token > 0
+
+
+def _round_order(stderr: str) -> list[tuple[int, str]]:
+    """(round, scheme) in the order the progress bar announced them, repeats collapsed."""
+    order = []
+    for found in re.finditer(r"round (\d+)/\d+ (\(\d+,\d+,\d+\))", stderr):
+        step = (int(found.group(1)), found.group(2))
+        if not order or order[-1] != step:
+            order.append(step)
+    return order
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("interleave, expected", [
+    ("scheme", [(1, "(1,1,1)"), (2, "(1,1,1)"), (1, "(1,2,1)"), (2, "(1,2,1)")]),
+    ("sweep", [(1, "(1,1,1)"), (1, "(1,2,1)"), (2, "(1,1,1)"), (2, "(1,2,1)")]),
+])
+def test_interleave_says_which_schemes_share_the_rounds(tmp_path, interleave, expected):
+    done = hydraulis("profile", "--model", "tiny", "--cp", "1", "--tp", "1,2", "--pp", "1", "--seq-lens", "32,64",
+                     "--repeats", "1", "--warmup", "1", "--device", "cpu", "--max-procs", "2",
+                     "--interleave", interleave, "-o", str(tmp_path / "space.json"))
+    assert done.returncode == 0, done.stderr
+    assert _round_order(done.stderr) == expected
+    assert len(read_scheme_space(tmp_path / "space.json").profiles) == 2

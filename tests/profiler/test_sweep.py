@@ -1,12 +1,15 @@
-"""The sweep: token counts, mixes, depths of the representative block, schemes left out."""
+"""The sweep: token counts, mixes, depths of the representative block, schemes left out, which
+points share the measuring rounds."""
 
 import numpy as np
 import pytest
 
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
+from hydraulis.profiler.device import default_interleave
 from hydraulis.profiler.sweep import (
     MIN_PIECE,
+    Interleave,
     PointRole,
     Statistic,
     SweepConfig,
@@ -15,6 +18,7 @@ from hydraulis.profiler.sweep import (
     parse_token_counts,
     sweep_plan,
 )
+from hydraulis.runtime.config import DeviceKind
 from hydraulis.types import Recompute, Scheme, SchemeOptions
 
 TINY = model_preset("tiny")
@@ -95,3 +99,13 @@ def test_every_variant_is_a_scheme_of_its_own_and_sp_needs_tp():
 ])
 def test_a_statistic_picks_one_of_the_samples(statistic, samples, picked):
     assert statistic.index(np.array(samples)) == picked
+
+
+def test_interleave_must_be_one_of_its_values():
+    with pytest.raises(HydraulisError, match=r"interleave: 'sweep' must be one of \['scheme', 'sweep'\]"):
+        SweepConfig(TINY, (1,), (1,), (1,), (64, 128), max_procs=2, interleave="sweep")
+
+
+def test_cpu_profiles_interleave_the_sweep_and_cuda_profiles_each_scheme():
+    assert default_interleave(DeviceKind.CPU) is Interleave.SWEEP
+    assert default_interleave(DeviceKind.CUDA) is Interleave.SCHEME
