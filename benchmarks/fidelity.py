@@ -17,7 +17,9 @@ with the measured ``examples/spaces/tiny_cpu.json``) and, on the example's corpu
 For each: the median and the 90th percentile (nearest rank) of the measured time, the
 predicted time, their ratio measured / predicted and the error |measured − predicted| /
 measured. The figures are measured on this machine now; on a loaded machine the measured
-times are inflated.
+times are inflated. On a shared machine one run's figure is one draw: ``--repeats R`` runs the
+example and the cycle ``R`` times (each into ``OUT/repeat-K``), pools every repeat's steps in
+the tables and adds each repeat's median step error per run.
 
 The committed space was measured on one reference machine; ``--profile DIR`` first measures
 this one (``examples/profile_all_parallel_schemes.sh tiny DIR --statistic median``, ~4 minutes
@@ -26,7 +28,7 @@ default minimum: the minimum is the right statistic for composing stages under i
 (design §16) but training runs its micro-batches with the node's jitter, and on a 2-core CPU
 with 4 processes the minimum predicts steps 20–40 % short.
 
-    python benchmarks/fidelity.py [--out out/fidelity] [--steps 8] [--cycle-steps 20]
+    python benchmarks/fidelity.py [--out out/fidelity] [--steps 8] [--cycle-steps 20] [--repeats 1]
                                   [--cycle '1,1,1x4;1,2,1x2;1,1,2+1,1,1x2'] [--space S | --profile DIR] [--reuse]
 """
 from __future__ import annotations
@@ -62,32 +64,46 @@ def main() -> None:
                         help="scheme space predicting every run (default: examples/spaces/tiny_cpu.json)")
     parser.add_argument("--profile", metavar="DIR", help="first profile this machine into DIR (median statistic) "
                         "and predict with DIR/space.json instead of --space")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="run the example and the cycle this many times, each into OUT/repeat-K, and pool "
+                             "their steps (default 1: once, into OUT)")
     parser.add_argument("--reuse", action="store_true", help="read the train logs already in --out, run nothing")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats: {args.repeats} must be >= 1")
     out = Path(args.out)
+    folders = [out] if args.repeats == 1 else [out / f"repeat-{k}" for k in range(1, args.repeats + 1)]
     if args.profile and not args.reuse:
         args.space = profile(Path(args.profile))
     if not args.reuse:
-        run_example(out, args.steps, args.space)
-        if args.cycle_steps:
-            run_cycle(out, args.cycle_steps, args.cycle.split(";"), args.space)
-    phi = read_proposal(out / "proposal.json").pipeline_model.forward_fraction
-    rows, schemes = [], []
-    for label, folder in RUNS:
-        log = out / folder / "train_log.json"
-        if not log.exists() or (label == "cycle" and not args.reuse and not args.cycle_steps):
+        for folder in folders:
+            run_example(folder, args.steps, args.space)
+            if args.cycle_steps:
+                run_cycle(folder, args.cycle_steps, args.cycle.split(";"), args.space)
+    phi = read_proposal(folders[0] / "proposal.json").pipeline_model.forward_fraction
+    rows, schemes, repeats = [], [], []
+    for label, name in RUNS:
+        logs = [folder / name / "train_log.json" for folder in folders]
+        if not all(log.exists() for log in logs) or (label == "cycle" and not args.reuse and not args.cycle_steps):
             continue
-        steps = warm_steps(read_train_log(log))
+        runs = [warm_steps(read_train_log(log)) for log in logs]
+        repeats += [[label, k, len(run), *figures([(r.step_ms, r.predicted_step_ms) for r in run])[6:8]]
+                    for k, run in enumerate(runs, start=1)]
+        steps = [record for run in runs for record in run]
         for level, pairs in (("forward", operation_pairs(steps, Phase.FORWARD, phi)),
                              ("backward", operation_pairs(steps, Phase.BACKWARD, phi)),
                              ("pipeline", [(m, p) for r in steps for m, p in zip(r.measured_ms, r.predicted_ms)]),
                              ("step", [(r.step_ms, r.predicted_step_ms) for r in steps])):
             rows.append([label, level, len(pairs), *figures(pairs)])
         schemes += [[label, scheme, len(pairs), *figures(pairs)] for scheme, pairs in pipeline_pairs(steps).items()]
-    print(f"measured vs predicted (φ = {phi:.3f}), steps after each strategy's first; {out}")
+    print(f"measured vs predicted (φ = {phi:.3f}), steps after each strategy's first; {out}"
+          + (f", {len(folders)} repeats pooled" if len(folders) > 1 else ""))
     print(table(HEADER, rows))
     print("\nper pipeline, by scheme")
     print(table(("run", "scheme", *HEADER[2:]), schemes))
+    if len(folders) > 1:
+        print("\nstep error per repeat")
+        print(table(("run", "repeat", "steps", "error_med", "error_p90"), repeats))
 
 
 def profile(folder: Path) -> str:
