@@ -40,11 +40,8 @@ Noise on a shared machine is fought three ways:
   points per stage model, built anew from the seed each round) — so that a burst of other work
   spoils one run of several points rather than every run of one point, and a load that drifts
   while they are measured weighs on all of them alike; they are appended to the cache when their
-  last round ends. Schemes measured one after the other each meet the machine at another speed:
-  on the shared 2-core reference machine three such profiles of the tiny model disagreed
-  scheme against scheme by 5–8 % (the standard deviation over schemes of the log ratio of their
-  points' times, profile against profile), three interleaved over the sweep by 3.6–4.4 %, about
-  what the points' own noise leaves (design §17);
+  last round ends. Schemes measured one after the other each meet a shared machine at another
+  speed, which interleaving the sweep evens out (design §17 has the figures);
 * the **minimum** of the samples: other work only ever adds time to a sample — preemption on
   the wall clock, and on either clock the caches and memory bandwidth it takes and the page
   faults after it — so the fastest sample is the least disturbed one. On the 2-core reference
