@@ -240,7 +240,7 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
 
 
 def _measure_pending(plan: SweepPlan, settings: MeasureSettings, reduction: int, cache: MeasurementCache,
-                     runner: Runner, interleave: Interleave = Interleave.SCHEME) -> MeasurementCache:
+                     runner: Runner, interleave: Interleave) -> MeasurementCache:
     """Run jobs until every point is measured or beyond a capacity limit, and the reduction on
     ``reduction`` ranks (0: none) is measured (step 3); ``interleave`` says which of a job's
     points share the measuring rounds."""
