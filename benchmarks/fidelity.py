@@ -87,8 +87,7 @@ def main() -> None:
         if not all(log.exists() for log in logs) or (label == "cycle" and not args.reuse and not args.cycle_steps):
             continue
         runs = [warm_steps(read_train_log(log)) for log in logs]
-        repeats += [[label, k, len(run), *figures([(r.step_ms, r.predicted_step_ms) for r in run])[6:8]]
-                    for k, run in enumerate(runs, start=1)]
+        repeats += [[label, k, len(run), *step_errors(run)] for k, run in enumerate(runs, start=1)]
         steps = [record for run in runs for record in run]
         for level, pairs in (("forward", operation_pairs(steps, Phase.FORWARD, phi)),
                              ("backward", operation_pairs(steps, Phase.BACKWARD, phi)),
@@ -158,6 +157,11 @@ def pipeline_pairs(records: list[StepRecord]) -> dict[str, list[tuple[float, flo
                                                record.predicted_ms):
             pairs[str(scheme)].append((measured, predicted))
     return dict(sorted(pairs.items()))
+
+
+def step_errors(records: list[StepRecord]) -> list[float | str]:
+    """Median and p90 of |measured − predicted| / measured over the steps (the last two of :func:`figures`)."""
+    return figures([(r.step_ms, r.predicted_step_ms) for r in records])[-2:]
 
 
 def figures(pairs: list[tuple[float, float]]) -> list[float | str]:
