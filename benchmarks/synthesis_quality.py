@@ -30,7 +30,7 @@ per step, whether a plan with compute part ≤ ``x``·pool exists at all and whe
 predicts a slower step than the last mode's.
 
     python benchmarks/synthesis_quality.py [--steps 100] [--cases 7b_32dev,7b_64dev,13b_1024dev,32b_1024dev]
-                                           [--target 1.15] [--lp-steps 8] [--device h100-80g|a800-80g]
+                                           [--target 1.15] [--lp-steps 8] [--device h100-80g]
                                            [--modes off,proposal,space] [--evaluations 16] [--variants all|none]
 """
 from __future__ import annotations
@@ -61,6 +61,7 @@ from hydraulis.placement import communicator_bound
 from hydraulis.planner import PlannerConfig, propose
 from hydraulis.planner.config import Variants
 from hydraulis.planner.options import proposal_options
+from hydraulis.presets import device_names
 from hydraulis.simulation.inputs import scheme_space_for
 from hydraulis.solver import SolverName
 from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT
@@ -74,8 +75,8 @@ CASES = {
     "13b_1024dev": (None, "llama-13b", 1024, 1_600_000),
     "32b_1024dev": (None, "llama-32b", 1024, 1_600_000),
 }
-DEVICES = ("h100-80g", "a800-80g")
-"""Device presets of the analytic cases (paper_exp's 1,024-device settings are on A800s)."""
+DEVICE = "h100-80g"
+"""Device preset of the analytic cases by default (paper_exp's 1,024-device settings: a800-80g)."""
 
 
 def main() -> None:
@@ -93,8 +94,9 @@ def main() -> None:
     parser.add_argument("--variants", choices=[v.value for v in Variants], default=Variants.ALL.value,
                         help="analytic cases: all (the space composes every scheme's variants — sequence "
                              "parallelism, recomputation — as simulate and paper_exp do) or none (default all)")
-    parser.add_argument("--device", choices=DEVICES, default=DEVICES[0],
-                        help=f"device preset of the analytic cases (default {DEVICES[0]})")
+    parser.add_argument("--device", choices=device_names(), default=DEVICE,
+                        help=f"device preset of the analytic cases (default {DEVICE}; paper_exp's 1,024-device "
+                             "settings use a800-80g)")
     parser.add_argument("--evaluations", type=int, default=SYNTHESIS_EVALUATIONS_DEFAULT,
                         help="dispatcher plans per step a synthesis may spend "
                              f"(default {SYNTHESIS_EVALUATIONS_DEFAULT})")
