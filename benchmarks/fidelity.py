@@ -44,7 +44,7 @@ from hydraulis.artifacts import read_proposal
 from hydraulis.artifacts.train_log import read_train_log
 from hydraulis.cli.output import table
 from hydraulis.cost.pipeline import Phase
-from hydraulis.runtime.records import StepRecord, pipeline_schemes
+from hydraulis.job.records import StepRecord, pipeline_schemes
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = (("proposal", "hydraulis"), ("baseline", "baseline"), ("cycle", "cycle"))

@@ -6,8 +6,8 @@ import pytest
 
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_segments
-from hydraulis.runtime.layout import even_split
-from hydraulis.runtime.memory.activations import stage_bytes_per_token as runtime_bytes_per_token
+from hydraulis.stages import even_split
+from hydraulis.layout.activations import stage_bytes_per_token as runtime_bytes_per_token
 from hydraulis.segments import Block, Segments, compose_profile, stage_block, stage_bytes_per_token
 from hydraulis.types import Cluster, ModelSpec, Recompute, Scheme, TimeCoefficients
 

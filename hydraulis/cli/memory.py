@@ -45,7 +45,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _memory(args: argparse.Namespace) -> None:
-    from hydraulis.runtime.memory.report import MemoryConfig, memory_report
+    from hydraulis.job.memory_report import MemoryConfig
+    from hydraulis.runtime.memory.report import memory_report
 
     cluster = read_cluster(args.cluster) if args.cluster else None
     if args.devices is None and cluster is None:

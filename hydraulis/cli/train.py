@@ -12,7 +12,7 @@ from hydraulis.artifacts import read_train_config, write_train_config
 from hydraulis.cli.arguments import FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit
 from hydraulis.cli.training_args import add_checkpoint_arguments, add_training_arguments, training_config
-from hydraulis.runtime.checkpoint.manifest import CheckpointManifest
+from hydraulis.job.manifest import CheckpointManifest
 from hydraulis.runtime.run import resolve_run
 
 
@@ -53,7 +53,7 @@ def _train(args: argparse.Namespace) -> None:
         write_train_config(Path(args.output_dir) / "train_config.json", config)
     from hydraulis.artifacts.train_log import write_train_log
     from hydraulis.runtime.launch import RankFailure
-    from hydraulis.runtime.records import summarize, summary_line
+    from hydraulis.job.records import summarize, summary_line
     from hydraulis.runtime.trainer import run_training
 
     try:

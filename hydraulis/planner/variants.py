@@ -50,7 +50,7 @@ from hydraulis.cost import memory_breakdown
 from hydraulis.errors import HydraulisError
 from hydraulis.planner.config import Variants
 from hydraulis.planner.distribution import StepStatistics
-from hydraulis.runtime.layout import even_split
+from hydraulis.stages import even_split
 from hydraulis.segments import Segments, max_time, stage_block, stage_bytes_per_token
 from hydraulis.types import (
     OptimizerLayout,

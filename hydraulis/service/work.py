@@ -117,7 +117,8 @@ def fused_schedule_of(body: FusedScheduleRequest, settings: ServiceSettings) -> 
 
 def memory(body: MemoryRequest, settings: ServiceSettings) -> dict[str, Any]:
     """``hydraulis memory``'s report; torch is imported by the worker that first answers one."""
-    from hydraulis.runtime.memory.report import MemoryConfig, memory_report
+    from hydraulis.job.memory_report import MemoryConfig
+    from hydraulis.runtime.memory.report import memory_report
 
     layout = body.optimizer_layout.to_core() if body.optimizer_layout else None
     config = MemoryConfig(model_preset(body.model), body.strategy, body.devices, body.device, body.devices_per_node,
