@@ -23,7 +23,7 @@ import numpy as np
 from hydraulis import __version__
 from hydraulis.artifacts import read_json, read_lengths, write_proposal
 from hydraulis.dispatch import dispatch
-from hydraulis.cost import reduce_ms, scheme_capacities
+from hydraulis.cost import exposed_reduce_ms, reduction_model, scheme_capacities
 from hydraulis.presets import device_preset, model_matching, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
@@ -68,7 +68,7 @@ def build_proposal(space: SchemeSpace, layout: OptimizerLayout, specs, token_bud
             PipelineGroup(Scheme(*scheme), count, capacity[Scheme(*scheme)].max_seq_len, capacity[Scheme(*scheme)].profile.time)
             for scheme, count in groups)
         strategy = Strategy(pipelines)
-        reduction = reduce_ms(space.model.params, [g.scheme for g in strategy.expanded()], layout, space.reduce_gbps)
+        reduction = exposed_reduce_ms(space.model.params, strategy.expanded(), layout, reduction_model(space))
         strategies.append(ProposedStrategy(
             strategy=strategy, serves_from=serves_from, serves_to=min(serves_to, strategy.max_seq_len),
             predicted_ms=0.0, reduce_ms=reduction,

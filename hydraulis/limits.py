@@ -114,6 +114,7 @@ LOG_SPREAD = Limit("body_sigma", "standard deviation of the log of tokens", 0, 1
 TAIL_INDEX = Limit("tail_alpha", "Pareto tail index", 0, 100, integer=False, exclusive_minimum=True)
 SHARE = Limit("share", "a fraction", 0, 1, integer=False)
 LEARNING_RATE = Limit("lr", "learning rate", 0, 10, integer=False, exclusive_minimum=True)
+BUCKET_MB = Limit("bucket_mb", "MiB per gradient bucket", 0, 4096, integer=False, exclusive_minimum=True)
 TIMEOUT_S = Limit("timeout_s", "seconds", 0, 86_400, integer=False, exclusive_minimum=True)
 TOLERANCE = Limit("tolerance", "relative difference", 0, 1, integer=False)
 MEMORY = Limit("memory_limit", "memory one device holds, in the problem's units", 0, 1e18, integer=False,

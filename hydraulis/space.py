@@ -88,7 +88,8 @@ class SchemeSpace:
     number of layers per stage — composed on demand by :meth:`profile`; its ``profiles`` are
     the plain schemes (the compositions without options). ``communicator_ms`` is the time to
     create one communicator, which a step pays for every communicator its strategy is the first
-    to need (:mod:`hydraulis.placement`).
+    to need (:mod:`hydraulis.placement`). ``reduce_overlap`` ``ω`` is the share of the reduction
+    that overlaps compute on the device (design §19; 0: none, the reduction fully exposed).
     """
 
     model: ModelSpec
@@ -100,6 +101,7 @@ class SchemeSpace:
     reduce_gbps: float = 0.0
     segments: tuple[Segments, ...] = ()
     communicator_ms: float = 0.0
+    reduce_overlap: float = 0.0
 
     def __post_init__(self) -> None:
         require(len(self.profiles) > 0, "schemes", [], "must list at least one scheme")
@@ -110,6 +112,7 @@ class SchemeSpace:
             self.model.check_scheme(profile.scheme, f"schemes[{i}]")
         require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
         require_number(self.communicator_ms, "communicator_ms", minimum=0.0)
+        require_number(self.reduce_overlap, "reduce_overlap", 0.0, 1.0)
         keys = [s.key for s in self.segments]
         for i, key in enumerate(keys):
             require(key not in keys[:i], f"segments[{i}]", list(key), "is listed twice")

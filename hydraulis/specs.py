@@ -110,7 +110,8 @@ class ModelSpec:
 @dataclass(frozen=True)
 class DeviceSpec:
     """One accelerator kind and its node: vendor figures plus the assumptions that turn peak
-    rates into achievable ones (``*_efficiency``). Values live in ``resources/presets.json``."""
+    rates into achievable ones (``*_efficiency``); ``reduce_overlap`` the share of a gradient
+    exchange that overlaps compute (design §19). Values live in ``resources/presets.json``."""
 
     name: str
     memory_bytes: int
@@ -125,6 +126,7 @@ class DeviceSpec:
     runtime_overhead_bytes: int
     safety_margin_bytes: int
     communicator_ms: float = 0.0
+    reduce_overlap: float = 0.0
 
     def __post_init__(self) -> None:
         require(bool(self.name), "device.name", self.name, "must not be empty")
@@ -140,6 +142,7 @@ class DeviceSpec:
             require(value > 0, f"device.{name}", value, "must be > 0")
         for name in ("layer_overhead_us", "collective_latency_us", "communicator_ms"):
             require_number(getattr(self, name), f"device.{name}", minimum=0.0)
+        require_number(self.reduce_overlap, "device.reduce_overlap", 0.0, 1.0)
 
 
 @dataclass(frozen=True)

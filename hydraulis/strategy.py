@@ -100,7 +100,7 @@ class SolverReport:
 class Proposal:
     """The planner's output: a few strategies sharing one optimizer layout; ``explanation``
     says why that layout and how the proposal compares with the best homogeneous strategy.
-    ``reduce_gbps`` and ``communicator_ms`` are the scheme space's: they price the reduction
+    ``reduce_gbps``, ``reduce_overlap`` and ``communicator_ms`` are the scheme space's: they price the reduction
     and the new communicators of a strategy made for one step."""
 
     model: ModelSpec
@@ -115,6 +115,7 @@ class Proposal:
     explanation: str = ""
     reduce_gbps: float = 0.0
     communicator_ms: float = 0.0
+    reduce_overlap: float = 0.0
 
     def __post_init__(self) -> None:
         require_int(self.devices, "devices", minimum=1)
@@ -124,3 +125,4 @@ class Proposal:
         require(len(self.strategies) > 0, "strategies", [], "must not be empty")
         require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
         require_number(self.communicator_ms, "communicator_ms", minimum=0.0)
+        require_number(self.reduce_overlap, "reduce_overlap", 0.0, 1.0)

@@ -4,7 +4,7 @@ Layout (``schema_version`` 1)::
 
     {"schema_version": 1, "kind": "proposal", "model": {...}, "devices", "devices_per_node",
      "token_budget", "max_seq_len", "optimizer_layout": {"dp", "tp", "pp"},
-     "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms",
+     "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms", "reduce_overlap",
      "solver": {"status", "solver", "wall_ms", "message"}, "explanation",
      "strategies": [{"pipelines": [{"scheme": {"cp", "tp", "pp"}, "count", "max_seq_len",
                                     "time": {"a", "b", "c"}}],
@@ -62,6 +62,7 @@ def proposal_to_dict(proposal: Proposal, config: dict | None = None) -> dict:
         "pipeline_model": asdict(proposal.pipeline_model),
         "reduce_gbps": proposal.reduce_gbps,
         "communicator_ms": proposal.communicator_ms,
+        "reduce_overlap": proposal.reduce_overlap,
         "solver": asdict(proposal.solver),
         "strategies": [_strategy_to_dict(s) for s in proposal.strategies],
         "explanation": proposal.explanation,
@@ -91,6 +92,7 @@ def proposal_from_dict(document: object) -> Proposal:
         explanation=record.str("explanation", ""),
         reduce_gbps=record.float("reduce_gbps", implied_reduce_gbps(model.params, strategies)),
         communicator_ms=record.float("communicator_ms", 0.0),
+        reduce_overlap=record.float("reduce_overlap", 0.0),
     )
 
 

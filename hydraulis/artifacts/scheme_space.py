@@ -8,7 +8,7 @@ Layout (``schema_version`` 3)::
      "cluster": {"devices", "devices_per_node", "device"},
      "memory": {"device_memory_bytes", "safety_margin_bytes", "layer_state_bytes",
                 "embedding_state_bytes", "sharded_state_fraction"},
-     "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms",
+     "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms", "reduce_overlap",
      "provenance": {"source", "device", "created", "tool_version", "command", "software"},
      "schemes": [{"cp", "tp", "pp", "sp", "recompute", "recompute_layers", "a", "b", "c",
                   "activation_bytes_per_token", "overhead_bytes", "utilization_tokens",
@@ -27,7 +27,7 @@ same degrees with other options are another entry of ``schemes``. Version 2 adde
 version 3 the segments (:mod:`hydraulis.segments`) of a space whose variants are composed
 rather than listed. A version-1 file still loads, every scheme with the defaults (no sp, no
 recomputation), which is what the runtime of version 1 ran; a version-2 file loads without
-segments. ``provenance.software`` and ``communicator_ms`` are optional (absent: empty, 0).
+segments. ``provenance.software``, ``communicator_ms`` and ``reduce_overlap`` are optional (absent: empty, 0, 0).
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ def scheme_space_to_dict(space: SchemeSpace) -> dict:
         "pipeline_model": asdict(space.pipeline_model),
         "reduce_gbps": space.reduce_gbps,
         "communicator_ms": space.communicator_ms,
+        "reduce_overlap": space.reduce_overlap,
         "provenance": {**asdict(space.provenance), "source": space.provenance.source.value},
         "schemes": [_profile_to_dict(p) for p in space.profiles],
         **({"segments": [_segments_to_dict(s) for s in space.segments]} if space.segments else {}),
@@ -113,6 +114,7 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
         segments=tuple(_segments_from_record(r) for r in record.records("segments"))
         if record.raw("segments", None) is not None else (),
         communicator_ms=record.float("communicator_ms", 0.0),
+        reduce_overlap=record.float("reduce_overlap", 0.0),
     )
 
 

@@ -16,8 +16,9 @@ are read too; ``cluster_file``, added later, is optional in every version)::
      "tensorboard_dir": null, "synthesise": "proposal", "synthesis_evaluations": 16,
      "cluster_file": null,
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
-                 "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "fp32",
-                 "record_operations": false, "device_memory": null}}
+                 "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "auto",
+                 "record_operations": false, "device_memory": null, "overlap_reduction": true,
+                 "bucket_mb": 25.0}}
 """
 
 from __future__ import annotations

@@ -7,16 +7,18 @@ Layout (``schema_version`` 1)::
      "summary": {"steps", "tokens", "seconds", "tokens_per_s", "prediction_error",
                  "warm_prediction_error", "warm_error_median", "warm_error_p90" (null: no step after
                  a strategy's first), "first_loss", "last_loss", "strategies": [[SPEC, steps], ...], "synthesised", "communicators",
-                 "communicator_bound"},
+                 "communicator_bound", "reduction_hidden_fraction" (null: not recorded)},
      "steps": [{"step", "strategy", "tokens", "loss", "measured_ms": [...], "predicted_ms": [...],
                 "propagate_ms", "reduce_ms", "step_ms", "predicted_step_ms", "planning_ms",
                 "wait_ms", "strategy_index", "communicators", "synthesised",
+                "reduction_inflight_ms", "reduction_hidden_ms",
                 ["operations": [{"pipeline", "micro_batch_ms": [...],
                                  "ops": [{"stage", "micro_batch", "phase": "F" | "B",
                                           "start_ms", "end_ms"}]}]]}]}
 
-``communicators`` (process groups the step created) and ``synthesised`` (a step that ran a strategy
-made for it) are optional (absent: 0, false), so older logs load.
+``communicators`` (process groups the step created), ``synthesised`` (a step that ran a strategy
+made for it) and the reduction's ``reduction_inflight_ms``/``reduction_hidden_ms`` are optional
+(absent: 0, false), so older logs load.
 ``operations`` (``hydraulis train --record-operations``) is written only when recorded.
 """
 
@@ -74,6 +76,8 @@ def _step(record: Record) -> StepRecord:
                  communicators=record.int("communicators", 0), synthesised=record.bool("synthesised", False),
                  operations=tuple(_operations(r) for r in (record.records("operations")
                                                             if record.raw("operations", None) is not None else [])),
+                 reduction_inflight_ms=record.float("reduction_inflight_ms", 0.0),
+                 reduction_hidden_ms=record.float("reduction_hidden_ms", 0.0),
                  **{key: record.float(key) for key in _TIMES})
 
 

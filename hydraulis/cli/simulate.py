@@ -172,4 +172,6 @@ def _synthesis_lines(simulation: Simulation, hydraulis: ContenderSummary) -> lis
         f"{gap.tight_ms:.1f} ms; Hydraulis predicted / pool {gap.predicted_over_pool:.3f}, compute part / pool "
         f"{gap.compute_over_pool:.3f}, predicted / tight {gap.predicted_over_tight:.3f}",
         "Hydraulis' gap (median ms over steps): " + ", ".join(f"{n} {v:.1f}" for n, v in gap.parts),
+        f"exposed_reduction_share={gap.exposed_reduction_share:.3f} (reduction the backward cannot hide over the "
+        f"step time, Hydraulis' plans, design §19)",
     ]

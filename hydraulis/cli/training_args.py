@@ -25,7 +25,7 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "tensorboard": "tensorboard_dir", "cluster": "cluster_file",
         "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
-            "record_operations", "device_memory")
+            "record_operations", "device_memory", "overlap_reduction", "bucket_mb")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,7 +85,14 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                              "gradients across micro-batches in fp32, with fp32 master weights and moments")
     parser.add_argument("--grad-reduce-dtype", choices=[d.value for d in ReduceDtype],
                         help="dtype of the gradients sent to the optimizer layout, summed there in fp32 "
-                             "(default fp32; bf16 halves the reduction's bytes)")
+                             "(default auto: bf16 on CUDA, as the cost model assumes, fp32 on the CPU; bf16 halves "
+                             "the reduction's bytes)")
+    parser.add_argument("--no-overlap-reduction", dest="overlap_reduction", action="store_false", default=None,
+                        help="exchange gradients and weights with the optimizer layout whole, after the backward "
+                             "and before the forward, instead of in buckets overlapped with them (design §19)")
+    parser.add_argument("--bucket-mb", type=Bounded(limits.BUCKET_MB), metavar="MIB",
+                        help="size of the overlapped reduction's buckets, in MiB of the reduction's dtype "
+                             "(default 25, as PyTorch DDP)")
     parser.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], help="default adam")
     parser.add_argument("--lr", type=Bounded(limits.LEARNING_RATE),
                         help="learning rate (default 1e-3; check-equivalence: 1e-4)")

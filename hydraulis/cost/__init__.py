@@ -19,7 +19,7 @@ from hydraulis.cost.pipeline import (
     simulate_1f1b,
     simulate_1f1b_stages,
 )
-from hydraulis.cost.step import reduce_ms, step_time_ms
+from hydraulis.cost.step import ReductionModel, exposed_reduce_ms, reduce_ms, reduction_model, step_time_ms
 from hydraulis.cost.time import microbatch_time_ms, sequence_time_ms
 
 __all__ = [
@@ -38,6 +38,9 @@ __all__ = [
     "pipeline_time_closed_form",
     "pipeline_times_1f1b",
     "reduce_ms",
+    "exposed_reduce_ms",
+    "ReductionModel",
+    "reduction_model",
     "scheme_capacities",
     "sequence_time_ms",
     "simulate_1f1b",

@@ -1,43 +1,120 @@
-"""A strategy's step time: the slowest pipeline plus the gradient reduction (design §4).
+"""A strategy's step time: the slowest pipeline plus the gradient reduction the backward cannot
+hide (design §4.3, §19).
 
-    T_step = max_p T_pipe(p) + T_reduce
+    T_step = max_p T_pipe(p) + X
 
-Gradients leave each pipeline's compute layout for the optimizer layout (a reduce-scatter of
-bf16 gradients) and updated bf16 weights come back (an all-gather). A device of scheme
-``(cp, tp, pp)`` holds ``P/(tp·pp)`` parameters, so it moves about ``2·2·P/(tp·pp)`` bytes; over
-links of ``β`` GB/s per device, the least sharded pipeline decides:
+**Full reduction.** Gradients leave each pipeline's compute layout for the optimizer layout (a
+reduce-scatter of bf16 gradients) and updated bf16 weights come back (an all-gather). A device
+of scheme ``(cp, tp, pp)`` holds ``P/(tp·pp)`` parameters, so it moves about ``2·2·P/(tp·pp)``
+bytes; over links of ``β`` GB/s per device, the least sharded pipeline decides:
 
-    T_reduce = max_p 4·P/(tp_p·pp_p) / (β·10⁶)   ms
+    R = max_p 4·P/(tp_p·pp_p) / (β·10⁶)   ms                                   (reduce_ms)
 
 A staged scheme (design §18) cuts its ``L`` layers unevenly: a device of stage ``σ`` holds
 ``P·(L_σ/L)/tp_σ`` parameters, so its sharding is ``min_σ tp_σ·L/L_σ`` (``tp·pp`` again for equal
 stages). One pipeline whose layout is the optimizer layout's (``dp_o = 1``) needs no reduction, and
 ``β = 0`` leaves the term out. Worked example: LLaMA-7B (P ≈ 6.74e9), pipelines (1,8,1) and
 (1,4,1), β = 25 GB/s = 2.5e7 bytes/ms: ``4·6.74e9/4 / 2.5e7 ≈ 270`` ms.
+
+**Exposed reduction** (:func:`exposed_reduce_ms`, the ``X`` every step time uses). The runtime
+sends a stage's gradients in buckets of ``B`` bytes, in reverse order of use, each as soon as the
+last micro-batch's backward has accumulated it, and brings the weights back per bucket, each
+waited for where the next forward needs it. Stage ``σ`` of a pipeline (its device's gradients
+``R_g,σ = 2·P/sh_σ/(β·10⁶)`` ms, weights ``R_w,σ`` alike, ``n_σ = ⌈2·P/sh_σ / B⌉`` buckets) runs
+a full micro-batch in ``t = c + b·S`` (``S`` its ``max_seq_len``, attention left out: the
+lightest full micro-batch), backward ``β_t = (1 − φ)·t``, forward ``φ·t``. Bucket ``i`` is ready
+at ``i·β_t/n`` into the stage's last backward and the link sends one bucket in ``R_g/n``, so the
+stage's exchange ends ``max(R_g − β_t, 0) + min(R_g, β_t)/n`` after that backward; the stages
+before it still run the last micro-batch's backward for ``σ·(β_t + d)``. Symmetrically the
+weights of bucket ``i`` arrive at ``i·R_w/n`` and are needed at ``σ·(φ·t + d) + (i − 1)·φ·t/n``:
+
+    E_g,σ = (max(R_g,σ − β_t, 0) + min(R_g,σ, β_t)/n_σ − σ·(β_t + d))⁺
+    E_w,σ = (max(R_w,σ − φ·t, 0) + min(R_w,σ, φ·t)/n_σ − σ·(φ·t + d))⁺
+    X_p   = (1 − ω)·max_σ (R_g,σ + R_w,σ) + ω·(max_σ E_g,σ + max_σ E_w,σ)
+    X     = max_p X_p
+
+``ω`` is the share of an exchange that overlaps compute on the device (measured by the
+profiler's reduction job, :mod:`hydraulis.runtime.profiling.reduction`; a device preset's
+``reduce_overlap`` for analytic spaces): ``ω = 0`` charges the full reduction ``R`` as before,
+``ω = 1`` only what the backward that follows a bucket cannot hide. Worked example: the
+(1,4,1) pipeline above (it decides) with ``t = 600`` ms, φ = 1/3, d = 0, ω = 0.9, B = 25 MiB:
+``R_g = R_w = 135`` ms, ``n = ⌈3.37e9/2.62e7⌉ = 129``; ``β_t = 400 ≥ R_g`` so ``E_g = 135/129 ≈
+1.05`` ms, ``φ·t = 200 ≥ R_w`` so ``E_w ≈ 1.05`` ms; ``X = 0.1·270 + 0.9·2.1 ≈ 28.8`` ms instead
+of 270.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from hydraulis.errors import require
-from hydraulis.types import OptimizerLayout, Scheme
+from hydraulis.errors import require, require_number
+from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme
+
+BYTES_PER_PARAM = 4.0
+"""Bytes a device moves per parameter it holds: bf16 gradients out, bf16 weights back."""
+GRADIENT_SHARE = 0.5
+"""The gradients' part of :data:`BYTES_PER_PARAM` (2 of 4 bytes)."""
+BUCKET_BYTES = 25 * 2**20
+"""The runtime's default bucket (PyTorch DDP's ``bucket_cap_mb`` = 25)."""
+
+
+@dataclass(frozen=True)
+class ReductionModel:
+    """What prices a step's reduction (module docstring): ``gbps`` ``β``, ``overlap`` ``ω``,
+    ``bucket_bytes`` ``B`` and the pipeline model's ``φ`` and ``d``."""
+
+    gbps: float
+    overlap: float = 0.0
+    bucket_bytes: float = BUCKET_BYTES
+    pipeline_model: PipelineModel = PipelineModel()
+
+    def __post_init__(self) -> None:
+        require_number(self.gbps, "reduce_gbps", minimum=0.0)
+        require_number(self.overlap, "reduce_overlap", 0.0, 1.0)
+        require(require_number(self.bucket_bytes, "bucket_bytes") > 0, "bucket_bytes", self.bucket_bytes, "must be > 0")
 
 
 def reduce_ms(params: int, schemes: Sequence[Scheme], layout: OptimizerLayout, reduce_gbps: float) -> float:
-    """``T_reduce`` of the module docstring for pipelines running ``schemes`` (one per pipeline)."""
+    """``R`` of the module docstring for pipelines running ``schemes`` (one per pipeline)."""
     if reduce_gbps <= 0 or (len(schemes) == 1 and layout.dp == 1):
         return 0.0
     return reduction_bytes(params, schemes) / (reduce_gbps * 1e6)
 
 
+def exposed_reduce_ms(params: int, pipelines: Sequence[PipelineGroup], layout: OptimizerLayout,
+                      model: ReductionModel) -> float:
+    """``X`` of the module docstring for ``pipelines`` (one entry per pipeline; a group stands
+    for one pipeline of its scheme)."""
+    if model.gbps <= 0 or (len(pipelines) == 1 and layout.dp == 1):
+        return 0.0
+    return max(_exposed_pipeline_ms(params, group, model) for group in pipelines)
+
+
+def _exposed_pipeline_ms(params: int, group: PipelineGroup, model: ReductionModel) -> float:
+    phi, d = model.pipeline_model.forward_fraction, model.pipeline_model.p2p_ms
+    full = group.time.c + group.time.b * group.max_seq_len
+    backward, forward = (1.0 - phi) * full, phi * full
+    totals, gradient, weights = [], [], []
+    for stage, shard in enumerate(stage_shardings(group.scheme)):
+        nbytes = BYTES_PER_PARAM * params / shard
+        r_g = GRADIENT_SHARE * nbytes / (model.gbps * 1e6)
+        r_w = nbytes / (model.gbps * 1e6) - r_g
+        buckets = max(1, math.ceil(GRADIENT_SHARE * nbytes / model.bucket_bytes))
+        totals.append(r_g + r_w)
+        gradient.append(max(0.0, max(r_g - backward, 0.0) + min(r_g, backward) / buckets - stage * (backward + d)))
+        weights.append(max(0.0, max(r_w - forward, 0.0) + min(r_w, forward) / buckets - stage * (forward + d)))
+    return (1.0 - model.overlap) * max(totals) + model.overlap * (max(gradient) + max(weights))
+
+
 def reduction_bytes(params: int, schemes: Sequence[Scheme]) -> float:
     """``4·P / min_p sharding(p)``: the bytes the least sharded pipeline's device moves."""
-    return 4.0 * params / min(sharding(s) for s in schemes)
+    return BYTES_PER_PARAM * params / min(sharding(s) for s in schemes)
 
 
 def implied_reduce_gbps(params: int, schemes: Sequence[Scheme], reduction_ms: float) -> float:
-    """The bandwidth ``β = 4·P / min_p sharding(p) / (T_reduce·10⁶)`` GB/s that a reduction of
+    """The bandwidth ``β = 4·P / min_p sharding(p) / (R·10⁶)`` GB/s that a full reduction of
     ``reduction_ms`` under ``schemes`` implies: the inverse of :func:`reduce_ms`. E.g. the profiler's
     reduction under ``N × (1,1,1)`` of tiny (P = 315,968) in 8 ms: ``1,263,872 / 8e6 ≈ 0.158`` GB/s."""
     require(reduction_ms > 0, "reduction_ms", reduction_ms, "must be > 0")
@@ -47,12 +124,23 @@ def implied_reduce_gbps(params: int, schemes: Sequence[Scheme], reduction_ms: fl
 def sharding(scheme: Scheme) -> float:
     """Into how many parts the most loaded device's share cuts the parameters: ``tp·pp``, or
     ``min_σ tp_σ·L/L_σ`` for a staged scheme (e.g. ``1|4:20>2:12``: min(4·32/20, 2·32/12) = 5.33)."""
+    return min(stage_shardings(scheme))
+
+
+def stage_shardings(scheme: Scheme) -> tuple[float, ...]:
+    """``sh_σ`` of every stage: ``tp·pp`` for each of ``pp`` equal stages, ``tp_σ·L/L_σ`` for a staged scheme."""
     if not scheme.stages:
-        return scheme.tp * scheme.pp
+        return (float(scheme.tp * scheme.pp),) * scheme.pp
     layers = sum(stage.layers for stage in scheme.stages)
-    return min(stage.tp * layers / stage.layers for stage in scheme.stages)
+    return tuple(stage.tp * layers / stage.layers for stage in scheme.stages)
 
 
 def step_time_ms(pipeline_ms: Iterable[float], reduction_ms: float) -> float:
-    """``max_p T_pipe(p) + T_reduce``."""
+    """``max_p T_pipe(p) + X``."""
     return max(pipeline_ms) + reduction_ms
+
+
+def reduction_model(source) -> ReductionModel:
+    """The reduction model of a scheme space or a proposal: its ``reduce_gbps``, ``reduce_overlap``
+    and ``pipeline_model``, the runtime's default bucket."""
+    return ReductionModel(source.reduce_gbps, source.reduce_overlap, pipeline_model=source.pipeline_model)

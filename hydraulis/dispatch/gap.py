@@ -71,7 +71,7 @@ class GapBreakdown:
 def bound_schemes(proposal: Proposal, schemes: Sequence[PipelineGroup] = ()) -> tuple[BoundScheme, ...]:
     """The pool of a plan made under ``proposal``: its schemes and ``schemes`` (e.g. the scheme
     space's, :func:`hydraulis.planner.options.synthesis_schemes`), each with its reduction."""
-    return tuple(BoundScheme(g.scheme, g.time, g.max_seq_len, scheme_reduce_ms(proposal, g.scheme))
+    return tuple(BoundScheme(g.scheme, g.time, g.max_seq_len, scheme_reduce_ms(proposal, g))
                  for g in menu(proposal, schemes))
 
 
@@ -131,7 +131,7 @@ def level_compute(plan: StepPlan, proposal: Proposal, pool: Sequence[BoundScheme
 
 def plan_level_ms(plan: StepPlan, proposal: Proposal) -> float:
     """The reduction level of ``plan``: the largest ``r_k`` of its strategy's schemes."""
-    return max(scheme_reduce_ms(proposal, g.scheme) for g in plan.strategy(proposal).pipelines)
+    return max(scheme_reduce_ms(proposal, g) for g in plan.strategy(proposal).pipelines)
 
 
 def bound_at_level(levels: Sequence[LevelBound], reduce_ms: float) -> LevelBound:

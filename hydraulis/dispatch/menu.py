@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.cost import reduce_ms
-from hydraulis.types import PipelineGroup, Proposal, Scheme
+from hydraulis.cost import exposed_reduce_ms, reduction_model
+from hydraulis.types import PipelineGroup, Proposal
 
 FLUID_BISECTIONS = 12
 """Halvings of the fluid answer's compute-time interval per reduction level."""
@@ -50,9 +50,10 @@ def menu(proposal: Proposal, schemes: Sequence[PipelineGroup] = ()) -> tuple[Pip
     return tuple(found.values())
 
 
-def scheme_reduce_ms(proposal: Proposal, scheme: Scheme) -> float:
-    """``r_k``: the reduction of a strategy of several pipelines whose least sharded runs ``scheme``."""
-    return reduce_ms(proposal.model.params, (scheme, scheme), proposal.optimizer_layout, proposal.reduce_gbps)
+def scheme_reduce_ms(proposal: Proposal, group: PipelineGroup) -> float:
+    """``r_k``: the exposed reduction of a strategy of several pipelines whose least sharded runs
+    ``group``'s scheme."""
+    return exposed_reduce_ms(proposal.model.params, (group, group), proposal.optimizer_layout, reduction_model(proposal))
 
 
 @dataclass(frozen=True, eq=False)

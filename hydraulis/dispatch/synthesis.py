@@ -54,7 +54,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hydraulis.cost import BoundScheme, reduce_ms, step_bound
+from hydraulis.cost import BoundScheme, exposed_reduce_ms, reduction_model, step_bound
 from hydraulis.dispatch.batch import Batch
 from hydraulis.dispatch.dispatcher import (
     Candidate,
@@ -173,7 +173,7 @@ class _Search:
         self.deadline = started + synthesis.wall_limit_ms / 1e3
         self.left, self.evaluations, self.stopped = synthesis.evaluations, 0, False
         self.menu = menu(proposal, synthesis.schemes if synthesis.mode is Synthesise.SPACE else ())
-        reduce = np.array([scheme_reduce_ms(proposal, g.scheme) for g in self.menu])
+        reduce = np.array([scheme_reduce_ms(proposal, g) for g in self.menu])
         self.costs = MenuCosts.of(self.menu, batch.tokens, reduce, proposal.pipeline_model.p2p_ms)
         self.floor = self.costs.floor_ms(proposal.devices)
         self.useful = self.costs.reduce + self.floor < incumbent.predicted_ms
@@ -388,6 +388,6 @@ class _Search:
         return tuple(counts)
 
     def _reduction(self, strategy: Strategy) -> float:
-        return reduce_ms(self.proposal.model.params, [g.scheme for g in strategy.expanded()],
-                         self.proposal.optimizer_layout, self.proposal.reduce_gbps)
+        return exposed_reduce_ms(self.proposal.model.params, strategy.expanded(), self.proposal.optimizer_layout,
+                                 reduction_model(self.proposal))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hydraulis.errors import require, require_http_url, require_int, require_number
+from hydraulis.layout.buckets import BUCKET_MB
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
 from hydraulis.limits import SYNTHESIS_EVALUATIONS
 from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, OptimizerLayout, Synthesise
@@ -19,7 +20,10 @@ class RuntimeOptions:
     """How a job runs. ``timeout_s`` bounds every collective and point-to-point wait: a rank
     that dies or hangs surfaces as an error on the others within it. ``threads`` is the
     number of intra-op CPU threads per process. ``grad_reduce_dtype`` is the dtype of the
-    gradients sent to the optimizer layout (:mod:`hydraulis.runtime.gradients`).
+    gradients sent to the optimizer layout (:mod:`hydraulis.runtime.gradients`; ``auto``: bf16 on
+    CUDA, fp32 on the CPU). ``overlap_reduction`` exchanges gradients and weights with the
+    optimizer layout in buckets of ``bucket_mb`` MiB overlapped with the backward and the forward
+    (design §19; off: whole, between the phases).
     ``record_operations`` records every stage's forwards and backwards, in order, with their
     times, into each step's record (one more all-gather per step). ``device_memory`` is the bytes
     each process may hold (None: no budget): a step whose measured peak exceeds it on any rank
@@ -32,9 +36,11 @@ class RuntimeOptions:
     seed: int = 0
     timeout_s: float = 60.0
     threads: int = 1
-    grad_reduce_dtype: ReduceDtype = ReduceDtype.FP32
+    grad_reduce_dtype: ReduceDtype = ReduceDtype.AUTO
     record_operations: bool = False
     device_memory: int | None = None
+    overlap_reduction: bool = True
+    bucket_mb: float = BUCKET_MB
 
     def __post_init__(self) -> None:
         require(isinstance(self.device, DeviceKind), "device", self.device,
@@ -53,6 +59,9 @@ class RuntimeOptions:
                 "must be true or false")
         if self.device_memory is not None:
             require_int(self.device_memory, "device_memory", minimum=1)
+        require(isinstance(self.overlap_reduction, bool), "overlap_reduction", self.overlap_reduction,
+                "must be true or false")
+        require(require_number(self.bucket_mb, "bucket_mb") > 0, "bucket_mb", self.bucket_mb, "must be > 0")
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,10 @@ class StepRecord:
     the run's strategies (the proposal's, or the cycled SPECs; −1 and ``synthesised``: a strategy
     made for the step); ``communicators`` how many
     process groups the step created (:class:`~hydraulis.runtime.rank_map.GroupCache`);
-    ``operations``, per pipeline, what its stages executed (empty unless recorded)."""
+    ``operations``, per pipeline, what its stages executed (empty unless recorded);
+    ``reduction_inflight_ms`` and ``reduction_hidden_ms`` the reduction's time in flight summed
+    over the ranks and the part of it while a backward computed (:mod:`hydraulis.job.overlap`;
+    0 unless recorded)."""
 
     step: int
     strategy: str
@@ -83,6 +86,8 @@ class StepRecord:
     communicators: int = 0
     operations: tuple[PipelineOperations, ...] = ()
     synthesised: bool = False
+    reduction_inflight_ms: float = 0.0
+    reduction_hidden_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,7 @@ class TrainSummary:
     synthesised: int = 0
     communicators: int = 0
     communicator_bound: int = 0
+    reduction_hidden_fraction: float | None = None
 
 
 def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
@@ -127,7 +133,13 @@ def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
                         sum(warm) / len(warm) if warm else None, *_median_p90(warm), records[0].loss, records[-1].loss,
                         tuple(used.most_common()), sum(r.synthesised for r in records),
                         len(frozenset().union(*(communicators(strategy) for strategy in pipelines))),
-                        communicator_bound(schemes, devices))
+                        communicator_bound(schemes, devices), _hidden_fraction(records))
+
+
+def _hidden_fraction(records: Sequence[StepRecord]) -> float | None:
+    """Σ hidden / Σ in flight over the steps (None: nothing recorded)."""
+    inflight = sum(r.reduction_inflight_ms for r in records)
+    return sum(r.reduction_hidden_ms for r in records) / inflight if inflight > 0 else None
 
 
 def _median_p90(values: list[float]) -> tuple[float | None, float | None]:
@@ -163,4 +175,6 @@ def summary_line(summary: TrainSummary) -> str:
             f"{warm}; "
             f"loss {summary.first_loss:.4f} → {summary.last_loss:.4f}; strategies {used}; "
             f"{summary.synthesised} steps on a strategy made for them; {summary.communicators} distinct "
-            f"communicators (bound {summary.communicator_bound})")
+            f"communicators (bound {summary.communicator_bound})"
+            + ("" if summary.reduction_hidden_fraction is None
+               else f"; reduction_hidden_fraction={summary.reduction_hidden_fraction:.2f}"))

@@ -30,9 +30,18 @@ class Precision(str, Enum):
 class ReduceDtype(str, Enum):
     """The dtype gradients travel in to the optimizer layout (they are summed there in fp32)."""
 
+    AUTO = "auto"
+    """bf16 on CUDA (the cost model's 2 bytes per gradient, design §4.3), fp32 on the CPU."""
     FP32 = "fp32"
     BF16 = "bf16"
     """Half the bytes of the reduction; each rank's fp32 accumulated gradient is rounded once."""
+
+
+    def resolve(self, device_type: str) -> ReduceDtype:
+        """The dtype on a device of ``device_type`` (``"cuda"`` or ``"cpu"``): AUTO resolved."""
+        if self is not ReduceDtype.AUTO:
+            return self
+        return ReduceDtype.BF16 if device_type == "cuda" else ReduceDtype.FP32
 
 
 class OptimizerKind(str, Enum):

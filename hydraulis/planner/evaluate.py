@@ -12,7 +12,7 @@ compares with — by the same rule, on the same sampled steps:
    ``pp > 1``: the better, by exact 1F1B simulation, of that packing and a time-balanced one
    with ``v ≈ √((p − 1)·W/c)`` micro-batches (planner/fluid.py), longest micro-batch first.
 3. **Step** = the slowest pipeline (exact 1F1B simulation, cost/pipeline.py) + the gradient
-   reduction into the optimizer layout (cost/step.py).
+   reduction into the optimizer layout the backward cannot hide (cost/step.py).
 
 The per-step dispatcher (hydraulis/dispatch) plans steps for real; this is the planner's
 yardstick, deterministic and fast enough for a few hundred (strategy, step) pairs.
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.cost import pipeline_times_1f1b, reduce_ms, step_time_ms
+from hydraulis.cost import ReductionModel, exposed_reduce_ms, pipeline_times_1f1b, step_time_ms
 from hydraulis.errors import HydraulisError
 from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Strategy
 
@@ -39,9 +39,12 @@ class CostContext:
     layout: OptimizerLayout
     reduce_gbps: float
     pipeline_model: PipelineModel
+    reduce_overlap: float = 0.0
 
     def reduction_ms(self, strategy: Strategy) -> float:
-        return reduce_ms(self.params, tuple(g.scheme for g in strategy.expanded()), self.layout, self.reduce_gbps)
+        """The exposed reduction of ``strategy`` (:func:`hydraulis.cost.exposed_reduce_ms`)."""
+        model = ReductionModel(self.reduce_gbps, self.reduce_overlap, pipeline_model=self.pipeline_model)
+        return exposed_reduce_ms(self.params, strategy.expanded(), self.layout, model)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from hydraulis.cost import MemoryBreakdown, reduce_ms, scheme_capacities
+from hydraulis.cost import MemoryBreakdown, exposed_reduce_ms, reduction_model, scheme_capacities
 from hydraulis.errors import HydraulisError
 from hydraulis.planner.variants import with_schemes
 from hydraulis.types import OptimizerLayout, PipelineGroup, Proposal, Scheme, SchemeSpace, TimeCoefficients
@@ -73,8 +73,9 @@ def scheme_options(space: SchemeSpace, layout: OptimizerLayout, node_size: int) 
         if problem:
             notes.append(f"{scheme} left out: {problem}")
             continue
+        group = PipelineGroup(scheme, 1, capacity.max_seq_len, capacity.profile.time)
         usable.append(SchemeOption(scheme, capacity.profile.time, capacity.max_seq_len, capacity.memory,
-                                   reduce_ms(space.model.params, (scheme, scheme), layout, space.reduce_gbps)))
+                                   exposed_reduce_ms(space.model.params, (group, group), layout, reduction_model(space))))
     options = []
     for option in usable:
         better = next((o for o in usable if o is not option and o.dominates(option)

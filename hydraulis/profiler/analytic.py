@@ -140,6 +140,7 @@ def analytic_scheme_space(
         segments=tuple(analytic_segments(model, device, cluster, cp, tp, sp)
                        for cp, tp in degrees for sp in (False, True) if tp > 1 or not sp) if segments else (),
         communicator_ms=device.communicator_ms,
+        reduce_overlap=device.reduce_overlap,
     )
 
 

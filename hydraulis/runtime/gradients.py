@@ -13,9 +13,15 @@ frees it::
 (the bf16 gradient of one micro-batch is rounded once, the sum never is). In fp32 compute the
 gradient accumulates in ``param.grad`` itself, already fp32.
 
-The reduction (:meth:`~hydraulis.runtime.optimizer.routes.Route.reduce`) then sends these
+**Readiness.** The same hook counts, per parameter, the backwards that reached it. Armed for a
+step of ``v`` micro-batches with the parameters' buckets (:meth:`GradientBuffers.arm`), it
+reports a bucket as soon as every parameter in it has been accumulated ``v`` times — the last
+micro-batch's backward has produced it — so that its exchange can start while the backward
+goes on (:class:`~hydraulis.runtime.optimizer.exchange.Reduction`).
+
+The reduction (:mod:`hydraulis.runtime.optimizer.exchange`) then sends these
 gradients to the optimizer layout in ``grad_reduce_dtype`` (:class:`~hydraulis.layout.kinds.ReduceDtype`) —
-fp32 by default, or bf16 to halve the bytes at the price of one more rounding per rank — and the
+fp32 on the CPU, bf16 on CUDA by default, or either when asked, bf16 halving the bytes at the price of one more rounding per rank — and the
 owners sum them in their fp32 buffers.
 
 Memory: 4 bytes per compute-shard element for the main gradients (allocated at the first
@@ -25,7 +31,8 @@ transiently one parameter's gradient of one micro-batch in the compute dtype.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -36,10 +43,20 @@ class GradientBuffers:
     def __init__(self, params: Sequence[torch.nn.Parameter], fp32_main: bool) -> None:
         self.params = list(params)
         self.main: list[torch.Tensor | None] = [None] * len(self.params)
-        if fp32_main:
-            for index, param in enumerate(self.params):
-                param.register_post_accumulate_grad_hook(self._accumulator(index))
+        for index, param in enumerate(self.params):
+            param.register_post_accumulate_grad_hook(self._accumulator(index))
         self.fp32_main = fp32_main
+        self.counts = [0] * len(self.params)
+        self.expected = 0
+        self.buckets: tuple[int, ...] = ()
+        self.missing: dict[int, int] = {}
+        self.on_ready: Callable[[int], None] | None = None
+
+    def arm(self, backwards: int, buckets: tuple[int, ...], on_ready: Callable[[int], None]) -> None:
+        """Call ``on_ready(bucket)`` once every parameter of ``bucket`` (``buckets[i]``: the
+        bucket of parameter ``i``) has been accumulated ``backwards`` times."""
+        self.expected, self.buckets, self.on_ready = backwards, buckets, on_ready
+        self.missing = dict(Counter(buckets))
 
     def grads(self) -> list[torch.Tensor | None]:
         """Every parameter's gradient summed over the step's micro-batches (None: none arrived)."""
@@ -52,6 +69,8 @@ class GradientBuffers:
                 main.zero_()
         for param in self.params:
             param.grad = None
+        self.counts = [0] * len(self.params)
+        self.on_ready = None
 
     def release(self) -> None:
         """Free the main buffers (the strategy is switched away from)."""
@@ -59,9 +78,16 @@ class GradientBuffers:
 
     def _accumulator(self, index: int):
         def accumulate(param: torch.nn.Parameter) -> None:
-            if self.main[index] is None:
-                self.main[index] = torch.zeros(param.shape, dtype=torch.float32, device=param.device)
-            self.main[index].add_(param.grad)
-            param.grad = None
+            if self.fp32_main:
+                if self.main[index] is None:
+                    self.main[index] = torch.zeros(param.shape, dtype=torch.float32, device=param.device)
+                self.main[index].add_(param.grad)
+                param.grad = None
+            self.counts[index] += 1
+            if self.on_ready is not None and self.counts[index] == self.expected:
+                bucket = self.buckets[index]
+                self.missing[bucket] -= 1
+                if self.missing[bucket] == 0:
+                    self.on_ready(bucket)
 
         return accumulate

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from hydraulis.cost import reduce_ms
+from hydraulis.cost import ReductionModel, exposed_reduce_ms
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, proposal_communicators
 from hydraulis.placement import Communicator, communicators
@@ -80,13 +80,14 @@ class Planning:
 
 
 def spec_proposal(layout: StrategyLayout, model: ModelSpec, devices: int, token_budget: int, max_seq_len: int,
-                  pipeline_model: PipelineModel, reduce_gbps: float = 0.0) -> Proposal:
+                  pipeline_model: PipelineModel, reduce_gbps: float = 0.0, reduce_overlap: float = 0.0) -> Proposal:
     """A strategy given as a SPEC as a proposal of that one strategy on ``devices`` devices,
     serving every step; its pipelines' ``max_seq_len`` is their micro-batch capacity, its
-    optimizer layout ZeRO-1 over all devices, its reduction time the cost model's
-    (:func:`hydraulis.cost.reduce_ms`, 0 without a bandwidth)."""
+    optimizer layout ZeRO-1 over all devices, its reduction time the cost model's exposed one
+    (:func:`hydraulis.cost.exposed_reduce_ms`, 0 without a bandwidth)."""
     strategy, optimizer_layout = layout.strategy, OptimizerLayout(devices, 1, 1)
-    reduction = reduce_ms(model.params, [g.scheme for g in strategy.expanded()], optimizer_layout, reduce_gbps)
+    reduction = exposed_reduce_ms(model.params, strategy.expanded(), optimizer_layout,
+                                  ReductionModel(reduce_gbps, reduce_overlap, pipeline_model=pipeline_model))
     proposed = ProposedStrategy(strategy, 0, max_seq_len, 0.0, reduction, (0,) * len(strategy.pipelines),
                                 f"given as {layout}")
     return Proposal(model, devices, devices, optimizer_layout, (proposed,), token_budget, max_seq_len,

@@ -148,9 +148,9 @@ def _cycled_strategies(config: TrainConfig, model: ModelSpec, token_budget: int,
     times = scheme_times(model, devices, space)
     layouts = tuple(parse_strategy(text, model, times, capacity, field) for text, field in zip(config.strategies, fields))
     pipeline_model = space.pipeline_model if space else PipelineModel()
-    reduce_gbps = space.reduce_gbps if space else 0.0
-    proposals = tuple(spec_proposal(layout, model, devices, token_budget, max_seq_len, pipeline_model, reduce_gbps)
-                      for layout in layouts)
+    reduce_gbps, overlap = (space.reduce_gbps, space.reduce_overlap) if space else (0.0, 0.0)
+    proposals = tuple(spec_proposal(layout, model, devices, token_budget, max_seq_len, pipeline_model, reduce_gbps,
+                                    overlap) for layout in layouts)
     return layouts, Planning(proposals, True, config.method, options, config.planner_url)
 
 

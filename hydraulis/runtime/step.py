@@ -7,19 +7,26 @@ Recipe (every rank, whatever its place):
    before), build its stage model and its :class:`~.optimizer.routes.Route` (kept for later
    steps);
 2. **propagate**: the owners of the optimizer layout send the current weights to the rank's
-   shards (:meth:`Route.propagate`, in the compute dtype);
+   shards, in the compute dtype, bucket by bucket (:class:`~.optimizer.exchange.Propagation`:
+   all issued now, each waited for just before the first forward that uses it);
 3. pack the rank's micro-batches of its pipeline's plan (:mod:`.model.packing`) and run them under
    1F1B (:mod:`.parallel.pipeline`), each back-propagating its part of the loss normalised by
    the whole batch's loss tokens (:mod:`.model.loss`);
 4. **reduce** the shards' gradients, accumulated over the micro-batches in fp32
-   (:mod:`.gradients`), into the owners' buffers (:meth:`Route.reduce`, in the
-   ``grad_reduce_dtype``) and step the optimizer there (:mod:`.optimizer.master`);
+   (:mod:`.gradients`), into the owners' buffers, in the ``grad_reduce_dtype``, bucket by bucket
+   (:class:`~.optimizer.exchange.Reduction`: each issued as soon as the last micro-batch's
+   backward has produced it, all waited for here), and step the optimizer there
+   (:mod:`.optimizer.master`) — with ``overlap_reduction`` off, both exchanges run whole
+   between the phases instead;
 5. gather per-rank figures: each pipeline's measured compute time is its slowest rank's (step 3),
    the step's time the slowest rank's steps 2–4, the reduction's what the step took beyond
    step 2 and the slowest pipeline; the loss is the sum of the last stages' parts; with
    ``record_operations``, every stage's operations in the order they ran, with their times
    (:mod:`.parallel.operations`); with a ``device_memory`` budget, every rank's peak bytes of
-   steps 2–4 (:mod:`.memory.peak`), and every rank fails alike when one exceeds it.
+   steps 2–4 (:mod:`.memory.peak`), and every rank fails alike when one exceeds it; with
+   ``record_operations``, the reduction's time in flight summed over the ranks and the part of
+   it during which some rank's backward was computing
+   (:func:`~.parallel.operations.gather_reduction_overlap`).
 
 The host waits for the device once per step: the phases are timed by events on the device's
 stream (:class:`StepClock`), the losses of the micro-batches are summed on the device, shapes
@@ -58,12 +65,16 @@ from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import Documents, pack_micro_batch
-from hydraulis.runtime.parallel.operations import RecordingWork, gather_operations
+from hydraulis.runtime.parallel.operations import (RecordingWork, gather_operations, gather_reduction_overlap,
+                                                   step_clock)
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
 from hydraulis.job.records import StepRecord
+from hydraulis.layout.buckets import bucket_elements
+from hydraulis.runtime.optimizer.exchange import Propagation, Reduction, WeightGate
 from hydraulis.runtime.optimizer.routes import Route, route_plan
+from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 
 log = logging.getLogger(__name__)
@@ -84,6 +95,7 @@ class ComputeStage:
     gradients: GradientBuffers
     route: Route
     link: StageLink | None
+    gate: WeightGate | None
 
 
 class StepRunner:
@@ -97,9 +109,12 @@ class StepRunner:
         self.rank_ranges = rank_ranges
         self.placement = OptimizerPlacement(model, layout, context.world_size)
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
-        self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype]
-        self.budget = options.device_memory
+        self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype.resolve(context.device.type)]
+        self.budget, self.overlap = options.device_memory, options.overlap_reduction
+        self.buckets = bucket_elements(options.bucket_mb, self.reduce_dtype.itemsize)
         self.groups = GroupCache(dist.new_group if context.world_size > 1 else None)
+        self.exchange = (ParallelGroup(dist.new_group(list(range(context.world_size))), context.world_size,
+                                       context.rank) if context.world_size > 1 else ParallelGroup.single())
         self.stages: dict[str, ComputeStage] = {}
         self.current: ComputeStage | None = None
 
@@ -121,15 +136,23 @@ class StepRunner:
         tokens = loss_tokens(plan)
         meter = PeakMemory(self.context.device) if self.budget is not None else None
         with meter.step(self._held(stage)) if meter else nullcontext():
-            clock = StepClock(self.context.device)
-            stage.route.propagate(self.optimizer.master, stage.params)
+            clock, timer = StepClock(self.context.device), step_clock(self.context.device)
+            propagation = Propagation(stage.route, self.optimizer.master, stage.params, self.context.dtype, timer)
+            if stage.gate is not None and self.overlap:
+                stage.gate.propagation = propagation
+            else:
+                propagation.finish()
             clock.mark()
             loss_part = torch.zeros((), dtype=torch.float32, device=self.context.device)
             recording = None
+            reduction = Reduction(stage.route, stage.gradients.grads, self.reduce_dtype, self.context.device, timer)
             if stage.model is not None:
-                loss_part, recording = self._compute(stage, plan, documents, tokens)
+                loss_part, recording = self._compute(stage, plan, documents, tokens, reduction, timer)
+            propagation.finish()
+            if stage.gate is not None:
+                stage.gate.propagation = None
             clock.mark()
-            stage.route.reduce(stage.gradients.grads(), self.optimizer.grad, self.reduce_dtype)
+            reduction.finish(self.optimizer.grad)
             stage.gradients.clear()
             self.optimizer.step()
             clock.mark()
@@ -143,21 +166,26 @@ class StepRunner:
             check_budget(self.budget, step, [int(v) for v in every[:, FIGURES.index("peak_bytes")]],
                          [int(v) for v in every[:, FIGURES.index("held_bytes")]])
         reduce = max(0.0, figures["step_ms"] - figures["propagate_ms"] - max(measured))
-        operations = ()
+        operations, overlap = (), (0.0, 0.0)
         if self.record:
             leads = stage.place is not None and stage.place.tp_rank == 0 and stage.place.cp_rank == 0
-            operations = gather_operations(recording.rows() if recording else [], leads, stage.rank_map, plan,
-                                           layout.strategy, self.context.world, self.context.device)
+            rows = recording.rows() if recording else []
+            operations = gather_operations(rows, leads, stage.rank_map, plan, layout.strategy, self.context.world,
+                                           self.context.device)
+            overlap = gather_reduction_overlap(reduction.intervals_ms(), rows, timer, stage.route.buckets, plan,
+                                               self.context.world, self.context.device)
         return StepRecord(step, str(layout), tokens, figures["loss"], measured,
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
                           figures["step_ms"], plan.predicted_ms, plan.planning_ms,
                           strategy_index=plan.strategy_index, communicators=communicators,
-                          operations=operations)
+                          operations=operations, reduction_inflight_ms=overlap[0], reduction_hidden_ms=overlap[1])
 
-    def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents,
-                 tokens: int) -> tuple[torch.Tensor, RecordingWork | None]:
+    def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int,
+                 reduction: Reduction, timer) -> tuple[torch.Tensor, RecordingWork | None]:
         """This rank's part of the loss (on the device; zero but on a last stage's tp rank 0) and,
-        with ``record_operations``, the recording of its operations."""
+        with ``record_operations``, the recording of its operations on ``timer``; with the
+        overlap on, each bucket of the gradients goes to ``reduction`` once the last backward
+        has produced it."""
         place, model = stage.place, stage.model
         pipeline = plan.pipelines[place.pipeline]
         kernel = attention_kernel(self.context.device, self.context.dtype)
@@ -165,7 +193,9 @@ class StepRunner:
                                     model.sequence_shards)
                    for mb in pipeline.micro_batches]
         work = StageWork(model, batches, tokens)
-        recording = RecordingWork(work, self.context.device) if self.record else None
+        if self.overlap and batches:
+            stage.gradients.arm(len(batches), stage.route.plan.shard_buckets, reduction.ready)
+        recording = RecordingWork(work, timer) if self.record else None
         run_1f1b(recording or work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
         return (work.loss if model.last and place.tp_rank == 0 else torch.zeros_like(work.loss)), recording
 
@@ -175,7 +205,7 @@ class StepRunner:
             rank_map = RankMap(layout.pipelines, self.context.world_size, self.rank_ranges)
             groups = ProcessGroups.create(rank_map, self.context.rank, self.groups)
             place = rank_map.place(self.context.rank)
-            model, params, link = None, [], None
+            model, params, link, gate = None, [], None, None
             if place is not None:
                 pipeline = layout.pipelines[place.pipeline]
                 model = StageModel(self.model, pipeline, place.stage, groups.tp, groups.cp, self.context.dtype,
@@ -185,12 +215,13 @@ class StepRunner:
                           "from %s, to %s", key, place.pipeline, place.stage, place.tp_rank, peers.previous,
                           peers.to_following, peers.following, peers.to_previous)
                 link = StageLink(peers, self.context.device, self.context.dtype)
-            route = Route(route_plan(self.placement, rank_map, self.context.rank), self.context.world)
+            route = Route(route_plan(self.placement, rank_map, self.context.rank, self.buckets), self.exchange)
             route.check(self.context.device)
             if model is not None:
                 params = model.shard_parameters(route.shards)
+                gate = WeightGate(model, params, route.plan.shard_buckets)
             gradients = GradientBuffers(params, fp32_main=self.context.dtype != torch.float32)
-            self.stages[key] = ComputeStage(rank_map, place, groups, model, params, gradients, route, link)
+            self.stages[key] = ComputeStage(rank_map, place, groups, model, params, gradients, route, link, gate)
         return self.stages[key]
 
     def _switch(self, stage: ComputeStage) -> ComputeStage:

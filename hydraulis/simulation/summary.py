@@ -56,7 +56,9 @@ def summarise(simulation: Simulation) -> tuple[ContenderSummary, ...]:
 
 @dataclass(frozen=True)
 class GapSummary:
-    """Medians over the steps (module docstring); ``parts`` is ``(term, ms)`` per gap term."""
+    """Medians over the steps (module docstring); ``parts`` is ``(term, ms)`` per gap term;
+    ``exposed_reduction_share`` the exposed reduction over the step time, summed over the steps
+    (design §19)."""
 
     pool_ms: float
     tight_ms: float
@@ -64,6 +66,7 @@ class GapSummary:
     compute_over_pool: float
     predicted_over_tight: float
     parts: tuple[tuple[str, float], ...]
+    exposed_reduction_share: float
 
 
 def gap_summary(simulation: Simulation) -> GapSummary:
@@ -76,4 +79,5 @@ def gap_summary(simulation: Simulation) -> GapSummary:
     return GapSummary(float(np.median(pool)), float(np.median(tight)), float(np.median(predicted / pool)),
                       float(np.median(compute / pool)), float(np.median(predicted / tight)),
                       tuple((name, float(np.median([dict(g.parts())[name] for g in simulation.gaps])))
-                            for name in names))
+                            for name in names),
+                      float(sum(g.reduction_ms for g in simulation.gaps) / predicted.sum()))

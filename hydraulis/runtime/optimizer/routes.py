@@ -17,16 +17,21 @@ Each holder's shard is cut by the tp of the stage holding the parameter, so pipe
 different tp, and stages of one staged pipeline with different tp (design §18), meet the
 optimizer layout alike.
 
-Both sides order a peer's blocks by (parameter, offset in the shard), so a sender packs and a
-receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
+**Buckets.** Every block carries the bucket of the holder's shard (:mod:`hydraulis.layout.buckets`:
+the holder's shards in reverse order of use, cut by size), and each exchange is one
+``all_to_all_single`` per bucket, ``K`` of them per step (``K`` the most buckets any rank of the
+strategy holds; a rank with fewer sends nothing in the rest), so a bucket's exchange can start
+as soon as the backward has produced it and a bucket's weights be waited for where the forward
+needs them (:mod:`.exchange`). Both sides order a bucket's blocks by (peer, parameter, offset in
+the shard), so a sender packs and a receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
 (:attr:`~hydraulis.layout.sharding.Shard.contributes`, the RMSNorm weights) is left
 out of the reduction and still receives weights.
 
 **Reduce** (every step, after the backward passes): rank ``r`` packs its shards' gradients
 (fp32) block by block, peer by peer, and sends them with one ``all_to_all_single``; each owner
-zeroes its gradient buffer and adds the incoming blocks source by source, in rank order (one
-source never sends an element twice, so each source's adds are disjoint and the sum is
-deterministic on every device). The buffer then holds, for each element, the sum over every
+zeroes its gradient buffer and adds the incoming blocks bucket by bucket, source by source in
+rank order (one source never sends an element twice, so each source's adds are disjoint and the
+sum is deterministic on every device). The buffer then holds, for each element, the sum over every
 pipeline, cp rank, tp rank and micro-batch that computed it — the single-device gradient up to
 the order of the sums (:mod:`..model.loss` normalises by the whole batch). A reduce-scatter in
 effect, for any mix of layouts.
@@ -72,14 +77,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from hydraulis.layout.buckets import shard_buckets
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap, strided
 from hydraulis.layout.sharding import ParameterSpec, Shard, holding_stage, shard_of, stage_shards
 from hydraulis.runtime.rank_map import RankMap, RankPlace
 
-HELD = ("peer", "parameter", "offset", "shard", "count", "length", "stride", "contributes")
+HELD = ("peer", "parameter", "offset", "shard", "count", "length", "stride", "contributes", "bucket")
 """Columns of :attr:`RoutePlan.held` (``offset``: in the shard's own tensor)."""
-OWNED = ("peer", "parameter", "source_offset", "offset", "count", "length", "stride", "contributes")
+OWNED = ("peer", "parameter", "source_offset", "offset", "count", "length", "stride", "contributes", "bucket")
 """Columns of :attr:`RoutePlan.owned` (``offset``: in the buffer; ``source_offset``: in the
 peer's shard, the order both sides agree on)."""
 
@@ -94,80 +100,113 @@ class RoutePlan:
     shards: tuple[Shard, ...]
     held: np.ndarray
     owned: np.ndarray
+    buckets: int = 1
+    """``K``: the exchanges per step, the most buckets any rank of the strategy holds."""
+    shard_buckets: tuple[int, ...] = ()
+    """The bucket of each of :attr:`shards`."""
 
     @property
     def nbytes(self) -> int:
         """Bytes of the plan's tables and of the exchange's per-peer counts (4 × world)."""
         return int(self.held.nbytes + self.owned.nbytes) + 4 * 8 * self.world_size
 
-    def sent(self, reduce: bool) -> list[int]:
-        """Elements this rank's shards send to each rank (reduce: contributing shards only)."""
-        return _counts(self.held, HELD, self.world_size, reduce)
+    def sent(self, reduce: bool, bucket: int) -> list[int]:
+        """Elements this rank's shards send to each rank in ``bucket`` (reduce: contributing shards only)."""
+        return _counts(self.held, HELD, self.world_size, reduce, bucket)
 
-    def received(self, reduce: bool) -> list[int]:
-        """Elements this rank's buffer receives from each rank (reduce: contributions only)."""
-        return _counts(self.owned, OWNED, self.world_size, reduce)
+    def received(self, reduce: bool, bucket: int) -> list[int]:
+        """Elements this rank's buffer receives from each rank in ``bucket`` (reduce: contributions only)."""
+        return _counts(self.owned, OWNED, self.world_size, reduce, bucket)
 
 
-def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int) -> RoutePlan:
-    """The blocks of ``rank`` under the strategy of ``rank_map`` (module docstring)."""
+def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
+               bucket_elements: tuple[int, int] | None = None) -> RoutePlan:
+    """The blocks of ``rank`` under the strategy of ``rank_map`` (module docstring), in buckets
+    of ``bucket_elements`` ``(capacity, first)`` elements (None: one bucket per rank)."""
     place = rank_map.place(rank)
-    shards = () if place is None else stage_shards(placement.model, rank_map.pipelines[place.pipeline], place.stage,
-                                                   place.tp_rank)
+    cut = _BucketCut(placement, rank_map, bucket_elements)
+    shards = () if place is None else cut.shards(place)
+    mine = cut.buckets(place) if place is not None else ()
     index = {spec.name: i for i, spec in enumerate(placement.specs)}
     held = []
     for k, shard in enumerate(shards):
-        mine = Region.of_shard(shard)
+        region_k = Region.of_shard(shard)
         for owner, region in placement.owner_regions(shard.spec):
             held += [(owner, index[shard.name], block.a, k, block.count, block.length, block.a_stride,
-                      shard.contributes) for block in overlap(mine, region)]
+                      shard.contributes, mine[k]) for block in overlap(region_k, region)]
     owned = []
     for region in placement.owned_regions(rank):
         for holders, shard in _holders(rank_map, region.spec):
             blocks = overlap(Region.of_shard(shard), region)
             owned += [(holder, index[region.spec.name], block.a, block.b, block.count, block.length, block.b_stride,
-                       shard.contributes) for holder in holders for block in blocks]
-    return RoutePlan(rank, rank_map.world_size, shards, _table(held, HELD), _table(owned, OWNED))
+                       shard.contributes, cut.bucket_of(holder, shard.name))
+                      for holder in holders for block in blocks]
+    return RoutePlan(rank, rank_map.world_size, shards, _table(held, HELD), _table(owned, OWNED), cut.most(),
+                     tuple(mine))
+
+
+class _BucketCut:
+    """Every holder's buckets under one strategy (:func:`~hydraulis.layout.buckets.shard_buckets`),
+    computed once per (pipeline, stage, tp rank)."""
+
+    def __init__(self, placement: OptimizerPlacement, rank_map: RankMap, elements: tuple[int, int] | None) -> None:
+        self.placement, self.rank_map, self.elements = placement, rank_map, elements
+        self.cache: dict[tuple[int, int, int], dict[str, int]] = {}
+
+    def shards(self, place: RankPlace) -> tuple[Shard, ...]:
+        return stage_shards(self.placement.model, self.rank_map.pipelines[place.pipeline], place.stage, place.tp_rank)
+
+    def buckets(self, place: RankPlace) -> tuple[int, ...]:
+        shards = self.shards(place)
+        return shard_buckets(shards, *self.elements) if self.elements else (0,) * len(shards)
+
+    def bucket_of(self, rank: int, name: str) -> int:
+        place = self.rank_map.place(rank)
+        key = (place.pipeline, place.stage, place.tp_rank)
+        if key not in self.cache:
+            self.cache[key] = {s.name: b for s, b in zip(self.shards(place), self.buckets(place))}
+        return self.cache[key][name]
+
+    def most(self) -> int:
+        """``K``: the most buckets of any rank the strategy places (at least 1)."""
+        places = {(p.pipeline, p.stage, p.tp_rank): p for p in map(self.rank_map.place, range(self.rank_map.world_size))
+                  if p is not None}
+        return max([1, *(max(self.buckets(p), default=-1) + 1 for p in places.values())])
 
 
 class Route:
-    """A :class:`RoutePlan` run over the world group ``world`` (module docstring). Each
-    exchange is a pack, one all-to-all and an unpack; the four parts are methods of their own."""
+    """A :class:`RoutePlan` run over the group ``world`` (every rank; module docstring). Each
+    bucket's exchange is a pack, one all-to-all and an unpack; the parts are methods of their own
+    (:mod:`.exchange` runs them asynchronously)."""
 
     def __init__(self, plan: RoutePlan, world) -> None:
-        self.plan, self.world, self.shards = plan, world, plan.shards
-        self.sent = {reduce: plan.sent(reduce) for reduce in (True, False)}
-        self.received = {reduce: plan.received(reduce) for reduce in (True, False)}
+        self.plan, self.world, self.shards, self.buckets = plan, world, plan.shards, plan.buckets
+        self.sent = {reduce: [plan.sent(reduce, k) for k in range(plan.buckets)] for reduce in (True, False)}
+        self.received = {reduce: [plan.received(reduce, k) for k in range(plan.buckets)] for reduce in (True, False)}
+        held = plan.held[:, [0, 3, 2, 4, 5, 6, 7]].tolist()
+        owned = plan.owned[:, [0, 3, 4, 5, 6, 7]].tolist()
+        self.held_rows = [[r for r, b in zip(held, plan.held[:, -1]) if b == k] for k in range(plan.buckets)]
+        """Per bucket, ``(peer, shard, offset, count, length, stride, contributes)`` in exchange order."""
+        self.owned_rows = [[r for r, b in zip(owned, plan.owned[:, -1]) if b == k] for k in range(plan.buckets)]
+        """Per bucket, ``(peer, offset, count, length, stride, contributes)`` in exchange order."""
 
     def check(self, device: torch.device) -> None:
         """Raise unless every peer's plan sends this rank what its own plan expects (one
         all-to-all of the counts, when the route is built)."""
         size = self.world.size
-        told = self.world.all_to_all(torch.tensor(self.sent[False], device=device), [1] * size, [1] * size)
-        if told.cpu().tolist() != self.received[False]:
-            raise RuntimeError(f"rank {self.plan.rank}: its peers' routes send {told.cpu().tolist()} elements, "
-                               f"its own expects {self.received[False]}; the ranks disagree on the strategy")
+        mine = torch.tensor(self.sent[False], device=device).t().contiguous()
+        told = self.world.all_to_all(mine, [1] * size, [1] * size).cpu()
+        expected = torch.tensor(self.received[False]).t()
+        if told.shape != expected.shape or not torch.equal(told, expected):
+            raise RuntimeError(f"rank {self.plan.rank}: its peers' routes send {told.tolist()} elements per bucket, "
+                               f"its own expects {expected.tolist()}; the ranks disagree on the strategy")
 
-    def reduce(self, grads: list, into: torch.Tensor, dtype: torch.dtype = torch.float32) -> None:
-        """``into`` (the owner's gradient buffer) ← the sum of every holder's gradient; ``grads``
-        are this rank's shard gradients in shard order (None: no contribution, zeros), sent in
-        ``dtype`` (:mod:`hydraulis.runtime.gradients`) and summed in fp32."""
-        outgoing = self.pack_gradients(grads, into.device).to(dtype)
-        incoming = self.world.all_to_all(outgoing, self.received[True], self.sent[True])
-        self.add_received(incoming.to(torch.float32), into)
-
-    def propagate(self, master: torch.Tensor, params: list) -> None:
-        """Copy the owners' ``master`` values of this rank's elements into ``params`` (its shards'
-        tensors in shard order, any dtype)."""
-        dtype = params[0].dtype if params else master.dtype
-        outgoing = self.pack_weights(master, dtype)
-        self.copy_received(self.world.all_to_all(outgoing, self.sent[False], self.received[False]), params)
-
-    def pack_gradients(self, grads: list, device: torch.device) -> torch.Tensor:
-        """The contributing shards' gradient blocks in exchange order, fp32."""
-        outgoing = torch.empty(sum(self.sent[True]), dtype=torch.float32, device=device)
+    def pack_gradients(self, grads: list, device: torch.device, bucket: int) -> torch.Tensor:
+        """The contributing shards' gradient blocks of ``bucket`` in exchange order, fp32
+        (``grads[k]`` None: zeros)."""
+        outgoing = torch.empty(sum(self.sent[True][bucket]), dtype=torch.float32, device=device)
         targets, sources, start = [], [], 0
-        for _, k, offset, count, length, stride, contributes in self._held_rows():
+        for _, k, offset, count, length, stride, contributes in self.held_rows[bucket]:
             if not contributes:
                 continue
             target = outgoing[start:start + count * length].view(count, length)
@@ -181,11 +220,11 @@ class Route:
             torch._foreach_copy_(targets, sources)
         return outgoing
 
-    def add_received(self, incoming: torch.Tensor, into: torch.Tensor) -> None:
-        """``into`` ← 0, then every source's blocks added, source by source in rank order."""
-        into.zero_()
+    def add_received(self, incoming: torch.Tensor, into: torch.Tensor, bucket: int) -> None:
+        """``into`` += every source's blocks of ``bucket``, source by source in rank order (the
+        caller zeroes ``into`` before the first bucket)."""
         start = 0
-        for blocks in _by_peer(self._owned_rows(), reduce=True):
+        for blocks in _by_peer(self.owned_rows[bucket], reduce=True):
             views, parts = [], []
             for offset, count, length, stride in blocks:
                 views.append(strided(into, offset, count, length, stride))
@@ -193,11 +232,11 @@ class Route:
                 start += count * length
             torch._foreach_add_(views, parts)
 
-    def pack_weights(self, master: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        """Every holder's blocks of ``master`` in exchange order, in ``dtype``."""
-        outgoing = torch.empty(sum(self.received[False]), dtype=dtype, device=master.device)
+    def pack_weights(self, master: torch.Tensor, dtype: torch.dtype, bucket: int) -> torch.Tensor:
+        """Every holder's blocks of ``master`` in ``bucket``, in exchange order, in ``dtype``."""
+        outgoing = torch.empty(sum(self.received[False][bucket]), dtype=dtype, device=master.device)
         targets, sources, start = [], [], 0
-        for _, offset, count, length, stride, _ in self._owned_rows():
+        for _, offset, count, length, stride, _ in self.owned_rows[bucket]:
             targets.append(outgoing[start:start + count * length].view(count, length))
             sources.append(strided(master, offset, count, length, stride))
             start += count * length
@@ -205,23 +244,15 @@ class Route:
             torch._foreach_copy_(targets, sources)
         return outgoing
 
-    def copy_received(self, incoming: torch.Tensor, params: list) -> None:
-        """The received weight blocks into this rank's shard tensors."""
+    def copy_received(self, incoming: torch.Tensor, params: list, bucket: int) -> None:
+        """The received weight blocks of ``bucket`` into this rank's shard tensors."""
         targets, sources, start = [], [], 0
-        for _, k, offset, count, length, stride, _ in self._held_rows():
+        for _, k, offset, count, length, stride, _ in self.held_rows[bucket]:
             targets.append(strided(params[k].data.view(-1), offset, count, length, stride))
             sources.append(incoming[start:start + count * length].view(count, length))
             start += count * length
         if targets:
             torch._foreach_copy_(targets, sources)
-
-    def _held_rows(self) -> list[list[int]]:
-        """``(peer, shard, offset, count, length, stride, contributes)`` in exchange order."""
-        return self.plan.held[:, [0, 3, 2, 4, 5, 6, 7]].tolist()
-
-    def _owned_rows(self) -> list[list[int]]:
-        """``(peer, offset, count, length, stride, contributes)`` in exchange order."""
-        return self.plan.owned[:, [0, 3, 4, 5, 6, 7]].tolist()
 
 
 def _holders(rank_map: RankMap, spec: ParameterSpec) -> list[tuple[list[int], Shard]]:
@@ -237,11 +268,12 @@ def _holders(rank_map: RankMap, spec: ParameterSpec) -> list[tuple[list[int], Sh
 
 def _table(rows: list[tuple], columns: tuple[str, ...]) -> np.ndarray:
     table = np.array(rows, dtype=np.int64).reshape(-1, len(columns))
-    return table[np.lexsort((table[:, 2], table[:, 1], table[:, 0]))] if len(table) else table
+    return table[np.lexsort((table[:, 2], table[:, 1], table[:, 0], table[:, -1]))] if len(table) else table
 
 
-def _counts(table: np.ndarray, columns: tuple[str, ...], world_size: int, reduce: bool) -> list[int]:
-    rows = table[table[:, columns.index("contributes")] == 1] if reduce else table
+def _counts(table: np.ndarray, columns: tuple[str, ...], world_size: int, reduce: bool, bucket: int) -> list[int]:
+    rows = table[table[:, -1] == bucket]
+    rows = rows[rows[:, columns.index("contributes")] == 1] if reduce else rows
     sizes = rows[:, columns.index("count")] * rows[:, columns.index("length")]
     return np.bincount(rows[:, 0], weights=sizes, minlength=world_size).astype(np.int64).tolist()
 

@@ -62,6 +62,17 @@ class ParallelGroup:
         dist.all_to_all_single(out, tensor.contiguous(), output_splits, input_splits, group=self.group)
         return out
 
+    def all_to_all_start(self, tensor: torch.Tensor, output_splits: list[int],
+                         input_splits: list[int]) -> tuple[torch.Tensor, Any]:
+        """:meth:`all_to_all` started asynchronously: the output buffer, to be read after
+        ``work.wait()`` (``work`` None on a single rank: the output is ready)."""
+        if self.trivial:
+            return tensor.clone(), None
+        out = tensor.new_empty((sum(output_splits), *tensor.shape[1:]))
+        work = dist.all_to_all_single(out, tensor.contiguous(), output_splits, input_splits, group=self.group,
+                                      async_op=True)
+        return out, work
+
     def reduce_scatter(self, tensor: torch.Tensor) -> torch.Tensor:
         """The sum over ranks of ``tensor``, this rank's block of dim 0 (``1/size`` of it)."""
         if self.trivial:

@@ -30,6 +30,7 @@ from hydraulis.cost.pipeline import Phase, ScheduledOp
 from hydraulis.dispatch import micro_batch_times_ms
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap
+from hydraulis.job.overlap import reduction_overlap
 from hydraulis.job.records import PipelineOperations
 from hydraulis.types import StepPlan, Strategy
 
@@ -39,11 +40,11 @@ COLUMNS = 4
 
 class RecordingWork:
     """A stage's work (``forward(j, received)``, ``backward(j, grad)``, ``shape(j)``, ``loss``) whose operations are
-    recorded as ``(phase, j, start mark, end mark)`` on ``device``'s clock."""
+    recorded as ``(phase, j, start mark, end mark)`` on the step's ``clock`` (:func:`step_clock`)."""
 
-    def __init__(self, work, device: torch.device) -> None:
+    def __init__(self, work, clock: WallClock | CudaClock) -> None:
         self.work = work
-        self.clock = _CudaClock() if device.type == "cuda" else _WallClock()
+        self.clock = clock
         self.marks: list[tuple[Phase, int, object, object]] = []
 
     def shape(self, j: int) -> tuple[int, int]:
@@ -94,9 +95,37 @@ def gather_operations(rows: Sequence[tuple[int, int, float, float]], leads_stage
     return tuple(recorded)
 
 
-class _WallClock:
+def gather_reduction_overlap(buckets: Sequence[tuple[float, float]], rows: Sequence[tuple[int, int, float, float]],
+                             clock: WallClock | CudaClock, most_buckets: int, plan: StepPlan, world: ParallelGroup,
+                             device: torch.device) -> tuple[float, float]:
+    """``(in flight, hidden)`` ms of the step's reduction (:func:`hydraulis.job.overlap.reduction_overlap`),
+    on every rank, in one all-gather: each rank sends ``K + 2·v_max`` rows ``(kind, start, end)``
+    on the host's monotonic clock (kind 1: a bucket's flight, ``buckets``; 0: a backward of
+    ``rows``; −1: padding)."""
+    width = most_buckets + 2 * max((len(p.micro_batches) for p in plan.pipelines), default=0)
+    local = torch.full((width, 3), -1.0, dtype=torch.float64)
+    mine = [(1.0, a, b) for a, b in buckets] + [(0.0, a, b) for _, forward, a, b in rows if not forward]
+    if mine:
+        local[:len(mine)] = torch.tensor(mine, dtype=torch.float64)
+        local[:len(mine), 1:] += clock.origin_ms
+    every = world.all_gather(local.to(device)).view(world.size, width, 3).cpu().tolist()
+    reductions = [[(a, b) for kind, a, b in rank if kind == 1] for rank in every]
+    backwards = [(a, b) for rank in every for kind, a, b in rank if kind == 0]
+    return reduction_overlap(reductions, backwards)
+
+
+def step_clock(device: torch.device) -> WallClock | CudaClock:
+    """A clock whose origin is now: the wall clock on the CPU, events on the stream on CUDA."""
+    return CudaClock() if device.type == "cuda" else WallClock()
+
+
+class WallClock:
+    """Marks are ``time.perf_counter()`` values; ``origin_ms`` the origin on the host's monotonic
+    clock, shared by the processes of one machine, so ranks' times can be compared."""
+
     def __init__(self) -> None:
         self.origin = time.perf_counter()
+        self.origin_ms = self.origin * 1e3
 
     def mark(self) -> float:
         return time.perf_counter()
@@ -105,9 +134,14 @@ class _WallClock:
         return (mark - self.origin) * 1e3
 
 
-class _CudaClock:
+class CudaClock:
+    """Marks are CUDA events recorded on the current stream, read after the step's
+    synchronisation; ``origin_ms`` the host's monotonic clock when the origin was recorded (the
+    ranks' origins agree up to how far their streams lag their hosts)."""
+
     def __init__(self) -> None:
         self.origin = self.mark()
+        self.origin_ms = time.perf_counter() * 1e3
 
     def mark(self) -> torch.cuda.Event:
         event = torch.cuda.Event(enable_timing=True)

@@ -3,7 +3,7 @@ changes nothing of what the work returns."""
 
 import torch
 
-from hydraulis.runtime.parallel.operations import RecordingWork
+from hydraulis.runtime.parallel.operations import RecordingWork, step_clock
 from hydraulis.runtime.parallel.pipeline import StageLink, run_1f1b
 from hydraulis.runtime.rank_map import HandOff
 
@@ -28,7 +28,7 @@ class CountingWork:
 
 def test_a_single_stage_records_forward_then_backward_of_each_micro_batch_in_time_order():
     work = CountingWork()
-    recording = RecordingWork(work, torch.device("cpu"))
+    recording = RecordingWork(work, step_clock(torch.device("cpu")))
     run_1f1b(recording, StageLink(HandOff(None, (), None, ()), torch.device("cpu"), torch.float32), 3, 1, 0)
     rows = recording.rows()
     assert [(("F" if forward else "B"), j) for j, forward, _, _ in rows] == work.calls == \
