@@ -18,7 +18,7 @@ are read too; ``cluster_file``, added later, is optional in every version)::
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adam", "lr": 0.001,
                  "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "auto",
                  "record_operations": false, "device_memory": null, "overlap_reduction": true,
-                 "bucket_mb": 25.0}}
+                 "bucket_mb": 25.0, "allow_math_attention": false}}
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "tensorboard": "tensorboard_dir", "cluster": "cluster_file",
         "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
-            "record_operations", "device_memory", "overlap_reduction", "bucket_mb")
+            "record_operations", "device_memory", "overlap_reduction", "bucket_mb", "allow_math_attention")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,6 +90,9 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-overlap-reduction", dest="overlap_reduction", action="store_false", default=None,
                         help="exchange gradients and weights with the optimizer layout whole, after the backward "
                              "and before the forward, instead of in buckets overlapped with them (design §19)")
+    parser.add_argument("--allow-math-attention", action="store_true", default=None,
+                        help="on CUDA with a torch without varlen_attn (< 2.12), run attention on the blocked fp32 "
+                             "math kernel with a warning instead of failing (several times slower)")
     parser.add_argument("--bucket-mb", type=Bounded(limits.BUCKET_MB), metavar="MIB",
                         help="size of the overlapped reduction's buckets, in MiB of the reduction's dtype "
                              "(default 25, as PyTorch DDP)")

@@ -23,7 +23,8 @@ class RuntimeOptions:
     gradients sent to the optimizer layout (:mod:`hydraulis.runtime.gradients`; ``auto``: bf16 on
     CUDA, fp32 on the CPU). ``overlap_reduction`` exchanges gradients and weights with the
     optimizer layout in buckets of ``bucket_mb`` MiB overlapped with the backward and the forward
-    (design §19; off: whole, between the phases).
+    (design §19; off: whole, between the phases). ``allow_math_attention`` lets CUDA run without
+    ``varlen_attn`` on the slow math kernel (:func:`hydraulis.runtime.model.attention.attention_kernel`).
     ``record_operations`` records every stage's forwards and backwards, in order, with their
     times, into each step's record (one more all-gather per step). ``device_memory`` is the bytes
     each process may hold (None: no budget): a step whose measured peak exceeds it on any rank
@@ -41,6 +42,7 @@ class RuntimeOptions:
     device_memory: int | None = None
     overlap_reduction: bool = True
     bucket_mb: float = BUCKET_MB
+    allow_math_attention: bool = False
 
     def __post_init__(self) -> None:
         require(isinstance(self.device, DeviceKind), "device", self.device,
@@ -62,6 +64,8 @@ class RuntimeOptions:
         require(isinstance(self.overlap_reduction, bool), "overlap_reduction", self.overlap_reduction,
                 "must be true or false")
         require(require_number(self.bucket_mb, "bucket_mb") > 0, "bucket_mb", self.bucket_mb, "must be > 0")
+        require(isinstance(self.allow_math_attention, bool), "allow_math_attention", self.allow_math_attention,
+                "must be true or false")
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,7 @@ class StepRunner:
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
         self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype.resolve(context.device.type)]
         self.budget, self.overlap = options.device_memory, options.overlap_reduction
+        self.allow_math = options.allow_math_attention
         self.buckets = bucket_elements(options.bucket_mb, self.reduce_dtype.itemsize)
         self.groups = GroupCache(dist.new_group if context.world_size > 1 else None)
         self.exchange = (ParallelGroup(dist.new_group(list(range(context.world_size))), context.world_size,
@@ -188,7 +189,7 @@ class StepRunner:
         has produced it."""
         place, model = stage.place, stage.model
         pipeline = plan.pipelines[place.pipeline]
-        kernel = attention_kernel(self.context.device, self.context.dtype)
+        kernel = attention_kernel(self.context.device, self.context.dtype, self.allow_math)
         batches = [pack_micro_batch(documents, mb, plan.alignment, stage.groups.cp, self.context.device, kernel,
                                     model.sequence_shards)
                    for mb in pipeline.micro_batches]

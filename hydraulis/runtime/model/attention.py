@@ -46,6 +46,7 @@ the scores computed are those of two causal 16 × 16 blocks, not of one 5 × 5 m
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
 from enum import Enum
 from functools import lru_cache
@@ -53,11 +54,18 @@ from typing import Protocol
 
 import torch
 
+from hydraulis.errors import HydraulisError
 from hydraulis.runtime.model.segments import AttentionPlan, KernelCall, SegmentPlan, VarlenPlan
+
+log = logging.getLogger(__name__)
 
 FLASH_DTYPES = (torch.float16, torch.bfloat16)
 MATH_BLOCK_ELEMENTS = 1 << 20
 """Largest score block of the math kernel (elements)."""
+
+
+VARLEN_TORCH = "2.12"
+"""The first torch whose ``varlen_attn`` takes ``window_size`` and ``enable_gqa`` (its documentation)."""
 
 
 class KernelKind(str, Enum):
@@ -66,10 +74,25 @@ class KernelKind(str, Enum):
     MATH = "math"
 
 
-def attention_kernel(device: torch.device, dtype: torch.dtype) -> KernelKind:
-    """The kernel :func:`packed_attention` runs on ``device`` in ``dtype`` (module docstring)."""
+def attention_kernel(device: torch.device, dtype: torch.dtype, allow_math: bool = False) -> KernelKind:
+    """The kernel :func:`packed_attention` runs on ``device`` in ``dtype`` (module docstring).
+    On CUDA in fp16/bf16 without ``varlen_attn`` (torch < :data:`VARLEN_TORCH`) it raises,
+    naming the version needed — the math kernel is many times slower and keeps fp32 score
+    blocks — unless ``allow_math``, which logs a warning naming the cost and runs it."""
     if device.type == "cuda":
-        return KernelKind.VARLEN if dtype in FLASH_DTYPES and _varlen_kernel() is not None else KernelKind.MATH
+        if dtype not in FLASH_DTYPES:
+            return KernelKind.MATH
+        if _varlen_kernel() is not None:
+            return KernelKind.VARLEN
+        if not allow_math:
+            raise HydraulisError("torch", torch.__version__,
+                                 f"has no varlen_attn with window_size and enable_gqa; CUDA training in {dtype} "
+                                 f"needs torch >= {VARLEN_TORCH} (or --allow-math-attention to run the blocked fp32 "
+                                 f"math kernel, several times slower)")
+        log.warning("torch %s has no varlen_attn: attention runs the blocked fp32 math kernel, several times slower "
+                    "than FlashAttention and with fp32 score blocks (torch >= %s has it)", torch.__version__,
+                    VARLEN_TORCH)
+        return KernelKind.MATH
     return KernelKind.CPU_FLASH if device.type == "cpu" and _cpu_flash_ops() is not None else KernelKind.MATH
 
 

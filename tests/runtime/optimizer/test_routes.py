@@ -21,11 +21,12 @@ CASES = [("1,1,1x4", (4, 1, 1), 4), ("1,2,1+1,1,2", (2, 1, 2), 4), ("1,4,1", (1,
          ("1,1,3+1,2,1", (2, 1, 4), 8)]
 
 
-def routes(spec: str, layout: tuple[int, int, int], world: int) -> tuple[OptimizerPlacement, list[Route]]:
+def routes(spec: str, layout: tuple[int, int, int], world: int,
+           buckets: tuple[int, int] | None = None) -> tuple[OptimizerPlacement, list[Route]]:
     placement = OptimizerPlacement(TINY, OptimizerLayout(*layout), world)
     strategy = parse_strategy(spec, TINY, scheme_times(TINY, world), 64)
     rank_map = RankMap(strategy.pipelines, world)
-    return placement, [Route(route_plan(placement, rank_map, rank), None) for rank in range(world)]
+    return placement, [Route(route_plan(placement, rank_map, rank, buckets), None) for rank in range(world)]
 
 
 def exchange(outgoing: list[torch.Tensor], sent: list[list[int]]) -> list[torch.Tensor]:
@@ -41,33 +42,42 @@ def values(seed: int) -> dict[str, torch.Tensor]:
     return {s.name: torch.randint(-50, 50, s.shape, generator=generator).float() for s in parameter_specs(TINY)}
 
 
+BUCKETINGS = [None, (20_000, 5_000)]
+"""One bucket per rank, and buckets of 20,000 elements after a first of 5,000 (tiny's shards cut into several)."""
+
+
+@pytest.mark.parametrize("buckets", BUCKETINGS)
 @pytest.mark.parametrize("spec, layout, world", CASES)
-def test_reduce_sums_each_element_over_its_contributing_holders(spec, layout, world):
-    placement, every = routes(spec, layout, world)
+def test_reduce_sums_each_element_over_its_contributing_holders(spec, layout, world, buckets):
+    placement, every = routes(spec, layout, world, buckets)
     grads, holders = values(1), {name: torch.zeros_like(t) for name, t in values(1).items()}
-    outgoing = []
+    mine_of = []
     for route in every:
         mine = []
         for shard in route.shards:
             mine.append(shard.of(grads[shard.name]).clone() + (0 if shard.contributes else 1000))
             if shard.contributes:
                 shard.of(holders[shard.name]).add_(1)
-        outgoing.append(route.pack_gradients(mine, torch.device("cpu")))
-    incoming = exchange(outgoing, [route.sent[True] for route in every])
-    buffers = [torch.full((placement.buffer_size(r),), float("nan")) for r in range(world)]
-    for route, received, buffer in zip(every, incoming, buffers):
-        assert received.numel() == sum(route.received[True])
-        route.add_received(received, buffer)
+        mine_of.append(mine)
+    buffers = [torch.zeros(placement.buffer_size(r)) for r in range(world)]
+    assert len({route.buckets for route in every}) == 1
+    for k in range(every[0].buckets):
+        outgoing = [route.pack_gradients(mine, torch.device("cpu"), k) for route, mine in zip(every, mine_of)]
+        incoming = exchange(outgoing, [route.sent[True][k] for route in every])
+        for route, received, buffer in zip(every, incoming, buffers):
+            assert received.numel() == sum(route.received[True][k])
+            route.add_received(received, buffer, k)
     reduced = assemble_canonical(placement, lambda rank: buffers[rank])
     for name, grad in grads.items():
         assert torch.equal(reduced[name], grad * holders[name]), name
     assert all(h.min() >= 1 for h in holders.values())
 
 
+@pytest.mark.parametrize("buckets", BUCKETINGS)
 @pytest.mark.parametrize("spec, layout, world", CASES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_propagate_gives_every_shard_its_canonical_values(spec, layout, world, dtype):
-    placement, every = routes(spec, layout, world)
+def test_propagate_gives_every_shard_its_canonical_values(spec, layout, world, dtype, buckets):
+    placement, every = routes(spec, layout, world, buckets)
     weights = values(2)
     masters = []
     for rank in range(world):
@@ -76,11 +86,13 @@ def test_propagate_gives_every_shard_its_canonical_values(spec, layout, world, d
             for block in overlap(Region.whole(region.spec), region):
                 block.b_view(master).copy_(block.a_view(weights[region.spec.name].reshape(-1)))
         masters.append(master)
-    outgoing = [route.pack_weights(master, dtype) for route, master in zip(every, masters)]
-    incoming = exchange(outgoing, [route.received[False] for route in every])
-    for route, received in zip(every, incoming):
-        params = [torch.full(shard.shape, float("nan"), dtype=dtype) for shard in route.shards]
-        route.copy_received(received, params)
+    params_of = [[torch.full(shard.shape, float("nan"), dtype=dtype) for shard in route.shards] for route in every]
+    for k in range(every[0].buckets):
+        outgoing = [route.pack_weights(master, dtype, k) for route, master in zip(every, masters)]
+        incoming = exchange(outgoing, [route.received[False][k] for route in every])
+        for route, received, params in zip(every, incoming, params_of):
+            route.copy_received(received, params, k)
+    for route, params in zip(every, params_of):
         for shard, param in zip(route.shards, params):
             assert torch.equal(param, shard.of(weights[shard.name]).to(dtype)), shard.name
 
@@ -94,6 +106,6 @@ def test_plans_at_scale_hold_kilobytes_not_an_entry_per_element(name, spec, devi
         plan = route_plan(placement, rank_map, rank)
         held = sum(shard.spec.numel if shard.dim is None else shard.spec.numel // shard.spec.shape[shard.dim]
                    * shard.length for shard in plan.shards)
-        assert sum(plan.sent(False)) == held
-        assert sum(plan.received(False)) >= placement.buffer_size(rank) * len(rank_map.pipelines)
+        assert sum(plan.sent(False, 0)) == held
+        assert sum(plan.received(False, 0)) >= placement.buffer_size(rank) * len(rank_map.pipelines)
         assert plan.nbytes <= 256 * 1024

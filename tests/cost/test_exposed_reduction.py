@@ -1,0 +1,42 @@
+import pytest
+
+from hydraulis.cost.step import ReductionModel, exposed_reduce_ms, reduce_ms
+from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme, TimeCoefficients
+
+P = 6_740_000_000
+
+
+def group(scheme: Scheme, b: float = 0.6, seq: int = 1000) -> PipelineGroup:
+    return PipelineGroup(scheme, 1, seq, TimeCoefficients(0.0, b, 0.0))
+
+
+def test_worked_example():
+    g = group(Scheme(1, 4, 1))
+    assert exposed_reduce_ms(P, [g, g], OptimizerLayout(8, 4, 1), ReductionModel(25.0, 0.9)) == pytest.approx(28.84,
+                                                                                                             abs=0.01)
+
+
+@pytest.mark.parametrize("scheme", [Scheme(1, 4, 1), Scheme(1, 2, 4), Scheme(2, 8, 1)])
+def test_no_overlap_charges_the_full_reduction_and_overlap_never_adds(scheme):
+    layout = OptimizerLayout(16, 1, 1)
+    g = group(scheme)
+    full = reduce_ms(P, [scheme, scheme], layout, 25.0)
+    assert exposed_reduce_ms(P, [g, g], layout, ReductionModel(25.0, 0.0)) == pytest.approx(full)
+    previous = full
+    for omega in (0.25, 0.5, 0.75, 1.0):
+        exposed = exposed_reduce_ms(P, [g, g], layout, ReductionModel(25.0, omega))
+        assert exposed <= previous + 1e-9
+        previous = exposed
+
+
+def test_a_short_backward_hides_less_and_later_stages_hide_more():
+    layout, model = OptimizerLayout(16, 1, 1), ReductionModel(25.0, 1.0, pipeline_model=PipelineModel(p2p_ms=1.0))
+    long, short = group(Scheme(1, 4, 1), b=0.6), group(Scheme(1, 4, 1), b=0.01)
+    assert exposed_reduce_ms(P, [short, short], layout, model) > exposed_reduce_ms(P, [long, long], layout, model)
+    assert exposed_reduce_ms(P, [short, short], layout, model) <= reduce_ms(P, [Scheme(1, 4, 1)] * 2, layout, 25.0)
+
+
+def test_one_pipeline_in_the_optimizer_layout_and_no_bandwidth_reduce_nothing():
+    g = group(Scheme(1, 4, 2))
+    assert exposed_reduce_ms(P, [g], OptimizerLayout(1, 4, 2), ReductionModel(25.0, 0.5)) == 0.0
+    assert exposed_reduce_ms(P, [g, g], OptimizerLayout(2, 4, 2), ReductionModel(0.0, 0.5)) == 0.0

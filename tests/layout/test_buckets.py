@@ -1,0 +1,33 @@
+import pytest
+
+from hydraulis.layout.buckets import bucket_elements, shard_buckets, shard_numel
+from hydraulis.layout.sharding import stage_shards
+from hydraulis.presets import model_preset
+from hydraulis.job.strategy_spec import parse_strategy, scheme_times
+
+TINY = model_preset("tiny")
+
+
+def test_worked_example():
+    class Sized:
+        def __init__(self, n):
+            self.shape = (n,)
+
+    assert shard_buckets([Sized(300), Sized(500), Sized(200), Sized(700)], 900, 400) == (2, 1, 1, 0)
+
+
+@pytest.mark.parametrize("capacity, first", [(1, 1), (5_000, 1_000), (40_000, 40_000), (10**9, 2**18)])
+def test_buckets_are_consecutive_from_the_last_shard_and_within_capacity(capacity, first):
+    layout = parse_strategy("1,1,1", TINY, scheme_times(TINY, 1), 64).pipelines[0]
+    shards = stage_shards(TINY, layout, 0, 0)
+    buckets = shard_buckets(shards, capacity, first)
+    assert buckets[-1] == 0
+    assert all(a in (b, b + 1) for a, b in zip(buckets, buckets[1:]))
+    for k in set(buckets):
+        sizes = [shard_numel(s) for s, b in zip(shards, buckets) if b == k]
+        assert len(sizes) == 1 or sum(sizes) <= (min(first, capacity) if k == 0 else capacity)
+
+
+def test_bucket_elements_count_the_reduction_dtype():
+    assert bucket_elements(25.0, 4) == (25 * 2**18, 2**18)
+    assert bucket_elements(25.0, 2) == (25 * 2**19, 2**19)
