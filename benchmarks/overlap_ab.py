@@ -1,0 +1,69 @@
+"""Interleaved A/B of the overlapped reduction (design §19): the end-to-end example's job with
+the overlap on and off, run after run, so that both see the same machine.
+
+    bash examples/e2e_train.sh --out OUT        # once: corpus, tokenizer cache, proposal
+    .venv/bin/python benchmarks/overlap_ab.py --example OUT [--repeats 3] [--steps 8]
+
+Each repeat runs ``hydraulis train`` on the example's proposal, corpus and settings (tiny, 4 CPU
+processes) with ``--record-operations``, first with the overlap, then with
+``--no-overlap-reduction``. Over every step after each strategy's first, it prints the median
+measured step time of each arm (pooled over the repeats), each repeat's medians, the overlap
+arm's ``reduction_hidden_fraction``, and as the last line::
+
+    overlap_over_no_overlap=<median step with the overlap / median step without>
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from hydraulis.artifacts.train_log import read_train_log
+from hydraulis.cli.output import table
+
+ARMS = {"overlap": [], "no_overlap": ["--no-overlap-reduction"]}
+
+
+def run_arm(example: Path, out: Path, extra: list[str], steps: int) -> tuple[list[float], float | None]:
+    """The warm steps' measured ms and the summary's hidden fraction of one training run."""
+    command = [sys.executable, "-m", "hydraulis", "train", "--model", "tiny", "--proposal", str(example / "proposal.json"),
+               "--corpus", str(example / "corpus.jsonl"), "--cache-dir", str(example / "cache"), "--steps", str(steps),
+               "--nproc", "4", "--device", "cpu", "--token-budget", "2048", "--max-seq-len", "512",
+               "--record-operations", "--output-dir", str(out), *extra]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    records = read_train_log(out / "train_log.json")
+    seen, warm = set(), []
+    for record in records:
+        if record.strategy in seen:
+            warm.append(record.step_ms)
+        seen.add(record.strategy)
+    fraction = next((line.split("reduction_hidden_fraction=")[1].split()[0] for line in done.stdout.splitlines()
+                     + done.stderr.splitlines() if "reduction_hidden_fraction=" in line), None)
+    return warm, float(fraction) if fraction else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--example", type=Path, required=True, help="OUT of a finished examples/e2e_train.sh run")
+    parser.add_argument("--repeats", type=int, default=3, help="A/B pairs (default 3)")
+    parser.add_argument("--steps", type=int, default=8, help="training steps per run (default 8)")
+    args = parser.parse_args()
+    pooled = {arm: [] for arm in ARMS}
+    rows = []
+    for repeat in range(args.repeats):
+        for arm, extra in ARMS.items():
+            steps, fraction = run_arm(args.example, args.example / "ab" / f"{arm}-{repeat}", extra, args.steps)
+            pooled[arm] += steps
+            rows.append([repeat, arm, len(steps), round(statistics.median(steps), 1),
+                         "" if fraction is None else round(fraction, 2)])
+    print(table(("repeat", "arm", "warm_steps", "median_step_ms", "reduction_hidden_fraction"), rows))
+    medians = {arm: statistics.median(steps) for arm, steps in pooled.items()}
+    print(f"pooled median step: overlap {medians['overlap']:.1f} ms, no overlap {medians['no_overlap']:.1f} ms")
+    print(f"overlap_over_no_overlap={medians['overlap'] / medians['no_overlap']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
