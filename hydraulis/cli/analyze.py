@@ -26,7 +26,8 @@ DEFAULT_CACHE = Path.home() / ".cache" / "hydraulis"
 def register(commands: argparse._SubParsersAction) -> None:
     analyze = commands.add_parser(
         "analyze", help="length distribution of a corpus or lengths file: statistics, plots, lengths file",
-        description="Tokenize a corpus (or read a lengths file) and report its length distribution: count, "
+        description="Offline: tokenize a corpus (with a byte-level BPE trained on it and cached, or a local "
+                    "--tokenizer), or read a lengths file, and report its length distribution: count, "
                     "mean, percentiles, the share of documents, tokens and Σs² per length bucket and above the "
                     "tail threshold, and each step's longest sequence when steps are filled to the token budget. "
                     "Writes lengths.txt (for the planner), PNG plots, summary.md and analysis.json.")

@@ -1,7 +1,7 @@
 """The plan explorer end to end in a real headless Chromium (Debian's ``chromium``, driven by
 Playwright for Python), against a planning service that requires a bearer token.
 
-Set ``HYDRAULIS_EXPLORER_SCREENSHOT=docs/explorer.png`` to write README's screenshot.
+Set ``HYDRAULIS_EXPLORER_SCREENSHOT=docs/explorer.png`` to write the screenshot of README and docs/guide.md.
 """
 
 from __future__ import annotations
