@@ -46,7 +46,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help=f"vocabulary of the byte-level BPE trained on the corpus (default {DEFAULT_VOCAB_SIZE}; "
                               "the tiny model preset needs 1024)")
     analyze.add_argument("--cache-dir", type=OutputPath(), default=DEFAULT_CACHE,
-                         help=f"trained tokenizers and datasets' Arrow cache (default {DEFAULT_CACHE})")
+                         help="trained tokenizers and datasets' Arrow cache (default ~/.cache/hydraulis)")
     analyze.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET), default=DEFAULT_TOKEN_BUDGET,
                          help=f"tokens per global batch T (default {DEFAULT_TOKEN_BUDGET})")
     analyze.add_argument("--max-seq-len", type=Bounded(limits.MAX_SEQ_LEN),
