@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 ENV_RENDEZVOUS = "env://"
 RESTART_VARIABLE = "TORCHELASTIC_RESTART_COUNT"
-GRACE_S = 2.0
+GRACE_S = 1.0
 """Seconds the local launcher gives the other ranks to end once one failed (then ``SIGTERM``,
 and after as long again ``SIGKILL``: a stopped rank cannot handle ``SIGTERM``)."""
 DTYPES = {Precision.FP32: torch.float32, Precision.BF16: torch.bfloat16}

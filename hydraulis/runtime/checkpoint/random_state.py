@@ -24,20 +24,29 @@ from hydraulis.errors import HydraulisError
 
 
 def random_states() -> dict:
-    """This process's generators' states as JSON-ready values."""
-    kind, key, position, has_gauss, cached = np.random.get_state()
-    version, state, gauss = random.getstate()
-    states = {"torch": torch.get_rng_state().tolist(),
-              "numpy": {"kind": kind, "key": key.tolist(), "pos": position, "has_gauss": has_gauss,
-                        "cached_gaussian": cached},
-              "python": {"version": version, "state": list(state), "gauss": gauss}}
+    """This process's generators' states, copied as they are (cheap: taken at a checkpoint step
+    while training waits; :func:`encode_states` turns them into JSON in the background)."""
+    states = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
     if torch.cuda.is_available():
-        states["cuda"] = [state.tolist() for state in torch.cuda.get_rng_state_all()]
+        states["cuda"] = torch.cuda.get_rng_state_all()
     return states
 
 
+def encode_states(states: dict) -> str:
+    """The states :func:`random_states` took as the JSON text of the module docstring."""
+    kind, key, position, has_gauss, cached = states["numpy"]
+    version, state, gauss = states["python"]
+    document = {"torch": states["torch"].tolist(),
+                "numpy": {"kind": kind, "key": key.tolist(), "pos": position, "has_gauss": has_gauss,
+                          "cached_gaussian": cached},
+                "python": {"version": version, "state": list(state), "gauss": gauss}}
+    if "cuda" in states:
+        document["cuda"] = [state.tolist() for state in states["cuda"]]
+    return json.dumps(document)
+
+
 def set_random_states(states: dict) -> None:
-    """Restore the states :func:`random_states` returned (CUDA's only on as many devices)."""
+    """Restore the states of a decoded :func:`encode_states` JSON (CUDA's only on as many devices)."""
     torch.set_rng_state(torch.tensor(states["torch"], dtype=torch.uint8))
     numpy = states["numpy"]
     np.random.set_state((numpy["kind"], np.array(numpy["key"], dtype=np.uint32), numpy["pos"], numpy["has_gauss"],

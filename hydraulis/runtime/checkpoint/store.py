@@ -36,7 +36,6 @@ seeds — so this only matters to code that adds randomness).
 
 from __future__ import annotations
 
-import json
 import logging
 import pickle
 import re
@@ -62,7 +61,12 @@ from hydraulis.job.manifest import (
 )
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import overlap
-from hydraulis.runtime.checkpoint.random_state import random_states, read_random_states, set_random_states
+from hydraulis.runtime.checkpoint.random_state import (
+    encode_states,
+    random_states,
+    read_random_states,
+    set_random_states,
+)
 from hydraulis.runtime.checkpoint.resume import file_problem
 from hydraulis.runtime.data import TrainingData
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical
@@ -111,7 +115,7 @@ def write_rank_files(root: str | Path, snapshot: Snapshot) -> tuple[FileDigest, 
         written.append(partial / SHARD_FILE.format(rank=snapshot.rank))
         write_shard(written[-1], snapshot.tensors)
     written.append(partial / RNG_FILE.format(rank=snapshot.rank))
-    write_text_atomically(written[-1], json.dumps(snapshot.states))
+    write_text_atomically(written[-1], encode_states(snapshot.states))
     return tuple(FileDigest(path.name, *file_digest(path)) for path in written)
 
 

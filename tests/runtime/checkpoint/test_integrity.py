@@ -1,6 +1,5 @@
 """Nothing executable in a checkpoint: shard files load as tensors only, random states are JSON."""
 
-import json
 import pickle
 import random
 
@@ -10,7 +9,12 @@ import torch
 
 from hydraulis.errors import HydraulisError
 from hydraulis.job.manifest import ShardFile
-from hydraulis.runtime.checkpoint.random_state import random_states, read_random_states, set_random_states
+from hydraulis.runtime.checkpoint.random_state import (
+    encode_states,
+    random_states,
+    read_random_states,
+    set_random_states,
+)
 from hydraulis.runtime.checkpoint.store import load_shard
 
 
@@ -43,7 +47,7 @@ def test_a_shard_of_tensors_loads(tmp_path):
 def test_random_states_round_trip_through_json(tmp_path):
     torch.manual_seed(3), np.random.seed(3), random.seed(3)
     path = tmp_path / "rng-00000.json"
-    path.write_text(json.dumps(random_states()))
+    path.write_text(encode_states(random_states()))
     expected = (torch.rand(3), np.random.rand(3), random.random())
     torch.manual_seed(9), np.random.seed(9), random.seed(9)
     set_random_states(read_random_states(path))
