@@ -50,7 +50,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
-    config = _config(args)
+    config = job_config(args)
     run = resolve_run(config)
     writer = args.output_dir and os.environ.get("RANK", "0") == "0"
     if writer:
@@ -75,7 +75,7 @@ def _train(args: argparse.Namespace) -> None:
             emit(f"wrote {log}: every step's record")
 
 
-def _config(args: argparse.Namespace) -> TrainConfig:
+def job_config(args: argparse.Namespace) -> TrainConfig:
     """The flags applied to the ``--config`` file (a TOML job file's keys are flags given first)."""
     if not args.config:
         return training_config(args, None)

@@ -81,7 +81,7 @@ class RuntimeOptions:
                 "must be true or false")
         require(isinstance(self.clip_grad_norm, (int, float)) and not isinstance(self.clip_grad_norm, bool)
                 and self.clip_grad_norm > 0, "clip_grad_norm", self.clip_grad_norm, "must be > 0 (inf: never clip)")
-        self.schedule(self.warmup_steps)  # every check of the schedule but warmup <= steps (TrainConfig's)
+        self.schedule(0)
 
     def schedule(self, steps: int) -> LrSchedule:
         """The learning-rate schedule of a job of ``steps`` steps."""
@@ -179,5 +179,5 @@ class TrainConfig:
         require_int(self.checkpoint_every, "checkpoint_every", minimum=0)
         require(self.checkpoint_every == 0 or self.checkpoint_dir is not None, "checkpoint_every",
                 self.checkpoint_every, "needs a checkpoint_dir")
-        if self.steps > 0:
-            self.runtime.schedule(self.steps)
+        require(self.steps == 0 or self.runtime.warmup_steps <= self.steps, "warmup_steps", self.runtime.warmup_steps,
+                f"must be at most steps = {self.steps}")

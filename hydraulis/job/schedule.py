@@ -40,7 +40,8 @@ class LrScheduleKind(str, Enum):
 @dataclass(frozen=True)
 class LrSchedule:
     """The module docstring's schedule: ``kind`` over ``steps`` (``K``) updates after
-    ``warmup_steps`` (``W``), from ``lr`` (``η``) down to ``min_lr`` (``η_min``)."""
+    ``warmup_steps`` (``W``, at most ``K`` in a job that trains: :class:`~hydraulis.job.config.TrainConfig`
+    checks it), from ``lr`` (``η``) down to ``min_lr`` (``η_min``)."""
 
     kind: LrScheduleKind
     lr: float
@@ -54,8 +55,6 @@ class LrSchedule:
         require(require_number(self.lr, "lr") > 0, "lr", self.lr, "must be > 0")
         require_int(self.steps, "steps", minimum=0)
         require_int(self.warmup_steps, "warmup_steps", minimum=0)
-        require(self.warmup_steps <= self.steps, "warmup_steps", self.warmup_steps,
-                f"must be at most steps = {self.steps}")
         require(0 <= require_number(self.min_lr, "min_lr") <= self.lr, "min_lr", self.min_lr,
                 f"must be between 0 and lr = {self.lr:g}")
 
