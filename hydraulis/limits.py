@@ -86,6 +86,7 @@ PLANNER_STEPS = Limit("steps", "steps the planner samples", 1, 4_096)
 SAMPLED_STEPS = Limit("steps", "steps sampled or simulated", 1, 100_000)
 TRAINING_STEPS = Limit("steps", "training steps (0: write the initial checkpoint only)", 0, 2**31 - 1)
 CHECKPOINT_EVERY = Limit("checkpoint_every", "steps between checkpoints, 0: at the end only", 0, 2**31 - 1)
+KEEP_CHECKPOINTS = Limit("keep_checkpoints", "complete checkpoints kept, the newest", 1, 10_000)
 SOLVER_NODES = Limit("solver_nodes", "branch-and-bound nodes of one integer program", 1, 10_000_000)
 ILP_NODES = Limit("ilp_nodes", "branch-and-bound nodes of the packing integer program, 0 skips it", 0, 10_000_000)
 SEARCH_EVALUATIONS = Limit("search_evaluations", "strategies the local search judges per range", 0, 100_000)
@@ -123,7 +124,7 @@ DEVICE_MEMORY = Limit("device_memory", "bytes of memory one device (process) hol
 SHARD_BYTES = Limit("max_shard_bytes", "bytes of one safetensors file", 2**10, 2**40)
 
 LIMITS: dict[str, Limit] = {name: value for name, value in globals().items() if isinstance(value, Limit)}
-"""Every limit above by its name here, in definition order (README's table lists them)."""
+"""Every limit above by its name here, in definition order (docs/cli.md's table lists them)."""
 
 
 def check_sequences(count: float, field: str, value: Any, how: str) -> None:

@@ -4,7 +4,8 @@ Layout (``schema_version`` 4; every field but ``steps`` and one of ``strategies`
 ``proposal_file`` optional — ``model`` too when ``init_from`` or ``resume`` gives the model;
 version 3, without the runtime's optimizer recipe from ``betas`` on (read with its defaults),
 version 2, without ``init_from``, and version 1, without the fields from ``proposal_file`` on,
-are read too; ``cluster_file``, added later, is optional in every version)::
+are read too; ``cluster_file``, ``keep_checkpoints``, ``fresh`` and ``overwrite``, added later,
+are optional in every version)::
 
     {"schema_version": 4, "kind": "train_config", "model": "tiny",
      "strategies": ["1,2,1+1,1,2", "1,1,2x2"], "steps": 10, "token_budget": 256,
@@ -13,7 +14,8 @@ are read too; ``cluster_file``, added later, is optional in every version)::
      "proposal_file": null, "method": "dispatch_balanced_packing", "planner_url": null,
      "corpus": null, "tokenizer": null, "cache_dir": null,
      "optimizer_layout": null | {"dp", "tp", "pp"},
-     "checkpoint_dir": null, "checkpoint_every": 0, "resume": null, "init_from": null,
+     "checkpoint_dir": null, "checkpoint_every": 0, "keep_checkpoints": 2, "fresh": false,
+     "overwrite": false, "resume": null, "init_from": null,
      "tensorboard_dir": null, "synthesise": "proposal", "synthesis_evaluations": 16,
      "cluster_file": null,
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adamw", "lr": 0.001,
@@ -82,6 +84,9 @@ def train_config_from_dict(document: object) -> TrainConfig:
         optimizer_layout=None if layout is None else build(layout.path, OptimizerLayout, dp=layout.int("dp"),
                                                            tp=layout.int("tp"), pp=layout.int("pp")),
         checkpoint_every=record.int("checkpoint_every", 0),
+        keep_checkpoints=record.int("keep_checkpoints", 2),
+        fresh=record.bool("fresh", False),
+        overwrite=record.bool("overwrite", False),
         synthesise=record.enum("synthesise", Synthesise, Synthesise.PROPOSAL),
         synthesis_evaluations=record.int("synthesis_evaluations", SynthesisOptions.evaluations),
         runtime=RuntimeOptions() if runtime is None else _runtime_from_record(runtime),

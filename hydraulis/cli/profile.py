@@ -45,7 +45,12 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "(propagate, reduce, update) on all local devices and fits the space's reduce_gbps to it, "
                     "and the time to create and first use a communicator (the space's communicator_ms). "
                     "Finished points are cached (--cache), so a killed sweep resumes where it stopped. "
-                    "See hydraulis.profiler.")
+                    "See hydraulis.profiler.",
+        epilog="Processes talk over gloo on CPU and NCCL on CUDA. On CPU each point runs, by default, on "
+               "replicas that fill the node, as training loads it, and every scheme is measured in the same "
+               "rounds, so the machine's drift does not set schemes apart (--fill-node, --interleave). Prints "
+               "per scheme R², the held-out median and max relative error and the representative block's "
+               "extrapolation error. examples/profile_all_parallel_schemes.sh wraps this command.")
     parser.add_argument("--model", required=True, help="model preset, e.g. tiny or llama-7b")
     parser.add_argument("--layers", type=Bounded(limits.LAYERS),
                         help="override the preset's layer count (e.g. 4 for a quick look)")

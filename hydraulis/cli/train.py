@@ -32,7 +32,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "step's record in train_log.json. Without torchrun it spawns "
                     "--nproc local processes; under torchrun "
                     "(RANK, WORLD_SIZE, ... set) this process is one rank: torchrun --nproc-per-node N -m "
-                    "hydraulis train ...")
+                    "hydraulis train ...",
+        epilog="Rank 0 plans each step one step ahead (or asks --planner-url) and broadcasts the plan to all "
+               "ranks; each step's line also counts the process groups created. The summary's prediction error "
+               "is the mean, and the median and p90 after warm-up; with per-step synthesis it counts the "
+               "synthesised steps and the distinct communicators against the bound of aligned placement. "
+               "Checkpoints are written atomically from the optimizer layout, so a run resumes under another "
+               "proposal, strategy, method or process count. With --cluster each stage runs on its group's "
+               "ranks (design §18.5). docs/guide.md describes the runtime, checkpoints and TensorBoard tags.")
     train.add_argument("--config", type=InputFile(FileKind.TRAIN_CONFIG),
                        help="job file: TOML with every flag a key in torchtitan-like sections (examples/configs/"
                             "tiny.toml; see hydraulis.artifacts.job_file), or the JSON train_config.json an "

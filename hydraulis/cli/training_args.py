@@ -22,7 +22,8 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "lengths": "lengths_file", "space": "space_file", "proposal": "proposal_file", "method": "method",
         "planner_url": "planner_url", "corpus": "corpus", "tokenizer": "tokenizer", "cache_dir": "cache_dir",
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
-        "checkpoint_every": "checkpoint_every", "resume": "resume", "init_from": "init_from",
+        "checkpoint_every": "checkpoint_every", "keep_checkpoints": "keep_checkpoints", "no_resume": "fresh",
+        "overwrite_checkpoints": "overwrite", "resume": "resume", "init_from": "init_from",
         "tensorboard": "tensorboard_dir", "cluster": "cluster_file",
         "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
@@ -127,9 +128,19 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-dir", type=OutputPath(),
-                        help="write checkpoints (from the optimizer layout) under this folder")
+                        help="write checkpoints (from the optimizer layout) under this folder; a job continues "
+                             "from the newest usable checkpoint there by itself (so torchrun --max-restarts N "
+                             "restarts go on where they stopped), logging which")
     parser.add_argument("--checkpoint-every", type=Bounded(limits.CHECKPOINT_EVERY),
                         help="steps between checkpoints (default 0: at the end only)")
+    parser.add_argument("--keep-checkpoints", type=Bounded(limits.KEEP_CHECKPOINTS), metavar="K",
+                        help="keep the newest K complete checkpoints, older ones are removed; a corrupted newest "
+                             "one falls back to the previous (default 2)")
+    parser.add_argument("--no-resume", action="store_true", default=None,
+                        help="start from step 0 even when --checkpoint-dir holds checkpoints (refused unless "
+                             "--overwrite-checkpoints)")
+    parser.add_argument("--overwrite-checkpoints", action="store_true", default=None,
+                        help="with --no-resume: remove the checkpoints already in --checkpoint-dir")
     parser.add_argument("--resume", type=InputFile(FileKind.CHECKPOINT),
                         help="continue from this checkpoint folder, or the newest complete one under "
                              "this root; strategy, proposal, method and process count may differ")

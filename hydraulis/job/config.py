@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from hydraulis.errors import require, require_http_url, require_int, require_number
 from hydraulis.job.schedule import LrSchedule, LrScheduleKind
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
-from hydraulis.limits import SYNTHESIS_EVALUATIONS
+from hydraulis.limits import KEEP_CHECKPOINTS, SYNTHESIS_EVALUATIONS
 from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, OptimizerLayout, Synthesise
 
 
@@ -105,7 +105,10 @@ class TrainConfig:
     ``space_file`` gives SPEC strategies their time coefficients (default: analytic CPU);
     ``optimizer_layout`` is ``(dp, tp, pp)`` (default: the proposal's, else ZeRO-1 over all
     ranks). Checkpoints go to ``checkpoint_dir`` every ``checkpoint_every`` steps (0: at the
-    end only); ``resume`` is a checkpoint folder or root to continue from; ``init_from`` a
+    end only), the newest ``keep_checkpoints`` kept; a job with a ``checkpoint_dir`` continues
+    from its newest usable checkpoint by itself (a restarted job goes on where it stopped)
+    unless ``fresh`` — which refuses a folder holding checkpoints unless ``overwrite`` (then
+    they are removed); ``resume`` is a checkpoint folder or root to continue from; ``init_from`` a
     Hugging Face Llama directory whose weights the job starts from. ``model`` names a preset;
     without one the model comes from ``init_from``'s ``config.json`` or the checkpoint resumed.
     ``steps`` 0 with a ``checkpoint_dir`` writes the initial checkpoint only (a conversion).
@@ -136,6 +139,9 @@ class TrainConfig:
     optimizer_layout: OptimizerLayout | None = None
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
+    keep_checkpoints: int = 2
+    fresh: bool = False
+    overwrite: bool = False
     resume: str | None = None
     init_from: str | None = None
     synthesise: Synthesise = Synthesise.PROPOSAL
@@ -179,5 +185,11 @@ class TrainConfig:
         require_int(self.checkpoint_every, "checkpoint_every", minimum=0)
         require(self.checkpoint_every == 0 or self.checkpoint_dir is not None, "checkpoint_every",
                 self.checkpoint_every, "needs a checkpoint_dir")
+        KEEP_CHECKPOINTS.check(self.keep_checkpoints, "keep_checkpoints")
+        require(isinstance(self.fresh, bool) and isinstance(self.overwrite, bool), "fresh", self.fresh,
+                "and overwrite must be true or false")
+        require(not self.fresh or self.resume is None, "fresh", self.fresh, "starts from step 0: give no resume")
+        require(not self.overwrite or self.fresh, "overwrite", self.overwrite,
+                "removes the checkpoints of checkpoint_dir: only with fresh (--no-resume)")
         require(self.steps == 0 or self.runtime.warmup_steps <= self.steps, "warmup_steps", self.runtime.warmup_steps,
                 f"must be at most steps = {self.steps}")
