@@ -13,7 +13,8 @@ updates uses::
 Warmup starts at ``η/W``, not 0, so no update is wasted; the decay starts from ``η`` at the end
 of warmup and reaches ``η_min`` one update after the last. The rate is a function of ``k``
 alone, so a job resumed from a checkpoint (which records ``k``, :mod:`hydraulis.job.manifest`)
-continues the schedule exactly, under any strategy; ``η_k / η`` is what
+continues the schedule exactly, under any strategy, as long as it asks for the same ``K`` (a job
+extended by resuming with more steps decays over the new ``K`` from there on); ``η_k / η`` is what
 ``torch.optim.lr_scheduler.LambdaLR`` takes as its factor.
 
 Worked example: cosine, ``η`` = 1e-3, ``η_min`` = 1e-4, ``W`` = 2, ``K`` = 6::
