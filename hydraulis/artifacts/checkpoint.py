@@ -6,14 +6,16 @@ then not verified)::
     {"schema_version": 2, "kind": "checkpoint", "step": 3,
      "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"},
      "optimizer_layout": {"dp", "tp", "pp"}, "world_size": 4,
-     "optimizer": {"kind": "adam", "lr": 0.001, "steps": 3},
+     "optimizer": {"kind": "adamw", "lr": 0.001, "steps": 3, "skipped": 0},
      "data": {"fingerprint", "token_budget", "max_seq_len", "seed", "shuffle"},
      "position": {"epoch", "batch"},
      "shards": [{"rank": 0, "file": "shard-00000.pt", "elements": 78976}, ...],
      "files": [{"file": "shard-00000.pt", "bytes": 949121, "sha256": "9f86d0…"}, ...],
      "created", "tool_version"}
 
-The folder's other files are described in :mod:`hydraulis.job.manifest`.
+``optimizer.steps`` counts the updates applied (the learning-rate schedule's position,
+:mod:`hydraulis.job.schedule`), ``optimizer.skipped`` the steps skipped for a non-finite gradient
+norm (optional: absent, 0). The folder's other files are described in :mod:`hydraulis.job.manifest`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ def checkpoint_manifest_to_dict(manifest: CheckpointManifest) -> dict:
         "model": model_to_dict(manifest.model),
         "optimizer_layout": asdict(manifest.optimizer_layout),
         "world_size": manifest.world_size,
-        "optimizer": {"kind": manifest.optimizer.value, "lr": manifest.lr, "steps": manifest.optimizer_steps},
+        "optimizer": {"kind": manifest.optimizer.value, "lr": manifest.lr, "steps": manifest.optimizer_steps,
+                      "skipped": manifest.skipped_steps},
         "data": {"fingerprint": manifest.data_fingerprint, "token_budget": loader.token_budget,
                  "max_seq_len": loader.max_seq_len, "seed": loader.seed, "shuffle": loader.shuffle},
         "position": asdict(manifest.position),
@@ -84,6 +87,7 @@ def checkpoint_manifest_from_dict(document: object) -> CheckpointManifest:
         tool_version=record.str("tool_version", ""),
         files=tuple(build(r.path, FileDigest, file=r.str("file"), bytes=r.int("bytes"), sha256=r.str("sha256"))
                     for r in (record.records("files") if "files" in record.data else ())),
+        skipped_steps=optimizer.int("skipped", 0),
     )
 
 

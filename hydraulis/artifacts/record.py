@@ -82,6 +82,12 @@ class Record:
             raise HydraulisError(self._where(key), _short(values), "must be a list of integers")
         return tuple(Record({"v": v}, f"{self._where(key)}[{i}]").int("v") for i, v in enumerate(values))
 
+    def floats(self, key: str, default: Any = _MISSING) -> tuple[float, ...]:
+        values = self.raw(key, default)
+        if not isinstance(values, list):
+            raise HydraulisError(self._where(key), _short(values), "must be a list of numbers")
+        return tuple(Record({"v": v}, f"{self._where(key)}[{i}]").float("v") for i, v in enumerate(values))
+
     def strs(self, key: str, default: Any = _MISSING) -> tuple[str, ...]:
         values = self.raw(key, default)
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):

@@ -55,9 +55,10 @@ class FileDigest:
 @dataclass(frozen=True)
 class CheckpointManifest:
     """The state after ``step`` completed steps: the optimizer layout it was written from (on
-    ``world_size`` ranks), the optimizer and its step count, the data and the loader position
-    of the next batch, the shard files, and every file's size and checksum (``files``: empty for
-    a checkpoint of schema 1, written before checksums, which is then read unverified)."""
+    ``world_size`` ranks), the optimizer, its step count (updates applied: the learning-rate
+    schedule's position) and the steps it skipped, the data and the loader position of the next
+    batch, the shard files, and every file's size and checksum (``files``: empty for a
+    checkpoint of schema 1, written before checksums, which is then read unverified)."""
 
     step: int
     model: ModelSpec
@@ -73,11 +74,13 @@ class CheckpointManifest:
     created: str
     tool_version: str
     files: tuple[FileDigest, ...] = ()
+    skipped_steps: int = 0
 
     def __post_init__(self) -> None:
         require_int(self.step, "step", minimum=0)
         require_int(self.world_size, "world_size", minimum=1)
         require_int(self.optimizer_steps, "optimizer.steps", minimum=0)
+        require_int(self.skipped_steps, "optimizer.skipped", minimum=0)
         self.optimizer_layout.check(self.model, self.world_size)
         require(len(self.shards) == self.optimizer_layout.devices, "shards", len(self.shards),
                 f"must list one file per rank of the optimizer layout ({self.optimizer_layout.devices})")

@@ -22,9 +22,11 @@ The weights start from the seed, the checkpoint resumed (rank 0 logs which), or 
 
 Rank 0 logs one line per step::
 
-    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0  new groups 0
+    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  lr 8.682e-04  grad_norm 1.3274  tokens/s 2634  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0  new groups 0
 
-(one ``measured/predicted`` compute pair per pipeline, then the whole step against the plan's
+(the learning rate of the step's update, the global gradient norm before clipping — ``SKIPPED``
+after it when it was not finite and the update was skipped, with a warning — one
+``measured/predicted`` compute pair per pipeline, then the whole step against the plan's
 prediction, and the process groups the step created). The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
 """
 
@@ -84,7 +86,7 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
     ranges = run.cluster.rank_ranges() if run.cluster and not reference else ()
     checkpoints = (Checkpointer(run.checkpoint.root, run.checkpoint.keep, context, run.checkpoint.overwrite)
                    if run.checkpoint and not reference else None)
-    runner = StepRunner(run.model, context, options, layout, ranges)
+    runner = StepRunner(run.model, context, options, layout, options.schedule(run.steps), ranges)
     position = LoaderPosition()
     if run.resume and not reference:
         if context.rank == 0:
@@ -117,6 +119,9 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
                              wait_ms=wait_ms, synthesised=plan.synthesis is not None)
             if context.rank == 0:
                 log.info(format_record(record))
+                if record.skipped:
+                    log.warning("step %d skipped: the gradient norm is %s, the weights and moments are unchanged "
+                                "(%d steps skipped so far)", step, record.grad_norm, record.skipped_steps)
             if board:
                 board.add(record)
             records.append(record)

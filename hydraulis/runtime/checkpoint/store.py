@@ -176,7 +176,7 @@ def restore(folder: str | Path, manifest: CheckpointManifest, shard: OptimizerSh
             for name, value in values.items():
                 for block in blocks:
                     block.b_view(value).copy_(block.a_view(loaded[source][name]))
-    shard.load(values, manifest.optimizer_steps)
+    shard.load(values, manifest.optimizer_steps, manifest.skipped_steps)
     states = folder / RNG_FILE.format(rank=rank)
     if states.is_file():
         set_random_states(read_random_states(states))
@@ -199,7 +199,7 @@ def _manifest(step: int, shard: OptimizerShard, data: TrainingData, position: Lo
     shards = tuple(ShardFile(r, SHARD_FILE.format(rank=r), placement.buffer_size(r)) for r in range(placement.owners))
     return CheckpointManifest(step, placement.model, placement.layout, world_size, shard.options.optimizer,
                               shard.options.lr, shard.steps, data.fingerprint, data.loader, position, shards,
-                              timestamp(), __version__)
+                              timestamp(), __version__, skipped_steps=shard.skipped)
 
 
 def load_shard(folder: Path, entry: ShardFile) -> dict[str, torch.Tensor]:
