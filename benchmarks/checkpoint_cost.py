@@ -40,10 +40,10 @@ def step_intervals(steps: int, every: int, root: Path | None) -> dict[int, float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--every", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=40, help="training steps of each run (default 40)")
+    parser.add_argument("--every", type=int, default=2, help="a checkpoint every E steps in the checkpointing run (default 2)")
     parser.add_argument("--skip", type=int, default=4, help="warm-up steps left out")
-    parser.add_argument("--limit", type=float, default=1.3)
+    parser.add_argument("--limit", type=float, default=1.3, help="exit 1 when the checkpointing steps cost more than this × a normal step (default 1.3)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="checkpoint-cost-") as scratch:
         with_checkpoints = step_intervals(args.steps, args.every, Path(scratch) / "checkpoints")

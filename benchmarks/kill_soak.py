@@ -89,8 +89,8 @@ def finish(agent: subprocess.Popen) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--runs", type=int, default=10, help="torchrun jobs, each with one worker killed at a random moment (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the kill moments (default 0)")
     args = parser.parse_args()
     draw = random.Random(args.seed)
     failures = 0
