@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hydraulis.errors import HydraulisError
+from hydraulis.files import write_text_atomically
 
 T = TypeVar("T")
 E = TypeVar("E", bound=Enum)
@@ -81,6 +82,12 @@ class Record:
             raise HydraulisError(self._where(key), _short(values), "must be a list of integers")
         return tuple(Record({"v": v}, f"{self._where(key)}[{i}]").int("v") for i, v in enumerate(values))
 
+    def floats(self, key: str, default: Any = _MISSING) -> tuple[float, ...]:
+        values = self.raw(key, default)
+        if not isinstance(values, list):
+            raise HydraulisError(self._where(key), _short(values), "must be a list of numbers")
+        return tuple(Record({"v": v}, f"{self._where(key)}[{i}]").float("v") for i, v in enumerate(values))
+
     def strs(self, key: str, default: Any = _MISSING) -> tuple[str, ...]:
         values = self.raw(key, default)
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
@@ -141,10 +148,9 @@ def read_json(path: str | Path) -> Any:
 
 
 def write_json(path: str | Path, document: dict) -> None:
-    """Write ``document`` as indented JSON, creating parent folders."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    """Write ``document`` as indented JSON, creating parent folders; atomically
+    (:mod:`hydraulis.files`): after an error the previous file is intact."""
+    write_text_atomically(path, json.dumps(document, indent=2) + "\n")
 
 
 def timestamp() -> str:

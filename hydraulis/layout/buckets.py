@@ -1,7 +1,7 @@
 """Gradient buckets: a stage's shards grouped for the overlapped reduction (no torch).
 
 The runtime exchanges a rank's gradients with the optimizer layout bucket by bucket, each as
-soon as the last micro-batch's backward has accumulated it (design §19). Buckets follow the
+soon as the last micro-batch's backward has accumulated it (design §21). Buckets follow the
 **reverse order of use**: the backward produces the gradients of the stage's last parameters
 first, so the shards are taken from last to first and cut into consecutive buckets of at most
 ``capacity`` elements (a shard larger than that is a bucket of its own); as in PyTorch DDP, the

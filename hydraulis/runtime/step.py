@@ -15,9 +15,10 @@ Recipe (every rank, whatever its place):
 4. **reduce** the shards' gradients, accumulated over the micro-batches in fp32
    (:mod:`.gradients`), into the owners' buffers, in the ``grad_reduce_dtype``, bucket by bucket
    (:class:`~.optimizer.exchange.Reduction`: each issued as soon as the last micro-batch's
-   backward has produced it, all waited for here), and step the optimizer there
-   (:mod:`.optimizer.master`) — with ``overlap_reduction`` off, both exchanges run whole
-   between the phases instead;
+   backward has produced it, all waited for here), take the global gradient norm there
+   (:mod:`.optimizer.clipping`) and skip, or clip and step the optimizer at the schedule's
+   learning rate (:mod:`.optimizer.master`) — with ``overlap_reduction`` off, both exchanges run
+   whole between the phases instead;
 5. gather per-rank figures: each pipeline's measured compute time is its slowest rank's (step 3),
    the step's time the slowest rank's steps 2–4, the reduction's what the step took beyond
    step 2 and the slowest pipeline; the loss is the sum of the last stages' parts; with
@@ -28,7 +29,8 @@ Recipe (every rank, whatever its place):
    it during which some rank's backward was computing
    (:func:`~.parallel.operations.gather_reduction_overlap`).
 
-The host waits for the device once per step: the phases are timed by events on the device's
+The host waits for the device twice per step: for the gradient norm, which decides whether the
+update runs, and after the last event. The phases are timed by events on the device's
 stream (:class:`StepClock`), the losses of the micro-batches are summed on the device, shapes
 come from the plan (:mod:`.parallel.pipeline`), and the figures travel in one all-gather after
 the last event. Process groups come from one :class:`~.rank_map.GroupCache` per rank; the
@@ -57,6 +59,7 @@ from hydraulis.placement import RankRange
 from hydraulis.runtime.memory.peak import PeakMemory, check_budget
 from hydraulis.runtime.model.attention import attention_kernel
 from hydraulis.job.config import RuntimeOptions
+from hydraulis.job.schedule import LrSchedule
 from hydraulis.layout.kinds import ReduceDtype
 from hydraulis.runtime.gradients import GradientBuffers
 from hydraulis.runtime.launch import RankContext
@@ -73,6 +76,7 @@ from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankP
 from hydraulis.job.records import StepRecord
 from hydraulis.layout.buckets import bucket_elements
 from hydraulis.runtime.optimizer.exchange import Propagation, Reduction, WeightGate
+from hydraulis.runtime.optimizer.clipping import global_grad_norm
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
@@ -100,13 +104,14 @@ class ComputeStage:
 
 class StepRunner:
     """One rank's training state across steps and strategies: its optimizer buffer and, per
-    strategy seen, its compute stage; ``rank_ranges`` a mixed cluster's device groups (the rank
-    map places every stage in its group's ranges; empty: the contiguous placement)."""
+    strategy seen, its compute stage; ``schedule`` the learning rate of each update;
+    ``rank_ranges`` a mixed cluster's device groups (the rank map places every stage in its
+    group's ranges; empty: the contiguous placement)."""
 
     def __init__(self, model: ModelSpec, context: RankContext, options: RuntimeOptions,
-                 layout: OptimizerLayout, rank_ranges: tuple[RankRange, ...] = ()) -> None:
+                 layout: OptimizerLayout, schedule: LrSchedule, rank_ranges: tuple[RankRange, ...] = ()) -> None:
         self.model, self.context, self.record = model, context, options.record_operations
-        self.rank_ranges = rank_ranges
+        self.rank_ranges, self.schedule = rank_ranges, schedule
         self.placement = OptimizerPlacement(model, layout, context.world_size)
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
         self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype.resolve(context.device.type)]
@@ -155,7 +160,7 @@ class StepRunner:
             clock.mark()
             reduction.finish(self.optimizer.grad)
             stage.gradients.clear()
-            self.optimizer.step()
+            update = self.optimizer.step(global_grad_norm(self.optimizer.grad, self.context.world), self.schedule)
             clock.mark()
         propagate_ms, compute_ms, update_ms = clock.elapsed_ms()
         mine = torch.tensor((compute_ms, 0.0, propagate_ms, propagate_ms + compute_ms + update_ms,
@@ -179,7 +184,9 @@ class StepRunner:
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
                           figures["step_ms"], plan.predicted_ms, plan.planning_ms,
                           strategy_index=plan.strategy_index, communicators=communicators,
-                          operations=operations, reduction_inflight_ms=overlap[0], reduction_hidden_ms=overlap[1])
+                          operations=operations, lr=update.lr, grad_norm=update.grad_norm, skipped=update.skipped,
+                          skipped_steps=self.optimizer.skipped, reduction_inflight_ms=overlap[0],
+                          reduction_hidden_ms=overlap[1])
 
     def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int,
                  reduction: Reduction, timer) -> tuple[torch.Tensor, RecordingWork | None]:
