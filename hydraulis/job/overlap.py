@@ -1,14 +1,18 @@
-"""How much of a step's reduction ran while a backward was computing, from recorded intervals.
+"""How much of a step's reduction ran while the same rank's backward was computing, from
+recorded intervals.
 
-Each rank's reduction is in flight over the union ``U_r`` of its buckets' intervals (issued →
-complete); the step's backwards over the union ``B`` of every rank's backward operations (one
-clock: the ranks' origins shifted onto the host's monotonic clock). Then
+Rank ``r``'s reduction is in flight over the union ``U_r`` of its buckets' intervals (issued →
+complete, waits for slower peers included); its own backward operations cover the union
+``B_r``. Only a rank's own compute can hide its reduction — while it waits for a bucket after
+its backward is done, another rank still computing hides nothing for it — so
 
-    in flight = Σ_r |U_r|,   hidden = Σ_r |U_r ∩ B|,   reduction_hidden_fraction = hidden / in flight
+    in flight = Σ_r |U_r|,   hidden = Σ_r |U_r ∩ B_r|,   reduction_hidden_fraction = hidden / in flight
 
-(summed over the steps of a run for its summary). Worked example: a rank whose two buckets fly
-over [10, 14] and [12, 20] ms while backwards ran over [0, 11] and [15, 16]: ``U = [10, 20]``,
-10 ms in flight, of which [10, 11] and [15, 16] are hidden, 2 ms — a fraction of 0.2.
+(summed over the steps of a run for its summary). A rank that issues every bucket after its
+last backward (the overlap off) hides nothing: the fraction is 0. Worked example: rank 0's two
+buckets fly over [10, 14] and [12, 20] ms while its backwards ran over [0, 11] and [15, 16]:
+``U_0 = [10, 20]``, 10 ms in flight, of which [10, 11] and [15, 16] are hidden, 2 ms; rank 1's
+bucket flies over [30, 40] after its backwards over [0, 30]: 10 ms, none hidden — 2 / 20 = 0.1.
 """
 
 from __future__ import annotations
@@ -43,8 +47,15 @@ def covered(intervals: Iterable[Interval], cover: Sequence[Interval]) -> float:
     return total
 
 
-def reduction_overlap(reductions: Sequence[Sequence[Interval]], backwards: Iterable[Interval]) -> tuple[float, float]:
-    """``(in flight, hidden)`` of the module docstring: ``reductions[r]`` rank ``r``'s bucket
-    intervals, ``backwards`` every rank's backward operations."""
-    cover = union(backwards)
-    return sum(length(r) for r in reductions), sum(covered(r, cover) for r in reductions)
+def rank_overlap(buckets: Iterable[Interval], backwards: Iterable[Interval]) -> tuple[float, float]:
+    """``(|U_r|, |U_r ∩ B_r|)`` of one rank (module docstring): ``buckets`` its buckets'
+    intervals, ``backwards`` its own backward operations, on one clock."""
+    buckets = list(buckets)
+    return length(buckets), covered(buckets, list(backwards))
+
+
+def reduction_overlap(ranks: Iterable[tuple[float, float]]) -> tuple[float, float]:
+    """``(in flight, hidden)`` of the module docstring: the sums of every rank's
+    :func:`rank_overlap`."""
+    ranks = list(ranks)
+    return sum(r[0] for r in ranks), sum(r[1] for r in ranks)

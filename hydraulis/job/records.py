@@ -70,7 +70,7 @@ class StepRecord:
     ``skipped`` whether the update was skipped (a non-finite norm) and ``skipped_steps`` how many
     steps the job has skipped so far, this one included (:mod:`hydraulis.runtime.optimizer.master`);
     ``reduction_inflight_ms`` and ``reduction_hidden_ms`` the reduction's time in flight summed
-    over the ranks and the part of it while a backward computed (:mod:`hydraulis.job.overlap`;
+    over the ranks and the part of it while the same rank's backward computed (:mod:`hydraulis.job.overlap`;
     0 unless recorded)."""
 
     step: int

@@ -5,13 +5,18 @@ soon as the last micro-batch's backward has accumulated it (design §21). Bucket
 **reverse order of use**: the backward produces the gradients of the stage's last parameters
 first, so the shards are taken from last to first and cut into consecutive buckets of at most
 ``capacity`` elements (a shard larger than that is a bucket of its own); as in PyTorch DDP, the
-first bucket is smaller (``first`` elements) so that the exchange starts early. Both ends of
-an exchange compute a holder's buckets from its shards alone, so they agree without talking.
+first bucket is smaller (``first`` elements) so that the exchange starts early. A bucket holds
+at most ``⌈E / parts⌉`` of the holder's ``E`` gradient elements: the runtime cuts every stage
+in at least :data:`STAGE_BUCKETS` buckets, so a small model's stage (the CPU examples: ``tiny``'s
+stages hold 0.3–0.6 MB of fp32 gradients, under DDP's first bucket) still sends its last layers while the backward
+computes its first ones; a large model's stage is cut by ``capacity`` alone. Both ends of an
+exchange compute a holder's buckets from its shards alone, so they agree without talking.
 
 Worked example: shards of 300, 500, 200 and 700 elements (in order of use), ``first = 400``,
 ``capacity = 900``: reversed, 700 fills bucket 0 (it exceeds ``first`` alone), 200 opens
 bucket 1, 500 joins it (700 ≤ 900), 300 opens bucket 2 (1000 would exceed 900) — buckets
-``(2, 1, 1, 0)`` in the shards' order.
+``(2, 1, 1, 0)`` in the shards' order; with ``parts = 4`` the capacity drops to
+``⌈1700 / 4⌉ = 425``: 700, 200, 500 and 300 each fill a bucket of their own, ``(3, 2, 1, 0)``.
 """
 
 from __future__ import annotations
@@ -25,12 +30,19 @@ BUCKET_MB = 25.0
 """The default bucket, in MiB of the reduction's dtype (PyTorch DDP's ``bucket_cap_mb``)."""
 FIRST_BUCKET_MB = 1.0
 """The first bucket's cap (DDP's first bucket)."""
+STAGE_BUCKETS = 4
+"""The fewest buckets the runtime cuts a stage's gradients in (module docstring): on the CPU,
+``hydraulis train --model tiny --record-operations`` under ``1,1,2x2`` and ``1,2,1+1,1,2``
+hides 0.1 of the reduction with one bucket per stage, 0.4–0.5 with four, no more with eight."""
 
 
-def shard_buckets(shards: Sequence[Shard], capacity: int, first: int) -> tuple[int, ...]:
-    """The bucket of every shard of ``shards`` (module docstring), in the shards' order."""
+def shard_buckets(shards: Sequence[Shard], capacity: int, first: int, parts: int = 1) -> tuple[int, ...]:
+    """The bucket of every shard of ``shards`` (module docstring), in the shards' order, the
+    capacity at most ``⌈Σ elements / parts⌉``."""
     require_int(capacity, "bucket_elements", minimum=1)
     require_int(first, "first_bucket_elements", minimum=1)
+    require_int(parts, "stage_buckets", minimum=1)
+    capacity = min(capacity, max(1, -(-sum(map(shard_numel, shards)) // parts)))
     buckets = [0] * len(shards)
     bucket, filled, cap = 0, 0, min(first, capacity)
     for index in reversed(range(len(shards))):

@@ -26,7 +26,7 @@ Recipe (every rank, whatever its place):
    (:mod:`.parallel.operations`); with a ``device_memory`` budget, every rank's peak bytes of
    steps 2–4 (:mod:`.memory.peak`), and every rank fails alike when one exceeds it; with
    ``record_operations``, the reduction's time in flight summed over the ranks and the part of
-   it during which some rank's backward was computing
+   it during which that rank's own backward was computing
    (:func:`~.parallel.operations.gather_reduction_overlap`).
 
 The host waits for the device twice per step: for the gradient norm, which decides whether the
@@ -178,8 +178,8 @@ class StepRunner:
             rows = recording.rows() if recording else []
             operations = gather_operations(rows, leads, stage.rank_map, plan, layout.strategy, self.context.world,
                                            self.context.device)
-            overlap = gather_reduction_overlap(reduction.intervals_ms(), rows, timer, stage.route.buckets, plan,
-                                               self.context.world, self.context.device)
+            overlap = gather_reduction_overlap(reduction.intervals_ms(), rows, self.context.world,
+                                               self.context.device)
         return StepRecord(step, str(layout), tokens, figures["loss"], measured,
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
                           figures["step_ms"], plan.predicted_ms, plan.planning_ms,
@@ -203,6 +203,7 @@ class StepRunner:
         work = StageWork(model, batches, tokens)
         if self.overlap and batches:
             stage.gradients.arm(len(batches), stage.route.plan.shard_buckets, reduction.ready)
+            reduction.start()
         recording = RecordingWork(work, timer) if self.record else None
         run_1f1b(recording or work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
         return (work.loss if model.last and place.tp_rank == 0 else torch.zeros_like(work.loss)), recording

@@ -1,18 +1,40 @@
-import random
+from hypothesis import given
+from hypothesis import strategies as st
 
-from hydraulis.job.overlap import covered, length, reduction_overlap, union
+from hydraulis.job.overlap import covered, length, rank_overlap, reduction_overlap, union
+
+_SPAN = st.tuples(st.integers(0, 60), st.integers(0, 60)).map(sorted).map(tuple)
+_SPANS = st.lists(_SPAN, max_size=6)
 
 
 def test_worked_example():
-    assert reduction_overlap([[(10, 14), (12, 20)]], [(0, 11), (15, 16)]) == (10, 2.0)
+    ranks = [rank_overlap([(10, 14), (12, 20)], [(0, 11), (15, 16)]), rank_overlap([(30, 40)], [(0, 30)])]
+    assert ranks == [(10, 2.0), (10, 0.0)]
+    assert reduction_overlap(ranks) == (20, 2.0)
 
 
-def test_hidden_never_exceeds_in_flight_and_equals_it_under_a_full_cover():
-    rng = random.Random(0)
-    for _ in range(200):
-        spans = [sorted((rng.uniform(0, 50), rng.uniform(0, 50))) for _ in range(rng.randint(0, 6))]
-        cover = [sorted((rng.uniform(0, 50), rng.uniform(0, 50))) for _ in range(rng.randint(0, 6))]
-        hidden = covered(spans, cover)
-        assert -1e-9 <= hidden <= length(spans) + 1e-9
-        assert abs(covered(spans, [(0, 50)]) - length(spans)) < 1e-9
-        assert all(a < b for a, b in union(spans))
+def _grid(spans) -> set[int]:
+    """The unit cells [t, t + 1) covered by integer ``spans``."""
+    return {t for a, b in spans for t in range(a, b)}
+
+
+@given(_SPANS, _SPANS)
+def test_measures_equal_counting_unit_cells(buckets, backwards):
+    in_flight, hidden = rank_overlap(buckets, backwards)
+    assert in_flight == len(_grid(buckets)) == length(buckets)
+    assert hidden == len(_grid(buckets) & _grid(backwards)) == covered(buckets, backwards)
+    assert 0 <= hidden <= in_flight
+    assert all(a < b for a, b in union(buckets))
+
+
+@given(st.lists(st.tuples(_SPANS, _SPANS), max_size=4))
+def test_a_reduction_issued_after_its_own_backwards_hides_nothing(ranks):
+    """The overlap off: each rank's buckets fly after its own last backward, whatever the other
+    ranks compute meanwhile."""
+    measured = []
+    for buckets, backwards in ranks:
+        end = max((b for _, b in backwards), default=0)
+        measured.append(rank_overlap([(end + a, end + b) for a, b in buckets], backwards))
+    in_flight, hidden = reduction_overlap(measured)
+    assert hidden == 0
+    assert in_flight == sum(length(buckets) for buckets, _ in ranks)

@@ -13,19 +13,25 @@ def test_worked_example():
         def __init__(self, n):
             self.shape = (n,)
 
-    assert shard_buckets([Sized(300), Sized(500), Sized(200), Sized(700)], 900, 400) == (2, 1, 1, 0)
+    shards = [Sized(300), Sized(500), Sized(200), Sized(700)]
+    assert shard_buckets(shards, 900, 400) == (2, 1, 1, 0)
+    assert shard_buckets(shards, 900, 400, parts=4) == (3, 2, 1, 0)
 
 
+@pytest.mark.parametrize("parts", [1, 4])
 @pytest.mark.parametrize("capacity, first", [(1, 1), (5_000, 1_000), (40_000, 40_000), (10**9, 2**18)])
-def test_buckets_are_consecutive_from_the_last_shard_and_within_capacity(capacity, first):
+def test_buckets_are_consecutive_from_the_last_shard_and_within_capacity(capacity, first, parts):
     layout = parse_strategy("1,1,1", TINY, scheme_times(TINY, 1), 64).pipelines[0]
     shards = stage_shards(TINY, layout, 0, 0)
-    buckets = shard_buckets(shards, capacity, first)
+    buckets = shard_buckets(shards, capacity, first, parts)
+    capacity = min(capacity, -(-sum(map(shard_numel, shards)) // parts))
     assert buckets[-1] == 0
     assert all(a in (b, b + 1) for a, b in zip(buckets, buckets[1:]))
     for k in set(buckets):
         sizes = [shard_numel(s) for s, b in zip(shards, buckets) if b == k]
         assert len(sizes) == 1 or sum(sizes) <= (min(first, capacity) if k == 0 else capacity)
+    if capacity >= 2**18:
+        assert max(buckets) + 1 >= min(parts, len(shards)) // 2
 
 
 def test_bucket_elements_count_the_reduction_dtype():

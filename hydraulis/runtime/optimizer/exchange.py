@@ -8,7 +8,9 @@ match whatever else the ranks are doing):
 * :class:`Reduction` — a bucket's gradients leave as soon as the last micro-batch's backward
   has accumulated every shard of it (:meth:`~hydraulis.runtime.gradients.GradientBuffers.arm`
   calls :meth:`Reduction.ready`), in bucket order (a bucket ready before an earlier one waits
-  for it); :meth:`Reduction.finish` issues what is left (everything, on a rank that computed
+  for it); the buckets that hold none of the rank's gradients are ready when its backward
+  starts (:meth:`Reduction.start`: the numbering puts other stages' buckets there,
+  :mod:`.routes`); :meth:`Reduction.finish` issues what is left (everything, on a rank that computed
   nothing or with the overlap off), waits for each bucket and adds it into the owner's fp32
   gradient, bucket by bucket, source by source — a fixed order, so the sum is deterministic;
   the optimizer steps after it (:mod:`.master`: update, and clipping by the global norm where
@@ -19,8 +21,8 @@ match whatever else the ranks are doing):
   rest after the stage's work.
 
 With the overlap off the same buckets run back to back: all weights before the forward, all
-gradients after the backward. Each bucket's time in flight (issued → complete, on the step's
-clock, :func:`~hydraulis.runtime.parallel.operations.step_clock`) is kept for the step's
+gradients after the backward. The time in flight of each bucket holding the rank's gradients
+(issued → complete, on the step's clock, :func:`~hydraulis.runtime.parallel.operations.step_clock`) is kept for the step's
 record: on the CPU the completion is noted by the work's future, on CUDA by an event recorded
 on a side stream that waits for the work.
 """
@@ -83,6 +85,13 @@ class Reduction:
         self.exchanges = _Exchanges(route, clock, device)
         self.ready_buckets: set[int] = set()
         self.next = 0
+        self.own = set(route.plan.shard_buckets)
+
+    def start(self) -> None:
+        """The backward is about to run: the buckets holding none of this rank's gradients are
+        ready now (issued as soon as the order allows)."""
+        for bucket in set(range(self.route.buckets)) - self.own:
+            self.ready(bucket)
 
     def ready(self, bucket: int) -> None:
         """Bucket ``bucket`` is complete: issue it and every ready bucket after it, in order."""
@@ -99,7 +108,8 @@ class Reduction:
             self.route.add_received(self.exchanges.wait(bucket).to(torch.float32), into, bucket)
 
     def intervals_ms(self) -> list[tuple[float, float]]:
-        return self.exchanges.intervals_ms()
+        """The in-flight intervals of the buckets holding this rank's gradients."""
+        return [span for bucket, span in zip(self.exchanges.marks, self.exchanges.intervals_ms()) if bucket in self.own]
 
     def _issue(self, bucket: int) -> None:
         outgoing = self.route.pack_gradients(self.grads(), self.device, bucket).to(self.dtype)

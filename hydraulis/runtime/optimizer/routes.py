@@ -19,10 +19,17 @@ optimizer layout alike.
 
 **Buckets.** Every block carries the bucket of the holder's shard (:mod:`hydraulis.layout.buckets`:
 the holder's shards in reverse order of use, cut by size), and each exchange is one
-``all_to_all_single`` per bucket, ``K`` of them per step (``K`` the most buckets any rank of the
-strategy holds; a rank with fewer sends nothing in the rest), so a bucket's exchange can start
+``all_to_all_single`` per bucket, ``K`` of them per step, so a bucket's exchange can start
 as soon as the backward has produced it and a bucket's weights be waited for where the forward
-needs them (:mod:`.exchange`). Both sides order a bucket's blocks by (peer, parameter, offset in
+needs them (:mod:`.exchange`). Under 1F1B a pipeline's last stage finishes its backward first
+and its first stage last, so buckets are numbered by position from the pipeline's end: the
+holders ``q`` stages before their pipeline's last share the numbers ``O_q … O_q + K_q − 1``
+(``K_q`` the most buckets such a holder cuts, ``O_0 = 0``, ``O_{q+1} = O_q + K_q``, ``K`` the
+sum). A rank sends nothing in the buckets of other positions and issues them as soon as its
+backward starts, so an exchange waits only for the ranks that hold its gradients. Worked
+example, ``1,1,2x2`` with four buckets per holder: the last stages' gradients travel in
+buckets 0–3, the first stages' in 4–7; a first stage's rank issues 0–3 empty when its backward
+starts, and they complete as the last stages produce them. Both sides order a bucket's blocks by (peer, parameter, offset in
 the shard), so a sender packs and a receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
 (:attr:`~hydraulis.layout.sharding.Shard.contributes`, the RMSNorm weights) is left
 out of the reduction and still receives weights.
@@ -77,7 +84,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hydraulis.layout.buckets import shard_buckets
+from hydraulis.layout.buckets import STAGE_BUCKETS, shard_buckets
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap, strided
 from hydraulis.layout.sharding import ParameterSpec, Shard, holding_stage, shard_of, stage_shards
@@ -146,19 +153,32 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
 
 
 class _BucketCut:
-    """Every holder's buckets under one strategy (:func:`~hydraulis.layout.buckets.shard_buckets`),
-    computed once per (pipeline, stage, tp rank)."""
+    """Every holder's buckets under one strategy (module docstring), computed once per
+    (pipeline, stage, tp rank): its own cut (:func:`~hydraulis.layout.buckets.shard_buckets`)
+    numbered after the buckets of every stage nearer its pipeline's end."""
 
     def __init__(self, placement: OptimizerPlacement, rank_map: RankMap, elements: tuple[int, int] | None) -> None:
         self.placement, self.rank_map, self.elements = placement, rank_map, elements
         self.cache: dict[tuple[int, int, int], dict[str, int]] = {}
+        places = {(p.pipeline, p.stage, p.tp_rank): p for p in map(rank_map.place, range(rank_map.world_size))
+                  if p is not None}
+        counts = {0: 1}
+        for place in places.values() if elements else ():
+            position = self._position(place)
+            cut = shard_buckets(self.shards(place), *elements, STAGE_BUCKETS)
+            counts[position] = max(counts.get(position, 1), max(cut, default=-1) + 1)
+        self.offsets = [0]
+        for position in range(max(counts, default=0) + 1):
+            self.offsets.append(self.offsets[-1] + counts.get(position, 0))
 
     def shards(self, place: RankPlace) -> tuple[Shard, ...]:
         return stage_shards(self.placement.model, self.rank_map.pipelines[place.pipeline], place.stage, place.tp_rank)
 
     def buckets(self, place: RankPlace) -> tuple[int, ...]:
-        shards = self.shards(place)
-        return shard_buckets(shards, *self.elements) if self.elements else (0,) * len(shards)
+        if not self.elements:
+            return (0,) * len(self.shards(place))
+        offset = self.offsets[self._position(place)]
+        return tuple(offset + b for b in shard_buckets(self.shards(place), *self.elements, STAGE_BUCKETS))
 
     def bucket_of(self, rank: int, name: str) -> int:
         place = self.rank_map.place(rank)
@@ -168,10 +188,12 @@ class _BucketCut:
         return self.cache[key][name]
 
     def most(self) -> int:
-        """``K``: the most buckets of any rank the strategy places (at least 1)."""
-        places = {(p.pipeline, p.stage, p.tp_rank): p for p in map(self.rank_map.place, range(self.rank_map.world_size))
-                  if p is not None}
-        return max([1, *(max(self.buckets(p), default=-1) + 1 for p in places.values())])
+        """``K``: the buckets of every position (at least 1)."""
+        return max(1, self.offsets[-1])
+
+    def _position(self, place: RankPlace) -> int:
+        """Stages from the pipeline's end: 0 for a last stage."""
+        return self.rank_map.pipelines[place.pipeline].scheme.pp - 1 - place.stage
 
 
 class Route:

@@ -30,7 +30,7 @@ from hydraulis.cost.pipeline import Phase, ScheduledOp
 from hydraulis.dispatch import micro_batch_times_ms
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.job.overlap import reduction_overlap
+from hydraulis.job.overlap import rank_overlap
 from hydraulis.job.records import PipelineOperations
 from hydraulis.types import StepPlan, Strategy
 
@@ -96,22 +96,12 @@ def gather_operations(rows: Sequence[tuple[int, int, float, float]], leads_stage
 
 
 def gather_reduction_overlap(buckets: Sequence[tuple[float, float]], rows: Sequence[tuple[int, int, float, float]],
-                             clock: WallClock | CudaClock, most_buckets: int, plan: StepPlan, world: ParallelGroup,
-                             device: torch.device) -> tuple[float, float]:
-    """``(in flight, hidden)`` ms of the step's reduction (:func:`hydraulis.job.overlap.reduction_overlap`),
-    on every rank, in one all-gather: each rank sends ``K + 2·v_max`` rows ``(kind, start, end)``
-    on the host's monotonic clock (kind 1: a bucket's flight, ``buckets``; 0: a backward of
-    ``rows``; −1: padding)."""
-    width = most_buckets + 2 * max((len(p.micro_batches) for p in plan.pipelines), default=0)
-    local = torch.full((width, 3), -1.0, dtype=torch.float64)
-    mine = [(1.0, a, b) for a, b in buckets] + [(0.0, a, b) for _, forward, a, b in rows if not forward]
-    if mine:
-        local[:len(mine)] = torch.tensor(mine, dtype=torch.float64)
-        local[:len(mine), 1:] += clock.origin_ms
-    every = world.all_gather(local.to(device)).view(world.size, width, 3).cpu().tolist()
-    reductions = [[(a, b) for kind, a, b in rank if kind == 1] for rank in every]
-    backwards = [(a, b) for rank in every for kind, a, b in rank if kind == 0]
-    return reduction_overlap(reductions, backwards)
+                             world: ParallelGroup, device: torch.device) -> tuple[float, float]:
+    """``(in flight, hidden)`` ms of the step's reduction (:mod:`hydraulis.job.overlap`), on
+    every rank: this rank's :func:`~hydraulis.job.overlap.rank_overlap` of its ``buckets``
+    against its own backwards in ``rows`` (one clock), summed over the ranks in one all-reduce."""
+    mine = rank_overlap(buckets, [(a, b) for _, forward, a, b in rows if not forward])
+    return tuple(world.all_reduce(torch.tensor(mine, dtype=torch.float64, device=device)).cpu().tolist())
 
 
 def step_clock(device: torch.device) -> WallClock | CudaClock:
@@ -120,12 +110,10 @@ def step_clock(device: torch.device) -> WallClock | CudaClock:
 
 
 class WallClock:
-    """Marks are ``time.perf_counter()`` values; ``origin_ms`` the origin on the host's monotonic
-    clock, shared by the processes of one machine, so ranks' times can be compared."""
+    """Marks are ``time.perf_counter()`` values."""
 
     def __init__(self) -> None:
         self.origin = time.perf_counter()
-        self.origin_ms = self.origin * 1e3
 
     def mark(self) -> float:
         return time.perf_counter()
@@ -136,12 +124,10 @@ class WallClock:
 
 class CudaClock:
     """Marks are CUDA events recorded on the current stream, read after the step's
-    synchronisation; ``origin_ms`` the host's monotonic clock when the origin was recorded (the
-    ranks' origins agree up to how far their streams lag their hosts)."""
+    synchronisation."""
 
     def __init__(self) -> None:
         self.origin = self.mark()
-        self.origin_ms = time.perf_counter() * 1e3
 
     def mark(self) -> torch.cuda.Event:
         event = torch.cuda.Event(enable_timing=True)

@@ -9,6 +9,7 @@ from hydraulis.presets import model_preset
 from hydraulis.runtime.optimizer.master import assemble_canonical
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap
+from hydraulis.layout.buckets import STAGE_BUCKETS
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.layout.sharding import parameter_specs
 from hydraulis.runtime.rank_map import RankMap
@@ -109,3 +110,17 @@ def test_plans_at_scale_hold_kilobytes_not_an_entry_per_element(name, spec, devi
         assert sum(plan.sent(False, 0)) == held
         assert sum(plan.received(False, 0)) >= placement.buffer_size(rank) * len(rank_map.pipelines)
         assert plan.nbytes <= 256 * 1024
+
+
+def test_buckets_are_numbered_from_the_pipelines_end_and_cut_every_stage_in_several():
+    """``1,1,2x2`` in default buckets: the last stages' buckets come first, then the first
+    stages'; each stage is cut in at least STAGE_BUCKETS (its shards allowing)."""
+    _, every = routes("1,1,2x2", (4, 1, 1), 4, (25 * 2**18, 2**18))
+    strategy = parse_strategy("1,1,2x2", TINY, scheme_times(TINY, 4), 64)
+    rank_map = RankMap(strategy.pipelines, 4)
+    own = {rank: set(route.plan.shard_buckets) for rank, route in enumerate(every)}
+    last = [r for r in range(4) if rank_map.place(r).stage == 1]
+    first = [r for r in range(4) if rank_map.place(r).stage == 0]
+    assert max(k for r in last for k in own[r]) < min(k for r in first for k in own[r])
+    assert all(len(own[r]) >= STAGE_BUCKETS for r in range(4))
+    assert every[0].buckets == len(set().union(*own.values()))
