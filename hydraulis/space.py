@@ -89,7 +89,8 @@ class SchemeSpace:
     the plain schemes (the compositions without options). ``communicator_ms`` is the time to
     create one communicator, which a step pays for every communicator its strategy is the first
     to need (:mod:`hydraulis.placement`). ``reduce_overlap`` ``ω`` is the share of the reduction
-    that overlaps compute on the device (design §21; 0: none, the reduction fully exposed).
+    that overlaps compute on the device (design §21; 0: none, the reduction fully exposed);
+    ``grad_reduce_bytes`` the bytes per gradient the reduction sends (2: bf16, 4: fp32).
     """
 
     model: ModelSpec
@@ -102,6 +103,7 @@ class SchemeSpace:
     segments: tuple[Segments, ...] = ()
     communicator_ms: float = 0.0
     reduce_overlap: float = 0.0
+    grad_reduce_bytes: int = 2
 
     def __post_init__(self) -> None:
         require(len(self.profiles) > 0, "schemes", [], "must list at least one scheme")
@@ -113,6 +115,7 @@ class SchemeSpace:
         require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
         require_number(self.communicator_ms, "communicator_ms", minimum=0.0)
         require_number(self.reduce_overlap, "reduce_overlap", 0.0, 1.0)
+        require(self.grad_reduce_bytes in (2, 4), "grad_reduce_bytes", self.grad_reduce_bytes, "must be 2 or 4")
         keys = [s.key for s in self.segments]
         for i, key in enumerate(keys):
             require(key not in keys[:i], f"segments[{i}]", list(key), "is listed twice")

@@ -100,8 +100,8 @@ class SolverReport:
 class Proposal:
     """The planner's output: a few strategies sharing one optimizer layout; ``explanation``
     says why that layout and how the proposal compares with the best homogeneous strategy.
-    ``reduce_gbps``, ``reduce_overlap`` and ``communicator_ms`` are the scheme space's: they price the reduction
-    and the new communicators of a strategy made for one step."""
+    ``reduce_gbps``, ``reduce_overlap``, ``grad_reduce_bytes`` and ``communicator_ms`` are the scheme space's:
+    they price the reduction and the new communicators of a strategy made for one step."""
 
     model: ModelSpec
     devices: int
@@ -116,6 +116,7 @@ class Proposal:
     reduce_gbps: float = 0.0
     communicator_ms: float = 0.0
     reduce_overlap: float = 0.0
+    grad_reduce_bytes: int = 2
 
     def __post_init__(self) -> None:
         require_int(self.devices, "devices", minimum=1)
@@ -126,3 +127,4 @@ class Proposal:
         require_number(self.reduce_gbps, "reduce_gbps", minimum=0.0)
         require_number(self.communicator_ms, "communicator_ms", minimum=0.0)
         require_number(self.reduce_overlap, "reduce_overlap", 0.0, 1.0)
+        require(self.grad_reduce_bytes in (2, 4), "grad_reduce_bytes", self.grad_reduce_bytes, "must be 2 or 4")

@@ -19,14 +19,15 @@ the number of devices instead of a point::
 
     {"schema_version": 1, "kind": "profile_reduction",
      "key": {"model": {...}, "reduction_devices", "repeats", "warmup", "device_kind", ...},
-     "time_ms", "propagate_ms", "reduce_ms", "samples_ms": [...], "communicator_ms"}
+     "time_ms", "propagate_ms", "reduce_ms", "samples_ms": [...], "communicator_ms", "overlap"}
 
 ``options`` (the scheme's non-default options, e.g. ``["sp", "recompute=full"]``) is left out
 for a scheme without any, ``stage``, ``stage_layers`` for a point that runs a whole
 pipeline, and ``statistic`` (:class:`~hydraulis.profiler.sweep.Statistic`, default
 ``min``) when it is ``median``, so lines written before options, stage points and the choice of
 statistic existed keep their keys (they hold the median of the repeats); ``communicator_ms``
-(absent in older reduction lines: not measured); ``wall_s``
+and ``overlap`` (``ω``; absent in older reduction lines: not measured, the space takes the
+device preset's); ``wall_s``
 (absent in older lines: 0) is the point's share of the wall time spent measuring it. A last line cut short by a kill is skipped with a warning; a line that parses but is not a
 measurement is an error naming the line.
 """
@@ -101,10 +102,11 @@ class MeasurementCache:
                      "samples_ms": list(measurement.samples_ms), "wall_s": measurement.wall_s})
 
     def append_reduction(self, measurement: ReductionMeasurement, settings: MeasureSettings) -> None:
-        communicator = {} if measurement.communicator_ms is None else {"communicator_ms": measurement.communicator_ms}
+        optional = {name: getattr(measurement, name) for name in ("communicator_ms", "overlap")
+                    if getattr(measurement, name) is not None}
         self._write(REDUCTION_KIND, reduction_key(measurement.devices, settings),
                     {"time_ms": measurement.time_ms, "propagate_ms": measurement.propagate_ms,
-                     "reduce_ms": measurement.reduce_ms, "samples_ms": list(measurement.samples_ms), **communicator})
+                     "reduce_ms": measurement.reduce_ms, "samples_ms": list(measurement.samples_ms), **optional})
 
     def _write(self, kind: str, key: str, result: dict) -> None:
         line = {"schema_version": SCHEMA_VERSION, "kind": kind, "key": json.loads(key), **result}
@@ -139,9 +141,10 @@ def _samples(record: Record) -> tuple[float, ...]:
 
 def _reduction(devices: int, entry: dict) -> ReductionMeasurement:
     record = Record(entry)
-    communicator = record.float("communicator_ms") if record.raw("communicator_ms", None) is not None else None
+    communicator, overlap = (record.float(name) if record.raw(name, None) is not None else None
+                             for name in ("communicator_ms", "overlap"))
     return ReductionMeasurement(devices, record.float("time_ms"), record.float("propagate_ms"),
-                                record.float("reduce_ms"), _samples(record), communicator)
+                                record.float("reduce_ms"), _samples(record), communicator, overlap)
 
 
 def _measurement(point: SweepPoint, entry: dict) -> Measurement:

@@ -5,7 +5,7 @@ Layout (``schema_version`` 1)::
     {"schema_version": 1, "kind": "proposal", "model": {...}, "devices", "devices_per_node",
      "token_budget", "max_seq_len", "optimizer_layout": {"dp", "tp", "pp"},
      "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms", "reduce_overlap",
-     "solver": {"status", "solver", "wall_ms", "message"}, "explanation",
+     "grad_reduce_bytes", "solver": {"status", "solver", "wall_ms", "message"}, "explanation",
      "strategies": [{"pipelines": [{"scheme": {"cp", "tp", "pp"}, "count", "max_seq_len",
                                     "time": {"a", "b", "c"}}],
                      "devices", "predicted_ms", "reduce_ms", "serves_from", "serves_to",
@@ -15,7 +15,8 @@ Layout (``schema_version`` 1)::
 ``devices`` of a strategy is derived and checked on load; ``config`` is the resolved input the
 proposal was made from (free-form, kept as written). ``reduce_gbps`` and ``communicator_ms``
 (the scheme space's) are optional: a file without them gets 0 for ``communicator_ms`` and the
-bandwidth its strategies' ``reduce_ms`` imply (:func:`implied_reduce_gbps`).
+bandwidth its strategies' ``reduce_ms`` imply (:func:`implied_reduce_gbps`); ``reduce_overlap`` and
+``grad_reduce_bytes`` too (absent: 0 and 2, what proposals made before them assumed).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def proposal_to_dict(proposal: Proposal, config: dict | None = None) -> dict:
         "reduce_gbps": proposal.reduce_gbps,
         "communicator_ms": proposal.communicator_ms,
         "reduce_overlap": proposal.reduce_overlap,
+        "grad_reduce_bytes": proposal.grad_reduce_bytes,
         "solver": asdict(proposal.solver),
         "strategies": [_strategy_to_dict(s) for s in proposal.strategies],
         "explanation": proposal.explanation,
@@ -93,6 +95,7 @@ def proposal_from_dict(document: object) -> Proposal:
         reduce_gbps=record.float("reduce_gbps", implied_reduce_gbps(model.params, strategies)),
         communicator_ms=record.float("communicator_ms", 0.0),
         reduce_overlap=record.float("reduce_overlap", 0.0),
+        grad_reduce_bytes=record.int("grad_reduce_bytes", 2),
     )
 
 

@@ -9,6 +9,7 @@ Layout (``schema_version`` 3)::
      "memory": {"device_memory_bytes", "safety_margin_bytes", "layer_state_bytes",
                 "embedding_state_bytes", "sharded_state_fraction"},
      "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms", "reduce_overlap",
+     "grad_reduce_bytes",
      "provenance": {"source", "device", "created", "tool_version", "command", "software"},
      "schemes": [{"cp", "tp", "pp", "sp", "recompute", "recompute_layers", "a", "b", "c",
                   "activation_bytes_per_token", "overhead_bytes", "utilization_tokens",
@@ -27,7 +28,12 @@ same degrees with other options are another entry of ``schemes``. Version 2 adde
 version 3 the segments (:mod:`hydraulis.segments`) of a space whose variants are composed
 rather than listed. A version-1 file still loads, every scheme with the defaults (no sp, no
 recomputation), which is what the runtime of version 1 ran; a version-2 file loads without
-segments. ``provenance.software``, ``communicator_ms`` and ``reduce_overlap`` are optional (absent: empty, 0, 0).
+segments. ``provenance.software`` and ``communicator_ms`` are optional (absent: empty, 0);
+``reduce_overlap`` (``ω``, design §21: measured by the profiler's reduction job) too — absent,
+the cluster's device preset's (:func:`~hydraulis.presets.device_preset`; 0 for a device
+without one); ``grad_reduce_bytes`` (the bytes per gradient the reduction sends) too — absent,
+the runtime's default on the cluster's device (:meth:`~hydraulis.layout.kinds.ReduceDtype.element_bytes`:
+4 on ``cpu``, 2 elsewhere).
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.errors import HydraulisError
+from hydraulis.layout.kinds import ReduceDtype
+from hydraulis.presets import device_names, device_preset
 from hydraulis.segments import Block, Segments
 from hydraulis.stages import Stage
 from hydraulis.types import (
@@ -74,6 +82,7 @@ def scheme_space_to_dict(space: SchemeSpace) -> dict:
         "reduce_gbps": space.reduce_gbps,
         "communicator_ms": space.communicator_ms,
         "reduce_overlap": space.reduce_overlap,
+        "grad_reduce_bytes": space.grad_reduce_bytes,
         "provenance": {**asdict(space.provenance), "source": space.provenance.source.value},
         "schemes": [_profile_to_dict(p) for p in space.profiles],
         **({"segments": [_segments_to_dict(s) for s in space.segments]} if space.segments else {}),
@@ -114,8 +123,14 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
         segments=tuple(_segments_from_record(r) for r in record.records("segments"))
         if record.raw("segments", None) is not None else (),
         communicator_ms=record.float("communicator_ms", 0.0),
-        reduce_overlap=record.float("reduce_overlap", 0.0),
+        reduce_overlap=record.float("reduce_overlap", _preset_overlap(cluster.str("device"))),
+        grad_reduce_bytes=record.int("grad_reduce_bytes", ReduceDtype.AUTO.element_bytes(cluster.str("device"))),
     )
+
+
+def _preset_overlap(device: str) -> float:
+    """The device preset's ``reduce_overlap`` (0 for a device without a preset)."""
+    return device_preset(device).reduce_overlap if device in device_names() else 0.0
 
 
 def read_scheme_space(path: str | Path) -> SchemeSpace:

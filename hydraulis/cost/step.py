@@ -4,11 +4,14 @@ hide (design §4.3, §21).
     T_step = max_p T_pipe(p) + X
 
 **Full reduction.** Gradients leave each pipeline's compute layout for the optimizer layout (a
-reduce-scatter of bf16 gradients) and updated bf16 weights come back (an all-gather). A device
-of scheme ``(cp, tp, pp)`` holds ``P/(tp·pp)`` parameters, so it moves about ``2·2·P/(tp·pp)``
-bytes; over links of ``β`` GB/s per device, the least sharded pipeline decides:
+reduce-scatter of gradients of ``g`` bytes) and updated bf16 weights come back (an all-gather).
+``g`` is the runtime's ``grad_reduce_dtype`` (:meth:`~hydraulis.layout.kinds.ReduceDtype.element_bytes`:
+2 for bf16, the default on CUDA; 4 for fp32, the default on the CPU), the space's
+``grad_reduce_bytes``. A device of scheme ``(cp, tp, pp)`` holds ``P/(tp·pp)`` parameters, so it
+moves about ``(g + 2)·P/(tp·pp)`` bytes; over links of ``β`` GB/s per device, the least sharded
+pipeline decides:
 
-    R = max_p 4·P/(tp_p·pp_p) / (β·10⁶)   ms                                   (reduce_ms)
+    R = max_p (g + 2)·P/(tp_p·pp_p) / (β·10⁶)   ms                             (reduce_ms)
 
 A staged scheme (design §18) cuts its ``L`` layers unevenly: a device of stage ``σ`` holds
 ``P·(L_σ/L)/tp_σ`` parameters, so its sharding is ``min_σ tp_σ·L/L_σ`` (``tp·pp`` again for equal
@@ -20,7 +23,7 @@ stages). One pipeline whose layout is the optimizer layout's (``dp_o = 1``) need
 sends a stage's gradients in buckets of ``B`` bytes, in reverse order of use, each as soon as the
 last micro-batch's backward has accumulated it, and brings the weights back per bucket, each
 waited for where the next forward needs it. Stage ``σ`` of a pipeline (its device's gradients
-``R_g,σ = 2·P/sh_σ/(β·10⁶)`` ms, weights ``R_w,σ`` alike, ``n_σ = ⌈2·P/sh_σ / B⌉`` buckets) runs
+``R_g,σ = g·P/sh_σ/(β·10⁶)`` ms, weights ``R_w,σ = 2·P/sh_σ/(β·10⁶)``, ``n_σ = ⌈g·P/sh_σ / B⌉`` buckets) runs
 a full micro-batch in ``t = c + b·S`` (``S`` its ``max_seq_len``, attention left out: the
 lightest full micro-batch), backward ``β_t = (1 − φ)·t``, forward ``φ·t``. Bucket ``i`` is ready
 at ``i·β_t/n`` into the stage's last backward and the link sends one bucket in ``R_g/n``, so the
@@ -37,10 +40,11 @@ weights of bucket ``i`` arrive at ``i·R_w/n`` and are needed at ``σ·(φ·t + 
 profiler's reduction job, :mod:`hydraulis.runtime.profiling.reduction`; a device preset's
 ``reduce_overlap`` for analytic spaces): ``ω = 0`` charges the full reduction ``R`` as before,
 ``ω = 1`` only what the backward that follows a bucket cannot hide. Worked example: the
-(1,4,1) pipeline above (it decides) with ``t = 600`` ms, φ = 1/3, d = 0, ω = 0.9, B = 25 MiB:
+(1,4,1) pipeline above (it decides) with ``g = 2``, ``t = 600`` ms, φ = 1/3, d = 0, ω = 0.9, B = 25 MiB:
 ``R_g = R_w = 135`` ms, ``n = ⌈3.37e9/2.62e7⌉ = 129``; ``β_t = 400 ≥ R_g`` so ``E_g = 135/129 ≈
 1.05`` ms, ``φ·t = 200 ≥ R_w`` so ``E_w ≈ 1.05`` ms; ``X = 0.1·270 + 0.9·2.1 ≈ 28.8`` ms instead
-of 270.
+of 270. In fp32 (``g = 4``) the same pipeline has ``R_g = 270`` ms in ``n = 258`` buckets: ``R = 405``,
+``E_g = 270/258 ≈ 1.05``, ``E_w = 135/258 ≈ 0.52``, ``X = 0.1·405 + 0.9·1.57 ≈ 41.9`` ms.
 """
 
 from __future__ import annotations
@@ -52,10 +56,10 @@ from dataclasses import dataclass
 from hydraulis.errors import require, require_number
 from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme
 
-BYTES_PER_PARAM = 4.0
-"""Bytes a device moves per parameter it holds: bf16 gradients out, bf16 weights back."""
-GRADIENT_SHARE = 0.5
-"""The gradients' part of :data:`BYTES_PER_PARAM` (2 of 4 bytes)."""
+WEIGHT_BYTES = 2
+"""Bytes per weight propagated back (bf16)."""
+GRADIENT_BYTES = 2
+"""``g``, bytes per gradient sent, by default: bf16, the runtime's on CUDA."""
 BUCKET_BYTES = 25 * 2**20
 """The runtime's default bucket (PyTorch DDP's ``bucket_cap_mb`` = 25)."""
 
@@ -63,24 +67,27 @@ BUCKET_BYTES = 25 * 2**20
 @dataclass(frozen=True)
 class ReductionModel:
     """What prices a step's reduction (module docstring): ``gbps`` ``β``, ``overlap`` ``ω``,
-    ``bucket_bytes`` ``B`` and the pipeline model's ``φ`` and ``d``."""
+    ``bucket_bytes`` ``B``, the pipeline model's ``φ`` and ``d`` and ``gradient_bytes`` ``g``."""
 
     gbps: float
     overlap: float = 0.0
     bucket_bytes: float = BUCKET_BYTES
     pipeline_model: PipelineModel = PipelineModel()
+    gradient_bytes: int = GRADIENT_BYTES
 
     def __post_init__(self) -> None:
         require_number(self.gbps, "reduce_gbps", minimum=0.0)
         require_number(self.overlap, "reduce_overlap", 0.0, 1.0)
         require(require_number(self.bucket_bytes, "bucket_bytes") > 0, "bucket_bytes", self.bucket_bytes, "must be > 0")
+        require(self.gradient_bytes in (2, 4), "grad_reduce_bytes", self.gradient_bytes, "must be 2 or 4")
 
 
-def reduce_ms(params: int, schemes: Sequence[Scheme], layout: OptimizerLayout, reduce_gbps: float) -> float:
+def reduce_ms(params: int, schemes: Sequence[Scheme], layout: OptimizerLayout, reduce_gbps: float,
+              gradient_bytes: int = GRADIENT_BYTES) -> float:
     """``R`` of the module docstring for pipelines running ``schemes`` (one per pipeline)."""
     if reduce_gbps <= 0 or (len(schemes) == 1 and layout.dp == 1):
         return 0.0
-    return reduction_bytes(params, schemes) / (reduce_gbps * 1e6)
+    return reduction_bytes(params, schemes, gradient_bytes) / (reduce_gbps * 1e6)
 
 
 def exposed_reduce_ms(params: int, pipelines: Sequence[PipelineGroup], layout: OptimizerLayout,
@@ -98,27 +105,29 @@ def _exposed_pipeline_ms(params: int, group: PipelineGroup, model: ReductionMode
     backward, forward = (1.0 - phi) * full, phi * full
     totals, gradient, weights = [], [], []
     for stage, shard in enumerate(stage_shardings(group.scheme)):
-        nbytes = BYTES_PER_PARAM * params / shard
-        r_g = GRADIENT_SHARE * nbytes / (model.gbps * 1e6)
-        r_w = nbytes / (model.gbps * 1e6) - r_g
-        buckets = max(1, math.ceil(GRADIENT_SHARE * nbytes / model.bucket_bytes))
+        held = params / shard
+        r_g = model.gradient_bytes * held / (model.gbps * 1e6)
+        r_w = WEIGHT_BYTES * held / (model.gbps * 1e6)
+        buckets = max(1, math.ceil(model.gradient_bytes * held / model.bucket_bytes))
         totals.append(r_g + r_w)
         gradient.append(max(0.0, max(r_g - backward, 0.0) + min(r_g, backward) / buckets - stage * (backward + d)))
         weights.append(max(0.0, max(r_w - forward, 0.0) + min(r_w, forward) / buckets - stage * (forward + d)))
     return (1.0 - model.overlap) * max(totals) + model.overlap * (max(gradient) + max(weights))
 
 
-def reduction_bytes(params: int, schemes: Sequence[Scheme]) -> float:
-    """``4·P / min_p sharding(p)``: the bytes the least sharded pipeline's device moves."""
-    return BYTES_PER_PARAM * params / min(sharding(s) for s in schemes)
+def reduction_bytes(params: int, schemes: Sequence[Scheme], gradient_bytes: int = GRADIENT_BYTES) -> float:
+    """``(g + 2)·P / min_p sharding(p)``: the bytes the least sharded pipeline's device moves."""
+    return (gradient_bytes + WEIGHT_BYTES) * params / min(sharding(s) for s in schemes)
 
 
-def implied_reduce_gbps(params: int, schemes: Sequence[Scheme], reduction_ms: float) -> float:
-    """The bandwidth ``β = 4·P / min_p sharding(p) / (R·10⁶)`` GB/s that a full reduction of
+def implied_reduce_gbps(params: int, schemes: Sequence[Scheme], reduction_ms: float,
+                        gradient_bytes: int = GRADIENT_BYTES) -> float:
+    """The bandwidth ``β = (g + 2)·P / min_p sharding(p) / (R·10⁶)`` GB/s that a full reduction of
     ``reduction_ms`` under ``schemes`` implies: the inverse of :func:`reduce_ms`. E.g. the profiler's
-    reduction under ``N × (1,1,1)`` of tiny (P = 315,968) in 8 ms: ``1,263,872 / 8e6 ≈ 0.158`` GB/s."""
+    reduction under ``N × (1,1,1)`` of tiny (P = 315,968) in fp32 (``g = 4``) in 8 ms:
+    ``1,895,808 / 8e6 ≈ 0.237`` GB/s."""
     require(reduction_ms > 0, "reduction_ms", reduction_ms, "must be > 0")
-    return reduction_bytes(params, schemes) / (reduction_ms * 1e6)
+    return reduction_bytes(params, schemes, gradient_bytes) / (reduction_ms * 1e6)
 
 
 def sharding(scheme: Scheme) -> float:
@@ -141,6 +150,7 @@ def step_time_ms(pipeline_ms: Iterable[float], reduction_ms: float) -> float:
 
 
 def reduction_model(source) -> ReductionModel:
-    """The reduction model of a scheme space or a proposal: its ``reduce_gbps``, ``reduce_overlap``
-    and ``pipeline_model``, the runtime's default bucket."""
-    return ReductionModel(source.reduce_gbps, source.reduce_overlap, pipeline_model=source.pipeline_model)
+    """The reduction model of a scheme space or a proposal: its ``reduce_gbps``, ``reduce_overlap``,
+    ``pipeline_model`` and ``grad_reduce_bytes``, the runtime's default bucket."""
+    return ReductionModel(source.reduce_gbps, source.reduce_overlap, pipeline_model=source.pipeline_model,
+                          gradient_bytes=source.grad_reduce_bytes)

@@ -49,10 +49,12 @@ class CostContext:
     reduce_gbps: float
     pipeline_model: PipelineModel
     reduce_overlap: float = 0.0
+    grad_reduce_bytes: int = 2
 
     def reduction_ms(self, strategy: Strategy) -> float:
         """The exposed reduction of ``strategy`` (:func:`hydraulis.cost.exposed_reduce_ms`)."""
-        model = ReductionModel(self.reduce_gbps, self.reduce_overlap, pipeline_model=self.pipeline_model)
+        model = ReductionModel(self.reduce_gbps, self.reduce_overlap, pipeline_model=self.pipeline_model,
+                               gradient_bytes=self.grad_reduce_bytes)
         return exposed_reduce_ms(self.params, strategy.expanded(), self.layout, model)
 
 

@@ -93,12 +93,13 @@ class MixedPlan:
 
 def cost_context(spaces: ClusterSpaces) -> CostContext:
     """ZeRO-1 over every device; the slowest of the groups' reduction bandwidths and the links;
-    the largest hand-off latency; the least overlap of the groups' reductions."""
+    the largest hand-off latency; the least overlap of the groups' reductions and their widest
+    gradients."""
     gbps = cluster_reduce_gbps(spaces)
     model = PipelineModel(spaces.spaces[0].pipeline_model.forward_fraction,
                           max(s.pipeline_model.p2p_ms for s in spaces.spaces))
     return CostContext(spaces.model.params, OptimizerLayout(spaces.cluster.devices, 1, 1), gbps, model,
-                       min(s.reduce_overlap for s in spaces.spaces))
+                       min(s.reduce_overlap for s in spaces.spaces), max(s.grad_reduce_bytes for s in spaces.spaces))
 
 
 def strategy_of(options: Sequence[MixedOption], counts: Sequence[int]) -> Strategy:
@@ -164,7 +165,7 @@ def mixed_proposal(spaces: ClusterSpaces, strategies: Sequence[Strategy], token_
     return Proposal(spaces.model, spaces.cluster.devices, min(g.devices_per_node for g in spaces.cluster.groups),
                     context.layout, proposed, token_budget, max_seq_len, context.pipeline_model,
                     SolverReport("heuristic", "mixed-cluster search", 0.0), explanation, context.reduce_gbps,
-                    reduce_overlap=context.reduce_overlap)
+                    reduce_overlap=context.reduce_overlap, grad_reduce_bytes=context.grad_reduce_bytes)
 
 
 def screen(options: Sequence[MixedOption], config: MixedSearchConfig) -> tuple[MixedOption, ...]:

@@ -95,7 +95,7 @@ def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Pla
     space, variants = choose_variants(space, layout, variant_targets(stats, config.strategies))
     options, left_out = scheme_options(space, layout, config.node_size)
     judge = Judge(steps, CostContext(space.model.params, layout, space.reduce_gbps, space.pipeline_model,
-                          space.reduce_overlap))
+                                     space.reduce_overlap, space.grad_reduce_bytes))
     baseline = best_homogeneous(options, stats, judge, space, config)
     ranges = serving_ranges(stats, options, config.devices, space.pipeline_model, config.strategies,
                             config.min_gain)
@@ -112,6 +112,7 @@ def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Pla
         solver=_report(designs, kept, started),
         explanation=" ".join([layout_note + ".", *notes, *(n + "." for n in left_out)]),
         reduce_gbps=space.reduce_gbps, communicator_ms=space.communicator_ms, reduce_overlap=space.reduce_overlap,
+        grad_reduce_bytes=space.grad_reduce_bytes,
     )
 
 

@@ -71,7 +71,7 @@ import itertools
 from collections.abc import Iterable
 
 from hydraulis.errors import require
-from hydraulis.layout.kinds import OptimizerKind
+from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
 from hydraulis.layout.activations import (
     Widths,
     layer_backward_bytes_per_token,
@@ -141,6 +141,7 @@ def analytic_scheme_space(
                        for cp, tp in degrees for sp in (False, True) if tp > 1 or not sp) if segments else (),
         communicator_ms=device.communicator_ms,
         reduce_overlap=device.reduce_overlap,
+        grad_reduce_bytes=ReduceDtype.AUTO.element_bytes(device.name),
     )
 
 

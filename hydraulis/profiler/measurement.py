@@ -13,7 +13,8 @@ A **reduction** measurement is what a training step costs beyond its pipelines' 
 cost model's ``T_reduce`` (:mod:`hydraulis.cost.step`): the runtime's propagation of the weights
 to the compute layout, the reduction of the gradients into the optimizer layout and the
 optimizer's update (the runtime's ``profiling.reduction``) — and, measured in the same job, what
-creating one more communicator costs a strategy switch (design §17).
+creating one more communicator costs a strategy switch (design §17) and how much of an exchange
+runs under compute (``ω``, design §21).
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ class ReductionMeasurement:
     over the timed steps of the whole step (slowest rank), of its propagation and of the rest
     (reduction and update); ``samples_ms`` holds every timed step; ``communicator_ms`` the time
     to create a communicator and use it once (None: not measured, a cache line older than the
-    measurement)."""
+    measurement); ``overlap`` the share ``ω`` of an exchange that runs under compute on the
+    device (:func:`overlap_share`; None: not measured)."""
 
     devices: int
     time_ms: float
@@ -110,6 +112,19 @@ class ReductionMeasurement:
     reduce_ms: float
     samples_ms: tuple[float, ...] = ()
     communicator_ms: float | None = None
+    overlap: float | None = None
+
+
+def overlap_share(exchange_ms: float, compute_ms: float, both_ms: float) -> float:
+    """``ω = (t_e + t_c − t_both) / min(t_e, t_c)`` clipped to [0, 1]: how much of the shorter
+    of an exchange alone (``t_e``) and a compute alone (``t_c``) disappears when both run
+    together (``t_both``) — 1 when ``t_both = max(t_e, t_c)``, 0 when ``t_both = t_e + t_c``.
+    Worked example: 10 ms of exchange, 12 ms of compute, 15 ms together: ``(10 + 12 − 15) / 10
+    = 0.7``."""
+    shorter = min(exchange_ms, compute_ms)
+    if shorter <= 0:
+        return 0.0
+    return min(1.0, max(0.0, (exchange_ms + compute_ms - both_ms) / shorter))
 
 
 @dataclass(frozen=True)

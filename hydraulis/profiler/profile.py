@@ -35,6 +35,7 @@ import numpy as np
 
 from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.cost.step import implied_reduce_gbps
+from hydraulis.layout.kinds import ReduceDtype
 from hydraulis.errors import HydraulisError
 from hydraulis.profiler.analytic import analytic_memory_model
 from hydraulis.profiler.fit import SchemeFit, fit_scheme
@@ -175,6 +176,7 @@ def profile_segment_space(request: ProfileRequest, runner: Runner) -> SegmentPro
     held_out = held_out_errors(segments, checks)
     quality = {e.scheme: FitQuality(e.r2, e.median_rel_error, e.max_rel_error, e.points) for e in held_out}
     env, device = request.environment, request.device
+    gradient_bytes = ReduceDtype.AUTO.element_bytes(env.device_kind)
     profiles = tuple(replace(compose_profile(next(s for s in segments if s.key == (scheme.cp, scheme.tp, False)),
                                              request.sweep.model, scheme, env.devices, device.runtime_overhead_bytes),
                              fit=quality.get(scheme)) for scheme in plan.schemes if not scheme.sp)
@@ -213,6 +215,7 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
     """Step 4: the scheme space of the fitted schemes (or of ``profiles`` and the measured
     ``forward_fractions`` when given)."""
     env, device = request.environment, request.device
+    gradient_bytes = ReduceDtype.AUTO.element_bytes(env.device_kind)
     profiles = profiles or tuple(
         SchemeProfile(
             scheme=fit.scheme,
@@ -233,10 +236,12 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
                               request.command, env.software),
         pipeline_model=PipelineModel(forward_fraction=float(np.median(forward_fractions)),
                                      p2p_ms=device.collective_latency_us / 1e3),
-        reduce_gbps=(implied_reduce_gbps(request.sweep.model.params, (Scheme(1, 1, 1),), reduction.time_ms) if reduction
-                     else device.intra_node_gbps),
+        reduce_gbps=(implied_reduce_gbps(request.sweep.model.params, (Scheme(1, 1, 1),), reduction.time_ms,
+                                         gradient_bytes) if reduction else device.intra_node_gbps),
         communicator_ms=(reduction.communicator_ms if reduction and reduction.communicator_ms is not None
                          else device.communicator_ms),
+        reduce_overlap=reduction.overlap if reduction and reduction.overlap is not None else device.reduce_overlap,
+        grad_reduce_bytes=gradient_bytes,
     )
 
 

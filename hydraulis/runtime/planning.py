@@ -80,14 +80,17 @@ class Planning:
 
 
 def spec_proposal(layout: StrategyLayout, model: ModelSpec, devices: int, token_budget: int, max_seq_len: int,
-                  pipeline_model: PipelineModel, reduce_gbps: float = 0.0, reduce_overlap: float = 0.0) -> Proposal:
+                  pipeline_model: PipelineModel, reduce_gbps: float = 0.0, reduce_overlap: float = 0.0,
+                  grad_reduce_bytes: int = 2) -> Proposal:
     """A strategy given as a SPEC as a proposal of that one strategy on ``devices`` devices,
     serving every step; its pipelines' ``max_seq_len`` is their micro-batch capacity, its
     optimizer layout ZeRO-1 over all devices, its reduction time the cost model's exposed one
-    (:func:`hydraulis.cost.exposed_reduce_ms`, 0 without a bandwidth)."""
+    (:func:`hydraulis.cost.exposed_reduce_ms`, 0 without a bandwidth) with gradients of
+    ``grad_reduce_bytes`` bytes."""
     strategy, optimizer_layout = layout.strategy, OptimizerLayout(devices, 1, 1)
     reduction = exposed_reduce_ms(model.params, strategy.expanded(), optimizer_layout,
-                                  ReductionModel(reduce_gbps, reduce_overlap, pipeline_model=pipeline_model))
+                                  ReductionModel(reduce_gbps, reduce_overlap, pipeline_model=pipeline_model,
+                                                 gradient_bytes=grad_reduce_bytes))
     proposed = ProposedStrategy(strategy, 0, max_seq_len, 0.0, reduction, (0,) * len(strategy.pipelines),
                                 f"given as {layout}")
     return Proposal(model, devices, devices, optimizer_layout, (proposed,), token_budget, max_seq_len,

@@ -28,6 +28,7 @@ from hydraulis.presets import model_preset
 from hydraulis.job.config import TrainConfig
 from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_lengths
 from hydraulis.layout.pipeline import StrategyLayout, even_layout
+from hydraulis.layout.kinds import ReduceDtype
 from hydraulis.runtime.planning import Planning, spec_proposal
 from hydraulis.runtime.checkpoint.hf_directory import HfDirectory, read_hf_directory
 from hydraulis.runtime.checkpoint.resume import Resume, check_resumable, complete_checkpoints, find_checkpoint
@@ -160,7 +161,8 @@ def _check_cluster(cluster: ClusterDescription, nproc: int, layouts: tuple[Strat
 def _cycled_strategies(config: TrainConfig, model: ModelSpec, token_budget: int, max_seq_len: int,
                        options: DispatchOptions, cluster_devices: int) -> tuple[tuple[StrategyLayout, ...], Planning]:
     """Every SPEC as a layout and a one-strategy proposal on the job's devices (at least
-    ``cluster_devices``); micro-batches of at most ``micro_batch_tokens`` (default ``1.5·max_seq_len``)."""
+    ``cluster_devices``); micro-batches of at most ``micro_batch_tokens`` (default ``1.5·max_seq_len``);
+    the reduction priced with the job's ``grad_reduce_dtype`` (``auto``: the space's)."""
     capacity = config.micro_batch_tokens or max_seq_len * 3 // 2
     require(capacity >= max_seq_len, "micro_batch_tokens", capacity,
             f"is smaller than one sequence of max_seq_len = {max_seq_len} tokens")
@@ -172,8 +174,10 @@ def _cycled_strategies(config: TrainConfig, model: ModelSpec, token_budget: int,
     layouts = tuple(parse_strategy(text, model, times, capacity, field) for text, field in zip(config.strategies, fields))
     pipeline_model = space.pipeline_model if space else PipelineModel()
     reduce_gbps, overlap = (space.reduce_gbps, space.reduce_overlap) if space else (0.0, 0.0)
+    dtype = config.runtime.grad_reduce_dtype
+    gradient_bytes = space.grad_reduce_bytes if space and dtype is ReduceDtype.AUTO else dtype.element_bytes("cuda")
     proposals = tuple(spec_proposal(layout, model, devices, token_budget, max_seq_len, pipeline_model, reduce_gbps,
-                                    overlap) for layout in layouts)
+                                    overlap, gradient_bytes) for layout in layouts)
     return layouts, Planning(proposals, True, config.method, options, config.planner_url)
 
 

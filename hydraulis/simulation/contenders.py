@@ -109,7 +109,8 @@ def contender_families(space: SchemeSpace, proposal: Proposal,
 def homogeneous_candidates(space: SchemeSpace, proposal: Proposal,
                            options: tuple[SchemeOption, ...]) -> tuple[Proposal, ...]:
     """One single-strategy proposal per usable scheme holding ``S``: ``⌊N/D_k⌋`` pipelines of it."""
-    context = CostContext(space.model.params, proposal.optimizer_layout, space.reduce_gbps, space.pipeline_model, space.reduce_overlap)
+    context = CostContext(space.model.params, proposal.optimizer_layout, space.reduce_gbps, space.pipeline_model,
+                          space.reduce_overlap, space.grad_reduce_bytes)
     candidates = []
     for k, option in enumerate(options):
         if option.capacity < proposal.max_seq_len:

@@ -94,14 +94,15 @@ def test_a_reduction_is_found_beside_the_points_and_keyed_by_its_devices_and_lay
     assert again.find_reduction(4, deeper) is None
 
 
-def test_a_reduction_keeps_its_communicator_time_and_an_older_line_has_none(tmp_path):
-    measured = ReductionMeasurement(4, 8.0, 3.0, 5.0, (8.0,), communicator_ms=2.5)
+def test_a_reduction_keeps_its_communicator_time_and_overlap_and_an_older_line_has_neither(tmp_path):
+    measured = ReductionMeasurement(4, 8.0, 3.0, 5.0, (8.0,), communicator_ms=2.5, overlap=0.4)
     MeasurementCache(tmp_path).append_reduction(measured, SETTINGS)
     assert MeasurementCache(tmp_path).find_reduction(4, SETTINGS) == measured
     line = json.loads((tmp_path / "measurements.jsonl").read_text())
-    del line["communicator_ms"]
+    del line["communicator_ms"], line["overlap"]
     (tmp_path / "measurements.jsonl").write_text(json.dumps(line) + "\n")
-    assert MeasurementCache(tmp_path).find_reduction(4, SETTINGS).communicator_ms is None
+    older = MeasurementCache(tmp_path).find_reduction(4, SETTINGS)
+    assert older.communicator_ms is None and older.overlap is None
 
 
 def test_a_scheme_with_other_options_is_another_point(tmp_path):

@@ -4,6 +4,7 @@ import pytest
 
 from hydraulis.artifacts import read_scheme_space, scheme_space_from_dict, scheme_space_to_dict, write_scheme_space
 from hydraulis.errors import HydraulisError
+from hydraulis.presets import device_preset
 from hydraulis.types import FitQuality, SchemeProfile
 
 
@@ -136,3 +137,12 @@ def test_segments_missing_a_block_or_not_monotone_name_the_field():
     document["segments"][0]["full"]["b"] = 0.0
     with pytest.raises(HydraulisError, match=r"segments\[0\]\.b: 0\.0 \(full recomputation\) must be >= the layer's"):
         scheme_space_from_dict(document)
+
+
+def test_a_file_without_the_overlap_takes_its_device_presets(space_7b):
+    document = _document(space_7b)
+    del document["reduce_overlap"]
+    device = space_7b.cluster.device
+    assert scheme_space_from_dict(document).reduce_overlap == device_preset(device).reduce_overlap > 0
+    document["cluster"]["device"] = "made-up"
+    assert scheme_space_from_dict(document).reduce_overlap == 0.0

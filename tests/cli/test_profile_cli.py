@@ -98,7 +98,9 @@ def test_a_killed_sweep_resumes_without_measuring_finished_points(tmp_path):
     assert len(_lines(measurements, "profile_reduction")) == 1 and "reduce_gbps" in resumed.stdout
     space = read_scheme_space(output)
     assert space.provenance.source is SpaceSource.MEASURED and len(space.profiles) == 2
-    assert space.communicator_ms == json.loads(_lines(measurements, "profile_reduction")[0])["communicator_ms"] > 0
+    reduction = json.loads(_lines(measurements, "profile_reduction")[0])
+    assert space.communicator_ms == reduction["communicator_ms"] > 0
+    assert space.reduce_overlap == reduction["overlap"] and 0 <= reduction["overlap"] <= 1
     assert "held-out med" in resumed.stdout and "extrap. med" in resumed.stdout
     shown = hydraulis("space", "show", str(output))
     assert shown.returncode == 0 and "(measured)" in shown.stdout

@@ -17,6 +17,8 @@ from hydraulis.types import OptimizerLayout, Scheme, SpaceSource
 TINY = model_preset("tiny")
 ENVIRONMENT = Environment("cpu", "test cpu", "2.0", "fp32", 1, 4)
 REDUCTION_MS = 8.0
+OVERLAP = 0.37
+"""The made-up device's measured share of an exchange under compute."""
 
 
 def true_time(point):
@@ -50,7 +52,7 @@ class FakeRunner:
             cache.append(Measurement(point, MeasureStatus.OK, time, time / 3, 100.0 * point.depth * point.tokens,
                                      (time,)), job.settings)
         if job.reduction:
-            cache.append_reduction(ReductionMeasurement(job.reduction, REDUCTION_MS, 3.0, 5.0, (REDUCTION_MS,)),
+            cache.append_reduction(ReductionMeasurement(job.reduction, REDUCTION_MS, 3.0, 5.0, (REDUCTION_MS,), overlap=OVERLAP),
                                    job.settings)
 
 
@@ -77,7 +79,9 @@ def test_a_profile_fits_the_made_up_device_and_a_rerun_measures_nothing(tmp_path
     assert extrapolated and all(f.extrapolation.max_rel_error < 1e-6 for f in extrapolated)
     assert all(c.max_seq_len > 0 for c in scheme_capacities(space, OptimizerLayout(4, 1, 1)))
     assert runner.jobs[0][0].reduction == 4 and outcome.reduction.devices == 4
-    assert space.reduce_gbps == pytest.approx(implied_reduce_gbps(TINY.params, [Scheme(1, 1, 1)], REDUCTION_MS))
+    assert space.grad_reduce_bytes == 4
+    assert space.reduce_gbps == pytest.approx(implied_reduce_gbps(TINY.params, [Scheme(1, 1, 1)], REDUCTION_MS, 4))
+    assert space.reduce_overlap == OVERLAP
 
     again = profile_scheme_space(_request(str(tmp_path)), runner)
     assert len(runner.jobs) == 1 and again.reused == outcome.measured and again.measured == 0
@@ -134,6 +138,7 @@ def test_a_single_device_measures_no_reduction_and_keeps_the_preset_bandwidth(tm
     outcome = profile_scheme_space(_request(str(tmp_path), tps=(1,), pps=(1,), environment=single), runner)
     assert runner.jobs[0][0].reduction == 0 and outcome.reduction is None
     assert outcome.space.reduce_gbps == device_preset("cpu").intra_node_gbps
+    assert outcome.space.reduce_overlap == device_preset("cpu").reduce_overlap
 
 
 def test_a_job_that_records_nothing_is_an_error_not_a_loop(tmp_path):

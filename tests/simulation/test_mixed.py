@@ -34,7 +34,7 @@ def test_every_contender_runs_every_step_above_the_bound(simulation):
     for result in simulation.results:
         assert len(result.step_ms) == 3
         assert all(t >= e - 1e-6 and e >= b for t, e, b in zip(result.step_ms, result.exact_ms, simulation.bound_ms))
-        assert simulation.ratio(result) >= simulation.exact_ratio(result) >= 1.0
+        assert simulation.ratio(result) >= simulation.exact_ratio(result) - 1e-9 and simulation.exact_ratio(result) >= 1
     assert simulation.fastest_group == "h100"
     homogeneous = simulation.results[-1].strategy
     assert "a100" not in homogeneous and "h100" in homogeneous

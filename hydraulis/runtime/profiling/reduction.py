@@ -21,6 +21,15 @@ first collective). The same job times that :data:`COMMUNICATOR_SAMPLES` times on
 of the slowest rank's times: the space's ``communicator_ms``, what synthesis charges per new
 communicator (:mod:`hydraulis.dispatch.synthesis`). On the CPU (gloo on loopback) that is a
 few milliseconds; the presets' 200 ms for GPUs is the order of an NCCL initialisation.
+
+**Overlap.** The cost model hides a share ``ω`` of the reduction behind the backward (design
+§21). The job measures it: an all-to-all of the reduction's bytes per rank (the model's
+gradient in the ``grad_reduce_dtype``, at most :data:`OVERLAP_BYTES`) alone, ``t_e``; a chain of
+square matrix products in the compute dtype sized to last about as long, alone, ``t_c``; both
+together, the exchange issued asynchronously before the products, ``t_both`` — each the median
+over :data:`OVERLAP_SAMPLES` of the slowest rank's time — and
+``ω = (t_e + t_c − t_both) / min(t_e, t_c)`` clipped to [0, 1]
+(:func:`~hydraulis.profiler.measurement.overlap_share`): the space's ``reduce_overlap``.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from hydraulis.profiler.measurement import ReductionMeasurement
+from hydraulis.profiler.measurement import ReductionMeasurement, overlap_share
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext
 from hydraulis.runtime.step import StepRunner
@@ -45,6 +54,12 @@ REDUCTION_STEPS = 10
 LEAST_SHARDED = Scheme(1, 1, 1)
 COMMUNICATOR_SAMPLES = 5
 """Process groups created and used once, each timed apart."""
+OVERLAP_SAMPLES = 5
+"""Timed runs of each of the overlap's three measurements."""
+OVERLAP_BYTES = 256 * 2**20
+"""The most bytes per rank the overlap's exchange sends."""
+OVERLAP_MATRIX = 512
+"""The side of the overlap's square matrix products."""
 
 
 def measure_reduction(context: RankContext, model: ModelSpec, options: RuntimeOptions,
@@ -61,7 +76,47 @@ def measure_reduction(context: RankContext, model: ModelSpec, options: RuntimeOp
     return ReductionMeasurement(devices, float(np.median([r.step_ms for r in timed])),
                                 float(np.median([r.propagate_ms for r in timed])),
                                 float(np.median([r.reduce_ms for r in timed])),
-                                tuple(r.step_ms for r in timed), measure_communicator_ms(context, devices))
+                                tuple(r.step_ms for r in timed), measure_communicator_ms(context, devices),
+                                measure_overlap(context, model.params, runner.reduce_dtype))
+
+
+def measure_overlap(context: RankContext, elements: int, dtype: torch.dtype) -> float:
+    """``ω`` of the module docstring: an exchange of ``elements`` values in ``dtype`` per rank
+    against matrix products in the compute dtype, on every rank of ``context``."""
+    world, device = context.world, context.device
+    per = max(1, min(elements, OVERLAP_BYTES // dtype.itemsize) // world.size)
+    outgoing, splits = torch.ones(per * world.size, dtype=dtype, device=device), [per] * world.size
+    matrix = torch.randn(OVERLAP_MATRIX, OVERLAP_MATRIX, device=device).to(context.dtype)
+
+    def products(count: int) -> None:
+        for _ in range(count):
+            torch.mm(matrix, matrix)
+
+    def together(count: int) -> None:
+        _, work = world.all_to_all_start(outgoing, splits, splits)
+        products(count)
+        work.wait()
+
+    exchange_ms = _median_ms(context, lambda: world.all_to_all(outgoing, splits, splits))
+    count = max(1, round(exchange_ms / max(_median_ms(context, lambda: products(1)), 1e-3)))
+    return overlap_share(exchange_ms, _median_ms(context, lambda: products(count)),
+                         _median_ms(context, lambda: together(count)))
+
+
+def _median_ms(context: RankContext, run) -> float:
+    """The median over :data:`OVERLAP_SAMPLES` of the slowest rank's milliseconds for ``run()``
+    (the device synchronised), after one untimed run."""
+    samples = []
+    for sample in range(OVERLAP_SAMPLES + 1):
+        dist.barrier()
+        started = time.perf_counter()
+        run()
+        if context.device.type == "cuda":
+            torch.cuda.synchronize(context.device)
+        elapsed = torch.tensor([(time.perf_counter() - started) * 1e3], device=context.device)
+        if sample:
+            samples.append(float(context.world.all_reduce(elapsed, dist.ReduceOp.MAX).item()))
+    return float(np.median(samples))
 
 
 def measure_communicator_ms(context: RankContext, devices: int) -> float:
