@@ -31,9 +31,10 @@ recomputation), which is what the runtime of version 1 ran; a version-2 file loa
 segments. ``provenance.software`` and ``communicator_ms`` are optional (absent: empty, 0);
 ``reduce_overlap`` (``ω``, design §21: measured by the profiler's reduction job) too — absent,
 the cluster's device preset's (:func:`~hydraulis.presets.device_preset`; 0 for a device
-without one); ``grad_reduce_bytes`` (the bytes per gradient the reduction sends) too — absent,
-the runtime's default on the cluster's device (:meth:`~hydraulis.layout.kinds.ReduceDtype.element_bytes`:
-4 on ``cpu``, 2 elsewhere).
+without one); ``grad_reduce_bytes`` (the bytes per gradient the reduction sends: a new space
+holds the runtime's default on its device, :meth:`~hydraulis.layout.kinds.ReduceDtype.element_bytes`,
+4 on ``cpu``, 2 elsewhere) too — absent, 2: a file written before the field fitted its
+``reduce_gbps`` to 2-byte gradients, and its predictions stay what they were.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.errors import HydraulisError
-from hydraulis.layout.kinds import ReduceDtype
 from hydraulis.presets import device_names, device_preset
 from hydraulis.segments import Block, Segments
 from hydraulis.stages import Stage
@@ -124,7 +124,7 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
         if record.raw("segments", None) is not None else (),
         communicator_ms=record.float("communicator_ms", 0.0),
         reduce_overlap=record.float("reduce_overlap", _preset_overlap(cluster.str("device"))),
-        grad_reduce_bytes=record.int("grad_reduce_bytes", ReduceDtype.AUTO.element_bytes(cluster.str("device"))),
+        grad_reduce_bytes=record.int("grad_reduce_bytes", 2),
     )
 
 

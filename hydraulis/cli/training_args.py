@@ -98,7 +98,8 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                              "math kernel with a warning instead of failing (several times slower)")
     parser.add_argument("--bucket-mb", type=Bounded(limits.BUCKET_MB), metavar="MIB",
                         help="size of the overlapped reduction's buckets, in MiB of the reduction's dtype "
-                             "(default 25, as PyTorch DDP)")
+                             "(default 25, as PyTorch DDP; a bucket also holds at most a quarter of its stage's "
+                             "gradients, so a small model's stage has several)")
     parser.add_argument("--optimizer", choices=[o.value for o in OptimizerKind],
                         help="adamw (default; train: PyTorch's AdamW with --betas, --eps, --weight-decay), adam "
                              "(fixed betas 0.9/0.999, no decay; check-equivalence's default) or sgd")

@@ -139,9 +139,10 @@ def test_segments_missing_a_block_or_not_monotone_name_the_field():
         scheme_space_from_dict(document)
 
 
-def test_a_file_without_the_overlap_takes_its_device_presets(space_7b):
+def test_a_file_without_the_overlap_takes_its_device_presets_and_2_byte_gradients(space_7b):
     document = _document(space_7b)
-    del document["reduce_overlap"]
+    del document["reduce_overlap"], document["grad_reduce_bytes"]
+    assert scheme_space_from_dict(document).grad_reduce_bytes == 2
     device = space_7b.cluster.device
     assert scheme_space_from_dict(document).reduce_overlap == device_preset(device).reduce_overlap > 0
     document["cluster"]["device"] = "made-up"

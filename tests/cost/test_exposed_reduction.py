@@ -14,6 +14,15 @@ def test_worked_example():
     g = group(Scheme(1, 4, 1))
     assert exposed_reduce_ms(P, [g, g], OptimizerLayout(8, 4, 1), ReductionModel(25.0, 0.9)) == pytest.approx(28.84,
                                                                                                              abs=0.01)
+    fp32 = ReductionModel(25.0, 0.9, gradient_bytes=4)
+    assert exposed_reduce_ms(P, [g, g], OptimizerLayout(8, 4, 1), fp32) == pytest.approx(41.85, abs=0.01)
+
+
+@pytest.mark.parametrize("scheme", [Scheme(1, 4, 1), Scheme(1, 2, 4)])
+def test_fp32_gradients_move_six_bytes_per_parameter_against_four(scheme):
+    layout = OptimizerLayout(16, 1, 1)
+    assert reduce_ms(P, [scheme, scheme], layout, 25.0, 4) == pytest.approx(1.5 * reduce_ms(P, [scheme, scheme], layout,
+                                                                                               25.0))
 
 
 @pytest.mark.parametrize("scheme", [Scheme(1, 4, 1), Scheme(1, 2, 4), Scheme(2, 8, 1)])

@@ -65,3 +65,11 @@ def test_space_lists_every_variant_as_a_scheme():
                                   created="2026-01-01T00:00:00+00:00", tool_version="test",
                                   variants=(SchemeOptions(), SchemeOptions(sp=True)))
     assert [str(p.scheme) for p in space.profiles] == ["(1,1,1)", "(1,2,1)", "(1,2,1)[sp]"]
+
+
+def test_an_analytic_space_prices_the_runtimes_gradients_on_its_device():
+    """bf16 gradients on a GPU, fp32 on the CPU: the runtime's ``--grad-reduce-dtype auto``."""
+    from tests.conftest import analytic_space
+
+    assert analytic_space(device="h100-80g", devices=8).grad_reduce_bytes == 2
+    assert analytic_space("tiny", "cpu", 4).grad_reduce_bytes == 4
