@@ -33,7 +33,8 @@ FIRST_BUCKET_MB = 1.0
 STAGE_BUCKETS = 4
 """The fewest buckets the runtime cuts a stage's gradients in (module docstring): on the CPU,
 ``hydraulis train --model tiny --record-operations`` under ``1,1,2x2`` and ``1,2,1+1,1,2``
-hides 0.1 of the reduction with one bucket per stage, 0.4–0.5 with four, no more with eight."""
+hides 0.1 of the reduction with one bucket per stage, 0.4–0.5 with four, no more with eight
+(design §21)."""
 
 
 def shard_buckets(shards: Sequence[Shard], capacity: int, first: int, parts: int = 1) -> tuple[int, ...]:
