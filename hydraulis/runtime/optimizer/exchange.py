@@ -8,7 +8,7 @@ match whatever else the ranks are doing):
 * :class:`Reduction` — a bucket's gradients leave as soon as the last micro-batch's backward
   has accumulated every shard of it (:meth:`~hydraulis.runtime.gradients.GradientBuffers.arm`
   calls :meth:`Reduction.ready`), in bucket order (a bucket ready before an earlier one waits
-  for it); the buckets that hold none of the rank's gradients are ready when its backward
+  for it); the buckets that hold none of the rank's gradients are ready when its compute
   starts (:meth:`Reduction.start`: the numbering puts other stages' buckets there,
   :mod:`.routes`); :meth:`Reduction.finish` issues what is left (everything, on a rank that computed
   nothing or with the overlap off), waits for each bucket and adds it into the owner's fp32
@@ -88,7 +88,7 @@ class Reduction:
         self.own = set(route.plan.shard_buckets)
 
     def start(self) -> None:
-        """The backward is about to run: the buckets holding none of this rank's gradients are
+        """The compute is about to run: the buckets holding none of this rank's gradients are
         ready now (issued as soon as the order allows)."""
         for bucket in set(range(self.route.buckets)) - self.own:
             self.ready(bucket)

@@ -26,9 +26,9 @@ and its first stage last, so buckets are numbered by position from the pipeline'
 holders ``q`` stages before their pipeline's last share the numbers ``O_q … O_q + K_q − 1``
 (``K_q`` the most buckets such a holder cuts, ``O_0 = 0``, ``O_{q+1} = O_q + K_q``, ``K`` the
 sum). A rank sends nothing in the buckets of other positions and issues them as soon as its
-backward starts, so an exchange waits only for the ranks that hold its gradients. Worked
+compute starts, so an exchange waits only for the ranks that hold its gradients. Worked
 example, ``1,1,2x2`` with four buckets per holder: the last stages' gradients travel in
-buckets 0–3, the first stages' in 4–7; a first stage's rank issues 0–3 empty when its backward
+buckets 0–3, the first stages' in 4–7; a first stage's rank issues 0–3 empty when its compute
 starts, and they complete as the last stages produce them. Both sides order a bucket's blocks by (peer, parameter, offset in
 the shard), so a sender packs and a receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
 (:attr:`~hydraulis.layout.sharding.Shard.contributes`, the RMSNorm weights) is left
