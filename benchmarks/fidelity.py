@@ -5,7 +5,7 @@ Runs the end-to-end example (``examples/e2e_train.sh --record-operations yes``: 
 on 4 CPU processes, trained under a proposal and under a homogeneous baseline, both predicted
 with the measured ``examples/spaces/tiny_cpu.json``) and, on the example's corpus, a run cycling
 ``--cycle`` strategies step by step; it compares, over every step after each strategy's first
-(which also builds process groups and warms allocators: ``hydraulis/runtime/records.py``):
+(which also builds process groups and warms allocators: ``hydraulis/job/records.py``):
 
 * **per operation** — each forward's and backward's measured duration (the stage's compute
   alone; waits for neighbours fall between operations) against ``φ·t_j`` and ``(1 − φ)·t_j``,
@@ -44,7 +44,7 @@ from hydraulis.artifacts import read_proposal
 from hydraulis.artifacts.train_log import read_train_log
 from hydraulis.cli.output import table
 from hydraulis.cost.pipeline import Phase
-from hydraulis.runtime.records import StepRecord, pipeline_schemes
+from hydraulis.job.records import StepRecord, pipeline_schemes
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = (("proposal", "hydraulis"), ("baseline", "baseline"), ("cycle", "cycle"))

@@ -28,7 +28,7 @@ import numpy as np
 
 from hydraulis.artifacts.train_log import read_train_log
 from hydraulis.cli.output import table
-from hydraulis.runtime.records import StepRecord
+from hydraulis.job.records import StepRecord
 
 
 def main() -> None:

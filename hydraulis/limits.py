@@ -123,7 +123,7 @@ DEVICE_MEMORY = Limit("device_memory", "bytes of memory one device (process) hol
 SHARD_BYTES = Limit("max_shard_bytes", "bytes of one safetensors file", 2**10, 2**40)
 
 LIMITS: dict[str, Limit] = {name: value for name, value in globals().items() if isinstance(value, Limit)}
-"""Every limit above by its name here, in definition order (README's table lists them)."""
+"""Every limit above by its name here, in definition order (docs/cli.md's table lists them)."""
 
 
 def check_sequences(count: float, field: str, value: Any, how: str) -> None:

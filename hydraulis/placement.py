@@ -194,28 +194,45 @@ def scheme_communicators(scheme: Scheme, offset: int) -> frozenset[Communicator]
 
 
 def _scheme_communicators(scheme: Scheme, offset: int) -> Iterable[Communicator]:
-    cp, blocks = scheme.cp, list(_stage_blocks(scheme, offset))
-    for stage, (base, tp) in enumerate(blocks):
+    cp, starts = scheme.cp, stage_starts(scheme, offset)
+    for stage, base in enumerate(starts):
+        tp = scheme.stage_tp(stage)
         if tp > 1:
             for c in range(cp):
-                yield Communicator(CommunicatorKind.GROUP, tuple(range(base + c * tp, base + (c + 1) * tp)))
+                yield Communicator(CommunicatorKind.GROUP, tp_set(base, tp, c))
         if cp > 1:
             for t in range(tp):
-                yield Communicator(CommunicatorKind.GROUP, tuple(range(base + t, base + cp * tp, tp)))
-        if stage + 1 < len(blocks):
-            following, other = blocks[stage + 1]
-            for pair in sorted(_hand_off_pairs(base, tp, following, other, cp)):
+                yield Communicator(CommunicatorKind.GROUP, cp_set(base, tp, cp, t))
+        if stage + 1 < len(starts):
+            for pair in sorted(_hand_off_pairs(base, tp, starts[stage + 1], scheme.stage_tp(stage + 1), cp)):
                 yield Communicator(CommunicatorKind.PAIR, pair)
 
 
-def _stage_blocks(scheme: Scheme, offset: int) -> Iterable[tuple[int, int]]:
-    """``(first rank, tp)`` of each stage of a pipeline at ``offset``: blocks of ``cp·tp_σ``
-    ranks one after the other."""
-    base = offset
+def stage_starts(scheme: Scheme, offset: int) -> tuple[int, ...]:
+    """The first rank of each stage of a pipeline at ``offset``: blocks of ``cp·tp_σ`` ranks one
+    after the other, ``o + cp·Σ_{σ'<σ} tp_σ'``. E.g. ``1|2:2>1:2`` at 4: (4, 6)."""
+    starts, base = [], offset
     for stage in range(scheme.pp):
-        tp = scheme.stage_tp(stage)
-        yield base, tp
-        base += scheme.cp * tp
+        starts.append(base)
+        base += scheme.cp * scheme.stage_tp(stage)
+    return tuple(starts)
+
+
+def stage_rank(start: int, tp: int, cp_rank: int, tp_rank: int) -> int:
+    """The rank of cp rank ``c`` and tp rank ``t`` in a stage of ``tp`` ranks per cp rank whose
+    block starts at ``start``: ``start + c·tp + t`` (cp-major, tp-minor)."""
+    return start + cp_rank * tp + tp_rank
+
+
+def tp_set(start: int, tp: int, cp_rank: int) -> tuple[int, ...]:
+    """The tensor-parallel set of cp rank ``c``: ``{start + c·tp + t : t}``, an aligned block."""
+    first = stage_rank(start, tp, cp_rank, 0)
+    return tuple(range(first, first + tp))
+
+
+def cp_set(start: int, tp: int, cp: int, tp_rank: int) -> tuple[int, ...]:
+    """The context-parallel set of tp rank ``t``: ``{start + c·tp + t : c}``, ``tp``-strided."""
+    return tuple(range(stage_rank(start, tp, 0, tp_rank), start + cp * tp, tp))
 
 
 def _hand_off_pairs(base: int, tp: int, following: int, other: int, cp: int) -> set[tuple[int, int]]:
@@ -226,8 +243,8 @@ def _hand_off_pairs(base: int, tp: int, following: int, other: int, cp: int) -> 
     for c in range(cp):
         for x in range(tp):
             takes, gives = hand_off_peers(x, tp, other)
-            pairs.add((base + c * tp + x, following + c * other + takes))
-            pairs.update((base + c * tp + x, following + c * other + y) for y in gives)
+            pairs.add((stage_rank(base, tp, c, x), stage_rank(following, other, c, takes)))
+            pairs.update((stage_rank(base, tp, c, x), stage_rank(following, other, c, y)) for y in gives)
     return pairs
 
 

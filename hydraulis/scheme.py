@@ -12,7 +12,7 @@ from enum import Enum
 
 from hydraulis.errors import HydraulisError, require, require_int
 from hydraulis.limits import PARALLEL_DEGREE
-from hydraulis.stages import Stage, stages_text
+from hydraulis.stages import Stage, even_split, stages_text
 
 
 class Recompute(str, Enum):
@@ -164,11 +164,10 @@ class Scheme:
 
     def stage_layers(self, layers: int) -> tuple[int, ...]:
         """The decoder layers of each stage for a model of ``layers`` layers: the stages' own
-        counts, or the even split (the first ``layers mod pp`` stages one more)."""
+        counts, or the :func:`~hydraulis.stages.even_split`."""
         if self.stages:
             return tuple(s.layers for s in self.stages)
-        base, extra = divmod(layers, self.pp)
-        return tuple(base + (stage < extra) for stage in range(self.pp))
+        return even_split(layers, self.pp)
 
     @property
     def devices(self) -> int:

@@ -65,8 +65,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hydraulis.errors import require, require_number
-from hydraulis.runtime.layout import even_split
-from hydraulis.types import ModelSpec, Recompute, Scheme, SchemeProfile, TimeCoefficients
+from hydraulis.stages import even_split
+from hydraulis.scheme import Recompute, Scheme
+from hydraulis.scheme_profile import SchemeProfile, TimeCoefficients
+from hydraulis.specs import ModelSpec
 
 ZERO_TIME = TimeCoefficients(0.0, 0.0, 0.0)
 
@@ -153,7 +155,7 @@ def stage_block(segments: Segments, scheme: Scheme, stage: int, layers: int, acr
     return Block(time, kept, max(ends.transient_bytes_per_token, running - ends.released_bytes_per_token))
 
 
-def stage_bytes_per_token(block: Block, in_flight: int) -> float:
+def in_flight_bytes_per_token(block: Block, in_flight: int) -> float:
     """``m_σ = (pp − σ)·kept + transient`` with ``in_flight = pp − σ``."""
     return in_flight * block.kept_bytes_per_token + block.transient_bytes_per_token
 
@@ -174,7 +176,7 @@ def compose_profile(segments: Segments, model: ModelSpec, scheme: Scheme, device
     return SchemeProfile(
         scheme=scheme,
         time=max_time([b.time for b in blocks]),
-        activation_bytes_per_token=max(stage_bytes_per_token(b, scheme.pp - stage) for stage, b in enumerate(blocks)),
+        activation_bytes_per_token=max(in_flight_bytes_per_token(b, scheme.pp - stage) for stage, b in enumerate(blocks)),
         overhead_bytes=overhead_bytes,
     )
 

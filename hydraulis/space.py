@@ -1,7 +1,7 @@
 """A scheme space: every profiled scheme of one model on one cluster, with provenance (design §2, §4).
 
-:class:`SchemeProfile` is one scheme's fitted :class:`TimeCoefficients` and memory terms,
-:class:`MemoryModel` and :class:`PipelineModel` the facts all schemes share, :class:`Provenance`
+:class:`~hydraulis.scheme_profile.SchemeProfile` (one scheme's fitted time coefficients and
+memory terms) per scheme, :class:`MemoryModel` and :class:`PipelineModel` the facts all schemes share, :class:`Provenance`
 where the numbers came from (:class:`SpaceSource`), :class:`SchemeSpace` all of it.
 Re-exported by :mod:`hydraulis.types`.
 """
@@ -11,14 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from typing import TYPE_CHECKING
-
 from hydraulis.errors import HydraulisError, require, require_int, require_number
 from hydraulis.scheme import Scheme
+from hydraulis.scheme_profile import SchemeProfile
+from hydraulis.segments import Segments, compose_profile
 from hydraulis.specs import Cluster, ModelSpec
-
-if TYPE_CHECKING:
-    from hydraulis.segments import Segments
 
 
 class SpaceSource(str, Enum):
@@ -27,55 +24,6 @@ class SpaceSource(str, Enum):
     MEASURED = "measured"
     ANALYTIC = "analytic"
     IMPORTED = "imported"
-
-
-@dataclass(frozen=True)
-class TimeCoefficients:
-    """Time of one micro-batch on one pipeline stage, forward + backward, in ms (design §4):
-    ``t(mb) = c + Σ_i (a·s_i² + b·s_i)``."""
-
-    a: float
-    b: float
-    c: float
-
-    def __post_init__(self) -> None:
-        for name in ("a", "b", "c"):
-            require_number(getattr(self, name), name, minimum=0.0)
-
-
-@dataclass(frozen=True)
-class FitQuality:
-    """How well fitted coefficients predict measurements held out of the fit."""
-
-    r2: float
-    median_rel_error: float
-    max_rel_error: float
-    points: int
-
-
-@dataclass(frozen=True)
-class SchemeProfile:
-    """What the planner knows about one scheme.
-
-    ``activation_bytes_per_token`` is the activation memory per token of a micro-batch on the
-    most loaded device (under 1F1B the first stage keeps ``pp`` micro-batches of ``L/pp``
-    layers, so it is the whole model's per-token activation divided by ``tp·cp``);
-    ``overhead_bytes`` the fixed runtime overhead per device (context, communicator buffers);
-    ``utilization_tokens`` the smallest micro-batch that keeps a device busy (0: unknown).
-    """
-
-    scheme: Scheme
-    time: TimeCoefficients
-    activation_bytes_per_token: float
-    overhead_bytes: int
-    utilization_tokens: int = 0
-    fit: FitQuality | None = None
-
-    def __post_init__(self) -> None:
-        value = require_number(self.activation_bytes_per_token, "activation_bytes_per_token")
-        require(value > 0, "activation_bytes_per_token", value, "must be > 0")
-        require_int(self.overhead_bytes, "overhead_bytes", minimum=0)
-        require_int(self.utilization_tokens, "utilization_tokens", minimum=0)
 
 
 @dataclass(frozen=True)
@@ -188,7 +136,6 @@ class SchemeSpace:
         plain = next((p for p in self.profiles if p.scheme == Scheme(scheme.cp, scheme.tp, scheme.pp)), None)
         if segments is None or plain is None:
             raise HydraulisError("scheme", str(scheme), "is not in the scheme space")
-        from hydraulis.segments import compose_profile
 
         self.model.check_scheme(scheme)
         return compose_profile(segments, self.model, scheme, self.cluster.devices_per_node, plain.overhead_bytes)

@@ -91,6 +91,14 @@ class ModelSpec:
                 raise HydraulisError(f"{field_name}.recompute_layers", error.value,
                                      f"{error.problem} (model.layers = {self.layers} in {scheme.pp} stages)") from None
 
+    def shards(self, scheme: Scheme) -> bool:
+        """Whether :meth:`check_scheme` accepts ``scheme``."""
+        try:
+            self.check_scheme(scheme)
+        except HydraulisError:
+            return False
+        return True
+
     def _check_tp(self, tp: int, field_name: str) -> None:
         require(self.heads % tp == 0, field_name, tp, f"does not divide model.heads = {self.heads}")
         require(self.kv_heads % tp == 0 or tp % self.kv_heads == 0, field_name, tp,

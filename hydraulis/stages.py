@@ -8,7 +8,7 @@ consecutive decoder layers. A :class:`~hydraulis.scheme.Scheme` with ``stages`` 
 scheme: its ``pp`` is the number of stages, its ``tp`` the widest stage's, its devices
 ``cp · Σ_σ tp_σ`` (cp is uniform within a pipeline).
 
-Text form (the SPEC of :mod:`hydraulis.runtime.strategy_spec`)::
+Text form (the SPEC of :mod:`hydraulis.job.strategy_spec`)::
 
     STAGED := CP '|' STAGE ('>' STAGE)*
     STAGE  := TP ':' LAYERS ['@' GROUP]
@@ -30,6 +30,16 @@ from hydraulis.limits import PARALLEL_DEGREE
 _GROUP = re.compile(r"^[A-Za-z0-9_.-]+$")
 _STAGE = re.compile(r"^(\d+):(\d+)(?:@([A-Za-z0-9_.-]+))?$")
 STAGED_FORM = "CP|TP:LAYERS[@GROUP]>TP:LAYERS[@GROUP]>…, e.g. 1|4:20>2:12 or 1|2:3@h100>1:1@a100"
+
+
+def even_split(layers: int, pp: int) -> tuple[int, ...]:
+    """``pp`` stage sizes summing to ``layers``, the first ``layers mod pp`` one larger: the split
+    of every plain (unstaged) pipeline and of the optimizer layout's stages. E.g. ``L = 4, pp = 3``
+    → ``(2, 1, 1)``; ``L = 60, pp = 8`` → ``(8, 8, 8, 8, 7, 7, 7, 7)``."""
+    require_int(pp, "pp", minimum=1)
+    require(layers >= pp, "pp", pp, f"exceeds the {layers} layers")
+    base, extra = divmod(layers, pp)
+    return tuple(base + (stage < extra) for stage in range(pp))
 
 
 @dataclass(frozen=True, order=True)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from hydraulis.errors import require, require_int, require_number
 from hydraulis.scheme import Scheme
-from hydraulis.space import PipelineModel, TimeCoefficients
+from hydraulis.scheme_profile import TimeCoefficients
+from hydraulis.space import PipelineModel
 from hydraulis.specs import ModelSpec, OptimizerLayout
 
 

@@ -39,9 +39,8 @@ Units: times in milliseconds, memory in bytes, lengths in tokens.
 from __future__ import annotations
 
 from hydraulis.scheme import Recompute, Scheme, SchemeOptions
-from hydraulis.space import (
-    FitQuality, MemoryModel, PipelineModel, Provenance, SchemeProfile, SchemeSpace, SpaceSource, TimeCoefficients,
-)
+from hydraulis.scheme_profile import FitQuality, SchemeProfile, TimeCoefficients
+from hydraulis.space import MemoryModel, PipelineModel, Provenance, SchemeSpace, SpaceSource
 from hydraulis.specs import Cluster, DeviceSpec, ModelSpec, OptimizerLayout
 from hydraulis.step_plan import (
     SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, MicroBatch, PipelinePlan, StepPlan, Synthesis, Synthesise,

@@ -17,7 +17,11 @@ def test_core_imports_without_torch_or_fastapi():
     modules = ["hydraulis.types", "hydraulis.cost", "hydraulis.artifacts", "hydraulis.planner",
                "hydraulis.dispatch", "hydraulis.simulation", "hydraulis.profiler.analytic",
                "hydraulis.profiler.reference_pool", "hydraulis.profiler.profile", "hydraulis.profiler.fit",
-               "hydraulis.profiler.compare", "hydraulis.fused", "hydraulis.artifacts.fused"]
+               "hydraulis.profiler.compare", "hydraulis.fused", "hydraulis.artifacts.fused", "hydraulis.layout.pipeline",
+               "hydraulis.layout.sharding", "hydraulis.layout.ranges", "hydraulis.layout.optimizer_placement",
+               "hydraulis.layout.states", "hydraulis.layout.activations", "hydraulis.job.config",
+               "hydraulis.job.strategy_spec", "hydraulis.job.records", "hydraulis.job.manifest",
+               "hydraulis.job.memory_report"]
     code = BLOCKER + "".join(f"import {m}\n" for m in modules) + "print('ok')"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -1,4 +1,4 @@
-"""The limits of every number: what each refuses and says, and README's table of them."""
+"""The limits of every number: what each refuses and says, and docs/cli.md's table of them."""
 
 import math
 import re
@@ -45,6 +45,6 @@ def test_work_beyond_the_sequences_limit_is_refused_naming_the_input():
         check_sequences(1001 * 70_000, "steps", 1000, "1001 × 70000")
 
 
-def test_readme_lists_every_limit_with_its_range():
-    rows = dict(re.findall(r"^\| `([A-Z_]+)` \| [^|]+ \| (\S+, \S+) \|$", (ROOT / "README.md").read_text(), re.M))
+def test_the_command_reference_lists_every_limit_with_its_range():
+    rows = dict(re.findall(r"^\| `([A-Z_]+)` \| [^|]+ \| (\S+, \S+) \|$", (ROOT / "docs" / "cli.md").read_text(), re.M))
     assert rows == {name: limit.interval for name, limit in LIMITS.items()}

@@ -6,9 +6,9 @@ import pytest
 
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_segments
-from hydraulis.runtime.layout import even_split
-from hydraulis.runtime.memory.activations import stage_bytes_per_token as runtime_bytes_per_token
-from hydraulis.segments import Block, Segments, compose_profile, stage_block, stage_bytes_per_token
+from hydraulis.stages import even_split
+from hydraulis.layout.activations import stage_bytes_per_token as runtime_bytes_per_token
+from hydraulis.segments import Block, Segments, compose_profile, stage_block, in_flight_bytes_per_token
 from hydraulis.types import Cluster, ModelSpec, Recompute, Scheme, TimeCoefficients
 
 
@@ -37,6 +37,6 @@ def test_analytic_segments_compose_the_runtime_accounting_of_every_stage(model_n
                 for counts in itertools.islice(itertools.product(*(range(n + 1) for n in split)), 1, 30)]
     for scheme in schemes:
         for stage, count in enumerate(split):
-            composed = stage_bytes_per_token(stage_block(segments, scheme, stage, count), pp - stage)
+            composed = in_flight_bytes_per_token(stage_block(segments, scheme, stage, count), pp - stage)
             runtime = runtime_bytes_per_token(model, scheme, scheme.stage_recompute(stage, count), stage, dtype_bytes)
             assert composed == pytest.approx(runtime, rel=1e-12), (scheme, stage)

@@ -11,7 +11,7 @@ Layout (``schema_version`` 1)::
      "shards": [{"rank": 0, "file": "shard-00000.pt", "elements": 78976}, ...],
      "created", "tool_version"}
 
-The folder's other files are described in :mod:`hydraulis.runtime.checkpoint.manifest`.
+The folder's other files are described in :mod:`hydraulis.job.manifest`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from hydraulis.artifacts.record import Record, build, check_header, read_json, w
 from hydraulis.artifacts.scheme_space import model_from_record, model_to_dict
 from hydraulis.data.loader import LoaderConfig, LoaderPosition
 from hydraulis.errors import HydraulisError
-from hydraulis.runtime.config import OptimizerKind
-from hydraulis.runtime.checkpoint.manifest import CheckpointManifest, ShardFile
+from hydraulis.layout.kinds import OptimizerKind
+from hydraulis.job.manifest import CheckpointManifest, ShardFile
 from hydraulis.types import OptimizerLayout
 
 KIND = "checkpoint"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
+from hydraulis.artifacts.record import Record, build, check_header, read_json
 from hydraulis.cluster import ClusterDescription, DeviceGroup, GroupLink
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import device_names
@@ -60,6 +60,3 @@ def cluster_from_dict(document: object, base: Path | None = None) -> ClusterDesc
 def read_cluster(path: str | Path) -> ClusterDescription:
     return cluster_from_dict(read_json(path), Path(path).parent)
 
-
-def write_cluster(path: str | Path, cluster: ClusterDescription) -> None:
-    write_json(path, cluster_to_dict(cluster))

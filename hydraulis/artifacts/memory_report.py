@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from hydraulis.artifacts.scheme_space import model_to_dict
 
 if TYPE_CHECKING:
-    from hydraulis.runtime.memory.report import MemoryReport, RankMemory
+    from hydraulis.job.memory_report import MemoryReport, RankMemory
 
 KIND = "memory_report"
 SCHEMA_VERSION = 1

@@ -32,6 +32,7 @@ from hydraulis.artifacts.scheme_space import (
     scheme_to_dict,
     time_from_record,
 )
+from hydraulis.cost import step as step_cost
 from hydraulis.errors import HydraulisError
 from hydraulis.planner.validate import validate_proposal
 from hydraulis.types import (
@@ -94,12 +95,12 @@ def proposal_from_dict(document: object) -> Proposal:
 
 
 def implied_reduce_gbps(params: int, strategies: tuple[ProposedStrategy, ...]) -> float:
-    """The bandwidth ``β = 4·P/(tp·pp)/(T_reduce·10⁶)`` that a strategy's reduction implies
-    (:mod:`hydraulis.cost.step`, its least sharded pipeline), 0 when none reduces."""
+    """The bandwidth the first reducing strategy's ``reduce_ms`` implies
+    (:func:`hydraulis.cost.step.implied_reduce_gbps`), 0 when none reduces."""
     for proposed in strategies:
         if proposed.reduce_ms > 0:
-            least = min(g.scheme.tp * g.scheme.pp for g in proposed.strategy.pipelines)
-            return 4.0 * params / least / (proposed.reduce_ms * 1e6)
+            schemes = [g.scheme for g in proposed.strategy.pipelines]
+            return step_cost.implied_reduce_gbps(params, schemes, proposed.reduce_ms)
     return 0.0
 
 

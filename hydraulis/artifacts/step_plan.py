@@ -19,7 +19,6 @@ null otherwise.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from hydraulis.artifacts.proposal import strategy_from_record, strategy_to_list

@@ -29,7 +29,8 @@ from pathlib import Path
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.errors import HydraulisError
-from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, ReduceDtype, RuntimeOptions, TrainConfig
+from hydraulis.job.config import RuntimeOptions, TrainConfig
+from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
 KIND = "train_config"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.cost.pipeline import Phase, ScheduledOp
-from hydraulis.runtime.records import PipelineOperations, StepRecord, summarize
+from hydraulis.job.records import PipelineOperations, StepRecord, summarize
 
 KIND = "train_log"
 SCHEMA_VERSION = 1

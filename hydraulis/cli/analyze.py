@@ -26,7 +26,8 @@ DEFAULT_CACHE = Path.home() / ".cache" / "hydraulis"
 def register(commands: argparse._SubParsersAction) -> None:
     analyze = commands.add_parser(
         "analyze", help="length distribution of a corpus or lengths file: statistics, plots, lengths file",
-        description="Tokenize a corpus (or read a lengths file) and report its length distribution: count, "
+        description="Offline: tokenize a corpus (with a byte-level BPE trained on it and cached, or a local "
+                    "--tokenizer), or read a lengths file, and report its length distribution: count, "
                     "mean, percentiles, the share of documents, tokens and Σs² per length bucket and above the "
                     "tail threshold, and each step's longest sequence when steps are filled to the token budget. "
                     "Writes lengths.txt (for the planner), PNG plots, summary.md and analysis.json.")
@@ -45,7 +46,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help=f"vocabulary of the byte-level BPE trained on the corpus (default {DEFAULT_VOCAB_SIZE}; "
                               "the tiny model preset needs 1024)")
     analyze.add_argument("--cache-dir", type=OutputPath(), default=DEFAULT_CACHE,
-                         help=f"trained tokenizers and datasets' Arrow cache (default {DEFAULT_CACHE})")
+                         help="trained tokenizers and datasets' Arrow cache (default ~/.cache/hydraulis)")
     analyze.add_argument("--token-budget", type=Bounded(limits.TOKEN_BUDGET), default=DEFAULT_TOKEN_BUDGET,
                          help=f"tokens per global batch T (default {DEFAULT_TOKEN_BUDGET})")
     analyze.add_argument("--max-seq-len", type=Bounded(limits.MAX_SEQ_LEN),

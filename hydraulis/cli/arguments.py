@@ -30,9 +30,7 @@ class Parser(argparse.ArgumentParser):
 
     def format_help(self) -> str:
         for action in self._actions:
-            kind = action.type
-            if isinstance(kind, (Bounded, BoundedList)) and action.help and "; range " not in action.help:
-                action.help += f"; range {kind.limit.interval}"
+            action.help = help_with_range(action)
         return super().format_help()
 
     def parse_known_args(self, args=None, namespace=None):
@@ -41,6 +39,15 @@ class Parser(argparse.ArgumentParser):
             if action.nargs is None and action.option_strings and getattr(parsed, action.dest, None) == []:
                 self.error(f"argument {'/'.join(action.option_strings)}: expected one value")  # "--opt=--"
         return parsed, rest
+
+
+def help_with_range(action: argparse.Action) -> str | None:
+    """``action``'s help with the range of its bounded number appended (once): ``devices to plan
+    for; range [1, 65536]``, as ``--help`` and ``docs/cli.md`` show it."""
+    kind = action.type
+    if isinstance(kind, (Bounded, BoundedList)) and action.help and "; range " not in action.help:
+        return f"{action.help}; range {kind.limit.interval}"
+    return action.help
 
 
 class OutputPath:

@@ -10,7 +10,8 @@ from hydraulis.cli.arguments import Bounded
 from hydraulis.cli.output import emit, table
 from hydraulis.cli.training_args import add_training_arguments, training_config
 from hydraulis.errors import HydraulisError
-from hydraulis.runtime.config import OptimizerKind, Precision, RuntimeOptions, TrainConfig
+from hydraulis.job.config import RuntimeOptions, TrainConfig
+from hydraulis.layout.kinds import OptimizerKind, Precision
 from hydraulis.runtime.run import resolve_run
 
 DEFAULT_RUNTIME = RuntimeOptions(precision=Precision.FP32, optimizer=OptimizerKind.ADAM, lr=1e-4)

@@ -10,7 +10,7 @@ from hydraulis.artifacts.lengths import write_lengths
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import command_line, emit, plural
 from hydraulis.data.analysis import DEFAULT_TAIL_THRESHOLD, tail_shares
-from hydraulis.data.stdlib import build_stdlib_corpus, manifest_path, stdlib_root
+from hydraulis.data.stdlib import build_stdlib_corpus, manifest_path
 from hydraulis.data.synth import LongTail, synth_lengths
 
 
@@ -27,7 +27,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     build.add_argument("-o", "--output", required=True, type=OutputPath(),
                        help="JSONL corpus to write, e.g. corpus.jsonl")
     build.add_argument("--root", type=InputFile(FileKind.CORPUS),
-                       help=f"standard-library directory (default: {stdlib_root()})")
+                       help="standard-library directory (default: the running interpreter's, sysconfig's stdlib path)")
     build.set_defaults(run=_build_stdlib)
 
     defaults = LongTail()

@@ -22,7 +22,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Search a per-device task order for two models whose pipelines share the devices, "
                     "flowing in opposite directions so each fills the other's bubbles: simulated annealing "
                     "from list schedules, judged against a proven lower bound and the sequential, greedy and "
-                    "interleaved baselines. The last line reads makespan=… lower_bound=… sequential=…")
+                    "interleaved baselines. Prints the sequential, greedy, interleaved and fused makespans and "
+                    "the bound; the last line reads makespan=… lower_bound=… sequential=…",
+        epilog="paper_exp/fused/run.py regenerates its 12-instance table.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--problem", metavar="JSON", type=InputFile(FileKind.FUSED_PROBLEM), help="fused problem JSON (devices, models)")
     source.add_argument("--from-step-plans", nargs=2, metavar=("A_PLAN", "B_PLAN"), type=InputFile(FileKind.STEP_PLAN),

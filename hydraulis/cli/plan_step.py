@@ -27,7 +27,12 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "strategy, assign sequences to its pipelines, pack them into micro-batches, and print "
                     "the predicted step time against the lower bound; a strategy made for the step replaces the "
                     "proposal's when it is faster, switch included (--synthesise). With --steps N --token-budget T, "
-                    "sample N steps from the lengths and compare all four batching methods instead.")
+                    "sample N steps from the lengths and compare all four batching methods instead.",
+        epilog="The per-step comparison prints, per batching method (and Hydraulis with per-step synthesis), "
+               "the predicted step time, its ratio to the lower bound and the planning time (median, p90). "
+               "With --ilp-nodes, the integer program's status says whether it proved optimality, was stopped "
+               "by the node budget or kept the greedy packing; --time-limit is only a safety stop. --gantt "
+               "draws the exact 1F1B timeline.")
     plan.add_argument("--proposal", required=True, type=InputFile(FileKind.PROPOSAL), help="proposal JSON")
     plan.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS),
                       help="lengths file (.txt, .txt.gz, .npy): the batch, or the document pool with --steps")

@@ -29,7 +29,7 @@ from hydraulis.profiler.profile import (
     profile_segment_space,
 )
 from hydraulis.profiler.sweep import Interleave, Statistic, SweepConfig, parse_token_counts
-from hydraulis.runtime.config import DeviceKind
+from hydraulis.layout.kinds import DeviceKind
 from hydraulis.types import SchemeSpace
 
 PRESET_OF_DEVICE = {DeviceKind.CPU: "cpu", DeviceKind.CUDA: "h100-80g"}
@@ -45,7 +45,12 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "(propagate, reduce, update) on all local devices and fits the space's reduce_gbps to it, "
                     "and the time to create and first use a communicator (the space's communicator_ms). "
                     "Finished points are cached (--cache), so a killed sweep resumes where it stopped. "
-                    "See hydraulis.profiler.")
+                    "See hydraulis.profiler.",
+        epilog="Processes talk over gloo on CPU and NCCL on CUDA. On CPU each point runs, by default, on "
+               "replicas that fill the node, as training loads it, and every scheme is measured in the same "
+               "rounds, so the machine's drift does not set schemes apart (--fill-node, --interleave). Prints "
+               "per scheme R², the held-out median and max relative error and the representative block's "
+               "extrapolation error. examples/profile_all_parallel_schemes.sh wraps this command.")
     parser.add_argument("--model", required=True, help="model preset, e.g. tiny or llama-7b")
     parser.add_argument("--layers", type=Bounded(limits.LAYERS),
                         help="override the preset's layer count (e.g. 4 for a quick look)")
@@ -75,10 +80,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--fill-node", action=argparse.BooleanOptionalAction, default=None,
                         help="run every point on as many replicas of its scheme as fill the local devices, as a "
                              "training step that fills the node loads it (default: on for CPU, where a device is "
-                             "a process sharing the cores, off for CUDA; see hydraulis.profiler.device)")
+                             "a process sharing the cores, off for CUDA; see hydraulis.runtime.profiling.device)")
     parser.add_argument("--clock", choices=[c.value for c in Clock],
                         help="wall: elapsed time; cpu: each rank's busy time (default wall, but cpu on CPU with "
-                             "--no-fill-node; see hydraulis.profiler.device)")
+                             "--no-fill-node; see hydraulis.runtime.profiling.device)")
     parser.add_argument("--repeats", type=Bounded(limits.REPEATS), default=3,
                         help="timed runs per point (default 3); each run times its micro-batches one by one")
     parser.add_argument("--statistic", choices=[s.value for s in Statistic], default=Statistic.MIN.value,
@@ -89,7 +94,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="which points share the measuring rounds: scheme (each scheme's apart; a killed "
                              "sweep loses at most one scheme) or sweep (every scheme together, so a machine whose "
                              "speed drifts does not set schemes apart) (default sweep on CPU, scheme on CUDA; see "
-                             "hydraulis.profiler.device)")
+                             "hydraulis.runtime.profiling.device)")
     parser.add_argument("--warmup", type=Bounded(limits.WARMUP), default=1,
                         help="discarded runs per point; the first also sets the micro-batches per run (default 1)")
     parser.add_argument("--block-layers", type=Bounded(limits.LAYERS), default=1,
@@ -112,8 +117,8 @@ def _profile(args: argparse.Namespace) -> None:
     require(len(token_counts) >= 2, "seq_lens", args.seq_lens,
             "must name at least 2 token counts (to tell the fixed cost c from b)")
 
-    from hydraulis.profiler.device import default_interleave, local_devices
-    from hydraulis.profiler.measure import run_measure_job
+    from hydraulis.runtime.profiling.device import default_interleave, local_devices
+    from hydraulis.runtime.profiling.measure import run_measure_job
 
     variants = Variants(args.variants)
     require(variants is Variants.NONE or not (args.options or args.check_full_stage), "--variants", args.variants,

@@ -25,7 +25,20 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Propose at most K heterogeneous strategies sharing one optimizer layout, each serving the "
                     "steps whose longest sequence lies in its range, with predicted step time and memory "
                     "headroom (integer programs with PuLP, then a local search judged on sampled steps; see "
-                    "hydraulis.planner).")
+                    "hydraulis.planner). Prints a table and the wall time; the proposal keeps the resolved "
+                    "config.",
+        epilog="The answer depends only on the inputs, the seed and the work budgets (--solver-nodes per "
+               "integer program, --search-evaluations per range); --time-limit is a safety stop, reported as "
+               "solver status time_limit when it fires. In a space with segments the planner also uses each "
+               "scheme's fastest variant holding each longest sequence its ranges need (--variants none: plain "
+               "schemes only). --explain prints the layout, the serving ranges, the integer programs, the local "
+               "search from their answers, the strategies added for steps that differ, what each strategy gains "
+               "on the steps it is best on, which variant each pipeline uses and why, and the comparison with "
+               "the best homogeneous strategy. With --cluster (design §18.3) it plans plain pipelines per device "
+               "type and cross-type staged pipelines with per-stage tp and layer counts (CP|tp:L@group>…); "
+               "plan-step dispatches with that proposal, each pipeline at its own cost. "
+               "benchmarks/proposal_time.py prints proposal wall times and the comparison for LLaMA-7B on 32 "
+               "GPUs and LLaMA-32B on 1024.")
     parser.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON (or --cluster)")
     parser.add_argument("--devices", type=Bounded(limits.DEVICES), help="devices to plan for, N (required with --space)")
     parser.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),

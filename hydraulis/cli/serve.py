@@ -21,7 +21,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                     f"/redoc, OpenAPI at /openapi.json, all offline). Planning runs in --workers processes; "
                     f"up to --queue more requests wait for one, beyond that the answer is 503 with "
                     f"Retry-After. Set {TOKEN_VARIABLE} (at least 8 characters) to require 'Authorization: "
-                    f"Bearer <token>' on /v1/*.")
+                    f"Bearer <token>' on /v1/*.",
+        epilog="The plan explorer is at / (or /explorer). The same app runs under uvicorn --factory "
+               "hydraulis.service.app:app_from_environment. docs/guide.md lists the routes, their fields, "
+               "the answers' status codes and the explorer.")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=Bounded(limits.PORT), default=8000, help="default 8000")
     serve.add_argument("--workers", type=Bounded(limits.WORKERS), default=defaults.workers,

@@ -42,7 +42,13 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "proposal and with the baselines (best homogeneous strategy with padding, fixed packing "
                     "(Megatron-LM style) and balanced packing; the best single proposal strategy, static), all on "
                     "the same cost model. Prints a summary and Hydraulis' speed-up over each; writes "
-                    "simulation.json, steps.csv, summary.csv, the proposals and plots into the output directory.")
+                    "simulation.json, steps.csv, summary.csv, the proposals and plots into the output directory.",
+        epilog="The summary gives per contender the step time, its ratio to the lower bounds and the planning "
+               "latency; then the steps synthesised, the distinct communicators against their bound, and "
+               "Hydraulis against the pool and tight bounds with its gap term by term. With --cluster (a mixed "
+               "cluster, design §18) it prints the mean step and its ratio to the lower bound of each "
+               "contender and writes mixed_simulation.json; paper_exp/mixed/run.py regenerates the "
+               "16 A100 + 16 H100 table. examples/test_planner.sh runs LLaMA-32B on 1024 H100s.")
     parser.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),
                         help="cluster description JSON of several device types (examples/clusters/a100_h100.json): "
                              "compare the mixed planner, type-segregated pipelines, FlashFlex-style cross-type "

@@ -60,7 +60,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     ana = verbs.add_parser("analytic", help="derive a scheme space from device and model figures",
                            description="Derive a scheme space from FLOPs, achievable throughput, memory "
-                                       "and link bandwidths (see hydraulis.profiler.analytic).")
+                                       "and link bandwidths (see hydraulis.profiler.analytic): plan for "
+                                       "hardware you do not have. With --cluster, one space per device group "
+                                       "of a mixed cluster (design §18.1): analytic from the group's device "
+                                       "preset, or its measured space copied.")
     ana.add_argument("--model", required=True, choices=model_names(), help="model preset")
     ana.add_argument("--device", choices=device_names(), help="device preset (required without --cluster)")
     ana.add_argument("--devices", type=Bounded(limits.DEVICES), help="cluster devices, e.g. 1024 (required without "
@@ -112,7 +115,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                               description="The space with devices of --device-memory bytes as the runtime's "
                                           "meter counts them (hydraulis train --device-memory): model states and "
                                           "activation bytes per token from the runtime's accounting, no runtime "
-                                          "overhead; times unchanged (see hydraulis.profiler.budget).")
+                                          "overhead; times unchanged (see hydraulis.profiler.budget). On a CPU, "
+                                          "where nothing else limits memory, the budget then decides which "
+                                          "schemes hold the longest sequences (examples/thesis.sh).")
     budget.add_argument("space", type=InputFile(FileKind.SCHEME_SPACE), help="scheme-space JSON")
     budget.add_argument("--device-memory", type=Bounded(limits.DEVICE_MEMORY), required=True, metavar="BYTES",
                         help="bytes each device (process) may hold")

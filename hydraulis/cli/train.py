@@ -12,7 +12,7 @@ from hydraulis.artifacts import read_train_config, write_train_config
 from hydraulis.cli.arguments import FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit
 from hydraulis.cli.training_args import add_checkpoint_arguments, add_training_arguments, training_config
-from hydraulis.runtime.checkpoint.manifest import CheckpointManifest
+from hydraulis.job.manifest import CheckpointManifest
 from hydraulis.runtime.run import resolve_run
 
 
@@ -30,7 +30,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "step's record in train_log.json. Without torchrun it spawns "
                     "--nproc local processes; under torchrun "
                     "(RANK, WORLD_SIZE, ... set) this process is one rank: torchrun --nproc-per-node N -m "
-                    "hydraulis train ...")
+                    "hydraulis train ...",
+        epilog="Rank 0 plans each step one step ahead (or asks --planner-url) and broadcasts the plan to all "
+               "ranks; each step's line also counts the process groups created. The summary's prediction error "
+               "is the mean, and the median and p90 after warm-up; with per-step synthesis it counts the "
+               "synthesised steps and the distinct communicators against the bound of aligned placement. "
+               "Checkpoints are written atomically from the optimizer layout, so a run resumes under another "
+               "proposal, strategy, method or process count. With --cluster each stage runs on its group's "
+               "ranks (design §18.5). docs/guide.md describes the runtime, checkpoints and TensorBoard tags.")
     train.add_argument("--config", type=InputFile(FileKind.TRAIN_CONFIG),
                        help="training config JSON (kind train_config); flags override it")
     add_training_arguments(train)
@@ -53,7 +60,7 @@ def _train(args: argparse.Namespace) -> None:
         write_train_config(Path(args.output_dir) / "train_config.json", config)
     from hydraulis.artifacts.train_log import write_train_log
     from hydraulis.runtime.launch import RankFailure
-    from hydraulis.runtime.records import summarize, summary_line
+    from hydraulis.job.records import summarize, summary_line
     from hydraulis.runtime.trainer import run_training
 
     try:

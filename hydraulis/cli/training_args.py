@@ -12,7 +12,8 @@ from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath, op
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_names
-from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, ReduceDtype, TrainConfig
+from hydraulis.job.config import TrainConfig
+from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
 from hydraulis.types import BatchingMethod
 
 _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_budget": "token_budget",

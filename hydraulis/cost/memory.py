@@ -11,7 +11,7 @@ a device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer
     S_max  = ⌊free / m_tok⌋
 
 ``B_layer``/``B_emb`` are one layer's / one ``V×H`` matrix's unsharded model-state bytes, α the
-share that follows the optimizer layout (:mod:`hydraulis.runtime.memory.states`: master weights,
+share that follows the optimizer layout (:mod:`hydraulis.layout.states`: master weights,
 reduced gradients and Adam moments, 16 of the 20 bytes per parameter under bf16), ``P_l(tp)``
 the elements of a layer each tp rank holds (``1/tp`` of it, plus the norm weights and, when
 ``tp`` exceeds the kv heads, a kv head it shares). The planner judges a scheme by its most
@@ -20,7 +20,7 @@ the same for the owner, and ``m_tok`` the scheme's activation bytes per token on
 (the first 1F1B stage keeps up to ``pp`` micro-batches of ``L/pp`` layers). ``S_max`` bounds both
 the longest sequence and a micro-batch's tokens. :func:`device_memory` predicts any one device:
 its own stage and buffer, and ``m_tok`` scaled by the runtime's accounting of its stage
-(:mod:`hydraulis.runtime.memory.activations`) against the most loaded one of the even split.
+(:mod:`hydraulis.layout.activations`) against the most loaded one of the even split.
 
 Worked example, reference LLaMA-7B pool (``B = 210·H²``, α = 0.75, H = 4096, L = 32, V = 30592,
 ``A_tp1 = 38``), scheme (1,1,2), layout dp8·tp4·pp1: states ≈ 14.09 + 2.64 + 0.50 + 0.09 = 17.33 GB;
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
-from hydraulis.runtime.layout import even_split
-from hydraulis.runtime.memory.activations import stage_bytes_per_token
-from hydraulis.runtime.memory.states import layer_elements
+from hydraulis.stages import even_split
+from hydraulis.layout.activations import stage_bytes_per_token
+from hydraulis.layout.states import layer_elements
 from hydraulis.types import MemoryModel, ModelSpec, OptimizerLayout, Scheme, SchemeProfile, SchemeSpace
 
 
@@ -73,10 +73,6 @@ class MemoryBreakdown:
     @property
     def limit(self) -> MemoryLimit:
         return MemoryLimit.ACTIVATIONS if self.max_seq_len > 0 else MemoryLimit.MODEL_STATES
-
-    def used_bytes(self, tokens: int) -> float:
-        """Bytes in use when the largest micro-batch holds ``tokens`` tokens (safety excluded)."""
-        return self.states + self.overhead + self.activation_per_token * tokens
 
     def headroom_bytes(self, tokens: int) -> float:
         """Bytes left free beyond the safety margin with micro-batches of ``tokens`` tokens."""
@@ -206,7 +202,7 @@ def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int,
         return [stage_bytes_per_token(model, scheme, scheme.stage_recompute(stage, layers), stage, dtype_bytes)
                 for stage, layers in enumerate(split)]
 
-    most = max(per_stage(scheme.stage_layers(model.layers) if scheme.is_staged else even_split(model.layers, scheme.pp)))
+    most = max(per_stage(scheme.stage_layers(model.layers)))
     return tuple(value / most for value in per_stage(stage_layers))
 
 

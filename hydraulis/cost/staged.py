@@ -48,16 +48,16 @@ hold 16,143 (A100, 2 micro-batches in flight) and 20,817 tokens (H100, 1 in flig
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost.memory import compute_states, optimizer_states
 from hydraulis.cost.pipeline import simulate_1f1b_stages
 from hydraulis.errors import HydraulisError, require
-from hydraulis.segments import Block, Segments, max_time, stage_block, stage_bytes_per_token
+from hydraulis.segments import Block, Segments, in_flight_bytes_per_token, max_time, stage_block
 from hydraulis.stages import Stage, stages_text
-from hydraulis.types import OptimizerLayout, PipelineModel, Scheme, SchemeSpace, TimeCoefficients
+from hydraulis.types import OptimizerLayout, PipelineModel, Scheme, SchemeProfile, SchemeSpace, TimeCoefficients
 
 HAND_OFF_BYTES_PER_HIDDEN = 4.0
 """Bytes per token and hidden unit a hand-off moves, forward and back (bf16 both ways)."""
@@ -140,12 +140,58 @@ def stage_cost(spaces: ClusterSpaces, cp: int, stages: Sequence[Stage], sigma: i
     space = spaces.space(stage.group)
     in_group = cp * sum(s.tp for s in stages if s.group == stage.group)
     shape = Scheme(cp, stage.tp, pp)
-    block = stage_block(stage_segments(space, cp, stage.tp), shape, sigma, stage.layers,
-                        in_group > space.cluster.devices_per_node)
-    hand_off = sum(_hand_off_b(spaces, cp, stage, stages[other])
-                   for other in (sigma - 1, sigma + 1) if 0 <= other < pp and stages[other].group != stage.group)
-    time = TimeCoefficients(block.time.a, block.time.b + hand_off, block.time.c)
+    time, block = stage_time(stage_segments(space, cp, stage.tp), shape, stages, sigma,
+                             in_group > space.cluster.devices_per_node,
+                             lambda mine, other: _hand_off_b(spaces, cp, mine, other))
     return time, _stage_memory(space, shape, sigma, stage, block, layout or OptimizerLayout(spaces.cluster.devices, 1, 1))
+
+
+HandOffB = Callable[[Stage, Stage], float]
+"""``h_x`` of the module docstring between two stages of different groups, ms per token."""
+
+
+def stage_time(segments: Segments, shape: Scheme, stages: Sequence[Stage], sigma: int, spans_nodes: bool,
+               hand_off_b: HandOffB) -> tuple[TimeCoefficients, Block]:
+    """``t_σ`` of the module docstring and the block ``B_σ`` it comes from: stage ``sigma`` of
+    ``stages`` composed from ``segments`` as one stage of ``shape`` (its cp, tp_σ, pp and
+    recomputation), plus ``hand_off_b`` per neighbour in another group. The one composition of a
+    staged stage: the cluster cost model's (:func:`stage_cost`) and a staged scheme's profile's
+    (:func:`staged_profile`)."""
+    stage = stages[sigma]
+    block = stage_block(segments, shape, sigma, stage.layers, spans_nodes)
+    hand_off = sum(hand_off_b(stage, stages[other]) for other in (sigma - 1, sigma + 1)
+                   if 0 <= other < len(stages) and stages[other].group != stage.group)
+    return TimeCoefficients(block.time.a, block.time.b + hand_off, block.time.c), block
+
+
+def no_links(stage: Stage, other: Stage) -> float:
+    """No hand-off cost between groups: one device kind, whose stages share its links."""
+    return 0.0
+
+
+def staged_profile(scheme: Scheme, segments_of: Callable[[int, int], Segments | None], devices_per_node: int,
+                   overhead_bytes: int, hand_off_b: HandOffB = no_links) -> SchemeProfile:
+    """The profile of the staged ``scheme``, each stage ``σ`` from ``segments_of(cp, tp_σ)`` by
+    :func:`stage_time` (with its recomputation), as one scheme::
+
+        time  = max_σ t_σ                              coefficient-wise, the slowest stage's
+        m_tok = max_σ ((pp − σ)·kept_σ + transient_σ)  the most loaded stage's bytes per token
+
+    E.g. ``1|2:3>1:1`` on tiny: stage 0 is 3 layers and the embedding at tp 2, stage 1 one layer
+    and the head at tp 1; on one device kind (``no_links``) the slower stage sets the time."""
+    spans_nodes = scheme.devices > devices_per_node
+    times, per_token = [], []
+    for sigma, stage in enumerate(scheme.stages):
+        segments = segments_of(scheme.cp, stage.tp)
+        if segments is None:
+            raise HydraulisError("scheme", str(scheme), f"needs the segments of cp {scheme.cp}, tp {stage.tp} "
+                                                        f"(stage {sigma}), which the scheme space lacks")
+        shape = Scheme(scheme.cp, stage.tp, scheme.pp, False, scheme.recompute, scheme.recompute_layers)
+        time, block = stage_time(segments, shape, scheme.stages, sigma, spans_nodes, hand_off_b)
+        times.append(time)
+        per_token.append(in_flight_bytes_per_token(block, scheme.pp - sigma))
+    return SchemeProfile(scheme=scheme, time=max_time(times), activation_bytes_per_token=max(per_token),
+                         overhead_bytes=overhead_bytes)
 
 
 def staged_time_coefficients(spaces: ClusterSpaces, scheme: Scheme) -> TimeCoefficients:
@@ -213,4 +259,4 @@ def _stage_memory(space: SchemeSpace, scheme: Scheme, sigma: int, stage: Stage, 
     optimizer = optimizer_states(memory, layout, math.ceil(model.layers / layout.pp), 2 if layout.pp == 1 else 1)
     overhead = max(p.overhead_bytes for p in space.profiles)
     return StageMemory(stage.group, float(memory.device_memory_bytes), float(memory.safety_margin_bytes + overhead),
-                       compute + optimizer, stage_bytes_per_token(block, scheme.pp - sigma))
+                       compute + optimizer, in_flight_bytes_per_token(block, scheme.pp - sigma))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from hydraulis.errors import require
 from hydraulis.types import OptimizerLayout, Scheme
 
 
@@ -27,8 +28,20 @@ def reduce_ms(params: int, schemes: Sequence[Scheme], layout: OptimizerLayout, r
     """``T_reduce`` of the module docstring for pipelines running ``schemes`` (one per pipeline)."""
     if reduce_gbps <= 0 or (len(schemes) == 1 and layout.dp == 1):
         return 0.0
-    least_sharded = min(sharding(s) for s in schemes)
-    return 4.0 * params / least_sharded / (reduce_gbps * 1e6)
+    return reduction_bytes(params, schemes) / (reduce_gbps * 1e6)
+
+
+def reduction_bytes(params: int, schemes: Sequence[Scheme]) -> float:
+    """``4·P / min_p sharding(p)``: the bytes the least sharded pipeline's device moves."""
+    return 4.0 * params / min(sharding(s) for s in schemes)
+
+
+def implied_reduce_gbps(params: int, schemes: Sequence[Scheme], reduction_ms: float) -> float:
+    """The bandwidth ``β = 4·P / min_p sharding(p) / (T_reduce·10⁶)`` GB/s that a reduction of
+    ``reduction_ms`` under ``schemes`` implies: the inverse of :func:`reduce_ms`. E.g. the profiler's
+    reduction under ``N × (1,1,1)`` of tiny (P = 315,968) in 8 ms: ``1,263,872 / 8e6 ≈ 0.158`` GB/s."""
+    require(reduction_ms > 0, "reduction_ms", reduction_ms, "must be > 0")
+    return reduction_bytes(params, schemes) / (reduction_ms * 1e6)
 
 
 def sharding(scheme: Scheme) -> float:

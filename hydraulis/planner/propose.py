@@ -67,7 +67,7 @@ from hydraulis.planner.evaluate import CostContext, StepEstimate, estimate_step
 from hydraulis.planner.fluid import fluid_problem
 from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.planner.options import SchemeOption, planning_space, scheme_options
-from hydraulis.planner.program import HEURISTIC, BisectionStatus, CountsAnswer, optimise_counts
+from hydraulis.planner.program import BisectionStatus, CountsAnswer, optimise_counts
 from hydraulis.planner.search import CountsSearch, Descent
 from hydraulis.planner.specialise import homogeneous_step_ms, serving_ranges, spread_step_ms
 from hydraulis.planner.validate import node_placement

@@ -1,5 +1,5 @@
 """A proposal in words and rows: what ``hydraulis propose`` prints and what a training run shows
-in TensorBoard (:mod:`hydraulis.runtime.tensorboard`)."""
+in TensorBoard (the runtime's ``tensorboard``)."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost.staged import stage_cost
-from hydraulis.errors import HydraulisError, require, require_int
+from hydraulis.errors import require, require_int
 from hydraulis.stages import Stage
 from hydraulis.types import Scheme
 
@@ -114,7 +114,7 @@ def candidate_stages(spaces: ClusterSpaces, request: SplitRequest) -> list[tuple
     per_group = []
     for budget in request.budgets:
         group = spaces.cluster.group(budget.group)
-        options = [tp for tp in request.tps if budget.devices % (cp * tp) == 0 and _shards(spaces, tp)
+        options = [tp for tp in request.tps if budget.devices % (cp * tp) == 0 and spaces.model.shards(Scheme(1, tp, 1))
                    and cp * tp <= group.devices_per_node]
         per_group.append([(group.name, tp, budget.devices // (cp * tp)) for tp in options])
     candidates = []
@@ -161,11 +161,3 @@ def _best_layers(spaces: ClusterSpaces, request: SplitRequest,
         split.append(choice[sigma][l])
         l -= choice[sigma][l]
     return best[pp - 1][layers], tuple(reversed(split))
-
-
-def _shards(spaces: ClusterSpaces, tp: int) -> bool:
-    try:
-        spaces.model.check_scheme(Scheme(1, tp, 1))
-    except HydraulisError:
-        return False
-    return True

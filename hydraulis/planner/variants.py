@@ -50,8 +50,8 @@ from hydraulis.cost import memory_breakdown
 from hydraulis.errors import HydraulisError
 from hydraulis.planner.config import Variants
 from hydraulis.planner.distribution import StepStatistics
-from hydraulis.runtime.layout import even_split
-from hydraulis.segments import Segments, max_time, stage_block, stage_bytes_per_token
+from hydraulis.stages import even_split
+from hydraulis.segments import Segments, max_time, stage_block, in_flight_bytes_per_token
 from hydraulis.types import (
     OptimizerLayout,
     ProposedStrategy,
@@ -190,7 +190,7 @@ def _stage_bytes(segments: Segments, plain: Scheme, stage: int, layers: int, ful
     """``m_σ`` of stage ``stage`` recomputing its first ``full`` layers in full."""
     counts = tuple(full if s == stage else 0 for s in range(plain.pp))
     scheme = Scheme(plain.cp, plain.tp, plain.pp, segments.sp, Recompute.FULL, counts) if full else plain
-    return stage_bytes_per_token(stage_block(segments, scheme, stage, layers, across), plain.pp - stage)
+    return in_flight_bytes_per_token(stage_block(segments, scheme, stage, layers, across), plain.pp - stage)
 
 
 def _hidden_full_layers(segments: Segments, plain: Scheme, counts: list[int], split: tuple[int, ...],
@@ -218,7 +218,7 @@ def _within(time: TimeCoefficients, pace: TimeCoefficients) -> bool:
 
 
 def _fits(segments: Segments, scheme: Scheme, stage: int, layers: int, budget: float, across: bool) -> bool:
-    return stage_bytes_per_token(stage_block(segments, scheme, stage, layers, across), scheme.pp - stage) <= budget
+    return in_flight_bytes_per_token(stage_block(segments, scheme, stage, layers, across), scheme.pp - stage) <= budget
 
 
 def _with_full_layers(plain: Scheme, sp: bool, counts: tuple[int, ...], split: tuple[int, ...]) -> Scheme:

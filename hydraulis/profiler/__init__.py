@@ -1,13 +1,13 @@
 """Scheme spaces: measured on devices, derived analytically, or imported from the original
-system's pools. Only :mod:`.measure` and :mod:`.device` need torch.
+system's pools. Nothing here needs torch: the measuring jobs run on the runtime's own layers and
+live with the runtime (its ``profiling`` package); this package plans their points and fits
+what they measure.
 
 ===================  ====================================================================
 module               concept
 ===================  ====================================================================
 ``profile``          ``hydraulis profile``: plan → cache → measure → fit → scheme space
 ``sweep``            the points of a profile: schemes, stage depths, token counts, mixes
-``measure``          the per-rank job timing points on the runtime's own layers
-``device``           the local devices, process limit and clock
 ``measurement``      a point's result and what it depends on
 ``fit``              non-negative least squares of time and memory, held-out quality
 ``compare``          two spaces' predicted micro-batch times side by side

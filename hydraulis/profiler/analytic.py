@@ -48,15 +48,15 @@ parallelism changes no time term: its all-gathers and reduce-scatters are the on
 above. A scheme recomputing ``k_σ`` of its stage's layers in full (``recompute=full:K``) has
 ``k_σ`` full layers and ``L_σ − k_σ`` plain ones on stage ``σ``.
 
-Memory is the runtime's own accounting (:mod:`hydraulis.runtime.memory`), at the precision the
+Memory is the runtime's own accounting (:mod:`hydraulis.layout.states`, :mod:`hydraulis.layout.activations`), at the precision the
 runtime picks on the device (bf16 on an accelerator, fp32 on the ``cpu`` preset): model states
 of ``w + g`` bytes per parameter in the compute layout (weights and their gradients, 4 under
 bf16) and 16 in the optimizer layout (fp32 master, reduced gradient and Adam moments), so
 ``α = 16/20``; a layer keeps what the runtime keeps for it under its option
-(:func:`~hydraulis.runtime.memory.activations.layer_bytes_per_token`), the ends of a stage what
+(:func:`~hydraulis.layout.activations.layer_bytes_per_token`), the ends of a stage what
 they keep at their position and the working set of a backward
-(:func:`~hydraulis.runtime.memory.activations.micro_batch_bytes_per_token`,
-:func:`~hydraulis.runtime.memory.activations.transient_bytes_per_token`), so that::
+(:func:`~hydraulis.layout.activations.micro_batch_bytes_per_token`,
+:func:`~hydraulis.layout.activations.transient_bytes_per_token`), so that::
 
       m_tok = max_σ ((pp − σ)·kept(σ) + transient(σ)) / cp
 
@@ -70,9 +70,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from hydraulis.errors import HydraulisError, require
-from hydraulis.runtime.config import OptimizerKind
-from hydraulis.runtime.memory.activations import (
+from hydraulis.errors import require
+from hydraulis.layout.kinds import OptimizerKind
+from hydraulis.layout.activations import (
     Widths,
     layer_backward_bytes_per_token,
     layer_bytes_per_token,
@@ -81,7 +81,7 @@ from hydraulis.runtime.memory.activations import (
     norm_backward_bytes_per_token,
     released_bytes_per_token,
 )
-from hydraulis.runtime.memory.states import DTYPE_BYTES, device_precision, state_bytes
+from hydraulis.layout.states import DTYPE_BYTES, device_precision, state_bytes
 from hydraulis.segments import Block, Segments, compose_profile
 from hydraulis.types import (
     Cluster,
@@ -123,7 +123,7 @@ def analytic_scheme_space(
     schemes = [
         variant.scheme(cp, tp, pp)
         for cp, tp, pp in itertools.product(sorted(set(cps)), sorted(set(tps)), sorted(set(pps)))
-        if cp * tp * pp <= cluster.devices and _shards(model, Scheme(cp, tp, pp))
+        if cp * tp * pp <= cluster.devices and model.shards(Scheme(cp, tp, pp))
         for variant in variants if tp > 1 or not variant.sp
     ]
     require(bool(schemes), "schemes", [], f"none of the degrees shards {model.name} on {cluster.devices} devices")
@@ -144,7 +144,7 @@ def analytic_scheme_space(
 
 
 def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_bytes: int | None = None) -> MemoryModel:
-    """Model-state memory per :func:`~hydraulis.runtime.memory.states.state_bytes` at the
+    """Model-state memory per :func:`~hydraulis.layout.states.state_bytes` at the
     device's precision under Adam; the device's memory (or ``device_memory_bytes`` when
     measured) and safety margin."""
     state = state_bytes(device_precision(device.name), OptimizerKind.ADAM)
@@ -208,11 +208,3 @@ def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp
 
 def _bytes_per_ms(device: DeviceSpec, inside_node: bool) -> float:
     return (device.intra_node_gbps if inside_node else device.inter_node_gbps) * 1e6
-
-
-def _shards(model: ModelSpec, scheme: Scheme) -> bool:
-    try:
-        model.check_scheme(scheme)
-    except HydraulisError:
-        return False
-    return True

@@ -7,7 +7,7 @@ it is homogeneous. Under a budget ``M`` per process the longest sequence of a sc
 
     S_max = ⌊(M − safety − states) / m_tok⌋
 
-with every term the quantity the runtime's meter counts (:mod:`hydraulis.runtime.memory.peak`:
+with every term the quantity the runtime's meter counts (the runtime's ``memory.peak``:
 tensor storage, not the process): the model states of the runtime's accounting at the device's
 precision (:func:`~hydraulis.profiler.analytic.analytic_memory_model`), ``m_tok`` the runtime's
 activation accounting of the scheme's most loaded stage (what the analytic profile of the scheme

@@ -35,8 +35,8 @@ Worked example: points ``t = 2 + 1e-4·s² + 0.01·s`` at one depth for ``s = 10
 
 **Reduction.** The cost model's ``T_reduce = 4·P/(tp·pp) / (β·10⁶)`` ms
 (:mod:`hydraulis.cost.step`) for the least sharded pipelines ``(1,1,1)`` is ``4·P/(β·10⁶)``;
-the reduction measured under ``N × (1,1,1)`` (:mod:`hydraulis.profiler.reduction`, time
-``t_r``) gives the **effective** bandwidth ``β = 4·P / (t_r·10⁶)`` GB/s (:func:`fit_reduce_gbps`),
+the reduction measured under ``N × (1,1,1)`` (the runtime's ``profiling.reduction``, time
+``t_r``) gives the **effective** bandwidth ``β = 4·P / (t_r·10⁶)`` GB/s (:func:`hydraulis.cost.step.implied_reduce_gbps` of ``(1,1,1)``),
 so that the cost model predicts the measured ``t_r`` for that strategy. It folds latency,
 the optimizer's update and the propagation into one figure: for a small model it is
 latency-bound and holds for that model only. Worked example, ``tiny`` (P = 315,968) with
@@ -151,11 +151,6 @@ class SchemeFit:
     forward_fraction: float
     extrapolation: Extrapolation | None
 
-
-def fit_reduce_gbps(params: int, reduction_ms: float) -> float:
-    """``β = 4·P / (t_r·10⁶)`` GB/s (module docstring)."""
-    require(reduction_ms > 0, "reduction_ms", reduction_ms, "must be > 0")
-    return 4.0 * params / (reduction_ms * 1e6)
 
 
 def fit_scheme(scheme: Scheme, stage_layers: int, measurements: Sequence[Measurement]) -> SchemeFit:

@@ -6,13 +6,13 @@ the node is filled, :attr:`Environment.fill_node`); its **time** is their minimu
 (:class:`~hydraulis.profiler.sweep.Statistic`: other work on the machine only ever adds time to
 a sample); its **activation bytes** the peak
 activation memory of the most loaded rank with the micro-batches 1F1B keeps in flight
-(:mod:`hydraulis.profiler.measure` says how each device measures it). A point that ran out of
+(the runtime's ``profiling.measure`` says how each device measures it). A point that ran out of
 memory is a capacity limit of the scheme, not a failure of the profile.
 
 A **reduction** measurement is what a training step costs beyond its pipelines' compute — the
 cost model's ``T_reduce`` (:mod:`hydraulis.cost.step`): the runtime's propagation of the weights
 to the compute layout, the reduction of the gradients into the optimizer layout and the
-optimizer's update (:mod:`hydraulis.profiler.reduction`) — and, measured in the same job, what
+optimizer's update (the runtime's ``profiling.reduction``) — and, measured in the same job, what
 creating one more communicator costs a strategy switch (design §17).
 """
 
@@ -26,7 +26,7 @@ from hydraulis.types import ModelSpec, Scheme
 
 
 class Clock(str, Enum):
-    """What a point's time is measured with (:mod:`hydraulis.profiler.device` says when each)."""
+    """What a point's time is measured with (the runtime's ``profiling.device`` says when each)."""
 
     WALL = "wall"
     """Elapsed time (after synchronising the GPU): what a dedicated device takes."""
@@ -48,7 +48,7 @@ class Environment:
     again. ``devices`` is the number of local devices (processes) a scheme may use,
     ``memory_bytes`` one device's memory (0: not known, e.g. a CPU process). With ``fill_node``
     every point runs on :meth:`replicas` copies of its scheme at once, the node as loaded as by a
-    training step that fills it (:mod:`hydraulis.profiler.device` says why)."""
+    training step that fills it (the runtime's ``profiling.device`` says why)."""
 
     device_kind: str
     device_name: str

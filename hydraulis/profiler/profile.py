@@ -6,16 +6,16 @@ Recipe:
    devices than are here are listed with the reason;
 2. look every point, and the reduction on all local devices (when there are at least 2), up in
    the measurement cache (:mod:`hydraulis.artifacts.measurements`);
-3. measure the rest on local processes (:mod:`hydraulis.profiler.measure`,
-   :mod:`hydraulis.profiler.reduction`), each point on as many replicas of its scheme as fill
-   the node when the environment says so (:mod:`hydraulis.profiler.device`); a point that runs
+3. measure the rest on local processes (the runtime's ``profiling.measure``,
+   the runtime's ``profiling.reduction``), each point on as many replicas of its scheme as fill
+   the node when the environment says so (the runtime's ``profiling.device``); a point that runs
    out of memory ends that job — it is recorded as the scheme's capacity limit, its larger
    points are not tried, and a new job measures what is left;
 4. fit each scheme (:mod:`hydraulis.profiler.fit`) and assemble the scheme space: measured
    time coefficients and activation memory, model-state memory from the analytic terms (16 bytes
    per parameter, :func:`~hydraulis.profiler.analytic.analytic_memory_model`: not measurable
    without the optimizer), the measured forward share of a micro-batch, the reduction's
-   bandwidth fitted to the measured reduction (:func:`~hydraulis.profiler.fit.fit_reduce_gbps`;
+   bandwidth fitted to the measured reduction (:func:`~hydraulis.cost.step.implied_reduce_gbps` of ``(1,1,1)``;
    the device preset's intra-node bandwidth on a single device), the measured time to create a
    communicator (the preset's ``communicator_ms`` on a single device or from an older cache
    line), and the device preset's runtime overhead, safety margin and link latency.
@@ -34,9 +34,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from hydraulis.artifacts.measurements import MeasurementCache
+from hydraulis.cost.step import implied_reduce_gbps
 from hydraulis.errors import HydraulisError
 from hydraulis.profiler.analytic import analytic_memory_model
-from hydraulis.profiler.fit import SchemeFit, fit_reduce_gbps, fit_scheme
+from hydraulis.profiler.fit import SchemeFit, fit_scheme
 from hydraulis.profiler.measurement import (
     Environment,
     Measurement,
@@ -78,7 +79,7 @@ from hydraulis.types import (
 log = logging.getLogger(__name__)
 
 Runner = Callable[[MeasureJob, int], None]
-"""``runner(job, processes)`` runs :func:`hydraulis.profiler.measure.measure_job` on that many
+"""``runner(job, processes)`` runs the runtime's ``profiling.measure.measure_job`` on that many
 local processes; raises when a rank fails."""
 
 
@@ -232,7 +233,7 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
                               request.command, env.software),
         pipeline_model=PipelineModel(forward_fraction=float(np.median(forward_fractions)),
                                      p2p_ms=device.collective_latency_us / 1e3),
-        reduce_gbps=(fit_reduce_gbps(request.sweep.model.params, reduction.time_ms) if reduction
+        reduce_gbps=(implied_reduce_gbps(request.sweep.model.params, (Scheme(1, 1, 1),), reduction.time_ms) if reduction
                      else device.intra_node_gbps),
         communicator_ms=(reduction.communicator_ms if reduction and reduction.communicator_ms is not None
                          else device.communicator_ms),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hydraulis.cost import memory_breakdown
 from hydraulis.planner.config import Variants
 from hydraulis.planner.variants import Work, choose_variant, plain_space
-from hydraulis.runtime.layout import even_split
+from hydraulis.stages import even_split
 from hydraulis.types import OptimizerLayout, Recompute, Scheme, SchemeProfile, SchemeSpace
 
 

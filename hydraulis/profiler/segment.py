@@ -69,7 +69,7 @@ from hydraulis.profiler.sweep import (
     local_schemes,
     sweep_degrees,
 )
-from hydraulis.runtime.layout import even_split
+from hydraulis.stages import even_split
 from hydraulis.segments import Block, Segments, stage_block
 from hydraulis.types import ModelSpec, Recompute, Scheme, TimeCoefficients
 
@@ -112,7 +112,7 @@ def segment_plan(config: SweepConfig) -> SweepPlan:
     """Per ``(cp, tp, sp)`` the sweep's schemes use, its fit points and the held-out whole
     stages of its schemes (module docstring), a stage of one in turn with a stage of the other
     (the order of a round: the job measures a ``(cp, tp, sp)``'s points in rounds, so a load that
-    drifts while they are measured weighs on all alike, :mod:`hydraulis.profiler.measure`).
+    drifts while they are measured weighs on all alike, the runtime's ``profiling.measure``).
     Schemes needing more than ``max_procs`` devices are skipped."""
     schemes, skipped = local_schemes(config, (Scheme(cp, tp, pp, sp) for cp, tp, pp in sweep_degrees(config)
                                               for sp in ((False, True) if tp > 1 else (False,))))

@@ -55,7 +55,7 @@ MIN_PIECE = 8
 
 class Statistic(str, Enum):
     """What a point's time is made of its samples (every timed micro-batch's slowest-rank
-    forward + backward, :mod:`hydraulis.profiler.measure`)."""
+    forward + backward, the runtime's ``profiling.measure``)."""
 
     MIN = "min"
     """The fastest sample: on a shared machine other work only ever adds time to a sample
@@ -72,7 +72,7 @@ class Statistic(str, Enum):
 
 
 class Interleave(str, Enum):
-    """Which points share the measuring rounds (:mod:`hydraulis.profiler.measure`): in each round
+    """Which points share the measuring rounds (the runtime's ``profiling.measure``): in each round
     every point of the group runs once, so a load that drifts while the group is measured weighs
     on its points alike."""
 

@@ -7,12 +7,12 @@ to whatever strategy the dispatcher chose, the gradients come back and the optim
 there — a strategy switch is a redistribution, never a restart. Checkpoints are written from
 the optimizer layout.
 
+What a rank holds and where a parameter's pieces live is the pure :mod:`hydraulis.layout`; the
+job's configuration, SPEC syntax, step records and checkpoint manifest are :mod:`hydraulis.job`.
+
 ==========================  ==================================================================
 module                      concept
 ==========================  ==================================================================
-``config``                  job configuration (no torch)
-``layout``                  stages as contiguous layer ranges; a strategy as the runtime runs it
-``strategy_spec``           the ``cp,tp,pp[:L1/…][[sp,recompute=…]][xN]+…`` SPEC syntax
 ``run``                     a config resolved into what every rank needs (no torch)
 ``data``                    documents (a corpus or synthetic), batches filled to a token budget
 ``rank_map``                rank → pipeline, stage, cp rank, tp rank; process groups cached by rank set
@@ -25,9 +25,6 @@ module                      concept
 ``parallel.sequence``       sequence parallelism: all-gather / reduce-scatter around the blocks
 ``parallel.context``        load-balanced context-parallel chunks, K/V all-gather, segments
 ``parallel.pipeline``       1F1B as a list of operations, shapes from the plan
-``optimizer.sharding``      canonical parameters and each rank's shards
-``optimizer.ranges``        regions of parameters and the strided blocks two regions share
-``optimizer.placement``     who owns which region of which parameter in the optimizer layout
 ``optimizer.master``        one rank's buffer: fp32 master weights, moments, the update rule
 ``optimizer.routes``        gradients into the optimizer layout, weights out of it (all-to-all
                             of blocks)
@@ -35,12 +32,12 @@ module                      concept
 ``broadcast``               rank 0's plan to every rank
 ``gradients``               fp32 gradient accumulation across micro-batches
 ``step``                    one training step on one rank, one synchronisation
-``records``                 step records, the log line, the table and the summary (no torch)
 ``trainer``                 the training loop
-``checkpoint.manifest``,    what a checkpoint holds; finding and checking one (no torch)
-``checkpoint.resume``
+``checkpoint.resume``       finding and checking a checkpoint to resume (no torch)
 ``checkpoint.store``        writing checkpoints atomically, restoring them under any layout
 ``equivalence``             distributed vs single-device training
 ``launch``                  local processes or torchrun; process-group timeouts
+``memory.report``           ``hydraulis memory``: every rank's bytes from its modules on ``meta``
+``profiling``               the profiler's measuring jobs on the runtime's own layers
 ==========================  ==================================================================
 """

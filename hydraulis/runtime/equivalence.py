@@ -83,10 +83,12 @@ from pathlib import Path
 
 import torch
 
-from hydraulis.runtime.config import Precision, RuntimeOptions
+from hydraulis.job.config import RuntimeOptions
+
+from hydraulis.layout.kinds import Precision
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.optimizer.master import initial_weights
-from hydraulis.runtime.records import StepRecord
+from hydraulis.job.records import StepRecord
 from hydraulis.runtime.run import TrainingRun
 from hydraulis.runtime.trainer import TrainResult, train
 

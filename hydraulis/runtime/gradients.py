@@ -14,7 +14,7 @@ frees it::
 gradient accumulates in ``param.grad`` itself, already fp32.
 
 The reduction (:meth:`~hydraulis.runtime.optimizer.routes.Route.reduce`) then sends these
-gradients to the optimizer layout in ``grad_reduce_dtype`` (:class:`~.config.ReduceDtype`) —
+gradients to the optimizer layout in ``grad_reduce_dtype`` (:class:`~hydraulis.layout.kinds.ReduceDtype`) —
 fp32 by default, or bf16 to halve the bytes at the price of one more rounding per rank — and the
 owners sum them in their fp32 buffers.
 

@@ -36,7 +36,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from hydraulis.errors import HydraulisError
-from hydraulis.runtime.config import DeviceKind, Precision, RuntimeOptions
+from hydraulis.job.config import RuntimeOptions
+from hydraulis.layout.kinds import DeviceKind, Precision
 from hydraulis.runtime.parallel.group import ParallelGroup
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from hydraulis.cost import reduce_ms
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, proposal_communicators
 from hydraulis.placement import Communicator, communicators
-from hydraulis.runtime.layout import StrategyLayout
+from hydraulis.layout.pipeline import StrategyLayout
 from hydraulis.types import (
     BatchingMethod,
     MicroBatch,

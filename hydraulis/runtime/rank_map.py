@@ -68,8 +68,8 @@ from functools import cached_property
 from typing import Any
 
 from hydraulis.errors import require
-from hydraulis.placement import RankRange, pipeline_offsets, stage_offsets
-from hydraulis.runtime.layout import PipelineLayout, pipelines_spec
+from hydraulis.placement import RankRange, cp_set, pipeline_offsets, stage_offsets, stage_rank, stage_starts, tp_set
+from hydraulis.layout.pipeline import PipelineLayout, pipelines_spec
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.stages import hand_off_peers
 
@@ -127,13 +127,12 @@ class RankMap:
 
     @cached_property
     def stage_starts(self) -> tuple[tuple[int, ...], ...]:
-        """The first rank of every stage of every pipeline: ``r₀ + cp·Σ_{σ'<σ} tp_σ'`` without
-        groups, :func:`~hydraulis.placement.stage_offsets` with them."""
+        """The first rank of every stage of every pipeline: :func:`~hydraulis.placement.stage_starts`
+        at the pipeline's offset without groups, :func:`~hydraulis.placement.stage_offsets` with them."""
         schemes = [p.scheme for p in self.pipelines]
         if self.groups:
             return stage_offsets(schemes, self.groups, pipelines_spec(self.pipelines))
-        return tuple(tuple(offset + scheme.cp * sum(scheme.stage_tp(s) for s in range(stage))
-                           for stage in range(scheme.pp))
+        return tuple(stage_starts(scheme, offset)
                      for scheme, offset in zip(schemes, pipeline_offsets([s.devices for s in schemes])))
 
     @cached_property
@@ -147,9 +146,6 @@ class RankMap:
                         places[self.rank(place)] = place
         return places
 
-    def first_rank(self, pipeline: int) -> int:
-        return self.stage_starts[pipeline][0]
-
     @property
     def offsets(self) -> tuple[int, ...]:
         """The first rank of every pipeline (:func:`hydraulis.placement.pipeline_offsets` without groups)."""
@@ -160,7 +156,7 @@ class RankMap:
 
     def rank(self, place: RankPlace) -> int:
         tp = self.pipelines[place.pipeline].scheme.stage_tp(place.stage)
-        return self.stage_start(place.pipeline, place.stage) + place.cp_rank * tp + place.tp_rank
+        return stage_rank(self.stage_start(place.pipeline, place.stage), tp, place.cp_rank, place.tp_rank)
 
     def place(self, rank: int) -> RankPlace | None:
         """The place of ``rank``, or None when the strategy leaves it idle."""
@@ -176,12 +172,11 @@ class RankMap:
         return tuple(range(start, start + scheme.cp * scheme.stage_tp(stage)))
 
     def tp_ranks(self, pipeline: int, stage: int, cp_rank: int) -> tuple[int, ...]:
-        tp = self.pipelines[pipeline].scheme.stage_tp(stage)
-        return tuple(self.rank(RankPlace(pipeline, stage, cp_rank, t)) for t in range(tp))
+        return tp_set(self.stage_start(pipeline, stage), self.pipelines[pipeline].scheme.stage_tp(stage), cp_rank)
 
     def cp_ranks(self, pipeline: int, stage: int, tp_rank: int) -> tuple[int, ...]:
         scheme = self.pipelines[pipeline].scheme
-        return tuple(self.rank(RankPlace(pipeline, stage, c, tp_rank)) for c in range(scheme.cp))
+        return cp_set(self.stage_start(pipeline, stage), scheme.stage_tp(stage), scheme.cp, tp_rank)
 
     def group_rank_sets(self) -> Iterator[tuple[GroupKind, tuple[int, ...]]]:
         """Every group of every kind, in one fixed order (pipeline by pipeline)."""

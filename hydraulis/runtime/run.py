@@ -25,13 +25,13 @@ from hydraulis.dispatch.synthesis import synthesis_options
 from hydraulis.errors import require
 from hydraulis.placement import stage_offsets
 from hydraulis.presets import model_preset
-from hydraulis.runtime.config import TrainConfig
+from hydraulis.job.config import TrainConfig
 from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_lengths
-from hydraulis.runtime.layout import StrategyLayout, even_layout
+from hydraulis.layout.pipeline import StrategyLayout, even_layout
 from hydraulis.runtime.planning import Planning, spec_proposal
 from hydraulis.runtime.checkpoint.hf_directory import HfDirectory, read_hf_directory
 from hydraulis.runtime.checkpoint.resume import Resume, check_resumable, find_checkpoint
-from hydraulis.runtime.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
+from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
 from hydraulis.types import ModelSpec, OptimizerLayout, PipelineModel
 
 DEFAULT_TOKEN_BUDGET = 256

@@ -49,19 +49,20 @@ from hydraulis.errors import require
 from hydraulis.placement import RankRange
 from hydraulis.runtime.memory.peak import PeakMemory, check_budget
 from hydraulis.runtime.model.attention import attention_kernel
-from hydraulis.runtime.config import ReduceDtype, RuntimeOptions
+from hydraulis.job.config import RuntimeOptions
+from hydraulis.layout.kinds import ReduceDtype
 from hydraulis.runtime.gradients import GradientBuffers
 from hydraulis.runtime.launch import RankContext
-from hydraulis.runtime.layout import StrategyLayout
+from hydraulis.layout.pipeline import StrategyLayout
 from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import Documents, pack_micro_batch
 from hydraulis.runtime.parallel.operations import RecordingWork, gather_operations
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
-from hydraulis.runtime.records import StepRecord
+from hydraulis.job.records import StepRecord
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 

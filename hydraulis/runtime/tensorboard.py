@@ -3,7 +3,7 @@ rank 0 as each step ends, so a running job can be watched with ``tensorboard --l
 
 Scalars of step ``t`` (tag: value), with ``n_t`` loss tokens, measured step time ``m_t``
 (slowest rank), predicted step time ``p_t`` and ``w_t`` the wait for the plan
-(:mod:`hydraulis.runtime.records`):
+(:mod:`hydraulis.job.records`):
 
 ===================================  ================================================================
 ``train/loss``                       the step's loss
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hydraulis.planner.report import STRATEGY_COLUMNS, proposal_heading, strategy_rows
-from hydraulis.runtime.records import StepRecord
+from hydraulis.job.records import StepRecord
 from hydraulis.types import Proposal
 
 TEXT_TAG = "proposal"

@@ -43,16 +43,16 @@ from hydraulis.data.loader import LoaderPosition
 from hydraulis.runtime.broadcast import share_plan
 from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.store import restore, save_checkpoint
-from hydraulis.runtime.config import RuntimeOptions
+from hydraulis.job.config import RuntimeOptions
 from hydraulis.errors import require
 from hydraulis.runtime.launch import RankContext, run_job, world_size
-from hydraulis.runtime.layout import StrategyLayout, even_layout
+from hydraulis.layout.pipeline import StrategyLayout, even_layout
 from hydraulis.runtime.optimizer.master import gather_canonical
 from hydraulis.runtime.planning import PlanAhead
 from hydraulis.runtime.run import TrainingRun
-from hydraulis.runtime.records import StepRecord, format_record
+from hydraulis.job.records import StepRecord, format_record
 from hydraulis.runtime.step import StepRunner
-from hydraulis.runtime.strategy_spec import SpecGroup, strategy_layout
+from hydraulis.job.strategy_spec import SpecGroup, strategy_layout
 from hydraulis.runtime.tensorboard import TensorBoardLog
 from hydraulis.types import ModelSpec, OptimizerLayout, Scheme, StepPlan, TimeCoefficients
 

@@ -13,6 +13,7 @@ from hydraulis.data.synth import LongTail
 from hydraulis.dispatch import OversizePolicy
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.limits import Limit
+from hydraulis.planner import PlannerConfig
 from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
@@ -107,10 +108,17 @@ class ProposalRequest(Body):
     lengths: list[Length] | None = Field(default=None, description="document lengths (give this or histogram)")
     histogram: Histogram | None = Field(default=None, description="document counts per length")
     strategies: int = within(limits.STRATEGIES, default=8)
+    solver_nodes: int = within(limits.SOLVER_NODES, default=PlannerConfig.solver_nodes,
+                               description="branch-and-bound nodes of each integer program: with "
+                                           "search_evaluations, the work budgets the proposal depends on "
+                                           "(hydraulis propose --solver-nodes)")
+    search_evaluations: int = within(limits.SEARCH_EVALUATIONS, default=PlannerConfig.search_evaluations,
+                                     description="strategies the local search may judge per range, 0: integer "
+                                                 "programs only (hydraulis propose --search-evaluations)")
     time_limit_s: float | None = within(limits.TIME_LIMIT_S, default=None,
                                         description="safety stop of the planner's searches, seconds (they are "
-                                                    "bounded by work budgets; the proposal's solver status says "
-                                                    "when this fired)")
+                                                    "bounded by the work budgets above; the proposal's solver "
+                                                    "status says time_limit when this fired)")
     seed: int = within(limits.SEED, default=0)
 
 

@@ -80,7 +80,8 @@ def proposal(body: ProposalRequest, settings: ServiceSettings) -> dict[str, Any]
     space = scheme_space_from_dict(body.scheme_space)
     config = PlannerConfig(devices=body.devices, devices_per_node=body.devices_per_node,
                            token_budget=body.token_budget, max_seq_len=body.max_seq_len,
-                           strategies=body.strategies, seed=body.seed,
+                           strategies=body.strategies, seed=body.seed, solver_nodes=body.solver_nodes,
+                           search_evaluations=body.search_evaluations,
                            time_limit_s=time_limit(body.time_limit_s, settings))
     return proposal_to_dict(propose(space, request_lengths(body, settings), config), config.to_dict())
 
@@ -117,7 +118,8 @@ def fused_schedule_of(body: FusedScheduleRequest, settings: ServiceSettings) -> 
 
 def memory(body: MemoryRequest, settings: ServiceSettings) -> dict[str, Any]:
     """``hydraulis memory``'s report; torch is imported by the worker that first answers one."""
-    from hydraulis.runtime.memory.report import MemoryConfig, memory_report
+    from hydraulis.job.memory_report import MemoryConfig
+    from hydraulis.runtime.memory.report import memory_report
 
     layout = body.optimizer_layout.to_core() if body.optimizer_layout else None
     config = MemoryConfig(model_preset(body.model), body.strategy, body.devices, body.device, body.devices_per_node,

@@ -13,10 +13,10 @@ from hydraulis.artifacts.train_log import read_train_log, write_train_log
 from hydraulis.data.loader import LoaderConfig, LoaderPosition
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
-from hydraulis.runtime.config import OptimizerKind
-from hydraulis.runtime.checkpoint.manifest import MANIFEST_FILE, CheckpointManifest, ShardFile
+from hydraulis.layout.kinds import OptimizerKind
+from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest, ShardFile
 from hydraulis.cost.pipeline import Phase, ScheduledOp
-from hydraulis.runtime.records import PipelineOperations, StepRecord
+from hydraulis.job.records import PipelineOperations, StepRecord
 from hydraulis.runtime.checkpoint.resume import find_checkpoint, latest_checkpoint
 from hydraulis.types import OptimizerLayout
 

@@ -6,7 +6,8 @@ import pytest
 
 from hydraulis.artifacts import read_train_config, train_config_from_dict, train_config_to_dict, write_train_config
 from hydraulis.errors import HydraulisError
-from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, RuntimeOptions, TrainConfig
+from hydraulis.job.config import RuntimeOptions, TrainConfig
+from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision
 from hydraulis.types import BatchingMethod, OptimizerLayout
 
 

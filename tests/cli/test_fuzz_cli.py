@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hydraulis.artifacts import scheme_space_to_dict, train_config_to_dict
 from hydraulis.cli import build_parser, main
 from hydraulis.cli.arguments import Bounded, BoundedList, FileKind, InputFile, OutputPath
-from hydraulis.runtime.config import TrainConfig
+from hydraulis.job.config import TrainConfig
 from tests.conftest import imported_space, load_pool
 
 ROOT = Path(__file__).resolve().parents[2]

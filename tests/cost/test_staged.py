@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost import pipeline_times_1f1b, simulate_1f1b_stages
 from hydraulis.cost.memory import memory_breakdown
-from hydraulis.cost.staged import staged_cost, staged_time_coefficients, uniform_staged
+from hydraulis.cost.staged import staged_cost, staged_profile, staged_time_coefficients, uniform_staged
 from hydraulis.errors import HydraulisError
 from hydraulis.stages import parse_stages
 from hydraulis.types import OptimizerLayout, PipelineModel, Scheme
@@ -87,3 +87,17 @@ def test_a_space_without_segments_prices_stages_from_its_plain_profiles():
     assert whole.memory[0].activation_bytes_per_token == pytest.approx(profile.activation_bytes_per_token)
     halves = staged_cost(bare, scheme("1|8:20@a100>8:20@h100"))
     assert halves.stage_times[1].b == pytest.approx(profile.time.b / 2 + 4 * 5120 / (8 * 25.0 * 1e6))
+
+
+def test_the_profile_and_the_cluster_cost_are_one_composition():
+    spaces = mixed_cluster_spaces()
+    h100 = spaces.space("h100")
+    inside = scheme("1|4:20@h100>2:20@h100")
+    profile = staged_profile(inside, lambda cp, tp: h100.segments_of(cp, tp, False), h100.cluster.devices_per_node, 0)
+    assert profile.time == staged_cost(spaces, inside).bottleneck
+    assert profile.activation_bytes_per_token == max(m.activation_bytes_per_token for m in staged_cost(spaces, inside).memory)
+    across = scheme("1|4:20@h100>2:20@a100")
+    link = 4 * 5120 / (2 * 25.0 * 1e6)
+    linked = staged_profile(across, lambda cp, tp: h100.segments_of(cp, tp, False), h100.cluster.devices_per_node, 0,
+                            hand_off_b=lambda stage, other: link)
+    assert linked.time.b == pytest.approx(profile.time.b + link)

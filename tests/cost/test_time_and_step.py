@@ -1,7 +1,8 @@
 import pytest
 
 from hydraulis.cost import microbatch_time_ms, reduce_ms, sequence_time_ms, step_time_ms
-from hydraulis.cost.step import sharding
+from hydraulis.cost.step import implied_reduce_gbps, sharding
+from hydraulis.errors import HydraulisError
 from hydraulis.stages import parse_stages
 from hydraulis.presets import model_preset
 from hydraulis.types import OptimizerLayout, Scheme, TimeCoefficients
@@ -38,3 +39,17 @@ def test_a_staged_scheme_reduces_the_share_of_its_most_loaded_stage():
     assert sharding(Scheme.staged(1, parse_stages("1|2:16>2:16")[1])) == sharding(Scheme(1, 2, 2)) == 4
     layout = OptimizerLayout(4, 1, 1)
     assert reduce_ms(10**9, [staged, Scheme(1, 8, 1)], layout, 25.0) == pytest.approx(4e9 / (64 / 12) / 2.5e7)
+
+
+def test_the_implied_bandwidth_predicts_the_reduction_back():
+    params = model_preset("tiny").params
+    gbps = implied_reduce_gbps(params, [Scheme(1, 1, 1)], 8.0)
+    assert gbps == pytest.approx(0.158, rel=1e-3)
+    assert reduce_ms(params, [Scheme(1, 1, 1)] * 4, OptimizerLayout(4, 1, 1), gbps) == pytest.approx(8.0)
+    with pytest.raises(HydraulisError, match="reduction_ms"):
+        implied_reduce_gbps(params, [Scheme(1, 1, 1)], 0.0)
+
+def test_the_implied_bandwidth_of_staged_pipelines_inverts_their_reduction():
+    staged = Scheme.staged(1, parse_stages("1|4:20>2:12")[1])
+    time = reduce_ms(10**9, [staged, Scheme(1, 8, 1)], OptimizerLayout(4, 1, 1), 25.0)
+    assert implied_reduce_gbps(10**9, [staged, Scheme(1, 8, 1)], time) == pytest.approx(25.0)

@@ -9,7 +9,7 @@ import pytest
 
 from hydraulis.artifacts import read_proposal
 from hydraulis.artifacts.train_log import read_train_log, write_train_log
-from hydraulis.runtime.records import StepRecord
+from hydraulis.job.records import StepRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 LAST = re.compile(r"^measured_speedup_vs_homogeneous=(\d+\.\d+) measured_speedup_vs_fixed=(\d+\.\d+) "

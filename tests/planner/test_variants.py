@@ -27,7 +27,7 @@ from hydraulis.errors import HydraulisError
 from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.runtime.layout import even_split
+from hydraulis.stages import even_split
 from hydraulis.segments import Block, Segments, compose_profile
 from hydraulis.types import (
     Cluster,

@@ -2,8 +2,8 @@ import pytest
 
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_profile
-from hydraulis.runtime.layout import even_split
-from hydraulis.runtime.memory.activations import stage_bytes_per_token
+from hydraulis.stages import even_split
+from hydraulis.layout.activations import stage_bytes_per_token
 from hydraulis.types import Cluster, Recompute, Scheme
 
 

@@ -8,12 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hydraulis.errors import HydraulisError
-from hydraulis.cost.step import reduce_ms
-from hydraulis.presets import model_preset
-from hydraulis.profiler.fit import fit_block_time, fit_reduce_gbps, fit_scheme, held_out_split, nnls
+from hydraulis.profiler.fit import fit_block_time, fit_scheme, held_out_split, nnls
 from hydraulis.profiler.measurement import Measurement, MeasureStatus
 from hydraulis.profiler.sweep import PointRole, SweepPoint, length_mixes
-from hydraulis.types import OptimizerLayout, Scheme
+from hydraulis.types import Scheme
 
 SCHEME = Scheme(1, 1, 1)
 
@@ -105,13 +103,3 @@ def test_a_fit_is_never_negative_even_when_the_data_say_so():
 def test_too_few_points_is_an_error_naming_the_scheme():
     with pytest.raises(HydraulisError, match=r"scheme \(1,1,1\)"):
         fit_scheme(SCHEME, 1, [_measurement(1, [64], 1.0)])
-
-
-
-def test_the_fitted_reduce_bandwidth_predicts_the_measured_reduction_back():
-    params = model_preset("tiny").params
-    gbps = fit_reduce_gbps(params, 8.0)
-    assert gbps == pytest.approx(0.158, rel=1e-3)
-    assert reduce_ms(params, [Scheme(1, 1, 1)] * 4, OptimizerLayout(4, 1, 1), gbps) == pytest.approx(8.0)
-    with pytest.raises(HydraulisError, match="reduction_ms"):
-        fit_reduce_gbps(params, 0.0)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hydraulis.profiler.measure import _summary
+from hydraulis.runtime.profiling.measure import _summary
 from hydraulis.profiler.sweep import Statistic, SweepPoint
 from hydraulis.types import Scheme
 

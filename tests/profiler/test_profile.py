@@ -8,7 +8,7 @@ from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.cost import scheme_capacities
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import device_preset, model_preset
-from hydraulis.profiler.fit import fit_reduce_gbps
+from hydraulis.cost.step import implied_reduce_gbps
 from hydraulis.profiler.measurement import Environment, Measurement, MeasureStatus, ReductionMeasurement
 from hydraulis.profiler.profile import ProfileRequest, profile_scheme_space
 from hydraulis.profiler.sweep import SweepConfig
@@ -77,7 +77,7 @@ def test_a_profile_fits_the_made_up_device_and_a_rerun_measures_nothing(tmp_path
     assert extrapolated and all(f.extrapolation.max_rel_error < 1e-6 for f in extrapolated)
     assert all(c.max_seq_len > 0 for c in scheme_capacities(space, OptimizerLayout(4, 1, 1)))
     assert runner.jobs[0][0].reduction == 4 and outcome.reduction.devices == 4
-    assert space.reduce_gbps == pytest.approx(fit_reduce_gbps(TINY.params, REDUCTION_MS))
+    assert space.reduce_gbps == pytest.approx(implied_reduce_gbps(TINY.params, [Scheme(1, 1, 1)], REDUCTION_MS))
 
     again = profile_scheme_space(_request(str(tmp_path)), runner)
     assert len(runner.jobs) == 1 and again.reused == outcome.measured and again.measured == 0

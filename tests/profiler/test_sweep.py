@@ -6,7 +6,7 @@ import pytest
 
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
-from hydraulis.profiler.device import default_interleave
+from hydraulis.runtime.profiling.device import default_interleave
 from hydraulis.profiler.sweep import (
     MIN_PIECE,
     Interleave,
@@ -18,7 +18,7 @@ from hydraulis.profiler.sweep import (
     parse_token_counts,
     sweep_plan,
 )
-from hydraulis.runtime.config import DeviceKind
+from hydraulis.layout.kinds import DeviceKind
 from hydraulis.types import Recompute, Scheme, SchemeOptions
 
 TINY = model_preset("tiny")

@@ -19,7 +19,8 @@ import torch
 import hydraulis.runtime.equivalence as equivalence
 from hydraulis.runtime import step
 from hydraulis.runtime.model import decoder
-from hydraulis.runtime.optimizer import routes, sharding
+from hydraulis.layout import sharding
+from hydraulis.runtime.optimizer import routes
 
 
 @contextmanager

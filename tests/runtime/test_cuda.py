@@ -9,7 +9,9 @@ import sys
 import pytest
 import torch
 
-from hydraulis.runtime.config import DeviceKind, OptimizerKind, Precision, RuntimeOptions, TrainConfig
+from hydraulis.job.config import RuntimeOptions, TrainConfig
+
+from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision
 from hydraulis.runtime.model.attention import KernelKind, attention_kernel, packed_attention
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.context import load_balanced_indices

@@ -8,7 +8,8 @@ import torch
 
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from hydraulis.runtime.checkpoint.store import read_canonical
-from hydraulis.runtime.config import DeviceKind, RuntimeOptions, TrainConfig
+from hydraulis.job.config import RuntimeOptions, TrainConfig
+from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import run_training
 

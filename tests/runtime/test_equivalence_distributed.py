@@ -8,7 +8,9 @@ import pytest
 import itertools
 import json
 
-from hydraulis.runtime.config import DeviceKind, OptimizerKind, RuntimeOptions, TrainConfig
+from hydraulis.job.config import RuntimeOptions, TrainConfig
+
+from hydraulis.layout.kinds import DeviceKind, OptimizerKind
 from hydraulis.runtime.equivalence import check_equivalence
 from hydraulis.runtime.rank_map import RankMap
 from hydraulis.runtime.run import resolve_run

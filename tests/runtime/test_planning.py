@@ -13,8 +13,8 @@ from hydraulis.planner import validate_proposal
 from hydraulis.presets import model_preset
 from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.planning import PlanAhead, Planning, single_device_plan, spec_proposal
-from hydraulis.runtime.records import StepRecord, summarize, summary_line
-from hydraulis.runtime.strategy_spec import parse_strategy, scheme_times
+from hydraulis.job.records import StepRecord, summarize, summary_line
+from hydraulis.job.strategy_spec import parse_strategy, scheme_times
 from hydraulis.types import BatchingMethod, PipelineModel
 
 from tests.dispatch.helpers import BATCH, CHEAP, FAST, consistent_proposal

@@ -5,7 +5,8 @@ from hypothesis import strategies as st
 
 from hydraulis.errors import HydraulisError
 from hydraulis.placement import RankRange
-from hydraulis.runtime.layout import PipelineLayout, even_split
+from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.stages import even_split
 from hydraulis.runtime.rank_map import GroupCache, GroupKind, HandOff, ProcessGroups, RankMap, RankPlace
 from hydraulis.stages import Stage
 from hydraulis.types import Scheme

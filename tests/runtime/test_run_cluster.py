@@ -5,7 +5,7 @@ import json
 import pytest
 
 from hydraulis.errors import HydraulisError
-from hydraulis.runtime.config import TrainConfig
+from hydraulis.job.config import TrainConfig
 from hydraulis.runtime.run import resolve_run
 
 TWO_GROUPS = {"schema_version": 1, "kind": "cluster",

@@ -12,7 +12,7 @@ import pytest
 
 from hydraulis.artifacts import read_proposal
 from hydraulis.artifacts.train_log import read_train_log
-from hydraulis.runtime.records import StepRecord
+from hydraulis.job.records import StepRecord
 from hydraulis.runtime.tensorboard import TEXT_TAG, proposal_markdown, step_scalars
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -38,7 +38,7 @@ def test_proposal_markdown_has_a_row_per_strategy_in_index_order():
     assert proposal.explanation in text
     first, second = (replace(proposal, strategies=(s,)) for s in proposal.strategies[:2])
     cycled = proposal_markdown((second, first), cycle=True)
-    assert "cycled per step" in cycled and f"| 0 | (" in cycled and str(second.strategies[0].strategy) in \
+    assert "cycled per step" in cycled and "| 0 | (" in cycled and str(second.strategies[0].strategy) in \
         cycled.splitlines()[4]
 
 

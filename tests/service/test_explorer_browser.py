@@ -1,12 +1,13 @@
 """The plan explorer end to end in a real headless Chromium (Debian's ``chromium``, driven by
 Playwright for Python), against a planning service that requires a bearer token.
 
-Set ``HYDRAULIS_EXPLORER_SCREENSHOT=docs/explorer.png`` to write README's screenshot.
+Set ``HYDRAULIS_EXPLORER_SCREENSHOT=docs/explorer.png`` to write the screenshot of README and docs/guide.md.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -151,4 +152,21 @@ def test_memory_view_names_a_bad_spec_next_to_it(browser_page):
     page.wait_for_selector("#memory-spec-error:not(:empty)")
     assert "uses 40 devices, more than devices = 32" in page.inner_text("#memory-spec-error")
     assert page.get_attribute("#memory-spec", "aria-invalid") == "true"
+    assert not errors
+
+
+def test_the_default_proposal_is_bounded_by_work_budgets_not_the_time_limit(browser_page, planning_service):
+    """With the form as it loads, the time limit is only a safety stop: the proposal's solver
+    status is the integer programs' own, whatever the machine's speed."""
+    page, _, errors = browser_page
+    page.goto(f"{planning_service}/")
+    page.fill("#token", SERVICE_TOKEN)
+    page.press("#token", "Tab")
+    page.wait_for_selector("#model option[value='llama-7b']", state="attached")
+    page.wait_for_selector("#token-error:empty", state="attached")
+    page.click("#propose")
+    page.wait_for_selector("#proposal:not([hidden])")
+    summary = page.inner_text("#proposal-summary")
+    solver_status = re.search(r"solver (\w+) \(", summary).group(1)
+    assert solver_status in {"optimal", "node_limit"}, summary  # the budgets' statuses, not time_limit
     assert not errors

@@ -1,2 +1,3 @@
-"""Checkpoints from the optimizer layout: what one holds (:mod:`.manifest`, no torch), finding
-and checking one to resume (:mod:`.resume`, no torch), writing and restoring (:mod:`.store`)."""
+"""Checkpoints from the optimizer layout: what one holds (:mod:`hydraulis.job.manifest`, no torch),
+finding and checking one to resume (:mod:`.resume`, no torch), writing and restoring
+(:mod:`.store`), Hugging Face import and export."""

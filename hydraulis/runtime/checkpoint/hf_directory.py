@@ -25,7 +25,7 @@ from pathlib import Path
 
 from hydraulis.errors import HydraulisError, require
 from hydraulis.runtime.checkpoint.llama_mapping import IGNORED_SUFFIXES, hf_name, model_from_hf_config
-from hydraulis.runtime.optimizer.sharding import parameter_specs
+from hydraulis.layout.sharding import parameter_specs
 from hydraulis.types import ModelSpec
 
 CONFIG_FILE = "config.json"

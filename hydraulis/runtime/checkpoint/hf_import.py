@@ -23,7 +23,7 @@ import torch
 
 from hydraulis.runtime.checkpoint.hf_directory import HfDirectory
 from hydraulis.runtime.optimizer.master import OptimizerShard
-from hydraulis.runtime.optimizer.ranges import Region, grid
+from hydraulis.layout.ranges import Region, grid
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from hydraulis.artifacts.checkpoint import read_checkpoint_manifest
 from hydraulis.errors import require
-from hydraulis.runtime.config import OptimizerKind
+from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.runtime.data import TrainingData
-from hydraulis.runtime.checkpoint.manifest import MANIFEST_FILE, CheckpointManifest
+from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest
 
 _COMPLETE = re.compile(r"^step-\d{8}$")
 

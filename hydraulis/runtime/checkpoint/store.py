@@ -1,6 +1,6 @@
 """Checkpoints written from the optimizer layout, independent of the compute strategy.
 
-**Format** (:mod:`hydraulis.runtime.checkpoint.manifest`): a folder per checkpoint, ``step-00000003/``
+**Format** (:mod:`hydraulis.job.manifest`): a folder per checkpoint, ``step-00000003/``
 under the checkpoint root, with the manifest, one shard file per owner of the optimizer layout
 (its flat fp32 buffers: master weights and moments) and one random-state file per rank. The
 compute layout appears nowhere: weights of the compute shards are copies that the next step
@@ -16,8 +16,8 @@ with a manifest, so the last complete checkpoint stays the one a new job resumes
 
 **Resuming** (:func:`restore`): each rank of the new job takes, for every element of its new
 buffer, the value at that element's old owner and position — block by block, where its new
-regions overlap the old owners' (:meth:`~hydraulis.runtime.optimizer.placement.OptimizerPlacement.owner_regions`,
-:func:`~hydraulis.runtime.optimizer.ranges.overlap`) — reading only the shard files it needs
+regions overlap the old owners' (:meth:`~hydraulis.layout.optimizer_placement.OptimizerPlacement.owner_regions`,
+:func:`~hydraulis.layout.ranges.overlap`) — reading only the shard files it needs
 (memory-mapped). So the new job may run another proposal, other
 strategies, another batching method or planner, another number of processes — and even
 another optimizer layout, at the price that a rank then reads parts of several shard files.
@@ -46,10 +46,10 @@ from hydraulis.data.loader import LoaderPosition
 from hydraulis.errors import HydraulisError, require
 from hydraulis.runtime.data import TrainingData
 from hydraulis.runtime.launch import RankContext
-from hydraulis.runtime.checkpoint.manifest import MANIFEST_FILE, RNG_FILE, SHARD_FILE, CheckpointManifest, ShardFile
+from hydraulis.job.manifest import MANIFEST_FILE, RNG_FILE, SHARD_FILE, CheckpointManifest, ShardFile
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.ranges import overlap
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
+from hydraulis.layout.ranges import overlap
 
 PARTIAL = ".partial"
 

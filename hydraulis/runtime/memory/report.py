@@ -45,132 +45,29 @@ from dataclasses import dataclass
 import torch
 
 from hydraulis import __version__
-from hydraulis.cluster import ClusterDescription
-from hydraulis.cost.memory import DeviceMemory, StagePlace, device_memory, scheme_capacities
-from hydraulis.errors import require, require_int
+from hydraulis.cost.memory import StagePlace, device_memory, scheme_capacities
+from hydraulis.errors import require
 from hydraulis.presets import device_preset
 from hydraulis.profiler.analytic import analytic_memory_model
 from hydraulis.profiler.cluster import group_cluster
-from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
-from hydraulis.runtime.layout import PipelineLayout, StrategyLayout
+from hydraulis.job.config import RuntimeOptions
+from hydraulis.layout.kinds import OptimizerKind
+from hydraulis.layout.pipeline import PipelineLayout, StrategyLayout
 from hydraulis.runtime.launch import DTYPES
-from hydraulis.runtime.memory.activations import stage_activation_bytes
-from hydraulis.runtime.memory.states import device_precision
+from hydraulis.layout.activations import stage_activation_bytes
+from hydraulis.layout.states import device_precision
+from hydraulis.job.memory_report import GroupMemory, MemoryConfig, MemoryReport, RankMemory, capacity_bytes
 from hydraulis.runtime.model.decoder import StageModel, layer_recompute
 from hydraulis.runtime.optimizer.master import OptimizerShard
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.runtime.optimizer.routes import route_plan
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap, RankPlace
-from hydraulis.runtime.staged_profile import analytic_profile_of
-from hydraulis.runtime.strategy_spec import parse_strategy
-from hydraulis.types import Cluster, ModelSpec, OptimizerLayout, Provenance, Scheme, SchemeSpace, SpaceSource, TimeCoefficients
+from hydraulis.job.staged_profile import analytic_profile_of
+from hydraulis.job.strategy_spec import parse_strategy
+from hydraulis.types import Cluster, ModelSpec, Provenance, Scheme, SchemeSpace, SpaceSource, TimeCoefficients
 
 META = torch.device("meta")
-
-
-@dataclass(frozen=True)
-class MemoryConfig:
-    """What to account: ``model`` under the strategy SPEC ``strategy`` on ``devices`` devices of
-    the preset kind ``device`` (``devices_per_node`` per node), the optimizer layout (None:
-    ``devices,1,1``), micro-batches of ``tokens`` tokens (None: each scheme's longest sequence)."""
-
-    model: ModelSpec
-    strategy: str
-    devices: int
-    device: str = "h100-80g"
-    devices_per_node: int = 8
-    optimizer_layout: OptimizerLayout | None = None
-    tokens: int | None = None
-
-    cluster: ClusterDescription | None = None
-
-    def __post_init__(self) -> None:
-        require_int(self.devices, "devices", minimum=1)
-        require_int(self.devices_per_node, "devices_per_node", minimum=1)
-        if self.tokens is not None:
-            require_int(self.tokens, "tokens", minimum=1)
-        device_preset(self.device)
-        if self.cluster is not None:
-            require(self.devices == self.cluster.devices, "devices", self.devices,
-                    f"differs from the cluster's {self.cluster.devices} devices")
-            for group in self.cluster.groups:
-                device_preset(group.device)
-
-    @property
-    def layout(self) -> OptimizerLayout:
-        return self.optimizer_layout or OptimizerLayout(self.devices, 1, 1)
-
-
-@dataclass(frozen=True)
-class RankMemory:
-    """One rank's bytes (module docstring); ``pipeline`` and ``stage`` None when the strategy
-    leaves it idle; ``predicted`` the cost model's."""
-
-    rank: int
-    pipeline: int | None
-    stage: int | None
-    weights_bytes: int
-    grad_bytes: int
-    optimizer_bytes: int
-    route_bytes: int
-    activation_bytes: int
-    predicted: DeviceMemory
-
-    @property
-    def states_bytes(self) -> int:
-        return self.weights_bytes + self.grad_bytes + self.optimizer_bytes
-
-    @property
-    def total_bytes(self) -> int:
-        return self.states_bytes + self.route_bytes + self.activation_bytes
-
-
-@dataclass(frozen=True)
-class GroupMemory:
-    """The ranks judged on the device of one device group of the cluster, their largest total
-    and prediction, and what the device leaves to states and activations."""
-
-    name: str
-    device: str
-    ranks: tuple[int, ...]
-    capacity_bytes: int
-    max_total_bytes: int
-    max_predicted_bytes: int
-
-    @property
-    def fits(self) -> bool:
-        return self.max_total_bytes <= self.capacity_bytes
-
-
-@dataclass(frozen=True)
-class MemoryReport:
-    """Every rank's memory, the micro-batch tokens per pipeline, and the ranks of each class
-    (step 2 of the module docstring) in order of their first rank; with a cluster, per group."""
-
-    config: MemoryConfig
-    ranks: tuple[RankMemory, ...]
-    tokens: tuple[int, ...]
-    classes: tuple[tuple[int, ...], ...]
-    groups: tuple[GroupMemory, ...] = ()
-
-    @property
-    def max_total_bytes(self) -> int:
-        return max(rank.total_bytes for rank in self.ranks)
-
-    @property
-    def max_predicted_bytes(self) -> int:
-        return round(max(rank.predicted.total for rank in self.ranks))
-
-    @property
-    def device_memory_bytes(self) -> int:
-        return device_preset(self.config.device).memory_bytes
-
-    @property
-    def capacity_bytes(self) -> int:
-        """What a device of ``config.device`` leaves to states and activations: its memory less the
-        runtime's fixed overhead and the safety margin (neither total counts them)."""
-        return capacity_bytes(self.config.device)
 
 
 @dataclass(frozen=True)
@@ -206,12 +103,6 @@ def memory_report(config: MemoryConfig) -> MemoryReport:
             ranks[rank] = dataclasses.replace(first, rank=rank, pipeline=None if place is None else place.pipeline)
     return MemoryReport(config, tuple(ranks), tokens, tuple(tuple(members) for members in classes.values()),
                         _group_memory(config, judges, ranks))
-
-
-def capacity_bytes(device: str) -> int:
-    """What a device of preset ``device`` leaves to states and activations (module docstring)."""
-    spec = device_preset(device)
-    return spec.memory_bytes - spec.runtime_overhead_bytes - spec.safety_margin_bytes
 
 
 def _judges(config: MemoryConfig, strategy: StrategyLayout, rank_map: RankMap) -> list[Judge]:

@@ -13,7 +13,7 @@ query heads; SwiGLU MLP (Shazeer 2020). The token embedding and the output head 
 ``V × H`` matrices; the loss is the per-token cross-entropy of the next token.
 
 A :class:`StageModel` holds the layers of one stage, sharded for its tp rank
-(:mod:`hydraulis.runtime.optimizer.sharding`), and communicates through its tp and cp groups; with
+(:mod:`hydraulis.layout.sharding`), and communicates through its tp and cp groups; with
 trivial groups and one stage of all layers it is the single-device model, which is how the
 equivalence check's reference runs. The scheme's options shape it:
 
@@ -59,7 +59,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from hydraulis.runtime.model.attention import packed_attention
-from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.model.packing import PackedMicroBatch
 from hydraulis.runtime.parallel.context import gather_from_context
 from hydraulis.runtime.parallel.group import ParallelGroup
@@ -71,7 +71,7 @@ from hydraulis.runtime.parallel.tensor import (
     copy_to_group,
     vocab_parallel_cross_entropy,
 )
-from hydraulis.runtime.optimizer.sharding import Shard, unit_range
+from hydraulis.layout.sharding import Shard, unit_range
 from hydraulis.types import ModelSpec, Recompute
 
 Rope = tuple[torch.Tensor, torch.Tensor]
@@ -232,7 +232,7 @@ class StageModel(nn.Module):
         return self.tp.size if self.sequence_parallel else 1
 
     def shard_parameters(self, shards: tuple[Shard, ...]) -> list[nn.Parameter]:
-        """This stage's parameters in the order of ``shards`` (its shards, :func:`~hydraulis.runtime.optimizer.sharding.stage_shards`)."""
+        """This stage's parameters in the order of ``shards`` (its shards, :func:`~hydraulis.layout.sharding.stage_shards`)."""
         params = dict(self.named_parameters())
         if set(params) != {s.name for s in shards}:
             raise RuntimeError(f"stage parameters {sorted(params)} differ from its shards")

@@ -34,11 +34,13 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import torch
 
-from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
+from hydraulis.job.config import RuntimeOptions
+
+from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.ranges import Region, overlap
-from hydraulis.runtime.optimizer.sharding import ParameterSpec, parameter_specs
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
+from hydraulis.layout.ranges import Region, overlap
+from hydraulis.layout.sharding import ParameterSpec, parameter_specs
 from hydraulis.types import ModelSpec
 
 INIT_STD = 0.02

@@ -1,10 +1,10 @@
 """Gradients from a compute layout into the optimizer layout, weights back out: one route per
 (strategy, rank), two all-to-all exchanges per step, described by ranges.
 
-Under a strategy, rank ``r`` holds the shards of its stage (:func:`~hydraulis.runtime.optimizer.sharding.stage_shards`,
+Under a strategy, rank ``r`` holds the shards of its stage (:func:`~hydraulis.layout.sharding.stage_shards`,
 nothing when the strategy leaves it idle) and owns a buffer of the optimizer layout
 (:mod:`.placement`). Both are regions of parameters, and what a shard and a buffer share is a
-few strided blocks (:func:`~hydraulis.runtime.optimizer.ranges.overlap`). A :class:`RoutePlan`
+few strided blocks (:func:`~hydraulis.layout.ranges.overlap`). A :class:`RoutePlan`
 lists them, built once per strategy from the layouts alone — no communication, no per-element
 array:
 
@@ -19,7 +19,7 @@ optimizer layout alike.
 
 Both sides order a peer's blocks by (parameter, offset in the shard), so a sender packs and a
 receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
-(:attr:`~hydraulis.runtime.optimizer.sharding.Shard.contributes`, the RMSNorm weights) is left
+(:attr:`~hydraulis.layout.sharding.Shard.contributes`, the RMSNorm weights) is left
 out of the reduction and still receives weights.
 
 **Reduce** (every step, after the backward passes): rank ``r`` packs its shards' gradients
@@ -72,9 +72,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.ranges import Region, overlap, strided
-from hydraulis.runtime.optimizer.sharding import ParameterSpec, Shard, holding_stage, shard_of, stage_shards
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
+from hydraulis.layout.ranges import Region, overlap, strided
+from hydraulis.layout.sharding import ParameterSpec, Shard, holding_stage, shard_of, stage_shards
 from hydraulis.runtime.rank_map import RankMap, RankPlace
 
 HELD = ("peer", "parameter", "offset", "shard", "count", "length", "stride", "contributes")

@@ -30,7 +30,7 @@ from hydraulis.cost.pipeline import Phase, ScheduledOp
 from hydraulis.dispatch import micro_batch_times_ms
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.runtime.records import PipelineOperations
+from hydraulis.job.records import PipelineOperations
 from hydraulis.types import StepPlan, Strategy
 
 COLUMNS = 4

@@ -20,7 +20,7 @@ The vocabulary-parallel embedding leaves with ``scatter_sequence`` as well; the 
 enters with ``gather_sequence``, so the loss is computed on all ``T`` tokens by every tp rank as
 without sequence parallelism. The norm weights then receive a different partial gradient on
 every tp rank (each from its own tokens), so all tp ranks contribute them to the reduction
-(:attr:`~hydraulis.runtime.optimizer.sharding.Shard.contributes`).
+(:attr:`~hydraulis.layout.sharding.Shard.contributes`).
 """
 
 from __future__ import annotations

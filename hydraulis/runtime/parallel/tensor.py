@@ -28,7 +28,7 @@ from torch import nn
 
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
 from hydraulis.runtime.parallel.sequence import scatter_sequence
-from hydraulis.runtime.optimizer.sharding import unit_range
+from hydraulis.layout.sharding import unit_range
 
 IGNORE_INDEX = -100
 """Label of a position without loss (padding)."""

@@ -17,9 +17,9 @@ from hydraulis.runtime.checkpoint.hf_directory import read_hf_directory
 from hydraulis.runtime.checkpoint.hf_export import export_checkpoint
 from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.llama_mapping import hf_name
-from hydraulis.runtime.config import RuntimeOptions
+from hydraulis.job.config import RuntimeOptions
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.types import OptimizerLayout
 
 CPU = torch.device("cpu")

@@ -11,13 +11,14 @@ from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost.staged import staged_cost
 from hydraulis.presets import model_names, model_preset
 from hydraulis.profiler.cluster import group_scheme_space
-from hydraulis.runtime.memory.report import MemoryConfig, memory_report
-from hydraulis.runtime.memory.states import held_elements, layer_elements, state_bytes
-from hydraulis.runtime.config import OptimizerKind, Precision
-from hydraulis.runtime.layout import PipelineLayout
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement
+from hydraulis.job.memory_report import MemoryConfig
+from hydraulis.runtime.memory.report import memory_report
+from hydraulis.layout.states import held_elements, layer_elements, state_bytes
+from hydraulis.layout.kinds import OptimizerKind, Precision
+from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.runtime.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
+from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
 from hydraulis.types import OptimizerLayout, Scheme
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from hydraulis.presets import model_preset
-from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup

@@ -7,10 +7,11 @@ import pytest
 import torch
 
 from hydraulis.presets import model_preset
-from hydraulis.runtime.config import OptimizerKind, RuntimeOptions
+from hydraulis.job.config import RuntimeOptions
+from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical, initial_weights
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.ranges import Region, overlap
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
+from hydraulis.layout.ranges import Region, overlap
 from hydraulis.types import OptimizerLayout
 
 TINY = model_preset("tiny")

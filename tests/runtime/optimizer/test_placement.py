@@ -6,8 +6,8 @@ import pytest
 
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.ranges import Region, overlap
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
+from hydraulis.layout.ranges import Region, overlap
 from hydraulis.types import OptimizerLayout
 
 TINY = model_preset("tiny")

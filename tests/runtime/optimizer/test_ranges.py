@@ -6,8 +6,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.runtime.optimizer.ranges import Block, Region, overlap
-from hydraulis.runtime.optimizer.sharding import Holder, ParameterSpec
+from hydraulis.layout.ranges import Block, Region, overlap
+from hydraulis.layout.sharding import Holder, ParameterSpec
 
 
 def positions(region: Region) -> dict[int, int]:

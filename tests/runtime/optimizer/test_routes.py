@@ -7,12 +7,12 @@ import torch
 
 from hydraulis.presets import model_preset
 from hydraulis.runtime.optimizer.master import assemble_canonical
-from hydraulis.runtime.optimizer.placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.ranges import Region, overlap
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
+from hydraulis.layout.ranges import Region, overlap
 from hydraulis.runtime.optimizer.routes import Route, route_plan
-from hydraulis.runtime.optimizer.sharding import parameter_specs
+from hydraulis.layout.sharding import parameter_specs
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.runtime.strategy_spec import parse_strategy, scheme_times
+from hydraulis.job.strategy_spec import parse_strategy, scheme_times
 from hydraulis.types import OptimizerLayout
 
 TINY = model_preset("tiny")

@@ -4,11 +4,11 @@ import pytest
 import torch
 
 from hydraulis.presets import model_preset
-from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.optimizer.master import initial_weights
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.runtime.optimizer.sharding import parameter_specs, stage_shards, unit_range
+from hydraulis.layout.sharding import parameter_specs, stage_shards, unit_range
 from hydraulis.types import Scheme
 
 TINY = model_preset("tiny")

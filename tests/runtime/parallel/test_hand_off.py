@@ -9,7 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.parallel.pipeline import StageLink, one_f_one_b, run_schedule
 from hydraulis.runtime.rank_map import HandOff, RankMap, RankPlace
 from hydraulis.stages import hand_off_peers

@@ -6,7 +6,8 @@ pipelines get unequal micro-batches; each stage's operations follow one another 
 import pytest
 
 from hydraulis.cost import simulate_1f1b
-from hydraulis.runtime.config import DeviceKind, OptimizerKind, RuntimeOptions, TrainConfig
+from hydraulis.job.config import RuntimeOptions, TrainConfig
+from hydraulis.layout.kinds import DeviceKind, OptimizerKind
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import run_training
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from hydraulis.cost.pipeline import ScheduledOp
 from hydraulis.placement import communicator_bound, communicators
-from hydraulis.runtime.strategy_spec import parse_strategy_spec
+from hydraulis.job.strategy_spec import parse_strategy_spec
 from hydraulis.types import Scheme
 
 

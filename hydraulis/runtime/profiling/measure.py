@@ -23,7 +23,7 @@ neighbours, and each run alternates one forward and one backward over its ``v`` 
 micro-batch in flight, so its activation bytes are those one micro-batch keeps).
 
 After the points, a job whose ``reduction`` is set measures it on all its ranks
-(:mod:`hydraulis.profiler.reduction`).
+(:mod:`hydraulis.runtime.profiling.reduction`).
 
 Noise on a shared machine is fought three ways:
 
@@ -83,18 +83,18 @@ from tqdm import tqdm
 
 from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus, Statistic
-from hydraulis.profiler.reduction import measure_reduction
+from hydraulis.runtime.profiling.reduction import measure_reduction
 from hydraulis.profiler.sweep import Interleave, SweepPoint, points_by_scheme
 from hydraulis.runtime.model.attention import attention_kernel
-from hydraulis.runtime.config import RuntimeOptions
+from hydraulis.job.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext, run_job
-from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import PackedMicroBatch, pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
-from hydraulis.types import MicroBatch, ModelSpec, Scheme
+from hydraulis.types import MicroBatch, Scheme
 
 INIT_STD = 0.02
 CHUNK_POINTS = 16

@@ -11,7 +11,7 @@ layout) and the trainer's default optimizer: a step plan that gives every pipeli
 micro-batch (:data:`REDUCTION_WARMUP` discarded steps, then :data:`REDUCTION_STEPS` timed ones;
 medians of the slowest rank's figures).
 
-The profile fits the cost model's bandwidth to it (:func:`hydraulis.profiler.fit.fit_reduce_gbps`).
+The profile fits the cost model's bandwidth to it (:func:`hydraulis.cost.step.implied_reduce_gbps`).
 
 **Communicators.** A step whose strategy needs a rank set no earlier step used creates its
 process group then (the runtime's ``GroupCache``: ``torch.distributed.new_group``, a call on
@@ -32,10 +32,10 @@ import torch
 import torch.distributed as dist
 
 from hydraulis.profiler.measurement import ReductionMeasurement
-from hydraulis.runtime.config import RuntimeOptions
+from hydraulis.job.config import RuntimeOptions
 from hydraulis.runtime.launch import RankContext
 from hydraulis.runtime.step import StepRunner
-from hydraulis.runtime.strategy_spec import SpecGroup, strategy_layout
+from hydraulis.job.strategy_spec import SpecGroup, strategy_layout
 from hydraulis.types import BatchingMethod, ModelSpec, OptimizerLayout, PipelinePlan, Scheme, StepPlan, TimeCoefficients
 
 REDUCTION_WARMUP = 3

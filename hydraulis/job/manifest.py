@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from hydraulis.data.loader import LoaderConfig, LoaderPosition
 from hydraulis.errors import require, require_int
-from hydraulis.runtime.config import OptimizerKind
+from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.types import ModelSpec, OptimizerLayout
 
 SHARD_FILE = "shard-{rank:05d}.pt"

@@ -1,7 +1,7 @@
 """Model states: the bytes a rank keeps per parameter element, by role (design §4.4).
 
-Under a strategy a rank **holds** its stage's shards (:func:`~hydraulis.runtime.optimizer.sharding.stage_shards`)
-and, in the optimizer layout, **owns** a buffer (:mod:`hydraulis.runtime.optimizer.placement`)::
+Under a strategy a rank **holds** its stage's shards (:func:`~hydraulis.layout.sharding.stage_shards`)
+and, in the optimizer layout, **owns** a buffer (:mod:`hydraulis.layout.optimizer_placement`)::
 
     held element   w bytes of weights in the compute dtype (2 bf16, 4 fp32)
                  + g bytes of gradient, accumulated over the step's micro-batches
@@ -14,7 +14,7 @@ parameters' dtype). The held elements of tp rank ``t`` of a stage with ``L_s`` l
     P_l(tp) = 2·H·(h_q·d)/tp + 2·H·d·max(h_kv/tp, 1) + 3·H·F/tp + 2·H
 
 (each rank holds the norm weights whole and, when ``tp > h_kv``, one kv head of its query
-heads: :mod:`hydraulis.runtime.optimizer.sharding`); an owner's buffer is
+heads: :mod:`hydraulis.layout.sharding`); an owner's buffer is
 ``≈ P/(dp_o·tp_o·pp_o)`` elements. Worked example, Llama-7B (``H = 4096``, ``F = 11008``,
 ``h_q = h_kv = 32``, ``P_l = 202,383,360``) at tp 8: ``P_l(8) = 25,305,088``; stage 0 of
 ``1,8,1`` holds ``32·P_l(8) + 2·32000·4096/8 + 4096 = 842,534,912`` elements — 1.69 GB of
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hydraulis.errors import require
-from hydraulis.runtime.config import OptimizerKind, Precision
-from hydraulis.runtime.layout import PipelineLayout
-from hydraulis.runtime.optimizer.sharding import Holder, Shard, parameter_specs, shard_of, stage_shards
+from hydraulis.layout.kinds import OptimizerKind, Precision
+from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.layout.sharding import Holder, Shard, parameter_specs, shard_of, stage_shards
 from hydraulis.types import ModelSpec, Scheme
 
 DTYPE_BYTES = {Precision.FP32: 4, Precision.BF16: 2}
@@ -65,7 +65,7 @@ def state_bytes(precision: Precision, optimizer: OptimizerKind) -> StateBytes:
 
 def device_precision(device: str) -> Precision:
     """The precision the runtime computes in on a device preset: fp32 on ``cpu``, bf16 on an
-    accelerator (:class:`~hydraulis.runtime.config.Precision` ``auto``)."""
+    accelerator (:class:`~hydraulis.layout.kinds.Precision` ``auto``)."""
     return Precision.FP32 if device == "cpu" else Precision.BF16
 
 

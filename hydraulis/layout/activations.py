@@ -59,7 +59,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hydraulis.runtime.optimizer.sharding import unit_range
+from hydraulis.layout.sharding import unit_range
 from hydraulis.types import ModelSpec, Recompute, Scheme
 
 FP32 = 4

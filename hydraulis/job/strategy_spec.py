@@ -12,7 +12,7 @@ Grammar (whitespace ignored)::
 
 ``1,2,1+1,1,2`` is one pipeline of scheme (cp 1, tp 2, pp 1) beside one of (1, 1, 2);
 ``1,1,2x2`` two pipelines of (1, 1, 2); ``1,1,2:3/1`` one pipeline whose first stage holds
-3 layers and second 1 (default: the even split of :func:`~hydraulis.runtime.layout.even_split`).
+3 layers and second 1 (default: the even split of :func:`~hydraulis.stages.even_split`).
 Options in brackets (:class:`~hydraulis.scheme.SchemeOptions`) make another scheme:
 ``1,4,1[sp]x2`` two pipelines of tp 4 with sequence parallelism,
 ``2,2,1[sp,recompute=full]+1,1,2:3/1[recompute=selective]`` one pipeline recomputing whole
@@ -30,11 +30,11 @@ not combined with per-stage tp. A ``@GROUP`` names the cluster's device group of
 (the runtime runs every stage on the devices it is given; the planner and ``hydraulis memory
 --cluster`` read the groups). ``x`` followed by digits at the end is always the count.
 
-A parsed SPEC becomes a :class:`~hydraulis.runtime.layout.StrategyLayout` with
+A parsed SPEC becomes a :class:`~hydraulis.layout.pipeline.StrategyLayout` with
 :func:`strategy_layout`, which also attaches each scheme's time coefficients (for predicted
 times) — from a scheme space when one is given, else from the analytic model of the ``cpu``
 device preset (:mod:`hydraulis.profiler.analytic`); a staged scheme's from the segments of each
-stage's tp (:mod:`hydraulis.runtime.staged_profile`).
+stage's tp (:mod:`hydraulis.job.staged_profile`).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from dataclasses import dataclass, replace
 
 from hydraulis.errors import HydraulisError, require
 from hydraulis.presets import device_preset
-from hydraulis.runtime.layout import PipelineLayout, StrategyLayout, default_split
-from hydraulis.runtime.staged_profile import analytic_profile_of, space_profile_of
+from hydraulis.layout.pipeline import PipelineLayout, StrategyLayout
+from hydraulis.job.staged_profile import analytic_profile_of, space_profile_of
 from hydraulis.stages import parse_stages
 from hydraulis.types import (
     Cluster,
@@ -138,7 +138,7 @@ def strategy_layout(groups: tuple[SpecGroup, ...], model: ModelSpec, times: Time
     for index, group in enumerate(groups):
         model.check_scheme(group.scheme, f"groups[{index}]")
     strategy = Strategy(tuple(PipelineGroup(g.scheme, g.count, max_seq_len, times(g.scheme)) for g in groups))
-    pipelines = tuple(PipelineLayout(g.scheme, g.stage_layers or default_split(g.scheme, model.layers))
+    pipelines = tuple(PipelineLayout(g.scheme, g.stage_layers or g.scheme.stage_layers(model.layers))
                       for g in groups for _ in range(g.count))
     layout = StrategyLayout(strategy, pipelines)
     layout.check(model)
@@ -158,7 +158,7 @@ def parse_strategy(text: str, model: ModelSpec, times: TimeSource, max_seq_len: 
 
 def scheme_times(model: ModelSpec, devices: int, space: SchemeSpace | None = None) -> TimeSource:
     """Time coefficients per scheme: the space's profile, or the analytic ``cpu`` model; a staged
-    scheme's composed stage by stage (:mod:`hydraulis.runtime.staged_profile`)."""
+    scheme's composed stage by stage (:mod:`hydraulis.job.staged_profile`)."""
     if space is not None:
         require(space.model.matches(model), "space.model", space.model.name,
                 f"differs from the trained model {model.name} (the times are the space's model's)")

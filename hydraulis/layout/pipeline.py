@@ -2,7 +2,7 @@
 
 A pipeline of scheme ``(cp, tp, pp)`` cuts the decoder's ``L`` layers into ``pp`` contiguous
 ranges, one per stage; stage 0 also holds the token embedding, the last stage the final norm
-and the output head. The split is even by default (:func:`even_split`: the first ``L mod pp``
+and the output head. The split is even by default (:func:`~hydraulis.stages.even_split`: the first ``L mod pp``
 stages take one layer more, e.g. ``L = 4, pp = 3`` → ``(2, 1, 1)``) or given explicitly, e.g.
 ``(3, 1)`` to lighten the last stage, which also carries the head. A staged scheme
 (:mod:`hydraulis.stages`, design §18) carries its split in its stages: ``1|2:3>1:1`` is the
@@ -11,7 +11,7 @@ layout ``(3, 1)`` whose stage 0 runs on 2 tp ranks and stage 1 on one.
 :class:`StrategyLayout` is a strategy as the runtime runs it: the planner's
 :class:`~hydraulis.strategy.Strategy` (schemes, counts, time coefficients) plus one
 :class:`PipelineLayout` per pipeline in :meth:`Strategy.expanded` order. Its ``str`` is the
-strategy SPEC of :mod:`hydraulis.runtime.strategy_spec`.
+strategy SPEC of :mod:`hydraulis.job.strategy_spec`.
 """
 
 from __future__ import annotations
@@ -19,21 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hydraulis.errors import require, require_int
-from hydraulis.stages import stages_text
+from hydraulis.stages import even_split, stages_text
 from hydraulis.types import ModelSpec, Scheme, Strategy
-
-
-def even_split(layers: int, pp: int) -> tuple[int, ...]:
-    """``pp`` stage sizes summing to ``layers``, the first ``layers mod pp`` one larger."""
-    require_int(pp, "pp", minimum=1)
-    require(layers >= pp, "pp", pp, f"exceeds the {layers} layers")
-    base, extra = divmod(layers, pp)
-    return tuple(base + (stage < extra) for stage in range(pp))
-
-
-def default_split(scheme: Scheme, layers: int) -> tuple[int, ...]:
-    """A staged scheme's own layer counts, else the :func:`even_split`."""
-    return scheme.stage_layers(layers) if scheme.is_staged else even_split(layers, scheme.pp)
 
 
 @dataclass(frozen=True)
@@ -123,8 +110,8 @@ def pipelines_spec(pipelines: tuple[PipelineLayout, ...]) -> str:
 
 def even_layout(strategy: Strategy, model: ModelSpec) -> StrategyLayout:
     """``strategy`` with every pipeline split evenly, a staged one by its stages (a proposal's
-    strategies, :func:`default_split`)."""
-    layout = StrategyLayout(strategy, tuple(PipelineLayout(g.scheme, default_split(g.scheme, model.layers))
+    strategies, :meth:`~hydraulis.scheme.Scheme.stage_layers`)."""
+    layout = StrategyLayout(strategy, tuple(PipelineLayout(g.scheme, g.scheme.stage_layers(model.layers))
                                             for g in strategy.expanded()))
     layout.check(model)
     return layout

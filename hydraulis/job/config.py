@@ -7,40 +7,11 @@ written (``hydraulis/artifacts/train_config.py``) without starting the runtime.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 
 from hydraulis.errors import require, require_http_url, require_int, require_number
+from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
 from hydraulis.limits import SYNTHESIS_EVALUATIONS
 from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, OptimizerLayout, Synthesise
-
-
-class DeviceKind(str, Enum):
-    AUTO = "auto"
-    """CUDA when available (one GPU per local rank, NCCL), else CPU (gloo)."""
-    CPU = "cpu"
-    CUDA = "cuda"
-
-
-class Precision(str, Enum):
-    AUTO = "auto"
-    """bf16 on CUDA, fp32 on the CPU."""
-    FP32 = "fp32"
-    BF16 = "bf16"
-    """bf16 weights and activations for compute; fp32 gradient accumulation across
-    micro-batches, fp32 master weights, moments and loss."""
-
-
-class ReduceDtype(str, Enum):
-    """The dtype gradients travel in to the optimizer layout (they are summed there in fp32)."""
-
-    FP32 = "fp32"
-    BF16 = "bf16"
-    """Half the bytes of the reduction; each rank's fp32 accumulated gradient is rounded once."""
-
-
-class OptimizerKind(str, Enum):
-    SGD = "sgd"
-    ADAM = "adam"
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
-from hydraulis.runtime.layout import PipelineLayout
+from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.types import ModelSpec, Scheme
 
 

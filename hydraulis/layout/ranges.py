@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hydraulis.runtime.optimizer.sharding import ParameterSpec, Shard
+from hydraulis.layout.sharding import ParameterSpec, Shard
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ loaded the node is while a point runs, and which clock times it.
   **wall** clock (after synchronising the GPU); the device's memory is the GPU's
   (``torch.cuda.get_device_properties``).
 * CPU: gloo, fp32, one intra-op thread per process by default — the trainer's default too
-  (:class:`~hydraulis.runtime.config.RuntimeOptions`; each rank calls
+  (:class:`~hydraulis.job.config.RuntimeOptions`; each rank calls
   ``torch.set_num_threads``, :mod:`hydraulis.runtime.launch`), and a space predicts training
   only at the thread count it was measured with — at most :data:`PROCESSES_PER_CORE` processes
   per core (a 2-core machine profiles schemes of up to 4 devices).
@@ -35,7 +35,7 @@ time instead.
 speed drifts over minutes; schemes measured one after the other would each carry the speed of
 their own minutes into the space, and a strategy's pipelines of different schemes would be
 mispredicted against each other. Measuring every scheme in the same rounds
-(:mod:`hydraulis.profiler.measure`) gives them the same drift. On CUDA, where a sweep of a large
+(:mod:`hydraulis.runtime.profiling.measure`) gives them the same drift. On CUDA, where a sweep of a large
 model runs for hours and points run out of memory as the profile finds capacities, each scheme
 is measured in rounds of its own (``--interleave scheme``), so a killed sweep or a restart after
 running out of memory repeats one scheme at most.
@@ -53,7 +53,8 @@ import torch
 from hydraulis.errors import require
 from hydraulis.profiler.measurement import Clock, Environment
 from hydraulis.profiler.sweep import Interleave
-from hydraulis.runtime.config import DeviceKind, Precision, RuntimeOptions
+from hydraulis.job.config import RuntimeOptions
+from hydraulis.layout.kinds import DeviceKind, Precision
 
 PROCESSES_PER_CORE = 2
 TIMEOUT_S = 600.0

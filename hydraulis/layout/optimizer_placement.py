@@ -10,10 +10,10 @@ Ranks from ``dp_o·tp_o·pp_o`` on (when the layout is smaller than the world; i
 divide the world) own nothing. Rank ``(s, d, t)`` owns:
 
 1. **stage** ``s``: the parameters of the layers of the even split of ``L`` layers into
-   ``pp_o`` stages (:func:`~hydraulis.runtime.layout.even_split`), the embedding on stage 0, the
+   ``pp_o`` stages (:func:`~hydraulis.stages.even_split`), the embedding on stage 0, the
    final norm and the head on the last;
 2. **tp slice** ``t``: of each such parameter, the tensor-parallel slice of
-   :mod:`hydraulis.runtime.optimizer.sharding` — except that every element has exactly one owner: a
+   :mod:`hydraulis.layout.sharding` — except that every element has exactly one owner: a
    parameter without a tp dimension (RMSNorm weights) belongs to ``t = 0``, and a kv head that
    ``tp_o/U`` ranks would share (``U`` heads < ``tp_o``) to the first of them;
 3. **dp chunk** ``d`` (ZeRO-1): the stage's tp slices of rank ``t``, flattened and
@@ -28,7 +28,7 @@ layers 0–1 (65,536 + 2·46,208 = 157,952 elements), rank 0 the first 78,976 of
 rest; ranks 2 and 3 split layers 2–3, the final norm and the head (158,016 elements) into
 79,008 each.
 
-An owner's part of one parameter is a :class:`~hydraulis.runtime.optimizer.ranges.Region` (its tp
+An owner's part of one parameter is a :class:`~hydraulis.layout.ranges.Region` (its tp
 slice cut to its dp chunk): :meth:`OptimizerPlacement.owned_regions` lists a buffer's regions,
 :meth:`OptimizerPlacement.owner_regions` every owner's region of one parameter — ``O(tp_o + chunks
 crossed)`` entries, never one per element. Maps to other holders (compute shards, another
@@ -40,9 +40,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from hydraulis.runtime.layout import even_split
-from hydraulis.runtime.optimizer.ranges import Region
-from hydraulis.runtime.optimizer.sharding import Holder, ParameterSpec, parameter_specs, unit_range
+from hydraulis.stages import even_split
+from hydraulis.layout.ranges import Region
+from hydraulis.layout.sharding import Holder, ParameterSpec, parameter_specs, unit_range
 from hydraulis.types import ModelSpec, OptimizerLayout
 
 

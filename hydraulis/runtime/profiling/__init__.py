@@ -1,0 +1,3 @@
+"""The profiler's jobs on devices (torch): timing one pipeline stage of every scheme on the
+runtime's own layers (:mod:`.measure`) and the runtime's reduction (:mod:`.reduction`). What
+they measure is fitted into a scheme space by the pure :mod:`hydraulis.profiler`."""
