@@ -26,6 +26,8 @@ counts that hold the longest sample and from the *demand* counts: with ``k_i`` t
 option holding sample ``i``, ``D_k = Σ_{i: k_i = k} k·t_k(s_i)`` and ``T₀ = Σ_k D_k/n``,
 ``n_k = ⌈D_k/(k·T₀)⌉`` for the larger ``k`` and the rest of the ranks in blocks of the smallest.
 Counts that leave a block without a sample are out (every rank must run at least one sample).
+Only the step's useful sizes are searched (:meth:`~hydraulis.integrations.cp_ranks.CPRanks.useful`:
+up to the first ``k`` on which the longest sample takes no longer than the mean rank load).
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ def plan_cp_groups(ranks: CPRanks, lengths: Sequence[int] | np.ndarray,
     require_int(max_evaluations, "max_evaluations", minimum=0)
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
     ranks.check_lengths(lengths)
+    ranks = ranks.useful(lengths)
     planner = _BlockPlanner(ranks, lengths)
     search = CountsSearch([o.cp for o in ranks.options], ranks.ranks, range(len(ranks.options)),
                           planner.makespan, max_evaluations)
