@@ -77,16 +77,19 @@ class BalancedBatchSampler:
         if epoch != self.epoch:
             self.epoch, self.done = epoch, 0
 
+    def global_batches(self) -> list[np.ndarray]:
+        """This epoch's global batches: its shuffle (seeded by seed and epoch) cut into runs of
+        ``batch_size`` dataset indices, a last shorter run dropped."""
+        order = np.random.default_rng([self.seed, self.epoch]).permutation(self.lengths.size)
+        return [order[i:i + self.batch_size] for i in range(0, order.size - self.batch_size + 1, self.batch_size)]
+
     def plans(self) -> list[RankMicroBatches]:
         """Every global batch's plan of this epoch (all ranks), computed once per epoch."""
         if self._plans is None or self._plans[0] != self.epoch:
-            order = np.random.default_rng([self.seed, self.epoch]).permutation(self.lengths.size)
-            batches = [order[i:i + self.batch_size]
-                       for i in range(0, order.size - self.batch_size + 1, self.batch_size)]
             plans = [tuple(tuple(tuple(int(batch[k]) for k in mb) for mb in rank)
                            for rank in rank_micro_batches(self.lengths[batch], self.num_replicas, self.time,
                                                           self.max_tokens))
-                     for batch in batches]
+                     for batch in self.global_batches()]
             self._plans = (self.epoch, plans)
             log.info("epoch %d: %d global batches, %d micro-batches per rank", self.epoch, len(plans), len(self))
         return self._plans[1]

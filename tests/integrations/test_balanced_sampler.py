@@ -53,6 +53,14 @@ def test_ranks_agree_and_cover_each_epoch_and_epochs_differ():
     assert list(again) != a
 
 
+def test_each_plan_splits_its_global_batch():
+    sampler = _sampler(0)
+    batches = sampler.global_batches()
+    assert len(batches) == 6 and all(len(batch) == 16 for batch in batches)
+    for batch, plan in zip(batches, sampler.plans()):
+        assert sorted(i for rank in plan for mb in rank for i in mb) == sorted(batch.tolist())
+
+
 def test_resumes_mid_epoch():
     sampler = _sampler(0)
     iterator = iter(sampler)
