@@ -1,7 +1,8 @@
 """The package's layers, declared once: every import points down this list, and no modules import
 each other in a cycle — imports inside functions (lazy) and under ``TYPE_CHECKING`` included.
 
-A module belongs to the most specific entry that names it or a package above it.
+A module belongs to the most specific entry that names it or a package above it (the root package
+names only itself, so a new top-level module must be placed).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hydraulis"
+ROOT = "hydraulis"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("hydraulis", "hydraulis.errors"),
+    ("hydraulis", "hydraulis.errors", "hydraulis.files"),
     ("hydraulis.limits",),
     ("hydraulis.stages",),
     ("hydraulis.scheme",),
@@ -90,7 +92,7 @@ def layer_of(name: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> int:
     best = (-1, -1)
     for index, entries in enumerate(layers):
         for entry in entries:
-            if name == entry or name.startswith(entry + "."):
+            if name == entry or (entry != ROOT and name.startswith(entry + ".")):
                 best = max(best, (entry.count("."), index))
     if best[1] < 0:
         raise AssertionError(f"{name} is in no layer: add it to LAYERS")
@@ -177,3 +179,5 @@ def test_a_planted_cycle_is_found(tmp_path):
 def test_a_module_outside_the_layers_is_named():
     with pytest.raises(AssertionError, match="hydraulis_extra is in no layer"):
         layer_of("hydraulis_extra")
+    with pytest.raises(AssertionError, match="hydraulis.extra is in no layer"):
+        layer_of("hydraulis.extra")

@@ -1,4 +1,4 @@
-"""The step-assignments artifact: one step's micro-batches per rank, for any runtime (design §19).
+"""The step-assignments artifact: one step's micro-batches per rank, for any runtime (design §21).
 
 Layout (``schema_version`` 1)::
 

@@ -1,17 +1,21 @@
 """The checkpoint manifest artifact (``manifest.json`` inside a checkpoint folder).
 
-Layout (``schema_version`` 1)::
+Layout (``schema_version`` 2; version 1, without ``files``, is read too and its files are
+then not verified)::
 
-    {"schema_version": 1, "kind": "checkpoint", "step": 3,
+    {"schema_version": 2, "kind": "checkpoint", "step": 3,
      "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"},
      "optimizer_layout": {"dp", "tp", "pp"}, "world_size": 4,
-     "optimizer": {"kind": "adam", "lr": 0.001, "steps": 3},
+     "optimizer": {"kind": "adamw", "lr": 0.001, "steps": 3, "skipped": 0},
      "data": {"fingerprint", "token_budget", "max_seq_len", "seed", "shuffle"},
      "position": {"epoch", "batch"},
      "shards": [{"rank": 0, "file": "shard-00000.pt", "elements": 78976}, ...],
+     "files": [{"file": "shard-00000.pt", "bytes": 949121, "sha256": "9f86d0…"}, ...],
      "created", "tool_version"}
 
-The folder's other files are described in :mod:`hydraulis.job.manifest`.
+``optimizer.steps`` counts the updates applied (the learning-rate schedule's position,
+:mod:`hydraulis.job.schedule`), ``optimizer.skipped`` the steps skipped for a non-finite gradient
+norm (optional: absent, 0). The folder's other files are described in :mod:`hydraulis.job.manifest`.
 """
 
 from __future__ import annotations
@@ -24,11 +28,11 @@ from hydraulis.artifacts.scheme_space import model_from_record, model_to_dict
 from hydraulis.data.loader import LoaderConfig, LoaderPosition
 from hydraulis.errors import HydraulisError
 from hydraulis.layout.kinds import OptimizerKind
-from hydraulis.job.manifest import CheckpointManifest, ShardFile
+from hydraulis.job.manifest import CheckpointManifest, FileDigest, ShardFile
 from hydraulis.types import OptimizerLayout
 
 KIND = "checkpoint"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def checkpoint_manifest_to_dict(manifest: CheckpointManifest) -> dict:
@@ -40,11 +44,13 @@ def checkpoint_manifest_to_dict(manifest: CheckpointManifest) -> dict:
         "model": model_to_dict(manifest.model),
         "optimizer_layout": asdict(manifest.optimizer_layout),
         "world_size": manifest.world_size,
-        "optimizer": {"kind": manifest.optimizer.value, "lr": manifest.lr, "steps": manifest.optimizer_steps},
+        "optimizer": {"kind": manifest.optimizer.value, "lr": manifest.lr, "steps": manifest.optimizer_steps,
+                      "skipped": manifest.skipped_steps},
         "data": {"fingerprint": manifest.data_fingerprint, "token_budget": loader.token_budget,
                  "max_seq_len": loader.max_seq_len, "seed": loader.seed, "shuffle": loader.shuffle},
         "position": asdict(manifest.position),
         "shards": [asdict(shard) for shard in manifest.shards],
+        "files": [asdict(digest) for digest in manifest.files],
         "created": manifest.created,
         "tool_version": manifest.tool_version,
     }
@@ -52,7 +58,7 @@ def checkpoint_manifest_to_dict(manifest: CheckpointManifest) -> dict:
 
 def checkpoint_manifest_from_dict(document: object) -> CheckpointManifest:
     record = Record(document)
-    check_header(record, KIND, (SCHEMA_VERSION,))
+    check_header(record, KIND, (1, SCHEMA_VERSION))
     layout, optimizer, data, position = (record.sub(k) for k in ("optimizer_layout", "optimizer", "data", "position"))
     kind = optimizer.str("kind")
     try:
@@ -79,6 +85,9 @@ def checkpoint_manifest_from_dict(document: object) -> CheckpointManifest:
                      for r in record.records("shards")),
         created=record.str("created", ""),
         tool_version=record.str("tool_version", ""),
+        files=tuple(build(r.path, FileDigest, file=r.str("file"), bytes=r.int("bytes"), sha256=r.str("sha256"))
+                    for r in (record.records("files") if "files" in record.data else ())),
+        skipped_steps=optimizer.int("skipped", 0),
     )
 
 

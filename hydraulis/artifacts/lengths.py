@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from hydraulis.errors import HydraulisError
+from hydraulis.files import atomic_path
 from hydraulis.limits import LENGTH, LENGTHS
 
 
@@ -39,17 +40,16 @@ def read_lengths(path: str | Path) -> np.ndarray:
 def write_lengths(path: str | Path, lengths: np.ndarray) -> None:
     """Write ``lengths`` in the form the suffix names (``.npy``, ``.txt.gz`` or text)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     values = np.asarray(lengths, dtype=np.int64)
-    if path.suffix == ".npy":
-        np.save(path, values)
-        return
     text = "".join(f"{v}\n" for v in values.tolist())
-    if path.suffix == ".gz":
-        with gzip.open(path, "wt", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
+    with atomic_path(path) as temporary:
+        if path.suffix == ".npy":
+            np.save(temporary, values)
+        elif path.suffix == ".gz":
+            with gzip.open(temporary, "wt", encoding="utf-8") as handle:
+                handle.write(text)
+        else:
+            temporary.write_text(text, encoding="utf-8")
 
 
 def _read_npy(path: Path) -> np.ndarray:

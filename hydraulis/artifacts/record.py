@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hydraulis.errors import HydraulisError
+from hydraulis.files import write_text_atomically
 
 T = TypeVar("T")
 E = TypeVar("E", bound=Enum)
@@ -44,10 +45,7 @@ class Record:
         return _integer(self.raw(key, default), self._where(key))
 
     def float(self, key: str, default: Any = _MISSING) -> float:
-        value = self.raw(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise HydraulisError(self._where(key), _short(value), "must be a number")
-        return float(value)
+        return _number(self.raw(key, default), self._where(key))
 
     def bool(self, key: str, default: Any = _MISSING) -> bool:
         value = self.raw(key, default)
@@ -86,6 +84,12 @@ class Record:
                 raise HydraulisError(f"{where}[{j}]", _short(inner), "must be a list of integers")
         return tuple(tuple(_integer(v, f"{where}[{j}][{k}]") for k, v in enumerate(inner))
                      for j, inner in enumerate(values))
+
+    def floats(self, key: str, default: Any = _MISSING) -> tuple[float, ...]:
+        values = self.raw(key, default)
+        if not isinstance(values, list):
+            raise HydraulisError(self._where(key), _short(values), "must be a list of numbers")
+        return tuple(_number(v, f"{self._where(key)}[{i}]") for i, v in enumerate(values))
 
     def strs(self, key: str, default: Any = _MISSING) -> tuple[str, ...]:
         values = self.raw(key, default)
@@ -147,10 +151,9 @@ def read_json(path: str | Path) -> Any:
 
 
 def write_json(path: str | Path, document: dict) -> None:
-    """Write ``document`` as indented JSON, creating parent folders."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    """Write ``document`` as indented JSON, creating parent folders; atomically
+    (:mod:`hydraulis.files`): after an error the previous file is intact."""
+    write_text_atomically(path, json.dumps(document, indent=2) + "\n")
 
 
 def timestamp() -> str:
@@ -165,6 +168,13 @@ def _integer(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise HydraulisError(where, _short(value), "must be an integer")
     return value
+
+
+def _number(value: Any, where: str) -> float:
+    """``value`` as a float (an integer included), else an error naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise HydraulisError(where, _short(value), "must be a number")
+    return float(value)
 
 
 def _short(value: Any) -> Any:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from hydraulis.artifacts.proposal import write_proposal
 from hydraulis.artifacts.record import write_json
+from hydraulis.files import atomic_write
 from hydraulis.simulation import ContenderSummary, Family, Simulation, gap_summary
 
 KIND = "simulation"
@@ -139,7 +140,7 @@ def _step_rows(simulation: Simulation) -> list[list]:
 
 
 def _write_csv(path: Path, header: tuple[str, ...], rows: list[list]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_write(path) as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
         writer.writerows(rows)

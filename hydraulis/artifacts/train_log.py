@@ -7,21 +7,25 @@ Layout (``schema_version`` 1)::
      "summary": {"steps", "tokens", "seconds", "tokens_per_s", "prediction_error",
                  "warm_prediction_error", "warm_error_median", "warm_error_p90" (null: no step after
                  a strategy's first), "first_loss", "last_loss", "strategies": [[SPEC, steps], ...], "synthesised", "communicators",
-                 "communicator_bound"},
+                 "communicator_bound", "skipped"},
      "steps": [{"step", "strategy", "tokens", "loss", "measured_ms": [...], "predicted_ms": [...],
                 "propagate_ms", "reduce_ms", "step_ms", "predicted_step_ms", "planning_ms",
-                "wait_ms", "strategy_index", "communicators", "synthesised",
+                "wait_ms", "strategy_index", "communicators", "synthesised", "lr", "grad_norm", "skipped",
+                "skipped_steps", "tokens_per_s",
                 ["operations": [{"pipeline", "micro_batch_ms": [...],
                                  "ops": [{"stage", "micro_batch", "phase": "F" | "B",
                                           "start_ms", "end_ms"}]}]]}]}
 
-``communicators`` (process groups the step created) and ``synthesised`` (a step that ran a strategy
-made for it) are optional (absent: 0, false), so older logs load.
+``communicators`` (process groups the step created), ``synthesised`` (a step that ran a strategy
+made for it), ``lr``, ``grad_norm`` (null when not finite: the step was skipped), ``skipped`` and
+``skipped_steps`` (:class:`~hydraulis.job.records.StepRecord`) are optional (absent: 0, false), so
+older logs load; ``tokens_per_s`` is written for readers and recomputed on reading.
 ``operations`` (``hydraulis train --record-operations``) is written only when recorded.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from pathlib import Path
 
@@ -56,7 +60,9 @@ def write_train_log(path: str | Path, records: tuple[StepRecord, ...]) -> None:
 
 
 def _step_to_dict(step: StepRecord) -> dict:
-    document = {**asdict(step), "measured_ms": list(step.measured_ms), "predicted_ms": list(step.predicted_ms)}
+    document = {**asdict(step), "measured_ms": list(step.measured_ms), "predicted_ms": list(step.predicted_ms),
+                "grad_norm": step.grad_norm if math.isfinite(step.grad_norm) else None,
+                "tokens_per_s": step.tokens_per_s}
     del document["operations"]
     if step.operations:
         document["operations"] = [
@@ -70,8 +76,11 @@ def _step_to_dict(step: StepRecord) -> dict:
 def _step(record: Record) -> StepRecord:
     return build(record.path, StepRecord, step=record.int("step"), strategy=record.str("strategy"),
                  tokens=record.int("tokens"), loss=record.float("loss"), strategy_index=record.int("strategy_index", 0),
-                 measured_ms=tuple(_floats(record, "measured_ms")), predicted_ms=tuple(_floats(record, "predicted_ms")),
+                 measured_ms=record.floats("measured_ms"), predicted_ms=record.floats("predicted_ms"),
                  communicators=record.int("communicators", 0), synthesised=record.bool("synthesised", False),
+                 lr=record.float("lr", 0.0), skipped=record.bool("skipped", False),
+                 grad_norm=math.nan if record.raw("grad_norm", 0.0) is None else record.float("grad_norm", 0.0),
+                 skipped_steps=record.int("skipped_steps", 0),
                  operations=tuple(_operations(r) for r in (record.records("operations")
                                                             if record.raw("operations", None) is not None else [])),
                  **{key: record.float(key) for key in _TIMES})
@@ -82,8 +91,5 @@ def _operations(record: Record) -> PipelineOperations:
                       phase=r.enum("phase", Phase), start=r.float("start_ms"), end=r.float("end_ms"))
                 for r in record.records("ops"))
     return build(record.path, PipelineOperations, pipeline=record.int("pipeline"),
-                 micro_batch_ms=tuple(_floats(record, "micro_batch_ms")), ops=ops)
+                 micro_batch_ms=record.floats("micro_batch_ms"), ops=ops)
 
-
-def _floats(record: Record, key: str) -> list[float]:
-    return [Record({"v": v}, f"{record.path}.{key}[{i}]").float("v") for i, v in enumerate(record.raw(key))]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from hydraulis import limits
@@ -11,11 +12,13 @@ from hydraulis.cli.output import emit, table
 from hydraulis.cli.training_args import add_training_arguments, training_config
 from hydraulis.errors import HydraulisError
 from hydraulis.job.config import RuntimeOptions, TrainConfig
+from hydraulis.job.schedule import LrScheduleKind
 from hydraulis.layout.kinds import OptimizerKind, Precision
 from hydraulis.runtime.run import resolve_run
 
-DEFAULT_RUNTIME = RuntimeOptions(precision=Precision.FP32, optimizer=OptimizerKind.ADAM, lr=1e-4)
-"""Adam at lr 1e-4: each step moves every weight by about 1e-4 (0.5 % of the initial 0.02), while
+DEFAULT_RUNTIME = RuntimeOptions(precision=Precision.FP32, optimizer=OptimizerKind.ADAM, lr=1e-4,
+                                 clip_grad_norm=math.inf, lr_schedule=LrScheduleKind.CONSTANT)
+"""Adam at a constant lr 1e-4, unclipped: each step moves every weight by about 1e-4 (0.5 % of the initial 0.02), while
 fp32 rounding amplified by Adam stays below ~1.5e-6 (see :mod:`hydraulis.runtime.equivalence`;
 at lr 1e-3 it reaches 1.7e-5); fp32 on every device (bf16 rounding is ~1e-3). A wrong gradient
 shows in the first step's gradients whatever the optimizer (Adam hides a gradient's scale from
@@ -32,7 +35,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "(whole-tensor 2-norms). Prints per-step losses of both sides, max_grad_rel_diff=<max over "
                     "gradients> and, as the last line, max_rel_diff=<the larger of the gradients' and the "
                     "weights' maxima>; exits 1 when it exceeds --tolerance. Defaults: model tiny, 2 steps, Adam "
-                    "with lr 1e-4.")
+                    "with a constant lr 1e-4, unclipped. With --optimizer adamw the single process is a plain "
+                    "PyTorch loop: torch.optim.AdamW, torch.nn.utils.clip_grad_norm_ and "
+                    "torch.optim.lr_scheduler.LambdaLR, and the per-step learning rates and gradient norms are "
+                    "compared too.")
     add_training_arguments(check)
     check.add_argument("--tolerance", type=Bounded(limits.TOLERANCE),
                        help="largest accepted max_rel_diff (default 1e-5, with --precision bf16 5e-2: the distributed "
@@ -55,12 +61,16 @@ def _check(args: argparse.Namespace) -> None:
     except RankFailure as failure:
         sys.stderr.write(f"hydraulis: error: {failure}\n")
         raise SystemExit(1) from None
-    rows = [[r.step, r.strategy, r.tokens, f"{r.loss:.7f}", f"{ref:.7f}", abs(r.loss - ref)]
-            for r, ref in zip(result.records, result.reference_losses)]
+    rows = [[r.step, r.strategy, r.tokens, f"{r.loss:.7f}", f"{ref:.7f}", abs(r.loss - ref), f"{r.lr:.4e}",
+             f"{r.grad_norm:.6f}", f"{norm:.6f}"]
+            for r, ref, norm in zip(result.records, result.reference_losses, result.reference_grad_norms)]
     emit(f"{config.model}, {config.runtime.optimizer.value} lr {config.runtime.lr:g}, seed {config.runtime.seed}")
-    emit(table(("step", "strategy", "tokens", "loss", "reference loss", "|difference|"), rows))
+    emit(table(("step", "strategy", "tokens", "loss", "reference loss", "|difference|", "lr", "grad_norm",
+                "reference grad_norm"), rows))
     emit(f"largest difference in {result.worst_parameter}; the weights differ by "
          f"{result.max_weight_rel_diff:.3e}, the updates by {result.update_rel_diff:.3g} of their size")
+    emit(f"gradient norms differ by {result.max_grad_norm_rel_diff:.3e} of their size, learning rates by "
+         f"{result.max_lr_diff:.3e}")
     emit(f"max_grad_rel_diff={result.max_grad_rel_diff:.3e}")
     emit(f"max_rel_diff={result.max_rel_diff:.3e}")
     tolerance = args.tolerance if args.tolerance is not None else default_tolerance(config.runtime.precision)

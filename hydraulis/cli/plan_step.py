@@ -68,7 +68,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     plan.add_argument("--format", choices=("table", "json", "assignments"), default="table",
                       help="table (default); json: the step plan artifact; assignments: per rank, its micro-batches "
                            "as lists of sequence indices (indices into --lengths) with its pipeline's scheme, "
-                           "stage, cp rank and tp rank, placed as the runtime places them (design §19; one batch "
+                           "stage, cp rank and tp rank, placed as the runtime places them (design §21; one batch "
                            "only)")
     plan.add_argument("--gantt", metavar="PNG", type=OutputPath(),
                       help="draw the 1F1B timeline of every pipeline and stage")

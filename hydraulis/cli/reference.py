@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from hydraulis.cli import build_parser
 from hydraulis.cli.arguments import OutputPath, help_with_range
 from hydraulis.cli.output import emit
+from hydraulis.files import write_text_atomically
 from hydraulis.limits import LIMITS, SEQUENCES
 
 REGENERATE = "python -m hydraulis.cli.reference -o docs/cli.md"
@@ -135,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hydraulis.cli.reference", description=__doc__.split("\n")[0])
     parser.add_argument("-o", "--output", required=True, type=OutputPath(), help="the page to write (docs/cli.md)")
     args = parser.parse_args(argv)
-    Path(args.output).write_text(reference(), encoding="utf-8")
+    write_text_atomically(args.output, reference())
     emit(f"wrote {args.output}")
     return 0
 

@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 from hydraulis.artifacts import read_train_config, write_train_config
+from hydraulis.artifacts.job_file import read_job_file
 from hydraulis.cli.arguments import FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit
 from hydraulis.cli.training_args import add_checkpoint_arguments, add_training_arguments, training_config
+from hydraulis.job.config import TrainConfig
 from hydraulis.job.manifest import CheckpointManifest
 from hydraulis.runtime.run import resolve_run
 
@@ -39,7 +41,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                "proposal, strategy, method or process count. With --cluster each stage runs on its group's "
                "ranks (design §18.5). docs/guide.md describes the runtime, checkpoints and TensorBoard tags.")
     train.add_argument("--config", type=InputFile(FileKind.TRAIN_CONFIG),
-                       help="training config JSON (kind train_config); flags override it")
+                       help="job file: TOML with every flag a key in torchtitan-like sections (examples/configs/"
+                            "tiny.toml; see hydraulis.artifacts.job_file), or the JSON train_config.json an "
+                            "--output-dir holds; flags override it")
     add_training_arguments(train)
     add_checkpoint_arguments(train)
     train.add_argument("--tensorboard", metavar="DIR", type=OutputPath(),
@@ -53,7 +57,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
-    config = training_config(args, read_train_config(args.config) if args.config else None)
+    config = job_config(args)
     run = resolve_run(config)
     writer = args.output_dir and os.environ.get("RANK", "0") == "0"
     if writer:
@@ -76,3 +80,13 @@ def _train(args: argparse.Namespace) -> None:
             log = Path(args.output_dir) / "train_log.json"
             write_train_log(log, records)
             emit(f"wrote {log}: every step's record")
+
+
+def job_config(args: argparse.Namespace) -> TrainConfig:
+    """The flags applied to the ``--config`` file (a TOML job file's keys are flags given first)."""
+    if not args.config:
+        return training_config(args, None)
+    if Path(args.config).suffix != ".toml":
+        return training_config(args, read_train_config(args.config))
+    given = {name: value for name, value in vars(args).items() if value is not None}
+    return training_config(argparse.Namespace(**{**read_job_file(args.config), **given}), None)

@@ -13,6 +13,7 @@ from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_names
 from hydraulis.job.config import TrainConfig
+from hydraulis.job.schedule import LrScheduleKind
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
 from hydraulis.types import BatchingMethod
 
@@ -21,11 +22,13 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "lengths": "lengths_file", "space": "space_file", "proposal": "proposal_file", "method": "method",
         "planner_url": "planner_url", "corpus": "corpus", "tokenizer": "tokenizer", "cache_dir": "cache_dir",
         "optimizer_layout": "optimizer_layout", "checkpoint_dir": "checkpoint_dir",
-        "checkpoint_every": "checkpoint_every", "resume": "resume", "init_from": "init_from",
+        "checkpoint_every": "checkpoint_every", "keep_checkpoints": "keep_checkpoints", "no_resume": "fresh",
+        "overwrite_checkpoints": "overwrite", "resume": "resume", "init_from": "init_from",
         "tensorboard": "tensorboard_dir", "cluster": "cluster_file",
         "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
-            "record_operations", "device_memory")
+            "record_operations", "device_memory", "betas", "eps", "weight_decay", "decay_embeddings", "clip_grad_norm",
+            "lr_schedule", "warmup_steps", "min_lr")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,9 +89,29 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grad-reduce-dtype", choices=[d.value for d in ReduceDtype],
                         help="dtype of the gradients sent to the optimizer layout, summed there in fp32 "
                              "(default fp32; bf16 halves the reduction's bytes)")
-    parser.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], help="default adam")
+    parser.add_argument("--optimizer", choices=[o.value for o in OptimizerKind],
+                        help="adamw (default; train: PyTorch's AdamW with --betas, --eps, --weight-decay), adam "
+                             "(fixed betas 0.9/0.999, no decay; check-equivalence's default) or sgd")
     parser.add_argument("--lr", type=Bounded(limits.LEARNING_RATE),
-                        help="learning rate (default 1e-3; check-equivalence: 1e-4)")
+                        help="peak learning rate (default 1e-3; check-equivalence: 1e-4)")
+    parser.add_argument("--betas", type=float, nargs=2, metavar=("BETA1", "BETA2"),
+                        help="AdamW's moment decay rates, each in [0, 1) (default 0.9 0.95)")
+    parser.add_argument("--eps", type=float, help="AdamW's epsilon, > 0 (default 1e-8)")
+    parser.add_argument("--weight-decay", type=float,
+                        help="AdamW's decoupled weight decay, >= 0, on matrices only: never on norms and other "
+                             "1-D parameters (default 0.1)")
+    parser.add_argument("--decay-embeddings", action=argparse.BooleanOptionalAction, default=None,
+                        help="whether the token embedding and the output head are decayed too (default yes)")
+    parser.add_argument("--clip-grad-norm", type=float, metavar="NORM",
+                        help="clip the gradient to this global norm, > 0, computed once per step in the optimizer "
+                             "layout (inf: never clip); a step whose norm is not finite is skipped on every rank "
+                             "(default 1.0; check-equivalence: inf)")
+    parser.add_argument("--lr-schedule", choices=[k.value for k in LrScheduleKind],
+                        help="learning rate per update after warmup: constant, linear or cosine decay from --lr to "
+                             "--min-lr over --steps (default cosine; check-equivalence: constant)")
+    parser.add_argument("--warmup-steps", type=int,
+                        help="updates of linear warmup to --lr, at most --steps (default 0)")
+    parser.add_argument("--min-lr", type=float, help="learning rate the decay ends at, between 0 and --lr (default 0)")
     parser.add_argument("--seed", type=Bounded(limits.SEED),
                         help="initial weights, data order, dispatch ties (default 0)")
     parser.add_argument("--timeout-s", type=Bounded(limits.TIMEOUT_S),
@@ -105,9 +128,19 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-dir", type=OutputPath(),
-                        help="write checkpoints (from the optimizer layout) under this folder")
+                        help="write checkpoints (from the optimizer layout) under this folder; a job continues "
+                             "from the newest usable checkpoint there by itself (so torchrun --max-restarts N "
+                             "restarts go on where they stopped), logging which")
     parser.add_argument("--checkpoint-every", type=Bounded(limits.CHECKPOINT_EVERY),
                         help="steps between checkpoints (default 0: at the end only)")
+    parser.add_argument("--keep-checkpoints", type=Bounded(limits.KEEP_CHECKPOINTS), metavar="K",
+                        help="keep the newest K complete checkpoints, older ones are removed; a corrupted newest "
+                             "one falls back to the previous (default 2)")
+    parser.add_argument("--no-resume", action="store_true", default=None,
+                        help="start from step 0 even when --checkpoint-dir holds checkpoints (refused unless "
+                             "--overwrite-checkpoints)")
+    parser.add_argument("--overwrite-checkpoints", action="store_true", default=None,
+                        help="with --no-resume: remove the checkpoints already in --checkpoint-dir")
     parser.add_argument("--resume", type=InputFile(FileKind.CHECKPOINT),
                         help="continue from this checkpoint folder, or the newest complete one under "
                              "this root; strategy, proposal, method and process count may differ")
@@ -146,9 +179,11 @@ def training_config(args: argparse.Namespace, base: TrainConfig | None) -> Train
             top["proposal_file"] = None
     runtime = {name: _value(args, name) for name in _RUNTIME if _value(args, name) is not None}
     for name, kind in (("device", DeviceKind), ("precision", Precision), ("grad_reduce_dtype", ReduceDtype),
-                       ("optimizer", OptimizerKind)):
+                       ("optimizer", OptimizerKind), ("lr_schedule", LrScheduleKind)):
         if name in runtime:
             runtime[name] = kind(runtime[name])
+    if "betas" in runtime:
+        runtime["betas"] = tuple(runtime["betas"])
     return replace(base, **top, runtime=replace(base.runtime, **runtime))
 
 

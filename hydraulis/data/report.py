@@ -32,6 +32,7 @@ from hydraulis.data.analysis import (
     token_label,
 )
 from hydraulis.errors import require
+from hydraulis.files import atomic_path, write_text_atomically
 
 Facts = tuple[tuple[str, object], ...]
 DPI = 110
@@ -64,7 +65,7 @@ def write_report(directory: str | Path, lengths: np.ndarray, config: AnalysisCon
     _plot_shares(files.plots[1], analysis.lengths, ("documents", "tokens"))
     _plot_shares(files.plots[2], analysis.lengths, ("tokens", "Σs²"))
     _plot_steps(files.plots[3], analysis)
-    files.summary.write_text(summary_markdown(analysis, source, files), encoding="utf-8")
+    write_text_atomically(files.summary, summary_markdown(analysis, source, files))
     write_length_analysis(files.analysis, analysis, source, created=created, tool_version=tool_version,
                           command=command)
     return analysis, files
@@ -191,7 +192,8 @@ def _figure():
 
 
 def _save(figure, path: Path) -> None:
-    figure.savefig(path, dpi=DPI)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=DPI)
 
 
 def _pct(share: float) -> str:

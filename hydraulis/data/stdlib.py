@@ -22,6 +22,7 @@ from pathlib import Path
 from hydraulis.artifacts.corpus_manifest import write_corpus_manifest
 from hydraulis.data.sources import CorpusManifest, collect_sources
 from hydraulis.errors import require
+from hydraulis.files import atomic_write
 
 STDLIB_PATTERN = "**/*.py"
 STDLIB_EXCLUDED_DIRS = ("site-packages", "dist-packages", "__pycache__")
@@ -45,8 +46,7 @@ def build_stdlib_corpus(output: str | Path, root: str | Path | None = None, *, c
     output = Path(output)
     require(not output.is_dir(), "output", str(output), "is a directory; give a .jsonl file name")
     sources = collect_sources(stdlib_root() if root is None else root, STDLIB_PATTERN, STDLIB_EXCLUDED_DIRS)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with output.open("w", encoding="utf-8") as handle:
+    with atomic_write(output) as handle:
         for path, text in zip(sources.paths, sources.texts):
             handle.write(json.dumps({TEXT_FIELD: text, "path": path}, ensure_ascii=False) + "\n")
     manifest = CorpusManifest(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from tqdm import tqdm
 
 from hydraulis.data.corpus import Corpus
 from hydraulis.errors import HydraulisError, require, require_int
+from hydraulis.files import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -153,9 +153,8 @@ def tokenize_corpus(tokenizer: Any, corpus: Corpus) -> TokenizedCorpus:
 
 
 def _save_atomically(tokenizer: Any, path: Path) -> None:
-    """Write beside ``path``, then rename: a concurrent reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tokenizer.save(str(temporary))
-    os.replace(temporary, path)
+    """Write beside ``path``, then rename (:func:`~hydraulis.files.atomic_path`): a concurrent
+    reader never sees half a file."""
+    with atomic_path(path) as temporary:
+        tokenizer.save(str(temporary))
     log.info("tokenizer cached at %s", path)

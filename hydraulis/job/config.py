@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hydraulis.errors import require, require_http_url, require_int, require_number
+from hydraulis.job.schedule import LrSchedule, LrScheduleKind
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
-from hydraulis.limits import SYNTHESIS_EVALUATIONS
+from hydraulis.limits import KEEP_CHECKPOINTS, SYNTHESIS_EVALUATIONS
 from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, OptimizerLayout, Synthesise
 
 
@@ -23,11 +24,20 @@ class RuntimeOptions:
     ``record_operations`` records every stage's forwards and backwards, in order, with their
     times, into each step's record (one more all-gather per step). ``device_memory`` is the bytes
     each process may hold (None: no budget): a step whose measured peak exceeds it on any rank
-    fails (:mod:`hydraulis.runtime.memory.peak`)."""
+    fails (:mod:`hydraulis.runtime.memory.peak`).
+
+    The optimizer recipe defaults to the common LLM one (Llama, OLMo, Megatron-LM): AdamW with
+    ``betas`` (0.9, 0.95), ``eps`` 1e-8 and decoupled ``weight_decay`` 0.1 on matrices only —
+    never on norms and other 1-D parameters, on the token embedding and the output head only
+    with ``decay_embeddings`` (``betas``, ``eps``, ``weight_decay`` and ``decay_embeddings`` are
+    AdamW's; SGD and Adam have fixed constants) — the gradient clipped to a global norm of
+    ``clip_grad_norm`` (``inf``: never; :mod:`hydraulis.runtime.optimizer.clipping`) and the
+    learning rate following ``lr_schedule`` from ``lr`` down to ``min_lr`` after
+    ``warmup_steps`` updates (:mod:`hydraulis.job.schedule`)."""
 
     device: DeviceKind = DeviceKind.AUTO
     precision: Precision = Precision.AUTO
-    optimizer: OptimizerKind = OptimizerKind.ADAM
+    optimizer: OptimizerKind = OptimizerKind.ADAMW
     lr: float = 1e-3
     seed: int = 0
     timeout_s: float = 60.0
@@ -35,6 +45,14 @@ class RuntimeOptions:
     grad_reduce_dtype: ReduceDtype = ReduceDtype.FP32
     record_operations: bool = False
     device_memory: int | None = None
+    betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = 1e-8
+    weight_decay: float = 0.1
+    decay_embeddings: bool = True
+    clip_grad_norm: float = 1.0
+    lr_schedule: LrScheduleKind = LrScheduleKind.COSINE
+    warmup_steps: int = 0
+    min_lr: float = 0.0
 
     def __post_init__(self) -> None:
         require(isinstance(self.device, DeviceKind), "device", self.device,
@@ -53,6 +71,21 @@ class RuntimeOptions:
                 "must be true or false")
         if self.device_memory is not None:
             require_int(self.device_memory, "device_memory", minimum=1)
+        require(isinstance(self.betas, tuple) and len(self.betas) == 2, "betas", self.betas,
+                "must be two numbers, beta1 and beta2")
+        for name, beta in zip(("betas[0]", "betas[1]"), self.betas):
+            require(0 <= require_number(beta, name) < 1, name, beta, "must be >= 0 and < 1")
+        require(require_number(self.eps, "eps") > 0, "eps", self.eps, "must be > 0")
+        require_number(self.weight_decay, "weight_decay", minimum=0)
+        require(isinstance(self.decay_embeddings, bool), "decay_embeddings", self.decay_embeddings,
+                "must be true or false")
+        require(isinstance(self.clip_grad_norm, (int, float)) and not isinstance(self.clip_grad_norm, bool)
+                and self.clip_grad_norm > 0, "clip_grad_norm", self.clip_grad_norm, "must be > 0 (inf: never clip)")
+        self.schedule(0)
+
+    def schedule(self, steps: int) -> LrSchedule:
+        """The learning-rate schedule of a job of ``steps`` steps."""
+        return LrSchedule(self.lr_schedule, self.lr, steps, self.warmup_steps, self.min_lr)
 
 
 @dataclass(frozen=True)
@@ -72,7 +105,10 @@ class TrainConfig:
     ``space_file`` gives SPEC strategies their time coefficients (default: analytic CPU);
     ``optimizer_layout`` is ``(dp, tp, pp)`` (default: the proposal's, else ZeRO-1 over all
     ranks). Checkpoints go to ``checkpoint_dir`` every ``checkpoint_every`` steps (0: at the
-    end only); ``resume`` is a checkpoint folder or root to continue from; ``init_from`` a
+    end only), the newest ``keep_checkpoints`` kept; a job with a ``checkpoint_dir`` continues
+    from its newest usable checkpoint by itself (a restarted job goes on where it stopped)
+    unless ``fresh`` — which refuses a folder holding checkpoints unless ``overwrite`` (then
+    they are removed); ``resume`` is a checkpoint folder or root to continue from; ``init_from`` a
     Hugging Face Llama directory whose weights the job starts from. ``model`` names a preset;
     without one the model comes from ``init_from``'s ``config.json`` or the checkpoint resumed.
     ``steps`` 0 with a ``checkpoint_dir`` writes the initial checkpoint only (a conversion).
@@ -103,6 +139,9 @@ class TrainConfig:
     optimizer_layout: OptimizerLayout | None = None
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
+    keep_checkpoints: int = 2
+    fresh: bool = False
+    overwrite: bool = False
     resume: str | None = None
     init_from: str | None = None
     synthesise: Synthesise = Synthesise.PROPOSAL
@@ -146,3 +185,11 @@ class TrainConfig:
         require_int(self.checkpoint_every, "checkpoint_every", minimum=0)
         require(self.checkpoint_every == 0 or self.checkpoint_dir is not None, "checkpoint_every",
                 self.checkpoint_every, "needs a checkpoint_dir")
+        KEEP_CHECKPOINTS.check(self.keep_checkpoints, "keep_checkpoints")
+        require(isinstance(self.fresh, bool) and isinstance(self.overwrite, bool), "fresh", self.fresh,
+                "and overwrite must be true or false")
+        require(not self.fresh or self.resume is None, "fresh", self.fresh, "starts from step 0: give no resume")
+        require(not self.overwrite or self.fresh, "overwrite", self.overwrite,
+                "removes the checkpoints of checkpoint_dir: only with fresh (--no-resume)")
+        require(self.steps == 0 or self.runtime.warmup_steps <= self.steps, "warmup_steps", self.runtime.warmup_steps,
+                f"must be at most steps = {self.steps}")

@@ -65,7 +65,10 @@ class StepRecord:
     the run's strategies (the proposal's, or the cycled SPECs; −1 and ``synthesised``: a strategy
     made for the step); ``communicators`` how many
     process groups the step created (:class:`~hydraulis.runtime.rank_map.GroupCache`);
-    ``operations``, per pipeline, what its stages executed (empty unless recorded)."""
+    ``operations``, per pipeline, what its stages executed (empty unless recorded); ``lr`` the
+    learning rate of the step's update, ``grad_norm`` the global gradient norm before clipping,
+    ``skipped`` whether the update was skipped (a non-finite norm) and ``skipped_steps`` how many
+    steps the job has skipped so far, this one included (:mod:`hydraulis.runtime.optimizer.master`)."""
 
     step: int
     strategy: str
@@ -83,13 +86,22 @@ class StepRecord:
     communicators: int = 0
     operations: tuple[PipelineOperations, ...] = ()
     synthesised: bool = False
+    lr: float = 0.0
+    grad_norm: float = 0.0
+    skipped: bool = False
+    skipped_steps: int = 0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """``n_t / (m_t + w_t)`` (module docstring)."""
+        return self.tokens / ((self.step_ms + self.wait_ms) / 1e3)
 
 
 @dataclass(frozen=True)
 class TrainSummary:
     """The module docstring's figures (``warm_prediction_error`` None: every step was the first
-    of its strategy), the losses of the first and last steps and how many steps ran each
-    strategy."""
+    of its strategy), the losses of the first and last steps, how many steps ran each
+    strategy and how many were skipped (a non-finite gradient norm)."""
 
     steps: int
     tokens: int
@@ -105,6 +117,7 @@ class TrainSummary:
     synthesised: int = 0
     communicators: int = 0
     communicator_bound: int = 0
+    skipped: int = 0
 
 
 def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
@@ -127,7 +140,7 @@ def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
                         sum(warm) / len(warm) if warm else None, *_median_p90(warm), records[0].loss, records[-1].loss,
                         tuple(used.most_common()), sum(r.synthesised for r in records),
                         len(frozenset().union(*(communicators(strategy) for strategy in pipelines))),
-                        communicator_bound(schemes, devices))
+                        communicator_bound(schemes, devices), sum(r.skipped for r in records))
 
 
 def _median_p90(values: list[float]) -> tuple[float | None, float | None]:
@@ -147,7 +160,9 @@ def pipeline_schemes(spec: str) -> list[Scheme]:
 def format_record(record: StepRecord) -> str:
     """The per-step log line (module :mod:`hydraulis.runtime.trainer`)."""
     pipelines = " | ".join(f"{m:.1f}/{p:.1f}" for m, p in zip(record.measured_ms, record.predicted_ms))
+    skipped = f"  SKIPPED ({record.skipped_steps} so far)" if record.skipped else ""
     return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
+            f"lr {record.lr:.3e}  grad_norm {record.grad_norm:.4f}{skipped}  tokens/s {record.tokens_per_s:.0f}  "
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
             f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}  "
             f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}")
@@ -163,4 +178,4 @@ def summary_line(summary: TrainSummary) -> str:
             f"{warm}; "
             f"loss {summary.first_loss:.4f} → {summary.last_loss:.4f}; strategies {used}; "
             f"{summary.synthesised} steps on a strategy made for them; {summary.communicators} distinct "
-            f"communicators (bound {summary.communicator_bound})")
+            f"communicators (bound {summary.communicator_bound}); {summary.skipped} steps skipped")

@@ -2,7 +2,7 @@
 gradients travel in, and the optimizer whose states it keeps (no torch).
 
 They are the vocabulary of the job's configuration (:mod:`hydraulis.job.config`) and of the memory
-accounting (:mod:`hydraulis.layout.states`: Adam keeps two fp32 moments per element, SGD none;
+accounting (:mod:`hydraulis.layout.states`: Adam and AdamW keep two fp32 moments per element, SGD none;
 bf16 compute halves the bytes of weights and gradient buffers).
 """
 
@@ -38,3 +38,7 @@ class ReduceDtype(str, Enum):
 class OptimizerKind(str, Enum):
     SGD = "sgd"
     ADAM = "adam"
+    """Adam with fixed β = (0.9, 0.999), ε = 1e-8 and no weight decay, elementwise by hand (the
+    equivalence measurements of :mod:`hydraulis.runtime.equivalence` use it)."""
+    ADAMW = "adamw"
+    """AdamW (decoupled weight decay) with the job's betas, ε and weight decay, PyTorch's kernels."""

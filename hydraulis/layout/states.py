@@ -36,7 +36,7 @@ from hydraulis.types import ModelSpec, Scheme
 DTYPE_BYTES = {Precision.FP32: 4, Precision.BF16: 2}
 MASTER_BYTES = 4
 REDUCED_GRADIENT_BYTES = 4
-MOMENT_BYTES = {OptimizerKind.ADAM: 8, OptimizerKind.SGD: 0}
+MOMENT_BYTES = {OptimizerKind.ADAM: 8, OptimizerKind.ADAMW: 8, OptimizerKind.SGD: 0}
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,14 @@ table above shows at ≥ 1.0 in the gradients, a factor 20 beyond it.
 
 Several cases (each a config of its own strategies) can share one distributed job, which pays
 the process start-up once; each case starts again from the seed's initial weights.
+
+**AdamW.** With ``--optimizer adamw`` the reference is no longer the runtime on one device but a
+plain PyTorch loop (:mod:`.reference`): ``torch.optim.AdamW`` with the same parameter groups,
+``torch.nn.utils.clip_grad_norm_`` and ``torch.optim.lr_scheduler.LambdaLR`` over the same
+schedule — so the check covers the global gradient norm computed in the optimizer layout, the
+clipping, the schedule and the update kernels on flat shards as well. Each step's gradient norm
+(before clipping) and learning rate are compared too: ``max_grad_norm_rel_diff`` and
+``max_lr_diff``. The reported first-step gradients are those after clipping, on both sides.
 """
 
 from __future__ import annotations
@@ -85,12 +93,13 @@ import torch
 
 from hydraulis.job.config import RuntimeOptions
 
-from hydraulis.layout.kinds import Precision
+from hydraulis.layout.kinds import OptimizerKind, Precision
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.optimizer.master import initial_weights
 from hydraulis.job.records import StepRecord
+from hydraulis.runtime.reference import ReferenceRun, StageReference, train_reference
 from hydraulis.runtime.run import TrainingRun
-from hydraulis.runtime.trainer import TrainResult, train
+from hydraulis.runtime.trainer import train
 
 
 FP32_TOLERANCE = 1e-5
@@ -113,6 +122,8 @@ class EquivalenceResult:
     rel_diff: dict[str, float]
     grad_rel_diff: dict[str, float]
     update_rel_diff: float
+    reference_lrs: tuple[float, ...]
+    reference_grad_norms: tuple[float, ...]
 
     @property
     def max_weight_rel_diff(self) -> float:
@@ -134,6 +145,15 @@ class EquivalenceResult:
         return max(self.rel_diff, key=self.rel_diff.__getitem__) + " (weights)"
 
     @property
+    def max_grad_norm_rel_diff(self) -> float:
+        """``max_t |‖g_dist‖ − ‖g_ref‖| / ‖g_ref‖`` over the steps: the global norms before clipping."""
+        return max(abs(r.grad_norm - ref) / ref for r, ref in zip(self.records, self.reference_grad_norms))
+
+    @property
+    def max_lr_diff(self) -> float:
+        return max(abs(r.lr - ref) for r, ref in zip(self.records, self.reference_lrs))
+
+    @property
     def max_loss_diff(self) -> float:
         return max(abs(r.loss - ref) for r, ref in zip(self.records, self.reference_losses))
 
@@ -146,11 +166,10 @@ def check_equivalence(runs: Sequence[TrainingRun], options: RuntimeOptions, npro
         run_job(_distributed_job, (tuple(runs), options, folder), options, nproc, max(run.devices for run in runs),
                 log_level)
         outcomes = [torch.load(Path(folder) / f"case{i}.pt") for i in range(len(runs))]
-    reference_context = RankContext.single(replace(options, precision=Precision.FP32))
     results = []
     with _threads(options.threads):
         for run, outcome in zip(runs, outcomes):
-            reference = train(reference_context, run, options, reference=True, canonical=True)
+            reference = _reference(run, options)
             initial = initial_weights(run.model, options.seed)
             records = tuple(StepRecord(**record) for record in outcome["records"])
             results.append(_compare(run, records, outcome, reference, initial))
@@ -169,6 +188,17 @@ def _threads(count: int) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+def _reference(run: TrainingRun, options: RuntimeOptions) -> ReferenceRun:
+    """AdamW: the plain PyTorch loop of :mod:`.reference`; SGD and Adam: the runtime on one device
+    (the same elementwise update code, module docstring)."""
+    if options.optimizer is OptimizerKind.ADAMW:
+        return train_reference(run, options, StageReference(run.model, options.seed))
+    result = train(RankContext.single(replace(options, precision=Precision.FP32)), run, options, reference=True,
+                   canonical=True)
+    return ReferenceRun(tuple(r.loss for r in result.records), tuple(r.lr for r in result.records),
+                        tuple(r.grad_norm for r in result.records), result.grads, result.params)
+
+
 def _distributed_job(context: RankContext, runs: tuple[TrainingRun, ...], options: RuntimeOptions, folder: str) -> None:
     for index, run in enumerate(runs):
         result = train(context, run, options, canonical=True)
@@ -177,7 +207,7 @@ def _distributed_job(context: RankContext, runs: tuple[TrainingRun, ...], option
             torch.save(outcome, Path(folder) / f"case{index}.pt")
 
 
-def _compare(run: TrainingRun, records: tuple[StepRecord, ...], outcome: dict, reference: TrainResult,
+def _compare(run: TrainingRun, records: tuple[StepRecord, ...], outcome: dict, reference: ReferenceRun,
              initial: dict[str, torch.Tensor]) -> EquivalenceResult:
     params, update = outcome["params"], 0.0
     for name, ref in reference.params.items():
@@ -185,8 +215,9 @@ def _compare(run: TrainingRun, records: tuple[StepRecord, ...], outcome: dict, r
         if moved > 0:
             update = max(update, (params[name].double() - ref.double()).norm().item() / moved)
     return EquivalenceResult(tuple(str(layout) for layout in run.layouts), records,
-                             tuple(r.loss for r in reference.records), _relative(params, reference.params),
-                             _relative(outcome["grads"], reference.grads), update)
+                             reference.losses, _relative(params, reference.params),
+                             _relative(outcome["grads"], reference.grads), update, reference.lrs,
+                             reference.grad_norms)
 
 
 def _relative(ours: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> dict[str, float]:

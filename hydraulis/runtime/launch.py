@@ -8,17 +8,21 @@ Two ways in, one per-rank body (:func:`_rank_main`):
       torchrun --nnodes 2 --nproc-per-node 8 --rdzv-endpoint HOST:29500 -m hydraulis train --config train.json
 
   :func:`launched_by_torchrun` sees the variables and :func:`run_job` runs this process as
-  its rank (``env://`` rendezvous).
+  its rank (``env://`` rendezvous, its keys under a prefix per torchrun attempt, so
+  ``--max-restarts`` restarts meet reliably: design §19).
 * **local**: ``--nproc N`` without torchrun spawns ``N`` processes on this machine
   (``torch.multiprocessing``, start method ``spawn``) that meet through a file store in a
-  fresh temporary folder — no port to pick. If any rank fails, the others are ended and the
-  first failure is raised as :class:`RankFailure`.
+  fresh temporary folder — no port to pick. If any rank fails, the others are ended (``SIGKILL``
+  after :data:`GRACE_S` twice, so a stopped rank too) and the first failure is raised as
+  :class:`RankFailure`.
 
 Each rank: logging with its rank in every line; ``torch.set_num_threads``; the device (CPU with
 gloo, or ``cuda:LOCAL_RANK`` with NCCL); ``init_process_group(timeout=…)`` so that a collective
 or point-to-point wait on a dead or stuck peer fails after ``timeout_s`` instead of hanging
 (gloo also fails at once when a peer's connection closes, and a failing rank exits, closing its
-own connections — so one dead rank brings every other rank down with an error).
+own connections — so one dead rank brings every other rank down with an error). A failing rank
+names, before its own error, the ranks whose heartbeats stopped (:mod:`.heartbeat`): the first
+line of a failed job names the rank that died or hung, not the neighbour that noticed.
 """
 
 from __future__ import annotations
@@ -38,11 +42,17 @@ import torch.multiprocessing as mp
 from hydraulis.errors import HydraulisError
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.layout.kinds import DeviceKind, Precision
+from hydraulis.runtime.heartbeat import Heartbeat
 from hydraulis.runtime.parallel.group import ParallelGroup
 
 log = logging.getLogger(__name__)
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+ENV_RENDEZVOUS = "env://"
+RESTART_VARIABLE = "TORCHELASTIC_RESTART_COUNT"
+GRACE_S = 1.0
+"""Seconds the local launcher gives the other ranks to end once one failed (then ``SIGTERM``,
+and after as long again ``SIGKILL``: a stopped rank cannot handle ``SIGTERM``)."""
 DTYPES = {Precision.FP32: torch.float32, Precision.BF16: torch.bfloat16}
 
 
@@ -93,7 +103,7 @@ def run_job(job: Job, args: tuple, options: RuntimeOptions, nproc: int = 0, devi
     torchrun = launched_by_torchrun()
     world = world_size(nproc, devices)
     if torchrun:
-        _rank_main(int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), world, "env://", job, args, options,
+        _rank_main(int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), world, ENV_RENDEZVOUS, job, args, options,
                    log_level)
     else:
         _spawn(world, job, args, options, log_level)
@@ -114,13 +124,22 @@ def world_size(nproc: int = 0, devices: int = 1) -> int:
 def _spawn(world: int, job: Job, args: tuple, options: RuntimeOptions, log_level: str) -> None:
     with tempfile.TemporaryDirectory(prefix="hydraulis-") as folder:
         store = f"file://{Path(folder) / 'store'}"
+        processes = mp.start_processes(_spawned, args=(world, store, job, args, options, log_level), nprocs=world,
+                                       join=False, start_method="spawn")
         try:
-            mp.start_processes(_spawned, args=(world, store, job, args, options, log_level), nprocs=world,
-                               join=True, start_method="spawn")
+            while not processes.join(grace_period=GRACE_S):
+                pass
         except mp.ProcessRaisedException as error:
-            raise RankFailure(f"rank {error.error_index} failed: {_last_line(str(error))}") from None
+            raise RankFailure(_reported(error.error_index, _last_line(str(error)))) from None
         except mp.ProcessExitedException as error:
             raise RankFailure(f"rank {error.error_index} exited with status {error.exit_code}") from None
+
+
+def _reported(index: int, line: str) -> str:
+    """A failed rank's last line as the launcher reports it: the rank's own message when it
+    raised a :class:`RankFailure` (:func:`_failure`), else the line prefixed with the rank."""
+    _, raised, message = line.partition(f"{RankFailure.__name__}: ")
+    return message if raised else f"rank {index} failed: {line}"
 
 
 def _spawned(local_rank: int, nproc: int, store: str, job: Job, args: tuple, options: RuntimeOptions,
@@ -136,18 +155,45 @@ def _rank_main(local_rank: int, rank: int, world_size: int, init_method: str, jo
     backend = "nccl" if device.type == "cuda" else "gloo"
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size,
-                            timeout=timedelta(seconds=options.timeout_s))
+    timeout = timedelta(seconds=options.timeout_s)
+    store = _store(init_method, rank, world_size, timeout)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
+    heartbeat = Heartbeat(store, rank, world_size)
     context = RankContext(rank, world_size, device, compute_dtype(options, device))
-    context.world.all_reduce(torch.zeros(1, device=device))
-    log.debug("rank %d of %d on %s (%s)", rank, world_size, device, backend)
     try:
+        context.world.all_reduce(torch.zeros(1, device=device))
+        log.debug("rank %d of %d on %s (%s)", rank, world_size, device, backend)
         job(context, *args)
-    except Exception as error:
-        log.error("rank %d failed: %s: %s", rank, type(error).__name__, _last_line(str(error)))
+    except HydraulisError as error:
+        log.error("rank %d failed: %s", rank, error)
         raise
+    except Exception as error:
+        raise _failure(rank, error, heartbeat) from None
     dist.barrier()  # no rank tears its groups down while another still talks to it
+    heartbeat.stop()
     dist.destroy_process_group()
+
+
+def _failure(rank: int, error: Exception, heartbeat: Heartbeat) -> RankFailure:
+    """This rank's failure as one line that names first the ranks that stopped answering, if
+    any (:mod:`.heartbeat`), then what this rank saw; logged here, raised to the launcher."""
+    cause = f"{type(error).__name__}: {_last_line(str(error))}"
+    silent = heartbeat.silent_ranks()
+    stopped = (f"rank {', '.join(map(str, silent))} stopped responding (no heartbeat in "
+               f"{2 * heartbeat.interval_s:g} s); " if silent else "")
+    message = f"{stopped}rank {rank} failed: {cause}"
+    log.error("%s", message)
+    return RankFailure(message)
+
+
+def _store(init_method: str, rank: int, world_size: int, timeout: timedelta) -> dist.Store:
+    """The rendezvous store of ``init_method``, its keys under a prefix of their own for each
+    torchrun attempt (``TORCHELASTIC_RESTART_COUNT``). torchrun's default static rendezvous
+    hands every attempt the same store and prefix: without ours, a restarted rank can read the
+    address a dead rank of the previous attempt published and fail with ``Gloo connectFullMesh
+    failed … Connection refused`` (design §19)."""
+    store, _, _ = next(dist.rendezvous(init_method, rank, world_size, timeout=timeout))
+    return dist.PrefixStore(f"hydraulis/attempt-{os.environ.get(RESTART_VARIABLE, '0')}", store)
 
 
 def _device(options: RuntimeOptions, local_rank: int) -> torch.device:
@@ -172,16 +218,16 @@ class _RankFilter(logging.Filter):
 
 
 def _setup_rank_logging(rank: int, level: str) -> None:
-    """Every line names its rank; the per-step lines of :mod:`hydraulis.runtime.trainer`
-    (logged by rank 0) show at ``info`` whatever the level."""
+    """Every line names its rank; the per-step lines of :mod:`hydraulis.runtime.trainer` and the
+    checkpoints written and resumed (logged by rank 0) show at ``info`` whatever the level."""
     handler = logging.StreamHandler()
     handler.addFilter(_RankFilter(rank))
     handler.setFormatter(logging.Formatter("%(asctime)s rank %(rank)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    steps = logging.getLogger("hydraulis.runtime.trainer")
-    steps.setLevel(min(logging.INFO, root.level))
+    for name in ("hydraulis.runtime.trainer", "hydraulis.runtime.checkpoint"):
+        logging.getLogger(name).setLevel(min(logging.INFO, root.level))
 
 
 def _last_line(text: str) -> str:

@@ -30,7 +30,7 @@ from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_leng
 from hydraulis.layout.pipeline import StrategyLayout, even_layout
 from hydraulis.runtime.planning import Planning, spec_proposal
 from hydraulis.runtime.checkpoint.hf_directory import HfDirectory, read_hf_directory
-from hydraulis.runtime.checkpoint.resume import Resume, check_resumable, find_checkpoint
+from hydraulis.runtime.checkpoint.resume import Resume, check_resumable, complete_checkpoints, find_checkpoint
 from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
 from hydraulis.types import ModelSpec, OptimizerLayout, PipelineModel
 
@@ -42,10 +42,13 @@ DEFAULT_CACHE = Path.home() / ".cache" / "hydraulis"
 @dataclass(frozen=True)
 class CheckpointPolicy:
     """Write a checkpoint under ``root`` after every ``every`` steps (0: none before the end)
-    and after the last step."""
+    and after the last step, keeping the newest ``keep``; ``overwrite``: remove the checkpoints
+    already there before the first."""
 
     root: str
     every: int
+    keep: int = 2
+    overwrite: bool = False
 
     def due(self, completed: int, last: int) -> bool:
         return completed == last or (self.every > 0 and completed % self.every == 0)
@@ -82,13 +85,15 @@ class TrainingRun:
 
     @property
     def first_step(self) -> int:
-        return self.resume.manifest.step if self.resume else 0
+        """The step it starts with: its checkpoint's (at most ``steps``: a job restarted after its
+        last checkpoint has nothing left to do), else 0."""
+        return min(self.resume.manifest.step, self.steps) if self.resume else 0
 
 
 def resolve_run(config: TrainConfig) -> TrainingRun:
     """Read presets and files, parse every strategy, prepare the data and the resume point."""
     init_from = read_hf_directory(config.init_from) if config.init_from else None
-    resume = find_checkpoint(config.resume) if config.resume else None
+    resume = _resume_point(config)
     if init_from:
         model = init_from.model
     else:
@@ -117,13 +122,31 @@ def resolve_run(config: TrainConfig) -> TrainingRun:
     data = _training_data(config, model, LoaderConfig(token_budget, max_seq_len, config.runtime.seed))
     if resume:
         check_resumable(resume.manifest, model.name, config.runtime.optimizer, data)
-        require(resume.manifest.step < config.steps, "steps", config.steps,
+        require(resume.manifest.step < config.steps or not config.resume, "steps", config.steps,
                 f"is already reached: the checkpoint {resume.folder} is after step {resume.manifest.step}")
-    checkpoint = CheckpointPolicy(config.checkpoint_dir, config.checkpoint_every) if config.checkpoint_dir else None
+    checkpoint = CheckpointPolicy(config.checkpoint_dir, config.checkpoint_every, config.keep_checkpoints,
+                                  config.overwrite) if config.checkpoint_dir else None
     if cluster is not None:
         _check_cluster(cluster, config.nproc, layouts)
     return TrainingRun(model, layouts, planning, data, config.steps, optimizer_layout, checkpoint, resume,
                        init_from, config.tensorboard_dir, cluster)
+
+
+def _resume_point(config: TrainConfig) -> Resume | None:
+    """The checkpoint the job continues: ``resume``'s, else the newest usable one in
+    ``checkpoint_dir`` (automatic resume, none when it holds no checkpoint), unless ``fresh`` —
+    which refuses a folder holding checkpoints unless ``overwrite``."""
+    if config.resume:
+        return find_checkpoint(config.resume)
+    if not config.checkpoint_dir:
+        return None
+    held = complete_checkpoints(config.checkpoint_dir)
+    if config.fresh:
+        require(not held or config.overwrite, "checkpoint_dir", config.checkpoint_dir,
+                f"holds {len(held)} checkpoints (newest {held[0].name if held else ''}): resume from them "
+                f"(leave out --no-resume), or give --overwrite-checkpoints to remove them")
+        return None
+    return find_checkpoint(config.checkpoint_dir) if held else None
 
 
 def _check_cluster(cluster: ClusterDescription, nproc: int, layouts: tuple[StrategyLayout, ...]) -> None:

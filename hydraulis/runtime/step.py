@@ -13,7 +13,8 @@ Recipe (every rank, whatever its place):
    the whole batch's loss tokens (:mod:`.model.loss`);
 4. **reduce** the shards' gradients, accumulated over the micro-batches in fp32
    (:mod:`.gradients`), into the owners' buffers (:meth:`Route.reduce`, in the
-   ``grad_reduce_dtype``) and step the optimizer there (:mod:`.optimizer.master`);
+   ``grad_reduce_dtype``), take the global gradient norm there (:mod:`.optimizer.clipping`) and
+   skip, or clip and step the optimizer at the schedule's learning rate (:mod:`.optimizer.master`);
 5. gather per-rank figures: each pipeline's measured compute time is its slowest rank's (step 3),
    the step's time the slowest rank's steps 2–4, the reduction's what the step took beyond
    step 2 and the slowest pipeline; the loss is the sum of the last stages' parts; with
@@ -21,7 +22,8 @@ Recipe (every rank, whatever its place):
    (:mod:`.parallel.operations`); with a ``device_memory`` budget, every rank's peak bytes of
    steps 2–4 (:mod:`.memory.peak`), and every rank fails alike when one exceeds it.
 
-The host waits for the device once per step: the phases are timed by events on the device's
+The host waits for the device twice per step: for the gradient norm, which decides whether the
+update runs, and after the last event. The phases are timed by events on the device's
 stream (:class:`StepClock`), the losses of the micro-batches are summed on the device, shapes
 come from the plan (:mod:`.parallel.pipeline`), and the figures travel in one all-gather after
 the last event. Process groups come from one :class:`~.rank_map.GroupCache` per rank; the
@@ -50,6 +52,7 @@ from hydraulis.placement import RankRange
 from hydraulis.runtime.memory.peak import PeakMemory, check_budget
 from hydraulis.runtime.model.attention import attention_kernel
 from hydraulis.job.config import RuntimeOptions
+from hydraulis.job.schedule import LrSchedule
 from hydraulis.layout.kinds import ReduceDtype
 from hydraulis.runtime.gradients import GradientBuffers
 from hydraulis.runtime.launch import RankContext
@@ -63,6 +66,7 @@ from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
 from hydraulis.job.records import StepRecord
+from hydraulis.runtime.optimizer.clipping import global_grad_norm
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 
@@ -88,13 +92,14 @@ class ComputeStage:
 
 class StepRunner:
     """One rank's training state across steps and strategies: its optimizer buffer and, per
-    strategy seen, its compute stage; ``rank_ranges`` a mixed cluster's device groups (the rank
-    map places every stage in its group's ranges; empty: the contiguous placement)."""
+    strategy seen, its compute stage; ``schedule`` the learning rate of each update;
+    ``rank_ranges`` a mixed cluster's device groups (the rank map places every stage in its
+    group's ranges; empty: the contiguous placement)."""
 
     def __init__(self, model: ModelSpec, context: RankContext, options: RuntimeOptions,
-                 layout: OptimizerLayout, rank_ranges: tuple[RankRange, ...] = ()) -> None:
+                 layout: OptimizerLayout, schedule: LrSchedule, rank_ranges: tuple[RankRange, ...] = ()) -> None:
         self.model, self.context, self.record = model, context, options.record_operations
-        self.rank_ranges = rank_ranges
+        self.rank_ranges, self.schedule = rank_ranges, schedule
         self.placement = OptimizerPlacement(model, layout, context.world_size)
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
         self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype]
@@ -131,7 +136,7 @@ class StepRunner:
             clock.mark()
             stage.route.reduce(stage.gradients.grads(), self.optimizer.grad, self.reduce_dtype)
             stage.gradients.clear()
-            self.optimizer.step()
+            update = self.optimizer.step(global_grad_norm(self.optimizer.grad, self.context.world), self.schedule)
             clock.mark()
         propagate_ms, compute_ms, update_ms = clock.elapsed_ms()
         mine = torch.tensor((compute_ms, 0.0, propagate_ms, propagate_ms + compute_ms + update_ms,
@@ -152,7 +157,8 @@ class StepRunner:
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
                           figures["step_ms"], plan.predicted_ms, plan.planning_ms,
                           strategy_index=plan.strategy_index, communicators=communicators,
-                          operations=operations)
+                          operations=operations, lr=update.lr, grad_norm=update.grad_norm, skipped=update.skipped,
+                          skipped_steps=self.optimizer.skipped)
 
     def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents,
                  tokens: int) -> tuple[torch.Tensor, RecordingWork | None]:

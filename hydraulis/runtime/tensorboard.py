@@ -8,6 +8,9 @@ Scalars of step ``t`` (tag: value), with ``n_t`` loss tokens, measured step time
 ===================================  ================================================================
 ``train/loss``                       the step's loss
 ``train/tokens_per_s``               ``n_t / (m_t + w_t)``
+``train/lr``                         the learning rate of the step's update
+``train/grad_norm``                  the global gradient norm before clipping (inf or NaN: skipped)
+``train/skipped_steps``              steps skipped so far (a non-finite gradient norm)
 ``time/measured_step_ms``            ``m_t``
 ``time/predicted_step_ms``           ``p_t``
 ``time/prediction_error``            ``|m_t − p_t| / m_t``
@@ -41,7 +44,10 @@ def step_scalars(record: StepRecord) -> dict[str, float]:
     """The module docstring's scalars of one step."""
     return {
         "train/loss": record.loss,
-        "train/tokens_per_s": record.tokens / ((record.step_ms + record.wait_ms) / 1e3),
+        "train/tokens_per_s": record.tokens_per_s,
+        "train/lr": record.lr,
+        "train/grad_norm": record.grad_norm,
+        "train/skipped_steps": float(record.skipped_steps),
         "time/measured_step_ms": record.step_ms,
         "time/predicted_step_ms": record.predicted_step_ms,
         "time/prediction_error": abs(record.step_ms - record.predicted_step_ms) / record.step_ms,

@@ -11,19 +11,22 @@ once every strategy the run may choose is built — process groups, stage models
    thread, so planning ``t + 1`` overlaps executing ``t``;
 3. every rank runs the step (:class:`~.step.StepRunner`: propagate, 1F1B, reduce, update) under
    the strategy the plan chose;
-4. after the steps the policy names, every rank writes its part of a checkpoint
-   (:mod:`.checkpoint.store`), recording the loader position of the next batch; rank 0 adds
-   the step to TensorBoard when asked (:mod:`.tensorboard`).
+4. after the steps the policy names, every rank snapshots its part of a checkpoint to host
+   memory and writes it in the background (:mod:`.checkpoint.writer`, :mod:`.checkpoint.store`),
+   recording the loader position of the next batch; rank 0 adds the step to TensorBoard when
+   asked (:mod:`.tensorboard`).
 
-The weights start from the seed, the checkpoint resumed, or a Hugging Face directory
+The weights start from the seed, the checkpoint resumed (rank 0 logs which), or a Hugging Face directory
 (:mod:`.checkpoint.hf_import`); a run of 0 steps writes that start as checkpoint
 ``step-00000000`` (a conversion).
 
 Rank 0 logs one line per step::
 
-    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0  new groups 0
+    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  lr 8.682e-04  grad_norm 1.3274  tokens/s 2634  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0  new groups 0
 
-(one ``measured/predicted`` compute pair per pipeline, then the whole step against the plan's
+(the learning rate of the step's update, the global gradient norm before clipping — ``SKIPPED``
+after it when it was not finite and the update was skipped, with a warning — one
+``measured/predicted`` compute pair per pipeline, then the whole step against the plan's
 prediction, and the process groups the step created). The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
 """
 
@@ -42,7 +45,8 @@ from hydraulis.artifacts.train_log import read_train_log, write_train_log
 from hydraulis.data.loader import LoaderPosition
 from hydraulis.runtime.broadcast import share_plan
 from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
-from hydraulis.runtime.checkpoint.store import restore, save_checkpoint
+from hydraulis.runtime.checkpoint.store import restore
+from hydraulis.runtime.checkpoint.writer import Checkpointer
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.errors import require
 from hydraulis.runtime.launch import RankContext, run_job, world_size
@@ -80,15 +84,19 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
     layouts = (_single_device_layout(run),) if reference else run.layouts
     layout = _optimizer_layout(run, context, reference)
     ranges = run.cluster.rank_ranges() if run.cluster and not reference else ()
-    runner = StepRunner(run.model, context, options, layout, ranges)
+    checkpoints = (Checkpointer(run.checkpoint.root, run.checkpoint.keep, context, run.checkpoint.overwrite)
+                   if run.checkpoint and not reference else None)
+    runner = StepRunner(run.model, context, options, layout, options.schedule(run.steps), ranges)
     position = LoaderPosition()
     if run.resume and not reference:
+        if context.rank == 0:
+            log.info("resuming from %s (after step %d)", run.resume.folder, run.resume.manifest.step)
         restore(run.resume.folder, run.resume.manifest, runner.optimizer, context.rank)
         position = run.resume.manifest.position
     elif run.init_from:
         load_hf_weights(run.init_from, runner.optimizer)
-    if run.checkpoint and not reference and run.steps == 0:
-        save_checkpoint(run.checkpoint.root, 0, runner.optimizer, run.data, position, context)
+    if checkpoints and run.steps == 0:
+        checkpoints.save(0, runner.optimizer, run.data, position)
     planner = _planner(run, context, reference)
     board = _tensorboard(run, context, reference)
     batches = run.data.batches(position)
@@ -99,8 +107,8 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
                  (time.perf_counter() - started) * 1e3)
     records, grads = [], None
     try:
-        batch = next(batches)
-        if planner:
+        batch = next(batches) if run.steps > run.first_step else None
+        if planner and batch is not None:
             planner.submit(run.first_step, batch.lengths)
         for step in range(run.first_step, run.steps):
             plan, wait_ms = _next_plan(planner, context)
@@ -111,17 +119,21 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
                              wait_ms=wait_ms, synthesised=plan.synthesis is not None)
             if context.rank == 0:
                 log.info(format_record(record))
+                if record.skipped:
+                    log.warning("step %d skipped: the gradient norm is %s, the weights and moments are unchanged "
+                                "(%d steps skipped so far)", step, record.grad_norm, record.skipped_steps)
             if board:
                 board.add(record)
             records.append(record)
             if canonical and grads is None:
                 grads = gather_canonical(runner.optimizer, "grad", context.world)
-            if run.checkpoint and not reference and run.checkpoint.due(step + 1, run.steps):
-                folder = save_checkpoint(run.checkpoint.root, step + 1, runner.optimizer, run.data,
-                                         batch.next_position, context)
-                if context.rank == 0:
-                    log.info("checkpoint %s", folder)
+            if checkpoints:
+                checkpoints.check()
+                if run.checkpoint.due(step + 1, run.steps):
+                    checkpoints.save(step + 1, runner.optimizer, run.data, batch.next_position)
             batch = following
+        if checkpoints:
+            checkpoints.close()
     finally:
         if planner:
             planner.close()

@@ -66,8 +66,8 @@ def create_app(settings: ServiceSettings = ServiceSettings()) -> FastAPI:
     app.include_router(_health_routes(pool))
     app.include_router(explorer_routes())
     app.include_router(_v1_routes(settings), prefix="/v1", dependencies=[Security(HTTPBearer(auto_error=False))])
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(Admission, pool=pool)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
     app.add_middleware(BearerAuth, token=settings.auth_token)
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["*"],

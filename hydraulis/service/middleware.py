@@ -1,9 +1,13 @@
 """ASGI middleware, outermost first: request ids with one structured log line per request;
-bearer-token authentication; admission to the worker pool; the body limit. Authentication and
-admission answer from the headers alone, before any of the body is read."""
+bearer-token authentication; the body limit and the body-read timeout; admission to the worker
+pool. Authentication answers from the headers alone, before any of the body is read; admission
+comes once the whole body is read, so a slow client (headers and a few bytes, then silence)
+holds no place in the queue, and it is answered 408 when its body does not arrive within the
+timeout."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -73,7 +77,7 @@ class BearerAuth:
 class Admission:
     """Every ``POST`` under ``prefix`` takes a place in the worker pool's admission
     (:meth:`WorkerPool.admit`) for as long as it runs; without one it is answered 503 with
-    ``Retry-After`` at once, before the body is read."""
+    ``Retry-After`` at once. It sits inside :class:`BodyLimit`: the body is read already."""
 
     def __init__(self, app, pool: WorkerPool, prefix: str = "/v1/") -> None:
         self.app, self.pool, self.prefix = app, pool, prefix
@@ -97,12 +101,14 @@ class Admission:
 
 
 class BodyLimit:
-    """Answers 413 when a request body exceeds ``max_bytes``, declared or streamed: the body is
-    read (up to the limit) before the app sees it, then replayed."""
+    """Answers 413 when a request body exceeds ``max_bytes``, declared or streamed, and 408 when
+    the whole body has not arrived ``timeout_s`` after the request started: the body is read (up
+    to the limit) before the app sees it, then replayed."""
 
-    def __init__(self, app, max_bytes: int) -> None:
+    def __init__(self, app, max_bytes: int, timeout_s: float) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -113,8 +119,15 @@ class BodyLimit:
             await self._reject(send)
             return
         chunks, size = [], 0
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), deadline - asyncio.get_running_loop().time())
+            except asyncio.TimeoutError:
+                await respond(send, 408, error_body("body_timeout", f"the request body did not arrive within "
+                                                                    f"{self.timeout_s:g} s", "body"),
+                              [(b"connection", b"close")])
+                return
             if message["type"] != "http.request":
                 await self.app(scope, _replay([message]), send)
                 return

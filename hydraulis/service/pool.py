@@ -14,7 +14,10 @@ memory, a crash) is replaced and its request answered 500.
 
 **Processes.** Workers are forked from a fork server that has imported the planning code once
 (:mod:`hydraulis.service.work`), so a replacement starts in milliseconds (where the platform has
-no fork server, they are spawned); each talks to the
+no fork server, they are spawned). Each worker leads a process group of its own, and a worker is
+stopped by killing its group: the solver it started (CBC runs as a child process) ends with it,
+also when the worker itself died first. A worker that dies is logged with its exit status or
+signal. Each talks to the
 service over a pipe: ``(function, body, settings)`` in, ``(outcome, …)`` out, where ``function``
 is a module-level function (pickled by name) whose JSON value the worker encodes.
 
@@ -55,7 +58,9 @@ class Outcome:
 
 
 def _worker_main(connection: Connection) -> None:
-    """The worker process: run each job it receives until the pipe closes."""
+    """The worker process: run each job it receives until the pipe closes, in a process group of
+    its own (its solver children join it)."""
+    os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
@@ -86,10 +91,21 @@ class _Worker:
         child.close()
 
     def stop(self) -> None:
+        """End the worker and every process of its group (its solvers)."""
         self.connection.close()
-        if self.process.is_alive():
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):  # the group is gone (or never formed)
             self.process.kill()
         self.process.join(timeout=5)
+
+    def cause(self) -> str:
+        """How the worker ended: its exit status or the signal that ended it."""
+        self.process.join(timeout=1)
+        code = self.process.exitcode
+        if code is None:
+            return "it closed its pipe"
+        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
 
 
 class WorkerPool:
@@ -153,6 +169,8 @@ class WorkerPool:
             raise ServiceError(504, "deadline_exceeded", f"planning exceeded its deadline of {deadline_s:g} s "
                                                          f"and was stopped", "time_limit_s") from None
         except (EOFError, OSError, BrokenPipeError):
+            logger.error("planning worker %d died (%s) while running %s", worker.process.pid, worker.cause(),
+                         getattr(function, "__name__", function))
             raise ServiceError(500, "worker_failed", "the planning worker died; see the service log") from None
         finally:
             self._give_back(worker, keep)

@@ -19,7 +19,8 @@ class ServiceSettings:
     Requests beyond a limit get 413 (body, sequences, devices × strategies) or 422 (devices,
     time limit) with a message naming the limit. ``default_time_limit_s`` is a proposal's
     planning time when the request names none, and the grace every deadline adds to the
-    request's own time limit."""
+    request's own time limit. A request whose body has not arrived ``body_timeout_s`` after it
+    started is answered 408 (a slow client holds a connection, never a place in the queue)."""
 
     workers: int = 1
     queue: int = 64
@@ -29,6 +30,7 @@ class ServiceSettings:
     max_device_strategies: int = 65_536
     max_time_limit_s: float = 120.0
     default_time_limit_s: float = 10.0
+    body_timeout_s: float = 30.0
     auth_token: str | None = None
     cors_origins: tuple[str, ...] = ()
 
@@ -41,6 +43,8 @@ class ServiceSettings:
         require_int(self.max_devices, "max_devices", minimum=1)
         require_number(self.max_time_limit_s, "max_time_limit_s", minimum=0.0)
         require_number(self.default_time_limit_s, "default_time_limit_s", 0.0, self.max_time_limit_s)
+        require(require_number(self.body_timeout_s, "body_timeout_s") > 0, "body_timeout_s", self.body_timeout_s,
+                "must be > 0")
         require(self.auth_token is None or len(self.auth_token) >= 8, TOKEN_VARIABLE, "***",
                 "must be at least 8 characters")
 

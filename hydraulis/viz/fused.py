@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from hydraulis.fused.problem import FusedProblem, Phase  # noqa: E402
+from hydraulis.files import atomic_path  # noqa: E402
 from hydraulis.fused.schedule import FusedSchedule  # noqa: E402
 
 MODEL_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")
@@ -53,5 +54,6 @@ def draw_fused_gantt(problem: FusedProblem, schedule: FusedSchedule, path: str |
                             f"sequential {schedule.sequential_ms:.1f} (×{schedule.sequential_ms / schedule.makespan_ms:.2f}),"
                             f" peak memory {schedule.peak_memory:g}")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=100)
     plt.close(figure)

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from hydraulis.cost.pipeline import Phase  # noqa: E402
 from hydraulis.dispatch import pipeline_timelines  # noqa: E402
+from hydraulis.files import atomic_path  # noqa: E402
 from hydraulis.types import Proposal, StepPlan  # noqa: E402
 
 ROW_INCHES = 0.28
@@ -46,5 +47,6 @@ def draw_gantt(plan: StepPlan, proposal: Proposal, path: str | Path) -> None:
     axes.set_title(f"{which}: {plan.strategy(proposal)} — {plan.method.value}, "
                    f"predicted {plan.predicted_ms:.1f} ms (pipelines {slowest:.1f} ms)")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=100)
     plt.close(figure)

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from hydraulis.files import atomic_path  # noqa: E402
 from hydraulis.simulation import Contender, ContenderSummary, Family, Simulation  # noqa: E402
 
 DPI = 100
@@ -50,7 +51,8 @@ def draw_step_times(simulation: Simulation, summaries: tuple[ContenderSummary, .
     _suptitle(figure, _title(simulation) + " — ×: Hydraulis' speed-up over it")
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
-    figure.savefig(path, dpi=DPI)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=DPI)
     plt.close(figure)
 
 
@@ -74,7 +76,8 @@ def draw_planning_latency(simulation: Simulation, path: Path) -> None:
     right.set_title("every contender")
     _suptitle(figure, _title(simulation))
     figure.tight_layout()
-    figure.savefig(path, dpi=DPI)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=DPI)
     plt.close(figure)
 
 
@@ -99,7 +102,8 @@ def draw_strategy_usage(simulation: Simulation, path: Path) -> None:
     _suptitle(figure, _title(simulation) + " — strategy chosen per step")
     figure.text(0.01, 0.01, names, fontsize=7, va="bottom", family="monospace")
     figure.tight_layout(rect=(0, 0.03 + 0.03 * len(strategies), 1, 1))
-    figure.savefig(path, dpi=DPI)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=DPI)
     plt.close(figure)
 
 

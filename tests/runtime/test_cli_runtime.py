@@ -89,7 +89,7 @@ def test_train_spawns_processes_and_saves_its_resolved_config(tmp_path):
     steps = [line for line in result.stderr.splitlines() if "rank 0 INFO" in line and " step " in line]
     assert len(steps) == 3 and all("strategy 1,1,1 " in line for line in steps)
     saved = json.loads((tmp_path / "out" / "train_config.json").read_text())
-    assert saved["steps"] == 3 and saved["token_budget"] == 128 and saved["runtime"]["optimizer"] == "adam"
+    assert saved["steps"] == 3 and saved["token_budget"] == 128 and saved["runtime"]["optimizer"] == "adamw"
     assert result.stdout.splitlines()[0].startswith("summary: 3 steps")  # each step is printed once, live
     assert not any(" step " in line for line in result.stdout.splitlines())
     assert [r.step for r in read_train_log(tmp_path / "out" / "train_log.json")] == [0, 1, 2]

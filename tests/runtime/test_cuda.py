@@ -88,3 +88,24 @@ def test_peak_memory_of_a_step_is_within_ten_percent_of_hydraulis_memory():
                             capture_output=True, text=True, check=True)
     predicted = json.loads(report.stdout)["ranks"][0]["total_bytes"]
     assert abs(peak - predicted) <= 0.1 * predicted, (peak, predicted)
+
+
+def test_checkpoints_commit_verified_files_under_nccl_and_resume_by_themselves(tmp_path):
+    """The commit protocol on NCCL (its gloo group is host-synchronised): every file listed with a
+    checksum that verifies, and a second job continues from the newest checkpoint by itself."""
+    _gpus(1)
+    from hydraulis.runtime.checkpoint.resume import find_checkpoint
+    from hydraulis.runtime.trainer import run_training
+
+    gpus = min(torch.cuda.device_count(), 2)
+    options = RuntimeOptions(device=DeviceKind.CUDA, precision=Precision.FP32)
+
+    def train(steps):
+        config = TrainConfig("tiny", ("1,1,2" if gpus == 2 else "1,1,1",), steps, token_budget=192, nproc=gpus,
+                             checkpoint_dir=str(tmp_path), checkpoint_every=2, runtime=options)
+        return run_training(resolve_run(config), options, gpus)
+
+    assert [r.step for r in train(4)] == [0, 1, 2, 3]
+    committed = find_checkpoint(tmp_path)
+    assert committed.manifest.step == 4 and len(committed.manifest.files) == 2 * gpus
+    assert [r.step for r in train(6)] == [4, 5]

@@ -7,6 +7,7 @@ import pytest
 
 from hydraulis.runtime.checkpoint.store import read_canonical
 from hydraulis.job.config import RuntimeOptions, TrainConfig
+from hydraulis.job.schedule import LrScheduleKind
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from hydraulis.runtime.run import resolve_run
@@ -14,7 +15,10 @@ from hydraulis.runtime.trainer import run_training
 
 pytestmark = pytest.mark.distributed
 
-OPTIONS = RuntimeOptions(device=DeviceKind.CPU, optimizer=OptimizerKind.ADAM, lr=1e-3, seed=1, timeout_s=60.0)
+OPTIONS = RuntimeOptions(device=DeviceKind.CPU, optimizer=OptimizerKind.ADAM, lr=1e-3, seed=1, timeout_s=60.0,
+                         lr_schedule=LrScheduleKind.CONSTANT)
+"""A constant learning rate: the first job stops at step 3 by asking for 3 steps, which would end a
+decaying schedule there (the recipe's resume is tests/runtime/test_recipe_distributed.py)."""
 FIRST, SECOND = "1,2,1+1,1,2", "1,1,2"
 
 

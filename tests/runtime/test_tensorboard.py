@@ -18,15 +18,17 @@ from hydraulis.runtime.tensorboard import TEXT_TAG, proposal_markdown, step_scal
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TAGS = {"train/loss", "train/tokens_per_s", "time/measured_step_ms", "time/predicted_step_ms",
         "time/prediction_error", "plan/strategy_index", "plan/planning_ms", "plan/wait_ms",
-        "runtime/communicators_created"}
+        "runtime/communicators_created", "train/lr", "train/grad_norm", "train/skipped_steps"}
 
 
 def test_step_scalars_worked_example():
-    record = StepRecord(3, "1,1,1", 500, 2.5, (180.0,), (140.0,), 5.0, 15.0, 200.0, 150.0, 1.5, 50.0, 1, 2)
+    record = StepRecord(3, "1,1,1", 500, 2.5, (180.0,), (140.0,), 5.0, 15.0, 200.0, 150.0, 1.5, 50.0, 1, 2,
+                        lr=3e-4, grad_norm=1.25, skipped_steps=1)
     assert step_scalars(record) == {"train/loss": 2.5, "train/tokens_per_s": 2000.0, "time/measured_step_ms": 200.0,
                                     "time/predicted_step_ms": 150.0, "time/prediction_error": 0.25,
                                     "plan/strategy_index": 1.0, "plan/planning_ms": 1.5, "plan/wait_ms": 50.0,
-                                    "runtime/communicators_created": 2.0}
+                                    "runtime/communicators_created": 2.0, "train/lr": 3e-4, "train/grad_norm": 1.25,
+                                    "train/skipped_steps": 1.0}
 
 
 def test_proposal_markdown_has_a_row_per_strategy_in_index_order():

@@ -1,19 +1,34 @@
 """Finding the checkpoint a job resumes from, and checking that the job can continue it (no
 torch here: the launching process does this before any rank starts; the ranks then read their
-parts with :func:`hydraulis.runtime.checkpoint.store.restore`)."""
+parts with :func:`hydraulis.runtime.checkpoint.store.restore`).
+
+**Verified before use**: every file the manifest lists is checked for its size and SHA-256
+(:func:`verify_checkpoint`). Under a root, the newest complete checkpoint that passes is chosen:
+one that fails is skipped with a warning naming the file and what is wrong with it, and the
+previous one is tried (the job keeps ``--keep-checkpoints`` of them, default 2, for this). When
+none passes, the error names the root and the newest checkpoint's failing file. A folder named
+directly must pass itself.
+
+Worked example: ``step-00000004/shard-00001.pt`` with 16 flipped bytes →
+``checkpoint step-00000004 skipped: shard-00001.pt has SHA-256 3b1f…, the manifest says 9e0a…
+(corrupted)``, and the job resumes from ``step-00000002``.
+"""
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from hydraulis.artifacts.checkpoint import read_checkpoint_manifest
-from hydraulis.errors import require
+from hydraulis.errors import HydraulisError, require
+from hydraulis.files import file_digest
 from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.runtime.data import TrainingData
-from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest
+from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest, FileDigest
 
+log = logging.getLogger(__name__)
 _COMPLETE = re.compile(r"^step-\d{8}$")
 
 
@@ -25,24 +40,71 @@ class Resume:
     manifest: CheckpointManifest
 
 
-def latest_checkpoint(root: str | Path) -> Path | None:
-    """The newest complete checkpoint under ``root`` (``step-NNNNNNNN`` with a manifest), or None;
-    ``.partial`` folders of interrupted writes are never chosen."""
+def complete_checkpoints(root: str | Path) -> list[Path]:
+    """The complete checkpoints under ``root`` (``step-NNNNNNNN`` with a manifest), newest first;
+    ``.partial`` folders of interrupted writes are never among them."""
     root = Path(root)
     if not root.is_dir():
-        return None
-    complete = sorted(p for p in root.iterdir() if _COMPLETE.match(p.name) and (p / MANIFEST_FILE).is_file())
-    return complete[-1] if complete else None
+        return []
+    return sorted((p for p in root.iterdir() if _COMPLETE.match(p.name) and (p / MANIFEST_FILE).is_file()),
+                  reverse=True)
+
+
+def latest_checkpoint(root: str | Path) -> Path | None:
+    """The newest complete checkpoint under ``root``, or None."""
+    complete = complete_checkpoints(root)
+    return complete[0] if complete else None
 
 
 def find_checkpoint(path: str | Path) -> Resume:
-    """``path`` (a checkpoint folder, or a root: its newest checkpoint) and its manifest."""
+    """``path`` (a checkpoint folder, or a root: its newest checkpoint whose files all pass
+    :func:`verify_checkpoint`, skipping and naming those that do not) and its manifest."""
     path = Path(path)
-    if not (path / MANIFEST_FILE).is_file():
-        newest = latest_checkpoint(path)
-        require(newest is not None, "resume", str(path), "holds no complete checkpoint (no step-*/manifest.json)")
-        path = newest
-    return Resume(path, read_checkpoint_manifest(path / MANIFEST_FILE))
+    if (path / MANIFEST_FILE).is_file():
+        return verified(path)
+    candidates = complete_checkpoints(path)
+    require(bool(candidates), "resume", str(path), "holds no complete checkpoint (no step-*/manifest.json)")
+    first_error = None
+    for folder in candidates:
+        try:
+            return verified(folder)
+        except HydraulisError as error:
+            first_error = first_error or error
+            log.warning("checkpoint %s skipped: %s", folder.name, error.problem)
+    raise HydraulisError("resume", str(path), f"holds no usable checkpoint; the newest: {first_error}")
+
+
+def verified(folder: Path) -> Resume:
+    """``folder``'s manifest, once every file it lists passed :func:`verify_checkpoint`."""
+    manifest = read_checkpoint_manifest(folder / MANIFEST_FILE)
+    problem = verify_checkpoint(folder, manifest)
+    require(problem is None, "checkpoint", str(folder), str(problem))
+    if not manifest.files:
+        log.warning("checkpoint %s has no checksums (schema 1): its files are not verified", folder)
+    return Resume(folder, manifest)
+
+
+def verify_checkpoint(folder: Path, manifest: CheckpointManifest) -> str | None:
+    """What is wrong with the first file of ``folder`` that does not match its manifest entry
+    (missing, another size, another SHA-256), or None when every listed file matches."""
+    for digest in manifest.files:
+        problem = file_problem(folder, digest)
+        if problem is not None:
+            return f"{digest.file} {problem}"
+    return None
+
+
+def file_problem(folder: Path, digest: FileDigest) -> str | None:
+    """What is wrong with ``digest.file`` in ``folder`` (missing, size, checksum), or None."""
+    path = folder / digest.file
+    if not path.is_file():
+        return "is missing"
+    size, sha256 = file_digest(path)
+    if size != digest.bytes:
+        return f"holds {size} bytes, the manifest says {digest.bytes} (truncated or overwritten)"
+    if sha256 != digest.sha256:
+        return f"has SHA-256 {sha256[:16]}…, the manifest says {digest.sha256[:16]}… (corrupted)"
+    return None
 
 
 def check_resumable(manifest: CheckpointManifest, model_name: str, optimizer: OptimizerKind, data: TrainingData) -> None:

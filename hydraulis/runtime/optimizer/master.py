@@ -6,20 +6,30 @@ tensors of the master weights ``θ``, of the reduced gradient ``g`` and, for Ada
 whatever strategy computes the step (the compute layout's weights are copies in the compute
 dtype, refreshed every step by :mod:`.routes`).
 
-Update rules, element by element (Kingma & Ba 2015 for Adam; β₁ = 0.9, β₂ = 0.999,
-ε = 1e-8, no weight decay; step ``k`` counts from 1)::
+Every step, after the reduction, the global gradient norm ``‖g‖`` (:mod:`.clipping`, one all-reduce)
+decides: non-finite on any rank, every rank **skips** the update (weights and moments untouched,
+the step count unchanged, a counter of skipped steps incremented); else the gradient is clipped
+to ``clip_grad_norm`` and the update ``k = steps`` (counting from 0) runs at the schedule's
+learning rate ``η = η_k`` (:mod:`hydraulis.job.schedule`); then ``steps`` counts it. Update rules
+(``k + 1`` in the bias corrections)::
 
-    SGD:   θ ← θ − (g·η)
-    Adam:  m ← m·β₁ + g·(1 − β₁)
-           v ← v·β₂ + (g·g)·(1 − β₂)
-           θ ← θ − (m/(1 − β₁ᵏ)) / (√(v/(1 − β₂ᵏ)) + ε) · η
+    SGD:    θ ← θ − (g·η)
+    Adam:   m ← m·β₁ + g·(1 − β₁)                              β₁ = 0.9, β₂ = 0.999, ε = 1e-8
+            v ← v·β₂ + (g·g)·(1 − β₂)
+            θ ← θ − (m/(1 − β₁ᵏ⁺¹)) / (√(v/(1 − β₂ᵏ⁺¹)) + ε) · η
+    AdamW:  θ ← θ·(1 − η·λ)                                    λ = weight_decay on decayed parameters, else 0
+            then Adam's update with the job's β₁, β₂, ε   (Loshchilov & Hutter 2019)
 
-Every operation is a separate, correctly rounded elementwise operation (no fused
-multiply-add, no ``lerp``/``addcdiv``), so an element's update depends on its own values only —
-not on the length of the buffer or where the element sits in it: a distributed run and the
-single-device reference given equal gradients compute bit-identical updates, and what differs
-between them is the order in which partial gradients were summed. (``torch.optim.Adam`` computes
-the same formula with fused kernels, equal up to rounding.)
+AdamW runs PyTorch's own kernels — the functional ``torch.optim.adamw.adamw``, ``foreach`` on the
+CPU and ``fused`` on CUDA — on views of the flat buffers, one list per parameter group (decayed
+or not, :func:`decays`), one view per region of the buffer: no temporaries of the buffer's size
+beyond the kernels' own. SGD and Adam are computed by hand, every operation a separate, correctly
+rounded elementwise operation (no fused multiply-add, no ``lerp``/``addcdiv``), so an element's
+update depends on its own values only — not on the length of the buffer or where the element
+sits in it: a distributed run and the single-device reference given equal gradients compute
+bit-identical updates, and what differs between them is the order in which partial gradients
+were summed (the equivalence measurements of :mod:`hydraulis.runtime.equivalence` rest on it).
+PyTorch's AdamW differs from the same formula by rounding only.
 
 Initialisation is a function of the seed only, so every layout and the single-device reference
 start equal: norm weights 1, every matrix ``N(0, 0.02²)`` (GPT-2 / Llama) drawn on the CPU from a
@@ -29,25 +39,41 @@ keeps its part.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.optim.adamw import adamw
 
 from hydraulis.job.config import RuntimeOptions
+from hydraulis.job.schedule import LrSchedule
 
 from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap
-from hydraulis.layout.sharding import ParameterSpec, parameter_specs
+from hydraulis.layout.sharding import Holder, ParameterSpec, parameter_specs
+from hydraulis.runtime.optimizer.clipping import clip_coefficient
 from hydraulis.types import ModelSpec
 
 INIT_STD = 0.02
 BETAS = (0.9, 0.999)
 EPS = 1e-8
-STATE_NAMES = {OptimizerKind.SGD: ("master",), OptimizerKind.ADAM: ("master", "exp_avg", "exp_avg_sq")}
+STATE_NAMES = {OptimizerKind.SGD: ("master",), OptimizerKind.ADAM: ("master", "exp_avg", "exp_avg_sq"),
+               OptimizerKind.ADAMW: ("master", "exp_avg", "exp_avg_sq")}
 """The flat tensors a buffer keeps per optimizer (and writes to checkpoints)."""
+
+
+@dataclass(frozen=True)
+class Update:
+    """What one step did to the buffer: the learning rate of the update, the global gradient
+    norm before clipping, and whether the update was skipped (a non-finite norm)."""
+
+    lr: float
+    grad_norm: float
+    skipped: bool
 
 
 class OptimizerShard:
@@ -63,6 +89,9 @@ class OptimizerShard:
                         for name in STATE_NAMES[options.optimizer]}
         self.grad = torch.zeros(size, dtype=torch.float32, device=device)
         self.steps = 0
+        self.skipped = 0
+        self.groups = {decay: [slice(r.offset + r.lo, r.offset + r.hi) for r in self.regions
+                               if decays(r.spec, options) is decay] for decay in (True, False)}
         if initialise:
             self._initialise()
 
@@ -79,10 +108,25 @@ class OptimizerShard:
         """``grad`` (the last reduced gradient) or one of ``tensors`` by name."""
         return self.grad if name == "grad" else self.tensors[name]
 
-    def step(self) -> None:
-        """One update of ``master`` with ``grad`` (module docstring)."""
+    def step(self, grad_norm: torch.Tensor, schedule: LrSchedule) -> Update:
+        """Skip, or clip and update ``master`` with ``grad`` (module docstring); ``grad_norm`` is
+        the global norm of :mod:`.clipping` (reading it is where the host waits for the reduction)."""
+        norm, lr = float(grad_norm), schedule.lr_at(self.steps)
+        if not math.isfinite(norm):
+            self.skipped += 1
+            return Update(lr, norm, True)
+        coefficient = clip_coefficient(norm, self.options.clip_grad_norm)
+        if coefficient < 1.0:
+            self.grad.mul_(coefficient)
         self.steps += 1
-        theta, g, lr = self.master, self.grad, self.options.lr
+        if self.options.optimizer is OptimizerKind.ADAMW:
+            self._adamw(lr)
+        else:
+            self._by_hand(lr)
+        return Update(lr, norm, False)
+
+    def _by_hand(self, lr: float) -> None:
+        theta, g = self.master, self.grad
         if self.options.optimizer is OptimizerKind.SGD:
             theta.sub_(g * lr)
             return
@@ -93,11 +137,26 @@ class OptimizerShard:
         v_hat = v / (1.0 - beta2 ** self.steps)
         theta.sub_(m_hat / (v_hat.sqrt() + EPS) * lr)
 
-    def load(self, tensors: Mapping[str, torch.Tensor], steps: int) -> None:
-        """Replace the buffer's tensors (from a checkpoint) and the step count."""
+    def _adamw(self, lr: float) -> None:
+        """PyTorch's AdamW on the views of each parameter group (``steps`` already counts this update)."""
+        options, fused = self.options, self.master.device.type == "cuda"
+        for decay, pieces in self.groups.items():
+            if not pieces:
+                continue
+            params, grads, exp_avgs, exp_avg_sqs = ([self.buffer(name)[piece] for piece in pieces]
+                                                    for name in ("master", "grad", "exp_avg", "exp_avg_sq"))
+            counts = [torch.full((), float(self.steps - 1), device=self.master.device if fused else "cpu")
+                      for _ in pieces]
+            adamw(params, grads, exp_avgs, exp_avg_sqs, [], counts,
+                  foreach=not fused, fused=fused or None, amsgrad=False, beta1=options.betas[0],
+                  beta2=options.betas[1], lr=lr, weight_decay=options.weight_decay if decay else 0.0,
+                  eps=options.eps, maximize=False)
+
+    def load(self, tensors: Mapping[str, torch.Tensor], steps: int, skipped: int) -> None:
+        """Replace the buffer's tensors (from a checkpoint), the step count and the skipped steps."""
         for name, tensor in self.tensors.items():
             tensor.copy_(tensors[name])
-        self.steps = steps
+        self.steps, self.skipped = steps, skipped
 
     def _initialise(self) -> None:
         for region in self.regions:
@@ -105,6 +164,12 @@ class OptimizerShard:
             full = initial_value(region.spec, index, self.options.seed).reshape(-1)
             for block in overlap(Region.whole(region.spec), region):
                 block.b_view(self.master).copy_(block.a_view(full))
+
+
+def decays(spec: ParameterSpec, options: RuntimeOptions) -> bool:
+    """Whether AdamW decays ``spec``: a matrix (never a norm or other 1-D parameter), the token
+    embedding and the output head only with ``decay_embeddings``."""
+    return len(spec.shape) > 1 and (options.decay_embeddings or spec.holder is Holder.LAYER)
 
 
 def initial_value(spec: ParameterSpec, index: int, seed: int) -> torch.Tensor:

@@ -52,7 +52,8 @@ def measure_reduction(context: RankContext, model: ModelSpec, options: RuntimeOp
     """The module docstring's measurement on ``devices`` pipelines of one rank each."""
     layout = strategy_layout((SpecGroup(LEAST_SHARDED, devices),), model, lambda _: TimeCoefficients(0.0, 0.0, 0.0),
                              max_seq_len=1)
-    runner = StepRunner(model, context, options, OptimizerLayout(context.world_size, 1, 1))
+    runner = StepRunner(model, context, options, OptimizerLayout(context.world_size, 1, 1),
+                        options.schedule(REDUCTION_WARMUP + REDUCTION_STEPS))
     idle = PipelinePlan(LEAST_SHARDED, 1, (), 0.0)
     plan = StepPlan(0, BatchingMethod.DISPATCH_BALANCED_PACKING, 0.0, 0.0, 0.0, (idle,) * devices)
     records = [runner.run(step, layout, plan, ()) for step in range(REDUCTION_WARMUP + REDUCTION_STEPS)]

@@ -8,6 +8,7 @@ import torch
 
 from hydraulis.presets import model_preset
 from hydraulis.job.config import RuntimeOptions
+from hydraulis.job.schedule import LrScheduleKind
 from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical, initial_weights
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
@@ -16,6 +17,8 @@ from hydraulis.types import OptimizerLayout
 
 TINY = model_preset("tiny")
 CPU = torch.device("cpu")
+UNCLIPPED = torch.tensor(0.0)
+"""A gradient norm that clipping leaves alone."""
 
 
 def shards(layout: OptimizerLayout, world: int, options: RuntimeOptions) -> list[OptimizerShard]:
@@ -51,7 +54,7 @@ def test_updates_are_elementwise_identical_under_any_layout(optimizer):
             for region in shard.regions:
                 for block in overlap(Region.whole(region.spec), region):
                     block.b_view(shard.grad).copy_(block.a_view(grads[region.spec.name]))
-            shard.step()
+            shard.step(UNCLIPPED, options.schedule(4))
     for name in ("master",) + (("exp_avg", "exp_avg_sq") if optimizer is OptimizerKind.ADAM else ()):
         a, b = canonical(one, name), canonical(many, name)
         assert all(torch.equal(a[key], b[key]) for key in a), name
@@ -60,14 +63,14 @@ def test_updates_are_elementwise_identical_under_any_layout(optimizer):
 
 
 def test_adam_matches_torch_adam_up_to_rounding():
-    options = RuntimeOptions(optimizer=OptimizerKind.ADAM, lr=1e-2, seed=0)
+    options = RuntimeOptions(optimizer=OptimizerKind.ADAM, lr=1e-2, seed=0, lr_schedule=LrScheduleKind.CONSTANT)
     shard = shards(OptimizerLayout(1, 1, 1), 1, options)[0]
     param = torch.nn.Parameter(shard.master.clone())
     reference = torch.optim.Adam([param], lr=1e-2)
     for k in range(3):
         grad = torch.randn(shard.master.shape, generator=torch.Generator().manual_seed(k))
         shard.grad.copy_(grad)
-        shard.step()
+        shard.step(UNCLIPPED, options.schedule(3))
         param.grad = grad.clone()
         reference.step()
     assert torch.allclose(shard.master, param.detach(), rtol=0, atol=1e-6)
