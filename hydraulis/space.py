@@ -89,7 +89,7 @@ class SchemeSpace:
     the plain schemes (the compositions without options). ``communicator_ms`` is the time to
     create one communicator, which a step pays for every communicator its strategy is the first
     to need (:mod:`hydraulis.placement`). ``reduce_overlap`` ``ω`` is the share of the reduction
-    that overlaps compute on the device (design §21; 0: none, the reduction fully exposed);
+    that overlaps compute on the device (design §22; 0: none, the reduction fully exposed);
     ``grad_reduce_bytes`` the bytes per gradient the reduction sends (2: bf16, 4: fp32).
     """
 

@@ -21,7 +21,8 @@ def test_core_imports_without_torch_or_fastapi():
                "hydraulis.layout.sharding", "hydraulis.layout.ranges", "hydraulis.layout.optimizer_placement",
                "hydraulis.layout.states", "hydraulis.layout.activations", "hydraulis.job.config",
                "hydraulis.job.strategy_spec", "hydraulis.job.records", "hydraulis.job.manifest",
-               "hydraulis.job.memory_report"]
+               "hydraulis.job.memory_report", "hydraulis.integrations.megatron", "hydraulis.integrations.torch",
+               "hydraulis.integrations.cp_contract"]
     code = BLOCKER + "".join(f"import {m}\n" for m in modules) + "print('ok')"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

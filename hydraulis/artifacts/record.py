@@ -42,18 +42,10 @@ class Record:
         return self.data[key]
 
     def int(self, key: str, default: Any = _MISSING) -> int:
-        value = self.raw(key, default)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise HydraulisError(self._where(key), _short(value), "must be an integer")
-        return value
+        return _integer(self.raw(key, default), self._where(key))
 
     def float(self, key: str, default: Any = _MISSING) -> float:
-        value = self.raw(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise HydraulisError(self._where(key), _short(value), "must be a number")
-        return float(value)
+        return _number(self.raw(key, default), self._where(key))
 
     def bool(self, key: str, default: Any = _MISSING) -> bool:
         value = self.raw(key, default)
@@ -80,13 +72,24 @@ class Record:
         values = self.raw(key, default)
         if not isinstance(values, list):
             raise HydraulisError(self._where(key), _short(values), "must be a list of integers")
-        return tuple(Record({"v": v}, f"{self._where(key)}[{i}]").int("v") for i, v in enumerate(values))
+        return tuple(_integer(v, f"{self._where(key)}[{i}]") for i, v in enumerate(values))
+
+    def int_lists(self, key: str, default: Any = _MISSING) -> tuple[tuple[int, ...], ...]:
+        """A list of lists of integers; an error names the entry, e.g. ``ranks[3].micro_batches[0][2]``."""
+        values, where = self.raw(key, default), self._where(key)
+        if not isinstance(values, list):
+            raise HydraulisError(where, _short(values), "must be a list of lists of integers")
+        for j, inner in enumerate(values):
+            if not isinstance(inner, list):
+                raise HydraulisError(f"{where}[{j}]", _short(inner), "must be a list of integers")
+        return tuple(tuple(_integer(v, f"{where}[{j}][{k}]") for k, v in enumerate(inner))
+                     for j, inner in enumerate(values))
 
     def floats(self, key: str, default: Any = _MISSING) -> tuple[float, ...]:
         values = self.raw(key, default)
         if not isinstance(values, list):
             raise HydraulisError(self._where(key), _short(values), "must be a list of numbers")
-        return tuple(Record({"v": v}, f"{self._where(key)}[{i}]").float("v") for i, v in enumerate(values))
+        return tuple(_number(v, f"{self._where(key)}[{i}]") for i, v in enumerate(values))
 
     def strs(self, key: str, default: Any = _MISSING) -> tuple[str, ...]:
         values = self.raw(key, default)
@@ -156,6 +159,22 @@ def write_json(path: str | Path, document: dict) -> None:
 def timestamp() -> str:
     """Now, UTC, ISO 8601 to the second: the ``created`` of provenance records."""
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _integer(value: Any, where: str) -> int:
+    """``value`` as an integer (a float that is one included), else an error naming ``where``."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise HydraulisError(where, _short(value), "must be an integer")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    """``value`` as a float (an integer included), else an error naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise HydraulisError(where, _short(value), "must be a number")
+    return float(value)
 
 
 def _short(value: Any) -> Any:

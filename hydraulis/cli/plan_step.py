@@ -6,11 +6,13 @@ import argparse
 
 from hydraulis import limits
 from hydraulis.artifacts import read_lengths, read_proposal, read_scheme_space, step_plan_to_dict, write_step_plan
+from hydraulis.artifacts.assignments import assignments_to_dict
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit, emit_json, plural, table
 from hydraulis.cli.synthesis_args import add_synthesis_arguments
 from hydraulis.cost import step_bound
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, summarise_plans, work_lower_bound_ms
+from hydraulis.dispatch.assignments import step_assignments
 from hydraulis.dispatch.gap import bound_schemes, gap_breakdown, level_compute
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, synthesis_options
 from hydraulis.errors import HydraulisError, require_int
@@ -63,7 +65,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                            "term: strategy set, off-cheapest placement, fixed costs, imbalance, bubbles, reduction, "
                            "switch, and the least compute part of any plan at the plan's reduction level (a linear "
                            "program, design §17)")
-    plan.add_argument("--format", choices=("table", "json"), default="table")
+    plan.add_argument("--format", choices=("table", "json", "assignments"), default="table",
+                      help="table (default); json: the step plan artifact; assignments: per rank, its micro-batches "
+                           "as lists of sequence indices (indices into --lengths) with its pipeline's scheme, "
+                           "stage, cp rank and tp rank, placed as the runtime places them (design §21; one batch "
+                           "only)")
     plan.add_argument("--gantt", metavar="PNG", type=OutputPath(),
                       help="draw the 1F1B timeline of every pipeline and stage")
     plan.add_argument("-o", "--output", metavar="PLAN_JSON", type=OutputPath(), help="write the step plan")
@@ -104,6 +110,9 @@ def _one_batch(args: argparse.Namespace, proposal: Proposal, lengths, options: D
         draw_gantt(plan, proposal, args.gantt)
     if args.format == "json":
         emit_json(step_plan_to_dict(plan))
+        return
+    if args.format == "assignments":
+        emit_json(assignments_to_dict(step_assignments(plan, lengths, proposal.devices)))
         return
     emit(_plan_header(plan, proposal, work_lower_bound_ms(proposal, lengths, options.alignment)))
     if args.explain:
@@ -165,6 +174,8 @@ def _many_steps(args: argparse.Namespace, proposal: Proposal, lengths, options: 
     require_int(args.steps, "--steps", minimum=1)
     if args.token_budget is None:
         raise HydraulisError("--token-budget", None, "is required with --steps")
+    if args.format == "assignments":
+        raise HydraulisError("--format", args.format, "lists one batch's ranks; leave out --steps")
     if args.gantt or args.output or args.explain:
         flag = "--gantt" if args.gantt else "--output" if args.output else "--explain"
         raise HydraulisError(flag, args.gantt or args.output or True,

@@ -179,5 +179,5 @@ def _synthesis_lines(simulation: Simulation, hydraulis: ContenderSummary) -> lis
         f"{gap.compute_over_pool:.3f}, predicted / tight {gap.predicted_over_tight:.3f}",
         "Hydraulis' gap (median ms over steps): " + ", ".join(f"{n} {v:.1f}" for n, v in gap.parts),
         f"exposed_reduction_share={gap.exposed_reduction_share:.3f} (reduction the backward cannot hide over the "
-        f"step time, Hydraulis' plans, design §21)",
+        f"step time, Hydraulis' plans, design §22)",
     ]

@@ -1,5 +1,5 @@
 """A strategy's step time: the slowest pipeline plus the gradient reduction the backward cannot
-hide (design §4.3, §21).
+hide (design §4.3, §22).
 
     T_step = max_p T_pipe(p) + X
 

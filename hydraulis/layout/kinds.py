@@ -46,7 +46,7 @@ class ReduceDtype(str, Enum):
     def element_bytes(self, device: str) -> int:
         """Bytes per gradient sent on ``device`` — ``"cpu"``, ``"cuda"`` or a device preset's
         name (every preset but ``cpu`` is a CUDA device): 2 for bf16, 4 for fp32. The cost
-        model's ``grad_reduce_bytes`` (design §21) comes from here, so it follows the runtime."""
+        model's ``grad_reduce_bytes`` (design §22) comes from here, so it follows the runtime."""
         return 2 if self.resolve("cpu" if device == "cpu" else "cuda") is ReduceDtype.BF16 else 4
 
 

@@ -14,7 +14,7 @@ cost model's ``T_reduce`` (:mod:`hydraulis.cost.step`): the runtime's propagatio
 to the compute layout, the reduction of the gradients into the optimizer layout and the
 optimizer's update (the runtime's ``profiling.reduction``) — and, measured in the same job, what
 creating one more communicator costs a strategy switch (design §17) and how much of an exchange
-runs under compute (``ω``, design §21).
+runs under compute (``ω``, design §22).
 """
 
 from __future__ import annotations

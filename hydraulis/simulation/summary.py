@@ -58,7 +58,7 @@ def summarise(simulation: Simulation) -> tuple[ContenderSummary, ...]:
 class GapSummary:
     """Medians over the steps (module docstring); ``parts`` is ``(term, ms)`` per gap term;
     ``exposed_reduction_share`` the exposed reduction over the step time, summed over the steps
-    (design §21)."""
+    (design §22)."""
 
     pool_ms: float
     tight_ms: float

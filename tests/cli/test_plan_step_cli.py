@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from hydraulis.artifacts import read_lengths, read_step_plan, write_proposal
+from hydraulis.artifacts.assignments import assignments_to_dict, read_assignments
 from hydraulis.types import BatchingMethod
 
 from tests.dispatch.helpers import EXAMPLES, group, proposal
@@ -91,6 +92,9 @@ def test_summary_of_all_methods_over_sampled_steps():
     (["--steps", "2", "--token-budget", "200000", "--gantt", "x.png"], "leave out --steps"),
     (["--synthesise", "space"], "synthesise: 'space' needs the scheme space: give --space"),
     (["--synthesis-evaluations", "-1"], "--synthesis-evaluations: '-1' must be between 0 and 1000"),
+    (["--steps", "2", "--token-budget", "200000", "--format", "assignments"],
+     "--format: 'assignments' lists one batch's ranks; leave out --steps"),
+    (["--format", "ranks"], "invalid choice"),
 ])
 def test_bad_arguments(batch, extra, message):
     run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, *extra)
@@ -120,6 +124,30 @@ def test_oversize_split_from_the_command_line(tmp_path):
     pieces = [l for p in plan["pipelines"] for mb in p["micro_batches"] for s, l in zip(mb["sequences"], mb["lengths"])
               if s == 0]
     assert sum(pieces) == 300000 and len(pieces) > 1
+
+
+def test_assignments_round_trip_through_their_reader(batch, tmp_path):
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, "--format", "assignments")
+    assert run.returncode == 0, run.stderr
+    path = tmp_path / "assignments.json"
+    path.write_text(run.stdout)
+    assignments = read_assignments(path)
+    assert assignments_to_dict(assignments) == json.loads(run.stdout)
+    assert assignments.devices == 32 and len(assignments.ranks) <= 32
+    assert assignments.lengths == tuple(int(n) for n in read_lengths(batch))
+    heads = {r.pipeline: r.micro_batches for r in assignments.ranks}
+    assert sorted(i for mbs in heads.values() for mb in mbs for i in mb) == list(range(120))
+    for r in assignments.ranks:
+        assert r.micro_batches == heads[r.pipeline]
+
+
+def test_assignments_refuse_split_sequences(tmp_path):
+    lengths = tmp_path / "long.txt"
+    lengths.write_text("300000\n10\n")
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", str(lengths), "--oversize", "split",
+                    "--format", "assignments")
+    assert run.returncode == 2 and "oversize: 'split' cut sequences into pieces" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
 
 
 def test_a_proposal_that_fails_validation(tmp_path):

@@ -1,0 +1,86 @@
+"""Hybrid context-parallel planning: structure, the cost oracle, bad input."""
+
+import numpy as np
+import pytest
+
+from hydraulis.errors import HydraulisError
+from hydraulis.integrations.cp_contract import check_cp_groups
+from hydraulis.integrations.cp_groups import CPGroups, FixedCost, cp_step_ms, plan_cp_groups
+from hydraulis.integrations.cp_ranks import cp_ranks
+from tests.integrations.helpers import cp_space, long_tailed
+
+
+def _check(plan: CPGroups, lengths, ranks):
+    table = dict(enumerate(int(s) for s in lengths))
+    groups = [[[table[i] for i in rank] for rank in group] for group in plan.groups]
+    return check_cp_groups(groups, plan.groups, table, ranks.ranks, ranks)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("size", [8, 16])
+def test_plans_meet_the_contract_and_the_cost_is_the_slowest_rank(seed, size):
+    ranks = cp_ranks(cp_space(size), 8, size, 16_384)
+    lengths = long_tailed(size * 12, 60_000, seed)
+    plan = plan_cp_groups(ranks, lengths)
+    _check(plan, lengths, ranks)
+    holders = plan.holders(0)
+    per_rank = [sum(ranks.option(len(holders[i])).ms(int(lengths[i])) for i in rank) for rank in plan.groups[0]]
+    assert cp_step_ms(plan, lengths, ranks) == pytest.approx(max(per_rank))
+
+
+def test_cost_of_a_hand_made_plan():
+    ranks = cp_ranks(cp_space(4), 8, 4, 16_384)
+    lengths = [4_000, 8_000, 1_000, 2_000]
+    plan = CPGroups((((0,), (1,), (1,), (2, 3)), ((3,), (3,), (2,), (0,))))
+    one, two = ranks.option(1), ranks.option(2)
+    first = max(one.ms(4_000), two.ms(8_000), one.ms(1_000) + one.ms(2_000))
+    second = max(two.ms(2_000), one.ms(1_000), one.ms(4_000))
+    assert cp_step_ms(plan, lengths, ranks) == pytest.approx(first + second)
+    grouped = max(one.ms(4_000), two.ms(8_000), one.time.c + one.ms(1_000) + one.ms(2_000) - 2 * one.time.c)
+    assert cp_step_ms(CPGroups(plan.groups[:1]), lengths, ranks, FixedCost.GROUP) == pytest.approx(grouped)
+
+
+def test_one_long_sample_goes_to_a_block_that_holds_it():
+    ranks = cp_ranks(cp_space(8), 8, 8, 4_096)
+    lengths = np.array([30_000] + [500] * 40)
+    plan = _check(plan_cp_groups(ranks, lengths), lengths, ranks)
+    k = len(plan.holders(0)[0])
+    assert ranks.option(k).capacity >= 30_000 and k >= 8
+
+
+def test_the_contract_rejects_unaligned_blocks():
+    with pytest.raises(HydraulisError, match="consecutive ranks starting at a multiple of 2"):
+        check_cp_groups([[[7], [3], [7], [4]]], [[[0], [1], [0], [2]]], {0: 7, 1: 3, 2: 4}, 4)
+
+
+@pytest.mark.parametrize("build, field", [
+    (lambda: plan_cp_groups(cp_ranks(cp_space(8), 8, 8, 4_096), [10**6]), "sample length"),
+    (lambda: plan_cp_groups(cp_ranks(cp_space(8), 8, 8, 4_096), []), "sample_id_seqlens"),
+    (lambda: cp_ranks(cp_space(8), 4, 8, 4_096), "tp"),
+    (lambda: cp_ranks(cp_space(6, cps=(4, 8)), 8, 6, 4_096), "dp_cp_group.size()"),
+    (lambda: plan_cp_groups(cp_ranks(cp_space(64, cps=(1, 2)), 8, 64, 4_096), [100] * 5), "sample_id_seqlens"),
+])
+def test_bad_input_names_field_value_and_limit(build, field):
+    with pytest.raises(ValueError) as error:
+        build()
+    assert str(error.value).startswith(field + ":")
+
+
+def test_a_step_plans_with_its_useful_sizes_only():
+    ranks = cp_ranks(cp_space(64, cps=(1, 2, 4, 8, 16, 32, 64)), 8, 64, 4_096)
+    lengths = long_tailed(64 * 12, 30_000, seed=3)
+    useful = ranks.useful(lengths)
+    longest = int(lengths.max())
+    level = sum(ranks.option(k).cp * ranks.option(k).ms(int(s)) for s in lengths
+                for k in [next(o.cp for o in ranks.options if o.capacity >= s)]) / ranks.ranks
+    widest = useful.options[-1]
+    assert widest.capacity >= longest and widest.ms(longest) <= level
+    assert all(o.ms(longest) > level or o.capacity < longest for o in useful.options[:-1])
+    assert widest.cp < ranks.options[-1].cp and useful.options == ranks.options[:len(useful.options)]
+    plan = plan_cp_groups(ranks, lengths)
+    assert max(len(r) for r in plan.holders(0).values()) <= widest.cp
+
+
+def test_every_size_is_useful_when_the_longest_sample_outlasts_the_mean_load():
+    ranks = cp_ranks(cp_space(8), 8, 8, 4_096)
+    assert ranks.useful(np.array([8_000] + [100] * 8)).options == ranks.options
