@@ -88,8 +88,8 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                              "gradients across micro-batches in fp32, with fp32 master weights and moments")
     parser.add_argument("--grad-reduce-dtype", choices=[d.value for d in ReduceDtype],
                         help="dtype of the gradients sent to the optimizer layout, summed there in fp32 "
-                             "(default auto: bf16 on CUDA, as the cost model assumes, fp32 on the CPU; bf16 halves "
-                             "the reduction's bytes)")
+                             "(default auto: bf16 on CUDA, fp32 on the CPU, as the cost model prices it by default; "
+                             "bf16 halves the reduction's bytes)")
     parser.add_argument("--no-overlap-reduction", dest="overlap_reduction", action="store_false", default=None,
                         help="exchange gradients and weights with the optimizer layout whole, after the backward "
                              "and before the forward, instead of in buckets overlapped with them (design §22)")
