@@ -115,6 +115,11 @@ LOG_SPREAD = Limit("body_sigma", "standard deviation of the log of tokens", 0, 1
 TAIL_INDEX = Limit("tail_alpha", "Pareto tail index", 0, 100, integer=False, exclusive_minimum=True)
 SHARE = Limit("share", "a fraction", 0, 1, integer=False)
 LEARNING_RATE = Limit("lr", "learning rate", 0, 10, integer=False, exclusive_minimum=True)
+MIN_LEARNING_RATE = Limit("min_lr", "learning rate a decay ends at", 0, 10, integer=False)
+ADAM_EPSILON = Limit("eps", "AdamW's epsilon", 0, 1, integer=False, exclusive_minimum=True)
+WEIGHT_DECAY = Limit("weight_decay", "decoupled weight decay", 0, 10, integer=False)
+GRAD_NORM = Limit("clip_grad_norm", "global gradient norm clipped to (inf: never)", 0, math.inf, integer=False,
+                  exclusive_minimum=True)
 BUCKET_MB = Limit("bucket_mb", "MiB per gradient bucket", 0, 4096, integer=False, exclusive_minimum=True)
 TIMEOUT_S = Limit("timeout_s", "seconds", 0, 86_400, integer=False, exclusive_minimum=True)
 TOLERANCE = Limit("tolerance", "relative difference", 0, 1, integer=False)

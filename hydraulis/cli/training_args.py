@@ -105,24 +105,24 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                              "(fixed betas 0.9/0.999, no decay; check-equivalence's default) or sgd")
     parser.add_argument("--lr", type=Bounded(limits.LEARNING_RATE),
                         help="peak learning rate (default 1e-3; check-equivalence: 1e-4)")
-    parser.add_argument("--betas", type=float, nargs=2, metavar=("BETA1", "BETA2"),
+    parser.add_argument("--betas", type=Bounded(limits.SHARE), nargs=2, metavar=("BETA1", "BETA2"),
                         help="AdamW's moment decay rates, each in [0, 1) (default 0.9 0.95)")
-    parser.add_argument("--eps", type=float, help="AdamW's epsilon, > 0 (default 1e-8)")
-    parser.add_argument("--weight-decay", type=float,
+    parser.add_argument("--eps", type=Bounded(limits.ADAM_EPSILON), help="AdamW's epsilon, > 0 (default 1e-8)")
+    parser.add_argument("--weight-decay", type=Bounded(limits.WEIGHT_DECAY),
                         help="AdamW's decoupled weight decay, >= 0, on matrices only: never on norms and other "
                              "1-D parameters (default 0.1)")
     parser.add_argument("--decay-embeddings", action=argparse.BooleanOptionalAction, default=None,
                         help="whether the token embedding and the output head are decayed too (default yes)")
-    parser.add_argument("--clip-grad-norm", type=float, metavar="NORM",
+    parser.add_argument("--clip-grad-norm", type=Bounded(limits.GRAD_NORM), metavar="NORM",
                         help="clip the gradient to this global norm, > 0, computed once per step in the optimizer "
                              "layout (inf: never clip); a step whose norm is not finite is skipped on every rank "
                              "(default 1.0; check-equivalence: inf)")
     parser.add_argument("--lr-schedule", choices=[k.value for k in LrScheduleKind],
                         help="learning rate per update after warmup: constant, linear or cosine decay from --lr to "
                              "--min-lr over --steps (default cosine; check-equivalence: constant)")
-    parser.add_argument("--warmup-steps", type=int,
+    parser.add_argument("--warmup-steps", type=Bounded(limits.TRAINING_STEPS),
                         help="updates of linear warmup to --lr, at most --steps (default 0)")
-    parser.add_argument("--min-lr", type=float, help="learning rate the decay ends at, between 0 and --lr (default 0)")
+    parser.add_argument("--min-lr", type=Bounded(limits.MIN_LEARNING_RATE), help="learning rate the decay ends at, between 0 and --lr (default 0)")
     parser.add_argument("--seed", type=Bounded(limits.SEED),
                         help="initial weights, data order, dispatch ties (default 0)")
     parser.add_argument("--timeout-s", type=Bounded(limits.TIMEOUT_S),
