@@ -8,6 +8,7 @@ names only itself, so a new top-level module must be placed).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,12 @@ def test_a_module_outside_the_layers_is_named():
         layer_of("hydraulis_extra")
     with pytest.raises(AssertionError, match="hydraulis.extra is in no layer"):
         layer_of("hydraulis.extra")
+
+
+def test_the_pure_core_does_not_even_name_the_runtime():
+    """The cost model, planner, dispatch and profiler refer to the runtime in words, never by
+    module path, so that nothing there invites an import of it."""
+    places = [*(PACKAGE / name for name in ("cost", "planner", "dispatch", "profiler")),
+              *(PACKAGE / f"{name}.py" for name in ("segments", "space", "types"))]
+    files = [p for place in places for p in ([place] if place.is_file() else sorted(place.rglob("*.py")))]
+    assert [str(p) for p in files if re.search(r"hydraulis.runtime", p.read_text())] == []

@@ -37,7 +37,7 @@ weights of bucket ``i`` arrive at ``i·R_w/n`` and are needed at ``σ·(φ·t + 
     X     = max_p X_p
 
 ``ω`` is the share of an exchange that overlaps compute on the device (measured by the
-profiler's reduction job, :mod:`hydraulis.runtime.profiling.reduction`; a device preset's
+profiler's reduction job, the runtime's ``profiling.reduction``; a device preset's
 ``reduce_overlap`` for analytic spaces): ``ω = 0`` charges the full reduction ``R`` as before,
 ``ω = 1`` only what the backward that follows a bucket cannot hide. Worked example: the
 (1,4,1) pipeline above (it decides) with ``g = 2``, ``t = 600`` ms, φ = 1/3, d = 0, ω = 0.9, B = 25 MiB:

@@ -7,7 +7,7 @@ Pipeline ``p`` of scheme ``(cp, tp, pp)`` starts at the aligned offset ``o_p`` o
 
     rank = stage_start + cp_rank·tp_σ + tp_rank          (:func:`~hydraulis.placement.stage_rank`)
 
-— the runtime's rank map (:mod:`hydraulis.runtime.rank_map`) without a cluster's groups. Every
+— the runtime's rank map (the runtime's ``rank_map``) without a cluster's groups. Every
 rank of pipeline ``p`` (each stage, cp rank and tp rank) runs the pipeline's micro-batches, in
 order: stage ``σ`` its layers of them, the ``cp`` ranks of a stage each a ``1/cp`` share of
 every sequence, the ``tp`` ranks each a tensor shard. Ranks a strategy leaves idle are listed
