@@ -14,6 +14,7 @@ from hydraulis.planner.fluid import (
     homogeneous_incumbent,
     lower_bound_ms,
     pipeline_time_ms,
+    reduction_levels,
     single_sequence_ms,
 )
 from hydraulis.types import PipelineModel
@@ -74,3 +75,11 @@ def test_count_makespan_is_the_least_makespan_with_room_for_the_tail():
     fractions = np.zeros_like(problem.work)
     fractions[-1] = 1.0
     assert assignment_makespan(problem, counts, fractions) >= found
+
+
+def test_reduction_levels_are_one_per_sharding_at_its_largest_exposed_reduction():
+    options = [option(1, 8, 1, 0, 1, 0, 100, 30.0), option(2, 8, 1, 0, 1, 0, 100, 24.0),
+               option(1, 4, 1, 0, 1, 0, 100, 31.0), option(1, 2, 1, 0, 1, 0, 100, 50.0)]
+    levels = reduction_levels(options)
+    assert levels.tolist() == [30.0, 30.0, 31.0, 50.0]
+    assert all(level >= o.reduce_ms for level, o in zip(levels, options))
