@@ -20,7 +20,7 @@ import hydraulis.runtime.equivalence as equivalence
 from hydraulis.runtime import step
 from hydraulis.runtime.model import decoder
 from hydraulis.layout import sharding
-from hydraulis.runtime.optimizer import routes
+from hydraulis.runtime.optimizer import exchange, routes
 
 
 @contextmanager
@@ -45,9 +45,9 @@ def _loss_normalised_per_pipeline() -> mock._patch:
     """Each pipeline divides its loss by its own loss tokens instead of the global batch's."""
     compute = step.StepRunner._compute
 
-    def per_pipeline(self, stage, plan, documents, tokens):
+    def per_pipeline(self, stage, plan, documents, tokens, *rest):
         return compute(self, stage, plan, documents, sum(mb.tokens for mb in plan.pipelines[stage.place.pipeline]
-                                                             .micro_batches))
+                                                             .micro_batches), *rest)
 
     return mock.patch.object(step.StepRunner, "_compute", per_pipeline)
 
@@ -62,17 +62,29 @@ def _context_chunks_in_wrong_order() -> mock._patch:
     return mock.patch.object(decoder, "gather_from_context", reversed_ranks)
 
 
-def _pipeline_stage_gradient_dropped() -> mock._patch:
-    """The first stage of a pipeline of several stages loses its gradients before the reduction."""
-    schedule = step.run_1f1b
+@contextmanager
+def _pipeline_stage_gradient_dropped() -> Iterator[None]:
+    """The first stage of a pipeline of several stages sends zeros instead of its gradients (its
+    buckets leave during the backward, so the fault is in what they carry)."""
+    schedule, issue = step.run_1f1b, exchange.Reduction._issue
+    place = {"dropping": False}
 
-    def dropping(work, link, micro_batches, pp, stage):
+    def scheduling(work, link, micro_batches, pp, stage):
+        place["dropping"] = pp > 1 and stage == 0
         schedule(work, link, micro_batches, pp, stage)
-        if pp > 1 and stage == 0:
-            for param in work.model.parameters():
-                param.grad = torch.zeros_like(param)
 
-    return mock.patch.object(step, "run_1f1b", dropping)
+    def issuing(self, bucket):
+        if not place["dropping"]:
+            return issue(self, bucket)
+        grads = self.grads
+        self.grads = lambda: [None if g is None else torch.zeros_like(g) for g in grads()]
+        try:
+            return issue(self, bucket)
+        finally:
+            self.grads = grads
+
+    with mock.patch.object(step, "run_1f1b", scheduling), mock.patch.object(exchange.Reduction, "_issue", issuing):
+        yield
 
 
 FAULTS: dict[str, Callable[[], AbstractContextManager]] = {

@@ -7,11 +7,13 @@ import pytest
 
 import itertools
 import json
+import math
 
 from hydraulis.job.config import RuntimeOptions, TrainConfig
 
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind
 from hydraulis.runtime.equivalence import check_equivalence
+from hydraulis.job.schedule import LrScheduleKind
 from hydraulis.runtime.rank_map import RankMap
 from hydraulis.runtime.run import resolve_run
 from hydraulis.types import BatchingMethod
@@ -21,7 +23,9 @@ pytestmark = pytest.mark.distributed
 ACCEPTANCE = ["1,1,1x2", "1,2,1", "1,1,2", "2,1,1", "1,2,1+1,1,2", "1,1,2+1,1,1x2", "2,1,1+1,1,1x2",
               "1,2,1[sp]", "2,2,1[sp,recompute=full]", "1,1,2[recompute=selective]+1,2,1[sp]", "4,1,1",
               "1,1,2[recompute=full:2/1]+1,2,1[sp,recompute=full:1]", "1|2:3>1:1", "1|2:1>1:3+1,1,1"]
-OPTIONS = RuntimeOptions(device=DeviceKind.CPU, optimizer=OptimizerKind.SGD, lr=1.0, timeout_s=60.0)
+OPTIONS = RuntimeOptions(device=DeviceKind.CPU, optimizer=OptimizerKind.SGD, lr=1.0, timeout_s=60.0,
+                         clip_grad_norm=math.inf, lr_schedule=LrScheduleKind.CONSTANT)
+"""Plain SGD at lr 1: the step is the gradient itself, so every parameter compares the reduction."""
 BUDGET = 192
 PIPELINE_CASE = TrainConfig("tiny", ("1,1,4",), 2, token_budget=BUDGET, max_seq_len=32, micro_batch_tokens=32,
                             method=BatchingMethod.FIXED_PACKING, runtime=OPTIONS)
