@@ -17,7 +17,7 @@ with the measured ``examples/spaces/tiny_cpu.json``) and, on the example's corpu
 For each: the median and the 90th percentile (nearest rank) of the measured time, the
 predicted time, their ratio measured / predicted and the error |measured − predicted| /
 measured. The figures are measured on this machine now; on a loaded machine the measured
-times are inflated. On a shared machine one run's figure is one draw: ``--repeats R`` runs the
+times are inflated (the header prints the load average before and after). On a shared machine one run's figure is one draw: ``--repeats R`` runs the
 example and the cycle ``R`` times (each into ``OUT/repeat-K``), pools every repeat's steps in
 the tables and adds each repeat's median step error per run.
 
@@ -34,6 +34,7 @@ with 4 processes the minimum predicts steps 20–40 % short.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 from collections import defaultdict
 from pathlib import Path
@@ -75,6 +76,7 @@ def main() -> None:
     folders = [out] if args.repeats == 1 else [out / f"repeat-{k}" for k in range(1, args.repeats + 1)]
     if args.profile and not args.reuse:
         args.space = profile(Path(args.profile))
+    load = os.getloadavg()[0]
     if not args.reuse:
         for folder in folders:
             run_example(folder, args.steps, args.space)
@@ -96,7 +98,8 @@ def main() -> None:
             rows.append([label, level, len(pairs), *figures(pairs)])
         schemes += [[label, scheme, len(pairs), *figures(pairs)] for scheme, pairs in pipeline_pairs(steps).items()]
     print(f"measured vs predicted (φ = {phi:.3f}), steps after each strategy's first; {out}"
-          + (f", {len(folders)} repeats pooled" if len(folders) > 1 else ""))
+          + (f", {len(folders)} repeats pooled" if len(folders) > 1 else "")
+          + f"; 1-minute load average {load:.2f} before, {os.getloadavg()[0]:.2f} after ({os.cpu_count()} cores)")
     print(table(HEADER, rows))
     print("\nper pipeline, by scheme")
     print(table(("run", "scheme", *HEADER[2:]), schemes))

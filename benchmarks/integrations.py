@@ -14,11 +14,12 @@ space lists every power of two). Part 2 (measured on this CPU): 2-process ``Trai
 ``examples/trainer_balanced.py`` — one epoch, every run on the same global batches, both splits
 feeding the same packed collator (``DataCollatorWithFlattening``), ours on the cost model packing
 has there — ``--trainer-repeats`` times: a run with the default loader and one with ours
-(interleaved, their first step dropped), then one *alternating* run, every batch once with each
+(interleaved, their first step dropped; ``default / ours`` also batch by batch, the same
+batch of the same repeat), then one *alternating* run, every batch once with each
 split in adjacent steps, which on a shared machine is the steadier comparison. Medians of the
 step times, and of ``default / ours`` batch by batch.
 
-    python benchmarks/integrations.py [--steps 8] [--trainer-repeats 3] [--parts predicted trainer]
+    python benchmarks/integrations.py [--steps 8] [--trainer-repeats 3] [--trainer-batch-size 32] [--parts predicted trainer]
 """
 from __future__ import annotations
 
@@ -152,9 +153,11 @@ def measured(steps: int, repeats: int, batch_size: int, longest: int) -> None:
                 paired.append(times["default"] / times["balanced"])
     where = (f"2 processes, gloo, tiny Llama, packed, {batch_size} sequences of at most {longest} tokens per step, "
              f"{steps} batches, {repeats} repeats")
+    separate = [d / b for ours, theirs in zip(runs["balanced"], runs["default"]) for d, b in zip(theirs, ours)]
     print(f"trainer, separate runs interleaved ({where}): "
           f"default_step_ms_median={np.median([ms for run in runs['default'] for ms in run]):.1f} "
-          f"balanced_step_ms_median={np.median([ms for run in runs['balanced'] for ms in run]):.1f}")
+          f"balanced_step_ms_median={np.median([ms for run in runs['balanced'] for ms in run]):.1f} "
+          f"default_over_balanced_per_batch_median={np.median(separate):.2f}")
     print(f"trainer, alternating steps ({where}): default_step_ms_median={np.median(alternating['default']):.1f} "
           f"balanced_step_ms_median={np.median(alternating['balanced']):.1f} "
           f"default_over_balanced_per_batch_median={np.median(paired):.2f}")
@@ -163,9 +166,9 @@ def measured(steps: int, repeats: int, batch_size: int, longest: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=8, help="steps per corpus and scale")
-    parser.add_argument("--trainer-steps", type=int, default=8, help="Trainer steps per run (one epoch)")
+    parser.add_argument("--trainer-steps", type=int, default=12, help="Trainer steps per run (one epoch)")
     parser.add_argument("--trainer-repeats", type=int, default=3, help="runs per sampler, interleaved")
-    parser.add_argument("--trainer-batch-size", type=int, default=64, help="sequences per Trainer step")
+    parser.add_argument("--trainer-batch-size", type=int, default=32, help="sequences per Trainer step")
     parser.add_argument("--trainer-longest", type=int, default=2048, help="longest Trainer sequence (tokens)")
     parser.add_argument("--parts", nargs="+", choices=("predicted", "trainer"), default=["predicted", "trainer"],
                         help="which parts to run (default both)")

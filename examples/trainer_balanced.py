@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 import torch
+from accelerate.data_loader import prepare_data_loader
 from torch.utils.data import DataLoader, Dataset
 from transformers import (
     DataCollatorWithFlattening,
@@ -73,7 +74,11 @@ class BalancedTrainer(Trainer):
         self.batch_sampler = batch_sampler
 
     def get_train_dataloader(self) -> DataLoader:
-        return DataLoader(self.train_dataset, batch_sampler=self.batch_sampler, collate_fn=self.data_collator)
+        """Prepared as the ``Trainer`` prepares its own loader (accelerate's ``DataLoaderShard``:
+        batches placed on the device, the gradient-accumulation state kept) but not sharded
+        again: the batch sampler yields only this rank's micro-batches already."""
+        loader = DataLoader(self.train_dataset, batch_sampler=self.batch_sampler, collate_fn=self.data_collator)
+        return prepare_data_loader(loader, self.args.device, num_processes=1, process_index=0, put_on_device=True)
 
 
 class SameBatchesTrainer(Trainer):

@@ -12,11 +12,15 @@ number on every rank. It yields this rank's micro-batches as lists of dataset in
 
 Every rank computes the same plan from the same seed, epoch and lengths (nothing is
 communicated); :meth:`state_dict` / :meth:`load_state_dict` resume mid-epoch. With the
-``Trainer``, override ``get_train_dataloader`` (tests/integrations/test_trainer.py)::
+``Trainer``, override ``get_train_dataloader`` (``examples/trainer_balanced.py``,
+tests/integrations/test_trainer.py) and prepare the loader as the ``Trainer`` prepares its own,
+but for one process — the sampler is this rank's already, accelerate must not shard it again::
 
     sampler = BalancedBatchSampler.from_space(lengths, batch_size=64, space="space.json",
                                               scheme=Scheme(1, 1, 1), num_replicas=world, rank=rank)
-    DataLoader(dataset, batch_sampler=sampler, collate_fn=collator)
+    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collator)
+    accelerate.data_loader.prepare_data_loader(loader, device, num_processes=1, process_index=0,
+                                               put_on_device=True)
 """
 
 from __future__ import annotations
