@@ -21,6 +21,7 @@ from hydraulis.runtime import step
 from hydraulis.runtime.model import decoder
 from hydraulis.layout import sharding
 from hydraulis.runtime.optimizer import exchange, routes
+from hydraulis.runtime.parallel import columns
 
 
 @contextmanager
@@ -38,7 +39,7 @@ def _norm_gradient_per_tp_rank() -> Iterator[None]:
 def _tp_all_reduce_missing_in_backward() -> mock._patch:
     """The tensor-parallel region's entry is the identity in backward too (no all-reduce of the
     input gradient over the tp ranks)."""
-    return mock.patch.object(decoder, "copy_to_group", lambda x, group: x)
+    return mock.patch.object(columns, "start_input_reduction", lambda partial, group, sequence_parallel: (partial, None))
 
 
 def _loss_normalised_per_pipeline() -> mock._patch:

@@ -3,8 +3,9 @@ vocabulary-parallel embedding and cross-entropy.
 
 Two conjugate operators move activations in and out of the tensor-parallel region:
 
-* ``f = copy_to_group``: forward identity, backward all-reduce (sum of the partial input
-  gradients of the ranks' column shards);
+* ``f``: forward identity, backward all-reduce (sum of the partial input gradients of the
+  ranks' column shards) — fused with the block's column linears, the all-reduce overlapping
+  their weight gradients (:mod:`.columns`);
 * ``g = reduce_from_group``: forward all-reduce (sum of the partial outputs of the ranks' row
   shards), backward identity.
 
@@ -26,6 +27,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+from hydraulis.runtime.parallel.columns import column_parallel
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
 from hydraulis.runtime.parallel.sequence import scatter_sequence
 from hydraulis.layout.sharding import unit_range
@@ -34,26 +36,25 @@ IGNORE_INDEX = -100
 """Label of a position without loss (padding)."""
 
 
-def copy_to_group(x: torch.Tensor, group: ParallelGroup) -> torch.Tensor:
-    """``f``: identity forward, all-reduce of the gradient backward."""
-    return x if group.trivial else conjugate(x, lambda t: t.view_as(t), lambda g: group.all_reduce(g.clone()))
-
-
 def reduce_from_group(x: torch.Tensor, group: ParallelGroup) -> torch.Tensor:
     """``g``: all-reduce forward, identity backward."""
     return x if group.trivial else conjugate(x, lambda t: group.all_reduce(t.clone()), lambda g: g)
 
 
 class ColumnParallelLinear(nn.Module):
-    """``Y_r = X·W_rᵀ`` with ``W`` split by output rows. ``X`` must already be in the
-    tensor-parallel region (``copy_to_group`` once per block, shared by its column layers)."""
+    """``Y_r = f(X)·W_rᵀ`` with ``W`` split by output rows, entering the tensor-parallel region
+    itself (:func:`~hydraulis.runtime.parallel.columns.column_parallel`). The column layers of a
+    block share one entry: their module runs them together, through their ``weight``, without
+    calling them."""
 
-    def __init__(self, in_features: int, local_out_features: int, **factory) -> None:
+    def __init__(self, in_features: int, local_out_features: int, group: ParallelGroup,
+                 sequence_parallel: bool = False, **factory) -> None:
         super().__init__()
+        self.group, self.sequence_parallel = group, sequence_parallel
         self.weight = nn.Parameter(torch.empty(local_out_features, in_features, **factory))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.weight)
+        return column_parallel(x, (self.weight,), self.group, self.sequence_parallel)[0]
 
 
 def leave_group(x: torch.Tensor, group: ParallelGroup, sequence_parallel: bool) -> torch.Tensor:
