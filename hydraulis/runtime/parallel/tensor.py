@@ -17,7 +17,9 @@ split the same way by heads. Per block: one all-reduce forward, one backward.
 The vocabulary is split by rows of the embedding and of the output head (``V/tp`` tokens per
 rank). Cross-entropy never gathers the logits: with ``m`` the all-reduced max, the loss of a
 token with label ``y`` is ``log Σ_r Σ_{v∈r} exp(z_v − m) − (z_y − m)``, two sums all-reduced
-over the group; its gradient on rank r is ``softmax(z)_v − [v = y]`` for the rank's ``v``.
+over the group in one all-reduce of the two stacked, after the all-reduce of the max that both
+need: two collectives per micro-batch. Its gradient on rank r is ``softmax(z)_v − [v = y]`` for
+the rank's ``v``.
 """
 
 from __future__ import annotations
@@ -105,9 +107,9 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         local = labels - start
         inside = valid & (local >= 0) & (local < z.shape[-1])
         index = local.clamp(0, z.shape[-1] - 1).unsqueeze(-1)
-        target = group.all_reduce(shifted.gather(-1, index).squeeze(-1) * inside)
         exp = shifted.exp()
-        total = group.all_reduce(exp.sum(dim=-1))
+        target, total = group.all_reduce(torch.stack((shifted.gather(-1, index).squeeze(-1) * inside,
+                                                      exp.sum(dim=-1))))
         loss = (total.log() - target) * valid
         ctx.save_for_backward(exp / total.unsqueeze(-1), index, inside, valid)
         ctx.dtype = logits.dtype

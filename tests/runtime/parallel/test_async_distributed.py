@@ -1,9 +1,11 @@
-"""Collectives started early and waited for late give what plain autograd gives: on 2 gloo ranks,
-a block's fused column-parallel function (:mod:`hydraulis.runtime.parallel.columns`: the input
-gradient's all-reduce, or reduce-scatter under sequence parallelism, in flight while the weight
-gradients are computed) against the entry's conjugate collective followed by one ``F.linear``
-per weight, and both against the unsharded block on one process. Every rank checks its own
-shards (a mismatch fails the job with the rank's message)."""
+"""Collectives started early, waited for late or merged give what plain autograd gives: on 2 gloo
+ranks, a block's fused column-parallel function (:mod:`hydraulis.runtime.parallel.columns`: the
+input gradient's all-reduce, or reduce-scatter under sequence parallelism, in flight while the
+weight gradients are computed) against the entry's conjugate collective followed by one
+``F.linear`` per weight, and both against the unsharded block on one process; the
+vocabulary-parallel cross-entropy (its target and sum-exp in one all-reduce) against
+``F.cross_entropy`` of the whole logits. Every rank checks its own shards (a mismatch fails the
+job with the rank's message)."""
 
 import pytest
 import torch
@@ -14,10 +16,11 @@ from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.parallel.columns import column_parallel
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
+from hydraulis.runtime.parallel.tensor import IGNORE_INDEX, vocab_parallel_cross_entropy
 
 pytestmark = pytest.mark.distributed
 
-TOKENS, HIDDEN = 8, 6
+TOKENS, HIDDEN, VOCAB = 8, 6, 10
 BLOCKS = {"qkv": (4, 2, 2), "head": (5,)}
 """Each block's output features per rank, one entry per column layer."""
 
@@ -41,9 +44,27 @@ def _gradients(block, x, weights, cotangents, *args):
     return [y.detach() for y in outputs], x.grad, [w.grad for w in weights]
 
 
+def _check_cross_entropy(group: ParallelGroup, generator: torch.Generator) -> None:
+    logits = torch.randn(TOKENS, VOCAB, generator=generator, dtype=torch.float64) * 3
+    labels = torch.randint(VOCAB, (TOKENS,), generator=generator)
+    labels[1] = IGNORE_INDEX
+    share = VOCAB // group.size
+    columns = slice(group.rank * share, (group.rank + 1) * share)
+    mine = logits[:, columns].clone().requires_grad_(True)
+    loss = vocab_parallel_cross_entropy(mine, labels, group, columns.start)
+    loss.sum().backward()
+    whole = logits.clone().requires_grad_(True)
+    expected = F.cross_entropy(whole, labels, ignore_index=IGNORE_INDEX, reduction="none")
+    expected.sum().backward()
+    assert torch.allclose(loss, expected, rtol=1e-12, atol=1e-12), f"rank {group.rank}: cross-entropy differs"
+    assert torch.allclose(mine.grad, whole.grad[:, columns], rtol=1e-12, atol=1e-12), \
+        f"rank {group.rank}: the logits' gradient differs"
+
+
 def job(context: RankContext) -> None:
     group, rank, size = context.world, context.rank, context.world_size
     generator = torch.Generator().manual_seed(0)
+    _check_cross_entropy(group, generator)
     for name, features in BLOCKS.items():
         x = torch.randn(TOKENS, HIDDEN, generator=generator, dtype=torch.float64)
         weights = [torch.randn(size * f, HIDDEN, generator=generator, dtype=torch.float64) for f in features]
@@ -64,5 +85,5 @@ def job(context: RankContext) -> None:
                     assert torch.allclose(got, single, rtol=1e-10, atol=1e-10), f"{case}: {what} differ from one process"
 
 
-def test_the_fused_column_block_matches_plain_autograd_and_one_process():
+def test_the_fused_column_block_and_the_cross_entropy_match_plain_autograd_and_one_process():
     run_job(job, (), RuntimeOptions(device=DeviceKind.CPU), 2)
