@@ -55,12 +55,13 @@ def _loss_normalised_per_pipeline() -> mock._patch:
 
 def _context_chunks_in_wrong_order() -> mock._patch:
     """The gathered keys and values come in reversed cp-rank order (the masks assume rank-major)."""
-    gather = decoder.gather_from_context
+    start = decoder.start_gather_from_context
 
     def reversed_ranks(x, group):
-        return torch.cat(tuple(reversed(gather(x, group).chunk(group.size))))
+        wait = start(x, group)
+        return lambda: torch.cat(tuple(reversed(wait().chunk(group.size))))
 
-    return mock.patch.object(decoder, "gather_from_context", reversed_ranks)
+    return mock.patch.object(decoder, "start_gather_from_context", reversed_ranks)
 
 
 @contextmanager

@@ -67,7 +67,7 @@ from hydraulis.runtime.model.attention import packed_attention
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.model.packing import PackedMicroBatch
 from hydraulis.runtime.parallel.columns import column_parallel
-from hydraulis.runtime.parallel.context import gather_from_context
+from hydraulis.runtime.parallel.context import start_gather_from_context
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import (
     ColumnParallelLinear,
@@ -139,10 +139,11 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         q, k, v = column_parallel(x, [layer.weight for layer in self.fused_children], self.tp, self.sequence_parallel)
         tokens = q.shape[0]
-        q = apply_rotary(q.view(tokens, self.heads, self.head_dim), rope)
         k = apply_rotary(k.view(tokens, self.kv_heads, self.head_dim), rope)
-        v = v.view(tokens, self.kv_heads, self.head_dim)
-        k, v = gather_from_context(torch.cat((k, v), dim=1), self.cp).split(self.kv_heads, dim=1)
+        gathering = start_gather_from_context(torch.cat((k, v.view(tokens, self.kv_heads, self.head_dim)), dim=1),
+                                              self.cp)
+        q = apply_rotary(q.view(tokens, self.heads, self.head_dim), rope)
+        k, v = gathering().split(self.kv_heads, dim=1)
         if self.recompute_core:
             return self.wo(recomputed(packed_attention, q, k, v, batch.attention))
         return self.wo(packed_attention(q, k, v, batch.attention))

@@ -4,7 +4,9 @@ input gradient's all-reduce, or reduce-scatter under sequence parallelism, in fl
 weight gradients are computed) against the entry's conjugate collective followed by one
 ``F.linear`` per weight, and both against the unsharded block on one process; the
 vocabulary-parallel cross-entropy (its target and sum-exp in one all-reduce) against
-``F.cross_entropy`` of the whole logits. Every rank checks its own shards (a mismatch fails the
+``F.cross_entropy`` of the whole logits; the context-parallel K/V all-gather, started, then
+waited for after other work, against the cp ranks' rows concatenated (forward) and summed back
+(backward). Every rank checks its own shards (a mismatch fails the
 job with the rank's message)."""
 
 import pytest
@@ -15,6 +17,7 @@ from hydraulis.job.config import RuntimeOptions
 from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.parallel.columns import column_parallel
+from hydraulis.runtime.parallel.context import start_gather_from_context
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX, vocab_parallel_cross_entropy
 
@@ -61,10 +64,24 @@ def _check_cross_entropy(group: ParallelGroup, generator: torch.Generator) -> No
         f"rank {group.rank}: the logits' gradient differs"
 
 
+def _check_context_gather(group: ParallelGroup, generator: torch.Generator) -> None:
+    every = torch.randn(group.size, TOKENS, HIDDEN, generator=generator, dtype=torch.float64)
+    weights = torch.randn(group.size * TOKENS, HIDDEN, generator=generator, dtype=torch.float64)
+    x = every[group.rank].clone().requires_grad_(True)
+    wait = start_gather_from_context(x, group)
+    meanwhile = (x * 2).sum()
+    gathered = wait()
+    assert torch.equal(gathered, every.reshape(-1, HIDDEN)), f"rank {group.rank}: the gathered rows differ"
+    ((gathered * weights).sum() + meanwhile).backward()
+    expected = group.size * weights[group.rank * TOKENS:(group.rank + 1) * TOKENS] + 2
+    assert torch.allclose(x.grad, expected, rtol=1e-12, atol=1e-12), f"rank {group.rank}: the rows' gradient differs"
+
+
 def job(context: RankContext) -> None:
     group, rank, size = context.world, context.rank, context.world_size
     generator = torch.Generator().manual_seed(0)
     _check_cross_entropy(group, generator)
+    _check_context_gather(group, generator)
     for name, features in BLOCKS.items():
         x = torch.randn(TOKENS, HIDDEN, generator=generator, dtype=torch.float64)
         weights = [torch.randn(size * f, HIDDEN, generator=generator, dtype=torch.float64) for f in features]
@@ -85,5 +102,5 @@ def job(context: RankContext) -> None:
                     assert torch.allclose(got, single, rtol=1e-10, atol=1e-10), f"{case}: {what} differ from one process"
 
 
-def test_the_fused_column_block_and_the_cross_entropy_match_plain_autograd_and_one_process():
+def test_started_merged_and_fused_collectives_match_plain_autograd_and_one_process():
     run_job(job, (), RuntimeOptions(device=DeviceKind.CPU), 2)
