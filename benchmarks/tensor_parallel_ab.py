@@ -24,9 +24,11 @@ import tempfile
 from pathlib import Path
 
 from hydraulis.artifacts.train_log import read_train_log
-from hydraulis.cli.output import table
 
 CANDIDATE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(CANDIDATE / "benchmarks"))
+
+from overlap_ab import report  # noqa: E402  (the sibling script's summary)
 
 
 def run_arm(source: Path, out: Path, args: argparse.Namespace) -> tuple[list[float], list[float]]:
@@ -63,10 +65,7 @@ def main() -> None:
                 pooled[arm] += steps
                 rows.append([repeat, arm, len(steps), round(statistics.median(steps), 1),
                              round(statistics.median(compute), 1)])
-    print(table(("repeat", "arm", "steps", "median_step_ms", "median_compute_ms"), rows))
-    medians = {arm: statistics.median(steps) for arm, steps in pooled.items()}
-    print(f"pooled median step: candidate {medians['candidate']:.1f} ms, baseline {medians['baseline']:.1f} ms")
-    print(f"candidate_over_baseline={medians['candidate'] / medians['baseline']:.3f}")
+    report(("repeat", "arm", "steps", "median_step_ms", "median_compute_ms"), rows, pooled)
 
 
 if __name__ == "__main__":
