@@ -59,10 +59,17 @@ def main() -> None:
             pooled[arm] += steps
             rows.append([repeat, arm, len(steps), round(statistics.median(steps), 1),
                          "" if fraction is None else round(fraction, 2)])
-    print(table(("repeat", "arm", "warm_steps", "median_step_ms", "reduction_hidden_fraction"), rows))
+    report(("repeat", "arm", "warm_steps", "median_step_ms", "reduction_hidden_fraction"), rows, pooled)
+
+
+def report(headers: tuple[str, ...], rows: list[list], pooled: dict[str, list[float]]) -> None:
+    """The repeats' table, each arm's median step pooled over them and, as the last line,
+    ``<first arm>_over_<second arm>=`` the ratio of the two medians."""
+    print(table(headers, rows))
     medians = {arm: statistics.median(steps) for arm, steps in pooled.items()}
-    print(f"pooled median step: overlap {medians['overlap']:.1f} ms, no overlap {medians['no_overlap']:.1f} ms")
-    print(f"overlap_over_no_overlap={medians['overlap'] / medians['no_overlap']:.3f}")
+    print("pooled median step: " + ", ".join(f"{arm} {median:.1f} ms" for arm, median in medians.items()))
+    first, second = medians
+    print(f"{first}_over_{second}={medians[first] / medians[second]:.3f}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 The plan travels as its artifact JSON (:mod:`hydraulis.artifacts.step_plan`, validated again on
 arrival) in two broadcasts: a header ``[status, bytes]``, then the UTF-8 payload. Status 1
 carries rank 0's planning error instead of a plan, so every rank fails at once with rank 0's
-message rather than waiting for a plan that never comes.
+message rather than waiting for a plan that never comes. Reading the header and the payload on the host
+are the plan's own waits, before the step begins: the payload's size, then the plan itself.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ and 24–31. Inside a stage the order above holds; hand-offs and groups follow t
 
 **Hand-off between stages** (:class:`HandOff`). Without sequence parallelism a stage's output
 is replicated over its tp ranks (the row-parallel all-reduce), and after its backward the
-gradient of its input is complete on every tp rank (the all-reduce of ``enter_group``'s
-backward); cp is uniform within a pipeline, so cp rank ``c`` only talks to cp rank ``c``. A rank
+gradient of its input is complete on every tp rank (the all-reduce of the column-parallel
+entry's backward); cp is uniform within a pipeline, so cp rank ``c`` only talks to cp rank ``c``. A rank
 of tp rank ``x`` in a stage of ``a`` tp ranks therefore takes what it needs from the neighbour
 stage (``b`` tp ranks, same cp rank) from its rank ``x mod b`` and gives what it has to the
 neighbour's ranks ``y ≡ x (mod a)``, ``y < b`` — the same rule both ways, so every ``y`` takes

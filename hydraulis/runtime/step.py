@@ -30,7 +30,9 @@ Recipe (every rank, whatever its place):
    (:func:`~.parallel.operations.gather_reduction_overlap`).
 
 The host waits for the device twice per step: for the gradient norm, which decides whether the
-update runs, and after the last event. The phases are timed by events on the device's
+update runs and how much it is clipped, and after the last event, for the step's figures; no
+other wait is the step's own: the plan's broadcast (:mod:`.broadcast`) comes before it, and the
+operations and the reduction's overlap are gathered after it, only with ``record_operations``. The phases are timed by events on the device's
 stream (:class:`StepClock`), the losses of the micro-batches are summed on the device, shapes
 come from the plan (:mod:`.parallel.pipeline`), and the figures travel in one all-gather after
 the last event. Process groups come from one :class:`~.rank_map.GroupCache` per rank; the

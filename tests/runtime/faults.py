@@ -21,6 +21,7 @@ from hydraulis.runtime import step
 from hydraulis.runtime.model import decoder
 from hydraulis.layout import sharding
 from hydraulis.runtime.optimizer import exchange, routes
+from hydraulis.runtime.parallel import columns
 
 
 @contextmanager
@@ -38,7 +39,7 @@ def _norm_gradient_per_tp_rank() -> Iterator[None]:
 def _tp_all_reduce_missing_in_backward() -> mock._patch:
     """The tensor-parallel region's entry is the identity in backward too (no all-reduce of the
     input gradient over the tp ranks)."""
-    return mock.patch.object(decoder, "copy_to_group", lambda x, group: x)
+    return mock.patch.object(columns, "start_input_reduction", lambda partial, group, sequence_parallel: (partial, None))
 
 
 def _loss_normalised_per_pipeline() -> mock._patch:
@@ -54,12 +55,13 @@ def _loss_normalised_per_pipeline() -> mock._patch:
 
 def _context_chunks_in_wrong_order() -> mock._patch:
     """The gathered keys and values come in reversed cp-rank order (the masks assume rank-major)."""
-    gather = decoder.gather_from_context
+    start = decoder.start_gather_from_context
 
     def reversed_ranks(x, group):
-        return torch.cat(tuple(reversed(gather(x, group).chunk(group.size))))
+        wait = start(x, group)
+        return lambda: torch.cat(tuple(reversed(wait().chunk(group.size))))
 
-    return mock.patch.object(decoder, "gather_from_context", reversed_ranks)
+    return mock.patch.object(decoder, "start_gather_from_context", reversed_ranks)
 
 
 @contextmanager

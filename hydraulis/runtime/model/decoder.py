@@ -15,7 +15,12 @@ query heads; SwiGLU MLP (Shazeer 2020). The token embedding and the output head 
 A :class:`StageModel` holds the layers of one stage, sharded for its tp rank
 (:mod:`hydraulis.layout.sharding`), and communicates through its tp and cp groups; with
 trivial groups and one stage of all layers it is the single-device model, which is how the
-equivalence check's reference runs. The scheme's options shape it:
+equivalence check's reference runs. A block's column-parallel linears (Q/K/V, gate/up, the
+head alone) run as one function with the block's entry into the tensor-parallel region
+(:mod:`hydraulis.runtime.parallel.columns`: the input gradient's all-reduce overlaps their
+weight gradients); a module that runs its children's weights so, without calling them, names
+them ``fused_children`` (the forward pre-hooks that deliver weights go on it,
+:class:`~hydraulis.runtime.optimizer.exchange.WeightGate`). The scheme's options shape it:
 
 * ``sp`` (:mod:`hydraulis.runtime.parallel.sequence`): the residual stream, the norms and the
   hand-offs between stages hold ``T/tp`` tokens per tp rank; each block is entered by an
@@ -61,14 +66,13 @@ from torch.utils.checkpoint import checkpoint
 from hydraulis.runtime.model.attention import packed_attention
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.model.packing import PackedMicroBatch
-from hydraulis.runtime.parallel.context import gather_from_context
+from hydraulis.runtime.parallel.columns import column_parallel
+from hydraulis.runtime.parallel.context import start_gather_from_context
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.runtime.parallel.sequence import gather_sequence
 from hydraulis.runtime.parallel.tensor import (
     ColumnParallelLinear,
     RowParallelLinear,
     VocabParallelEmbedding,
-    copy_to_group,
     vocab_parallel_cross_entropy,
 )
 from hydraulis.layout.sharding import Shard, unit_range
@@ -113,12 +117,6 @@ def apply_rotary(x: torch.Tensor, tables: Rope) -> torch.Tensor:
     return (wide * cos + torch.cat((-second, first), dim=-1) * sin).to(x.dtype)
 
 
-def enter_group(x: torch.Tensor, tp: ParallelGroup, sequence_parallel: bool) -> torch.Tensor:
-    """Into a tensor-parallel block: ``f`` (:func:`copy_to_group`), or under sequence
-    parallelism every tp rank's tokens (:func:`gather_sequence`)."""
-    return gather_sequence(x, tp) if sequence_parallel else copy_to_group(x, tp)
-
-
 def recomputed(function, *args):
     """``function(*args)`` whose activations are computed again in the backward instead of kept."""
     return checkpoint(function, *args, use_reentrant=False, preserve_rng_state=False)
@@ -132,18 +130,20 @@ class Attention(nn.Module):
         self.sequence_parallel, self.recompute_core = sequence_parallel, recompute_core
         self.heads = model.heads // tp.size
         self.kv_heads = unit_range(model.kv_heads, tp.size, tp.rank)[1]
-        self.wq = ColumnParallelLinear(model.hidden, self.heads * model.head_dim, **factory)
-        self.wk = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, **factory)
-        self.wv = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, **factory)
+        self.wq = ColumnParallelLinear(model.hidden, self.heads * model.head_dim, tp, sequence_parallel, **factory)
+        self.wk = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, tp, sequence_parallel, **factory)
+        self.wv = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, tp, sequence_parallel, **factory)
+        self.fused_children = (self.wq, self.wk, self.wv)
         self.wo = RowParallelLinear(self.heads * model.head_dim, model.hidden, tp, sequence_parallel, **factory)
 
     def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
-        x = enter_group(x, self.tp, self.sequence_parallel)
-        tokens = x.shape[0]
-        q = apply_rotary(self.wq(x).view(tokens, self.heads, self.head_dim), rope)
-        k = apply_rotary(self.wk(x).view(tokens, self.kv_heads, self.head_dim), rope)
-        v = self.wv(x).view(tokens, self.kv_heads, self.head_dim)
-        k, v = gather_from_context(torch.cat((k, v), dim=1), self.cp).split(self.kv_heads, dim=1)
+        q, k, v = column_parallel(x, [layer.weight for layer in self.fused_children], self.tp, self.sequence_parallel)
+        tokens = q.shape[0]
+        k = apply_rotary(k.view(tokens, self.kv_heads, self.head_dim), rope)
+        gathering = start_gather_from_context(torch.cat((k, v.view(tokens, self.kv_heads, self.head_dim)), dim=1),
+                                              self.cp)
+        q = apply_rotary(q.view(tokens, self.heads, self.head_dim), rope)
+        k, v = gathering().split(self.kv_heads, dim=1)
         if self.recompute_core:
             return self.wo(recomputed(packed_attention, q, k, v, batch.attention))
         return self.wo(packed_attention(q, k, v, batch.attention))
@@ -154,13 +154,14 @@ class MLP(nn.Module):
         super().__init__()
         self.tp, self.sequence_parallel = tp, sequence_parallel
         width = model.ffn_hidden // tp.size
-        self.gate = ColumnParallelLinear(model.hidden, width, **factory)
-        self.up = ColumnParallelLinear(model.hidden, width, **factory)
+        self.gate = ColumnParallelLinear(model.hidden, width, tp, sequence_parallel, **factory)
+        self.up = ColumnParallelLinear(model.hidden, width, tp, sequence_parallel, **factory)
+        self.fused_children = (self.gate, self.up)
         self.down = RowParallelLinear(width, model.hidden, tp, sequence_parallel, **factory)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = enter_group(x, self.tp, self.sequence_parallel)
-        return self.down(F.silu(self.gate(x)) * self.up(x))
+        gate, up = column_parallel(x, [layer.weight for layer in self.fused_children], self.tp, self.sequence_parallel)
+        return self.down(F.silu(gate) * up)
 
 
 class DecoderLayer(nn.Module):
@@ -214,7 +215,7 @@ class StageModel(nn.Module):
             self.norm = RMSNorm(model.hidden, model.norm_eps, **factory)
             first, count = unit_range(model.vocab, tp.size, tp.rank)
             self.vocab_start = first
-            self.head = ColumnParallelLinear(model.hidden, count, **factory)
+            self.head = ColumnParallelLinear(model.hidden, count, tp, self.sequence_parallel, **factory)
 
     def forward(self, hidden: torch.Tensor | None, batch: PackedMicroBatch) -> torch.Tensor:
         x = self.embed(batch.input_ids) if self.first else hidden
@@ -223,7 +224,7 @@ class StageModel(nn.Module):
             x = layer(x, batch, rope)
         if not self.last:
             return x
-        logits = self.head(enter_group(self.norm(x), self.tp, self.sequence_parallel))
+        logits = self.head(self.norm(x))
         return vocab_parallel_cross_entropy(logits, batch.labels, self.tp, self.vocab_start)
 
     @property

@@ -8,7 +8,7 @@ segment with ``m = n``; under context parallelism (:mod:`hydraulis.runtime.paral
 rank's chunk ``k`` of a document of chunks of ``c`` tokens is one segment with ``m = c``,
 ``n = (k + 1)·c`` — the chunk against every key up to its own end. Keys are addressed by their
 row in the keys this rank holds, the cp group's gathered K and V (rank-major; the rows of
-every cp rank, :func:`~hydraulis.runtime.parallel.context.gather_from_context`).
+every cp rank, :func:`~hydraulis.runtime.parallel.context.start_gather_from_context`).
 
 Two ways to run segments, built once per micro-batch when it is packed (shared by all layers):
 

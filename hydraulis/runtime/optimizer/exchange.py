@@ -140,14 +140,18 @@ class Propagation:
 
 
 class WeightGate:
-    """Forward pre-hooks on a stage model's modules: before a module with parameters of its own
-    runs, the current :class:`Propagation` (if any) delivers their buckets."""
+    """Forward pre-hooks on a stage model's modules: before a module runs that uses parameters —
+    its own, or those of the children it runs without calling them (``fused_children``, as a
+    block's column-parallel linears: :mod:`hydraulis.runtime.parallel.columns`) — the current
+    :class:`Propagation` (if any) delivers their buckets."""
 
     def __init__(self, model: torch.nn.Module, params: list[torch.nn.Parameter], buckets: tuple[int, ...]) -> None:
         self.propagation: Propagation | None = None
         bucket_of = {id(p): b for p, b in zip(params, buckets)}
         for module in model.modules():
-            mine = {bucket_of[id(p)] for p in module.parameters(recurse=False) if id(p) in bucket_of}
+            used = [*module.parameters(recurse=False),
+                    *(p for child in getattr(module, "fused_children", ()) for p in child.parameters(recurse=False))]
+            mine = {bucket_of[id(p)] for p in used if id(p) in bucket_of}
             if mine:
                 module.register_forward_pre_hook(self._hook(tuple(sorted(mine))))
 

@@ -13,23 +13,27 @@ rank 1 tokens 2–5.
 Attention needs the keys and values before a chunk (as Llama 3 does, Dubey et al. 2024): each
 rank computes K and V for its own tokens (with their true positions, so rotary embeddings are
 unchanged), then they are all-gathered over the cp group (backward: reduce-scatter of their
-gradients). Per layer and micro-batch a rank receives ``(cp − 1)/cp`` of the micro-batch's K and
-V, ``2·T·kv_dim/tp`` values. Queries stay local: chunk ``k`` of a document is one attention
-segment (:mod:`hydraulis.runtime.model.segments`), its ``c`` queries against the document's keys
-up to the chunk's end, ``(k + 1)·c`` of them, causal at the bottom right — never a mask of
-queries × keys. Its score entries number ``c²/2 + k·c²``, so rank ``i`` computes
+gradients). The all-gather starts as soon as K is rotated, and Q is rotated while it runs
+(:func:`start_gather_from_context`). Nothing more can overlap it: the query projection runs
+before, in the same function as the K and V projections (:mod:`.columns`), and attention needs
+the gathered K and V; in the backward the reduce-scatter's result is the gradient its node
+returns, so it is waited for at once. Per layer and micro-batch a rank receives ``(cp − 1)/cp``
+of the micro-batch's K and V, ``2·T·kv_dim/tp`` values. Queries stay local: chunk ``k`` of a
+document is one attention segment (:mod:`hydraulis.runtime.model.segments`), its ``c`` queries
+against the document's keys up to the chunk's end, ``(k + 1)·c`` of them, causal at the bottom
+right — never a mask of queries × keys. Its score entries number ``c²/2 + k·c²``, so rank ``i`` computes
 ``(i + ½ + 2·cp − 1 − i + ½)·c² = 2·cp·c²`` per document: every rank the same work.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
 from hydraulis.runtime.model.segments import Segment
-from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
+from hydraulis.runtime.parallel.group import ParallelGroup, conjugate, finished
 
 
 def load_balanced_indices(cu_seqlens: Sequence[int], cp: int, rank: int) -> list[int]:
@@ -47,10 +51,20 @@ def load_balanced_indices(cu_seqlens: Sequence[int], cp: int, rank: int) -> list
     return indices
 
 
-def gather_from_context(x: torch.Tensor, group: ParallelGroup) -> torch.Tensor:
-    """All cp ranks' ``x`` concatenated rank-major along dim 0; the gradient of each rank's
-    part is summed back to it."""
-    return x if group.trivial else conjugate(x, group.all_gather, group.reduce_scatter)
+def start_gather_from_context(x: torch.Tensor, group: ParallelGroup) -> Callable[[], torch.Tensor]:
+    """The all-gather of every cp rank's ``x`` started; the function returned waits for it and
+    gives the ranks' ``x`` concatenated rank-major along dim 0, whose gradient sums each rank's
+    part back to it (a reduce-scatter). Work that does not need the gathered rows runs between
+    the two calls (module docstring)."""
+    if group.trivial:
+        return lambda: x
+    gathered, work = group.all_gather_start(x.detach())
+
+    def wait() -> torch.Tensor:
+        ready = finished(gathered, work)
+        return conjugate(x, lambda _: ready, group.reduce_scatter)
+
+    return wait
 
 
 def context_segments(cu_seqlens: Sequence[int], cp: int, rank: int) -> list[Segment]:

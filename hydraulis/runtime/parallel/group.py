@@ -34,18 +34,28 @@ class ParallelGroup:
 
     def all_reduce(self, tensor: torch.Tensor, op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM) -> torch.Tensor:
         """In place; returns ``tensor``."""
-        if not self.trivial:
-            dist.all_reduce(tensor, op=op, group=self.group)
-        return tensor
+        return finished(*self.all_reduce_start(tensor, op))
+
+    def all_reduce_start(self, tensor: torch.Tensor,
+                         op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM) -> tuple[torch.Tensor, Any]:
+        """:meth:`all_reduce` started asynchronously: ``tensor``, to be read after ``work.wait()``
+        (:func:`finished`; ``work`` None on a single rank: the result is ready)."""
+        if self.trivial:
+            return tensor, None
+        return tensor, dist.all_reduce(tensor, op=op, group=self.group, async_op=True)
 
     def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
         """Rank-major concatenation along dim 0 of every rank's equally shaped ``tensor``."""
+        return finished(*self.all_gather_start(tensor))
+
+    def all_gather_start(self, tensor: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        """:meth:`all_gather` started asynchronously: the output buffer and its ``work``, as
+        :meth:`all_reduce_start`."""
         if self.trivial:
-            return tensor
+            return tensor, None
         tensor = tensor.contiguous()
         out = tensor.new_empty((self.size * tensor.shape[0], *tensor.shape[1:]))
-        _all_gather_single(out, tensor, group=self.group)
-        return out
+        return out, _all_gather_single(out, tensor, group=self.group, async_op=True)
 
     def broadcast(self, tensor: torch.Tensor, source: int = 0) -> torch.Tensor:
         """In place: every rank's ``tensor`` becomes rank ``source``'s; returns ``tensor``."""
@@ -56,11 +66,7 @@ class ParallelGroup:
     def all_to_all(self, tensor: torch.Tensor, output_splits: list[int], input_splits: list[int]) -> torch.Tensor:
         """Rank ``i`` receives ``output_splits[j]`` rows from every rank ``j`` (source-major) and
         sends ``input_splits[i]`` consecutive rows of ``tensor`` to every rank ``i``."""
-        if self.trivial:
-            return tensor.clone()
-        out = tensor.new_empty((sum(output_splits), *tensor.shape[1:]))
-        dist.all_to_all_single(out, tensor.contiguous(), output_splits, input_splits, group=self.group)
-        return out
+        return finished(*self.all_to_all_start(tensor, output_splits, input_splits))
 
     def all_to_all_start(self, tensor: torch.Tensor, output_splits: list[int],
                          input_splits: list[int]) -> tuple[torch.Tensor, Any]:
@@ -75,12 +81,24 @@ class ParallelGroup:
 
     def reduce_scatter(self, tensor: torch.Tensor) -> torch.Tensor:
         """The sum over ranks of ``tensor``, this rank's block of dim 0 (``1/size`` of it)."""
+        return finished(*self.reduce_scatter_start(tensor))
+
+    def reduce_scatter_start(self, tensor: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        """:meth:`reduce_scatter` started asynchronously: the output buffer and its ``work``, as
+        :meth:`all_reduce_start`."""
         if self.trivial:
-            return tensor
+            return tensor, None
         tensor = tensor.contiguous()
         out = tensor.new_empty((tensor.shape[0] // self.size, *tensor.shape[1:]))
-        _reduce_scatter_single(out, tensor, group=self.group)
-        return out
+        return out, _reduce_scatter_single(out, tensor, group=self.group, async_op=True)
+
+
+def finished(tensor: torch.Tensor, work: Any) -> torch.Tensor:
+    """``tensor`` once the collective ``work`` that writes it is complete (None: already is). On
+    CUDA the wait is the current stream's, not the host's."""
+    if work is not None:
+        work.wait()
+    return tensor
 
 
 class _Conjugate(torch.autograd.Function):

@@ -11,6 +11,7 @@ Micro-batch ``j`` of stage ``s`` hands on ``T_j/sp`` rows × ``H`` (its tokens p
 among the tp ranks under sequence parallelism); ``T_j`` differs between micro-batches, and every
 rank knows every ``T_j`` from the step plan broadcast to all ranks, so a receiver allocates its
 buffer from its own plan: no shape travels, and the host never waits for the device to learn one.
+Waiting for a hand-off is the stream's on CUDA (NCCL's ``wait``), the host's only with gloo.
 
 Deadlock freedom: a send may not complete before its receive is posted (NCCL; gloo too for
 large messages), so sends are never waited for alone while the peer waits for something else.

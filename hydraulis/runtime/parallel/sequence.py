@@ -7,8 +7,10 @@ backward) and left with ``g`` (all-reduce forward). With it tp rank ``r`` holds 
 ``[r·T/tp, (r+1)·T/tp)`` of ``x`` (``T`` a multiple of ``tp``, see
 :func:`~hydraulis.runtime.model.packing.pack_micro_batch`) and the two conjugates become::
 
-    enter = gather_sequence:   all-gather of the rows forward,   reduce-scatter backward
+    enter:                     all-gather of the rows forward,   reduce-scatter backward
     leave = scatter_sequence:  reduce-scatter of the sum forward, all-gather backward
+
+(the entry fused with the block's column-parallel linears, :mod:`.columns`).
 
 An all-reduce is a reduce-scatter followed by an all-gather, so a layer moves the same bytes as
 without sequence parallelism, but the norms, the residual additions, the dropout-free glue
@@ -17,7 +19,7 @@ rank 0 holds tokens 0–2, rank 1 tokens 3–5; entering attention both gather a
 row-parallel output projection's partial sums are reduce-scattered back to 3 tokens each.
 
 The vocabulary-parallel embedding leaves with ``scatter_sequence`` as well; the output head
-enters with ``gather_sequence``, so the loss is computed on all ``T`` tokens by every tp rank as
+enters with the all-gather, so the loss is computed on all ``T`` tokens by every tp rank as
 without sequence parallelism. The norm weights then receive a different partial gradient on
 every tp rank (each from its own tokens), so all tp ranks contribute them to the reduction
 (:attr:`~hydraulis.layout.sharding.Shard.contributes`).
@@ -28,11 +30,6 @@ from __future__ import annotations
 import torch
 
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
-
-
-def gather_sequence(x: torch.Tensor, group: ParallelGroup) -> torch.Tensor:
-    """Every tp rank's rows, rank-major; backward: the summed gradient of this rank's rows."""
-    return x if group.trivial else conjugate(x, group.all_gather, group.reduce_scatter)
 
 
 def scatter_sequence(x: torch.Tensor, group: ParallelGroup) -> torch.Tensor:

@@ -3,8 +3,9 @@ vocabulary-parallel embedding and cross-entropy.
 
 Two conjugate operators move activations in and out of the tensor-parallel region:
 
-* ``f = copy_to_group``: forward identity, backward all-reduce (sum of the partial input
-  gradients of the ranks' column shards);
+* ``f``: forward identity, backward all-reduce (sum of the partial input gradients of the
+  ranks' column shards) — fused with the block's column linears, the all-reduce overlapping
+  their weight gradients (:mod:`.columns`);
 * ``g = reduce_from_group``: forward all-reduce (sum of the partial outputs of the ranks' row
   shards), backward identity.
 
@@ -16,7 +17,9 @@ split the same way by heads. Per block: one all-reduce forward, one backward.
 The vocabulary is split by rows of the embedding and of the output head (``V/tp`` tokens per
 rank). Cross-entropy never gathers the logits: with ``m`` the all-reduced max, the loss of a
 token with label ``y`` is ``log Σ_r Σ_{v∈r} exp(z_v − m) − (z_y − m)``, two sums all-reduced
-over the group; its gradient on rank r is ``softmax(z)_v − [v = y]`` for the rank's ``v``.
+over the group in one all-reduce of the two stacked, after the all-reduce of the max that both
+need: two collectives per micro-batch. Its gradient on rank r is ``softmax(z)_v − [v = y]`` for
+the rank's ``v``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+from hydraulis.runtime.parallel.columns import column_parallel
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
 from hydraulis.runtime.parallel.sequence import scatter_sequence
 from hydraulis.layout.sharding import unit_range
@@ -34,26 +38,25 @@ IGNORE_INDEX = -100
 """Label of a position without loss (padding)."""
 
 
-def copy_to_group(x: torch.Tensor, group: ParallelGroup) -> torch.Tensor:
-    """``f``: identity forward, all-reduce of the gradient backward."""
-    return x if group.trivial else conjugate(x, lambda t: t.view_as(t), lambda g: group.all_reduce(g.clone()))
-
-
 def reduce_from_group(x: torch.Tensor, group: ParallelGroup) -> torch.Tensor:
     """``g``: all-reduce forward, identity backward."""
     return x if group.trivial else conjugate(x, lambda t: group.all_reduce(t.clone()), lambda g: g)
 
 
 class ColumnParallelLinear(nn.Module):
-    """``Y_r = X·W_rᵀ`` with ``W`` split by output rows. ``X`` must already be in the
-    tensor-parallel region (``copy_to_group`` once per block, shared by its column layers)."""
+    """``Y_r = f(X)·W_rᵀ`` with ``W`` split by output rows, entering the tensor-parallel region
+    itself (:func:`~hydraulis.runtime.parallel.columns.column_parallel`). The column layers of a
+    block share one entry: their module runs them together, through their ``weight``, without
+    calling them."""
 
-    def __init__(self, in_features: int, local_out_features: int, **factory) -> None:
+    def __init__(self, in_features: int, local_out_features: int, group: ParallelGroup,
+                 sequence_parallel: bool = False, **factory) -> None:
         super().__init__()
+        self.group, self.sequence_parallel = group, sequence_parallel
         self.weight = nn.Parameter(torch.empty(local_out_features, in_features, **factory))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.weight)
+        return column_parallel(x, (self.weight,), self.group, self.sequence_parallel)[0]
 
 
 def leave_group(x: torch.Tensor, group: ParallelGroup, sequence_parallel: bool) -> torch.Tensor:
@@ -104,9 +107,9 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         local = labels - start
         inside = valid & (local >= 0) & (local < z.shape[-1])
         index = local.clamp(0, z.shape[-1] - 1).unsqueeze(-1)
-        target = group.all_reduce(shifted.gather(-1, index).squeeze(-1) * inside)
         exp = shifted.exp()
-        total = group.all_reduce(exp.sum(dim=-1))
+        target, total = group.all_reduce(torch.stack((shifted.gather(-1, index).squeeze(-1) * inside,
+                                                      exp.sum(dim=-1))))
         loss = (total.log() - target) * valid
         ctx.save_for_backward(exp / total.unsqueeze(-1), index, inside, valid)
         ctx.dtype = logits.dtype

@@ -25,14 +25,16 @@ __all__ = ["LiveBytes", "ShapeGroup", "flash_core"]
 
 
 class ShapeGroup(ParallelGroup):
-    def all_reduce(self, tensor, op=None):
-        return tensor
+    """The collectives complete at once (``work`` None); the synchronous ones are built on them."""
 
-    def all_gather(self, tensor):
-        return tensor if self.trivial else torch.cat([tensor] * self.size)
+    def all_reduce_start(self, tensor, op=None):
+        return tensor, None
 
-    def reduce_scatter(self, tensor):
-        return tensor if self.trivial else tensor.chunk(self.size)[0].clone()
+    def all_gather_start(self, tensor):
+        return (tensor if self.trivial else torch.cat([tensor] * self.size)), None
+
+    def reduce_scatter_start(self, tensor):
+        return (tensor if self.trivial else tensor.chunk(self.size)[0].clone()), None
 
 
 class _FlashCore(torch.autograd.Function):
