@@ -69,7 +69,7 @@ from hydraulis.layout.pipeline import StrategyLayout
 from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.runtime.model.decoder import StageModel
-from hydraulis.runtime.model.packing import Documents, pack_micro_batch
+from hydraulis.runtime.model.packing import Documents, pack_micro_batch, packed_rows
 from hydraulis.runtime.parallel.operations import (RecordingWork, gather_operations, gather_reduction_overlap,
                                                    step_clock)
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
@@ -199,10 +199,10 @@ class StepRunner:
         place, model = stage.place, stage.model
         pipeline = plan.pipelines[place.pipeline]
         kernel = attention_kernel(self.context.device, self.context.dtype, self.allow_math)
-        batches = [pack_micro_batch(documents, mb, plan.alignment, stage.groups.cp, self.context.device, kernel,
-                                    model.sequence_shards)
-                   for mb in pipeline.micro_batches]
-        work = StageWork(model, batches, tokens)
+        batches, cp, shards = pipeline.micro_batches, stage.groups.cp, model.sequence_shards
+        work = StageWork(model, lambda j: pack_micro_batch(documents, batches[j], plan.alignment, cp,
+                                                           self.context.device, kernel, shards),
+                         [packed_rows(mb, plan.alignment, cp.size, shards) for mb in batches], tokens)
         if self.overlap and batches:
             stage.gradients.arm(len(batches), stage.route.plan.shard_buckets, reduction.ready)
             reduction.start()

@@ -32,7 +32,7 @@ keeps; a batch may then hold several sends, or none at all (skipped).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -118,25 +118,29 @@ class StageLink:
 
 
 class StageWork:
-    """Forward and backward of one stage's micro-batches; keeps each micro-batch's input and
-    output until its backward. On the last stage the output is the micro-batch's part of the
-    normalised loss (:func:`hydraulis.runtime.model.loss.part_loss`), summed on the device into
-    ``loss``."""
+    """Forward and backward of one stage's micro-batches. Micro-batch ``j`` is packed
+    (``pack(j)``) at its forward and dropped after its backward, its input and output kept in
+    between: a stage holds the inputs of the micro-batches in flight only, as the memory model
+    counts them (design §15), not the step's. ``rows[j]`` is the hidden rows micro-batch ``j``
+    hands between stages, known before it is packed (a receive is posted before its forward).
+    On the last stage the output is the micro-batch's part of the normalised loss
+    (:func:`hydraulis.runtime.model.loss.part_loss`), summed on the device into ``loss``."""
 
-    def __init__(self, model: StageModel, batches: Sequence[PackedMicroBatch], loss_tokens: int) -> None:
-        self.model, self.batches, self.loss_tokens = model, batches, loss_tokens
+    def __init__(self, model: StageModel, pack: Callable[[int], PackedMicroBatch], rows: Sequence[int],
+                 loss_tokens: int) -> None:
+        self.model, self.pack, self.rows, self.loss_tokens = model, pack, rows, loss_tokens
         self.saved: dict[int, tuple[torch.Tensor | None, torch.Tensor]] = {}
         self.loss = torch.zeros((), dtype=torch.float32, device=next(model.parameters()).device)
 
     def shape(self, j: int) -> Shape:
         """The hidden states micro-batch ``j`` hands between stages (and their gradient)."""
-        return self.batches[j].hidden_rows, self.model.model.hidden
+        return self.rows[j], self.model.model.hidden
 
     def forward(self, j: int, received: torch.Tensor | None) -> torch.Tensor | None:
         """Run micro-batch ``j``; the activation to send on (None on the last stage)."""
         if received is not None:
             received.requires_grad_(True)
-        out = self.model(received, self.batches[j])
+        out = self.model(received, self.pack(j))
         if self.model.last:
             out = part_loss(out, self.loss_tokens)
             self.loss += out.detach()

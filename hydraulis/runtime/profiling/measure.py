@@ -299,10 +299,10 @@ class _TimedStageWork(StageWork):
     """The runtime's stage work, timing each micro-batch's forward and backward call by ``clock``
     (``seconds[j] = (forward, backward)``)."""
 
-    def __init__(self, model: StageModel, batches: list[PackedMicroBatch], loss_tokens: int, clock: Clock) -> None:
-        super().__init__(model, batches, loss_tokens)
+    def __init__(self, model: StageModel, batch: PackedMicroBatch, micro_batches: int, clock: Clock) -> None:
+        super().__init__(model, lambda j: batch, [batch.hidden_rows] * micro_batches, batch.tokens * micro_batches)
         self.clock = clock
-        self.seconds = np.zeros((len(batches), 2))
+        self.seconds = np.zeros((micro_batches, 2))
 
     def forward(self, j: int, received: torch.Tensor | None) -> torch.Tensor | None:
         start = self._now()
@@ -335,7 +335,7 @@ def _run(stage: StageUnderTest, batch: PackedMicroBatch, context: RankContext, m
         torch.cuda.synchronize(context.device)
         torch.cuda.reset_peak_memory_stats(context.device)
     before = torch.cuda.memory_allocated(context.device) if track_memory else 0
-    work = _TimedStageWork(stage.model, [batch] * micro_batches, batch.tokens * micro_batches, clock)
+    work = _TimedStageWork(stage.model, batch, micro_batches, clock)
     link = stage.link or LoopbackLink(stage.model, context, batch.tokens)
     run_1f1b(work, link, micro_batches, stage.stages, stage.index)
     peak = torch.cuda.max_memory_allocated(context.device) - before if track_memory else 0

@@ -71,7 +71,7 @@ def stage(scheme: Scheme, index: int, dtype: torch.dtype) -> tuple[StageModel, P
 
 def kept(model: StageModel, batch: PackedMicroBatch) -> int:
     """Bytes a micro-batch's forward leaves allocated (StageWork keeps its input and output)."""
-    work = StageWork(model, [batch], batch.tokens)
+    work = StageWork(model, lambda j: batch, [batch.hidden_rows], batch.tokens)
     with LiveBytes() as live:
         work.forward(0, Neighbours(model, batch).recv_forward())
         return live.live
@@ -95,7 +95,7 @@ def test_the_peak_of_a_stage_under_1f1b(scheme, dtype=torch.bfloat16):
         for index in range(scheme.pp):
             model, batch = stage(scheme, index, dtype)
             micro_batches = scheme.pp
-            work = StageWork(model, [batch] * micro_batches, batch.tokens * micro_batches)
+            work = StageWork(model, lambda j: batch, [batch.hidden_rows] * micro_batches, batch.tokens * micro_batches)
             with LiveBytes() as live:
                 run_1f1b(work, Neighbours(model, batch), micro_batches, scheme.pp, index)
             layers = (scheme.recompute,) * len(model.layers)
