@@ -15,11 +15,15 @@ per-stage work budget ``B_kl = (C − β_k − ρ_l)/γ_k``:
     Σ_kl ⌊B_kl/w_k(ℓ_j)⌋·n_kl ≥ T_j                 room for the T_j sequences of class ≥ j
     maximise Σ_kl n_kl·B_kl / W_k                   spare throughput: use the idle devices
 
+The one-hot ``z`` is settled by enumeration: at each trial ``C`` one program per level with
+``z_l = 1`` fixed (no ``z``, ``n_k`` for the options the level admits), the answer of largest
+objective over the levels (:func:`feasible_at`).
+
 Bisection keeps ``lo`` (the fluid lower bound, then every ``C`` without an answer) and ``hi``
 (the best answer: the homogeneous incumbent, then the makespan that a feasible answer's own
 routing reaches, which is ≤ its ``C``; any answer proves ``C`` feasible, optimal for its
 objective or not) and stops when ``hi − lo ≤ tol·hi``: at most about
-``⌈log₂((hi₀ − lo₀)/(tol·lo₀))⌉ + 1`` programs, each within ``nodes`` branch-and-bound nodes
+``⌈log₂((hi₀ − lo₀)/(tol·lo₀))⌉ + 1`` trials, each program within ``nodes`` branch-and-bound nodes
 (hydraulis/solver.py). ``lo`` is a proven bound while every program without an answer was
 proven infeasible: the answer is then optimal within ``tol`` (:attr:`BisectionStatus.OPTIMAL`).
 A program stopped by its node budget without an answer proves nothing, so the reported bound
@@ -109,58 +113,88 @@ def optimise_counts(problem: FluidProblem, solver: SolverName, tolerance: float,
 
 def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName, nodes: int,
                 time_limit_s: float) -> tuple[Solved, tuple[int, ...], float]:
-    """Solve the program of the module docstring at ``C = makespan`` within ``nodes`` nodes:
-    how it ended, the counts and the makespan their routing reaches (``inf`` without an answer)."""
-    levels = np.unique(problem.reduce)
+    """Solve the program of the module docstring at ``C = makespan``: one program per reduction
+    level ``ρ_l`` (``z_l = 1`` fixed, :func:`level_program`), each within ``nodes`` nodes, the
+    answer of largest objective over the levels. How it ended (:func:`_combined`), the counts and
+    the makespan their routing reaches (``inf`` without an answer).
+
+    The one-hot ``z`` is the program's only choice between levels, so fixing it level by level
+    splits the program exactly. Whole, it let the relaxation spread a pipeline over levels whose
+    budgets differ by little once the reduction is mostly hidden (design §22: levels of 4–300 ms
+    under makespans of ~660 ms): LLaMA-7B on 1,024 A800s needed ~4,000 simplex iterations per
+    node, and one program ran past 300 s without an answer, while its seven levels alone each
+    solve at the root."""
+    started = time.monotonic()
+    results: list[tuple[Solved, tuple[int, ...], float, float]] = []
+    for rho in np.unique(problem.reduce):
+        remaining = time_limit_s - (time.monotonic() - started)
+        if remaining <= 0:
+            results.append((Solved(Outcome.TIME_NO_ANSWER, None, None, 0.0), (), float("inf"), -math.inf))
+            break
+        results.append(level_program(problem, makespan, float(rho), solver, nodes, remaining))
+    best = max(results, key=lambda result: result[3])
+    return _combined([result[0] for result in results], best[0]), best[1], best[2]
+
+
+def level_program(problem: FluidProblem, makespan: float, rho: float, solver: SolverName, nodes: int,
+                  time_limit_s: float) -> tuple[Solved, tuple[int, ...], float, float]:
+    """The program of the module docstring at ``C = makespan`` with the reduction at level ``ρ``
+    (``z`` fixed to it): how it ended, the counts, the makespan their routing reaches and the
+    objective (``inf`` and ``−inf`` without an answer)."""
+    none = float("inf"), -math.inf
     model = pulp.LpProblem("pipeline_counts", pulp.LpMaximize)
     n, budget = {}, {}
-    for level, rho in enumerate(levels):
-        for k in range(len(problem.origin)):
-            work_budget = (makespan - problem.beta[k] - rho) / problem.gamma[k]
-            if problem.reduce[k] <= rho and work_budget > 0:
-                n[k, level] = model.add_variable(f"n_{k}_{level}", 0, int(problem.limit[k]), cat=pulp.LpInteger)
-                budget[k, level] = work_budget
-    used = sorted({k for k, _ in n})
-    in_time = {(k, j): [lv for key_k, lv in n if key_k == k
-                        and (problem.tail[j] < 1 or problem.single[k, j] + levels[lv] <= makespan)]
-               for k in used for j in np.flatnonzero(problem.eligible[k])}
-    f = {key: model.add_variable(f"f_{key[0]}_{key[1]}", 0, 1) for key, ok in in_time.items() if ok}
-    holders = [key for key in n if problem.holder[key[0]] + levels[key[1]] <= makespan]
+    for k in range(len(problem.origin)):
+        work_budget = (makespan - problem.beta[k] - rho) / problem.gamma[k]
+        if problem.reduce[k] <= rho and work_budget > 0:
+            n[k] = model.add_variable(f"n_{k}", 0, int(problem.limit[k]), cat=pulp.LpInteger)
+            budget[k] = work_budget
+    f = {(k, j): model.add_variable(f"f_{k}_{j}", 0, 1) for k in n for j in np.flatnonzero(problem.eligible[k])
+         if problem.tail[j] < 1 or problem.single[k, j] + rho <= makespan}
+    holders = [k for k in n if problem.holder[k] + rho <= makespan]
     classes = range(problem.work.shape[1])
-    if not holders or any(not any((k, j) in f for k in used) for j in classes):
-        return Solved(Outcome.INFEASIBLE, None, None, 0.0), (), float("inf")
-    z = {level: model.add_variable(f"z_{level}", 0, 1, cat=pulp.LpInteger) for level in sorted({lv for _, lv in n})}
+    if not holders or any(not any((k, j) in f for k in n) for j in classes):
+        return Solved(Outcome.INFEASIBLE, None, None, 0.0), (), *none
     total = problem.work.sum(axis=1)
-    model.setObjective(pulp.LpAffineExpression(
-        [(var, budget[key] / max(total[key[0]], 1e-12)) for key, var in n.items()]))
+    model.setObjective(pulp.LpAffineExpression([(var, budget[k] / max(total[k], 1e-12)) for k, var in n.items()]))
     for j in classes:
-        _add(model, [(f[k, j], 1.0) for k in used if (k, j) in f], pulp.LpConstraintEQ, 1.0)
-    for k in used:
-        _add(model, [(f[k, j], problem.work[k, j]) for j in classes if (k, j) in f]
-             + [(var, -budget[key]) for key, var in n.items() if key[0] == k], pulp.LpConstraintLE, 0.0)
-    for (k, level), var in n.items():
-        _add(model, [(var, 1.0), (z[level], -float(problem.limit[k]))], pulp.LpConstraintLE, 0.0)
-    for (k, j), var in f.items():
-        if len(in_time[k, j]) < len(z):
-            _add(model, [(var, 1.0)] + [(z[lv], -1.0) for lv in in_time[k, j]], pulp.LpConstraintLE, 0.0)
-    _add(model, [(var, 1.0) for var in z.values()], pulp.LpConstraintEQ, 1.0)
-    _add(model, [(var, float(problem.sizes[k])) for (k, _), var in n.items()], pulp.LpConstraintLE,
-         float(problem.devices))
-    _add(model, [(n[key], 1.0) for key in holders], pulp.LpConstraintGE, 1.0)
-    per_pipeline = {level: sequences_per_pipeline(problem, makespan, rho) for level, rho in enumerate(levels)}
+        _add(model, [(f[k, j], 1.0) for k in n if (k, j) in f], pulp.LpConstraintEQ, 1.0)
+    for k, var in n.items():
+        _add(model, [(f[k, j], problem.work[k, j]) for j in classes if (k, j) in f] + [(var, -budget[k])],
+             pulp.LpConstraintLE, 0.0)
+    _add(model, [(var, float(problem.sizes[k])) for k, var in n.items()], pulp.LpConstraintLE, float(problem.devices))
+    _add(model, [(n[k], 1.0) for k in holders], pulp.LpConstraintGE, 1.0)
+    per_pipeline = sequences_per_pipeline(problem, makespan, rho)
     for j in classes:
-        _add(model, [(var, per_pipeline[lv][k, j]) for (k, lv), var in n.items() if per_pipeline[lv][k, j] > 0],
+        _add(model, [(var, per_pipeline[k, j]) for k, var in n.items() if per_pipeline[k, j] > 0],
              pulp.LpConstraintGE, float(problem.tail[j]))
     solved = solve(model, solver, nodes, time_limit_s)
     if not solved.outcome.has_answer:
-        return solved, (), float("inf")
+        return solved, (), *none
     counts = np.zeros(len(problem.origin), dtype=np.int64)
-    for (k, _), var in n.items():
-        counts[k] += int(round(var.value()))
+    for k, var in n.items():
+        counts[k] = int(round(var.value()))
     fractions = np.zeros_like(problem.work)
     for (k, j), var in f.items():
         fractions[k, j] = max(0.0, var.value())
-    return solved, tuple(int(c) for c in counts), assignment_makespan(problem, counts, fractions)
+    return (solved, tuple(int(c) for c in counts), assignment_makespan(problem, counts, fractions),
+            float(pulp.value(model.objective)))
+
+
+def _combined(outcomes: list[Solved], best: Solved) -> Solved:
+    """The levels' solves as one: the best level's answer — optimal only if every other level
+    was solved to optimality or proven infeasible, timed out if any level was — or, without an
+    answer, infeasible only if every level was proven so."""
+    kinds = {solved.outcome for solved in outcomes}
+    wall_s = sum(solved.wall_s for solved in outcomes)
+    timed_out = any(outcome.timed_out for outcome in kinds)
+    if best.outcome.has_answer:
+        proven = kinds <= {Outcome.OPTIMAL, Outcome.INFEASIBLE}
+        outcome = Outcome.TIME_FEASIBLE if timed_out else Outcome.OPTIMAL if proven else Outcome.FEASIBLE
+        return Solved(outcome, best.bound, best.gap, wall_s)
+    outcome = (Outcome.TIME_NO_ANSWER if timed_out else Outcome.INFEASIBLE if kinds == {Outcome.INFEASIBLE}
+               else Outcome.NO_ANSWER)
+    return Solved(outcome, None, None, wall_s)
 
 
 def _add(model: pulp.LpProblem, terms: list[tuple[pulp.LpVariable, float]], sense: int, rhs: float) -> None:
