@@ -16,6 +16,7 @@ arm's ``reduction_hidden_fraction``, and as the last line::
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -52,13 +53,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8, help="training steps per run (default 8)")
     args = parser.parse_args()
     pooled = {arm: [] for arm in ARMS}
-    rows = []
+    rows, load = [], os.getloadavg()[0]
     for repeat in range(args.repeats):
         for arm, extra in ARMS.items():
             steps, fraction = run_arm(args.example, args.example / "ab" / f"{arm}-{repeat}", extra, args.steps)
             pooled[arm] += steps
             rows.append([repeat, arm, len(steps), round(statistics.median(steps), 1),
                          "" if fraction is None else round(fraction, 2)])
+    print(f"1-minute load average {load:.2f} before, {os.getloadavg()[0]:.2f} after ({os.cpu_count()} cores)")
     report(("repeat", "arm", "warm_steps", "median_step_ms", "reduction_hidden_fraction"), rows, pooled)
 
 
