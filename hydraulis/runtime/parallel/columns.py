@@ -72,5 +72,9 @@ class _ColumnParallel(torch.autograd.Function):
 def column_parallel(x: torch.Tensor, weights: Sequence[torch.Tensor], group: ParallelGroup,
                     sequence_parallel: bool) -> tuple[torch.Tensor, ...]:
     """``enter(x)·W_iᵀ`` for every weight shard ``W_i`` of a block (module docstring): ``x`` this
-    rank's rows of the residual stream, every output all ``T`` rows of its shard's columns."""
+    rank's rows of the residual stream, every output all ``T`` rows of its shard's columns.
+    Without a tensor-parallel group there is nothing to reduce: plain linears, autograd's own
+    backward."""
+    if group.trivial:
+        return tuple(F.linear(x, weight) for weight in weights)
     return _ColumnParallel.apply(x, group, sequence_parallel, *weights)
