@@ -15,10 +15,14 @@ match whatever else the ranks are doing):
   gradient, bucket by bucket, source by source — a fixed order, so the sum is deterministic;
   the optimizer steps after it (:mod:`.master`: update, and clipping by the global norm where
   configured, see the whole reduced gradient);
-* :class:`Propagation` — every bucket of the updated weights is issued at the step's start;
-  a bucket is waited for and copied into the compute weights just before the first module
-  that uses one of its parameters runs forward (:class:`WeightGate`'s forward pre-hooks), the
-  rest after the stage's work.
+* :class:`Propagation` — every bucket of the updated weights is issued at the step's start,
+  in **descending** bucket order: the order in which the forward needs them (the first
+  stages' buckets carry the highest numbers, and within a stage the bucket of the first
+  layers is the last one), so the first forward waits for its own bucket only — in ascending
+  order it waited for all of them, the gloo and NCCL queues running a group's collectives
+  in the order issued; a bucket is waited for and copied into the compute weights just
+  before the first module that uses one of its parameters runs forward (:class:`WeightGate`'s
+  forward pre-hooks), the rest after the stage's work.
 
 With the overlap off the same buckets run back to back: all weights before the forward, all
 gradients after the backward. The time in flight of each bucket holding the rank's gradients
@@ -119,13 +123,14 @@ class Reduction:
 
 class Propagation:
     """One step's weights from the owners' ``master`` into ``params`` (this rank's shards, in
-    shard order), every bucket issued at construction in the compute ``dtype``."""
+    shard order), every bucket issued at construction in the compute ``dtype``, the last
+    bucket (the first one the forward uses) first."""
 
     def __init__(self, route: Route, master: torch.Tensor, params: list, dtype: torch.dtype, clock) -> None:
         self.route, self.params = route, params
         self.exchanges = _Exchanges(route, clock, master.device)
         self.pending = set(range(route.buckets))
-        for bucket in range(route.buckets):
+        for bucket in reversed(range(route.buckets)):
             self.exchanges.issue(bucket, route.pack_weights(master, dtype, bucket), route.sent[False][bucket],
                                  route.received[False][bucket])
 

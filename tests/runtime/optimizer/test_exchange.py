@@ -1,0 +1,53 @@
+"""The propagation issues its buckets in the order the forward needs them (design §22): the
+shards of a stage are in order of use and their buckets never increase along it, so the
+descending issue order puts each stage's first layers at the head of the queue."""
+
+import pytest
+import torch
+
+from hydraulis.runtime.optimizer.exchange import Propagation
+from hydraulis.runtime.parallel.operations import WallClock
+from tests.runtime.optimizer.test_routes import CASES, routes
+
+
+@pytest.mark.parametrize("spec,layout,world", CASES)
+def test_buckets_never_increase_along_a_stages_order_of_use(spec, layout, world):
+    _, every = routes(spec, layout, world, (20_000, 5_000))
+    for route in every:
+        order = route.plan.shard_buckets
+        assert all(a >= b for a, b in zip(order, order[1:])), (spec, route.plan.rank, order)
+
+
+class _RecordingWorld:
+    """A one-rank world that completes each exchange at once and notes the buckets issued."""
+
+    def __init__(self) -> None:
+        self.issued: list[int] = []
+
+    def all_to_all_start(self, tensor, output_splits, input_splits):
+        self.issued.append(int(tensor[0]))
+        return tensor.clone(), None
+
+
+class _Route:
+    buckets = 3
+
+    def __init__(self) -> None:
+        self.world = _RecordingWorld()
+        self.sent = self.received = {False: [[1]] * self.buckets}
+        self.copied: list[int] = []
+
+    def pack_weights(self, master, dtype, bucket):
+        return torch.tensor([float(bucket)], dtype=dtype)
+
+    def copy_received(self, incoming, params, bucket):
+        self.copied.append(bucket)
+
+
+def test_propagation_issues_the_last_bucket_first_and_delivers_what_is_needed():
+    route = _Route()
+    propagation = Propagation(route, torch.zeros(1), [], torch.float32, WallClock())
+    assert route.world.issued == [2, 1, 0]
+    propagation.need([2])
+    propagation.finish()
+    assert route.copied == [2, 0, 1]
