@@ -5,10 +5,13 @@ the overlap on and off, run after run, so that both see the same machine.
     .venv/bin/python benchmarks/overlap_ab.py --example OUT [--repeats 3] [--steps 8]
 
 Each repeat runs ``hydraulis train`` on the example's proposal, corpus and settings (tiny, 4 CPU
-processes) with ``--record-operations``, first with the overlap, then with
-``--no-overlap-reduction``. Over every step after each strategy's first, it prints the median
-measured step time of each arm (pooled over the repeats), each repeat's medians, the overlap
-arm's ``reduction_hidden_fraction``, and as the last line::
+processes) with ``--record-operations``, with the overlap and with ``--no-overlap-reduction``
+(the overlap first in even repeats, second in odd ones). Over every step after each strategy's
+first, it prints the median measured step time of each arm (pooled over the repeats), each
+repeat's medians, the overlap arm's ``reduction_hidden_fraction``, each repeat's ratio, a 90 %
+bootstrap interval of the pooled ratio (repeats drawn with replacement, then steps within each:
+on a shared 2-core machine one run's median moves by ±15 %, so the interval says whether a
+difference is resolved at all), and as the last line::
 
     overlap_over_no_overlap=<median step with the overlap / median step without>
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -26,6 +30,8 @@ from hydraulis.artifacts.train_log import read_train_log
 from hydraulis.cli.output import table
 
 ARMS = {"overlap": [], "no_overlap": ["--no-overlap-reduction"]}
+BOOTSTRAP_DRAWS = 2000
+"""Resamples behind the ratio's interval (seeded: the same steps give the same interval)."""
 
 
 def run_arm(example: Path, out: Path, extra: list[str], steps: int) -> tuple[list[float], float | None]:
@@ -52,26 +58,50 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="A/B pairs (default 3)")
     parser.add_argument("--steps", type=int, default=8, help="training steps per run (default 8)")
     args = parser.parse_args()
-    pooled = {arm: [] for arm in ARMS}
+    runs = {arm: [] for arm in ARMS}
     rows, load = [], os.getloadavg()[0]
     for repeat in range(args.repeats):
-        for arm, extra in ARMS.items():
-            steps, fraction = run_arm(args.example, args.example / "ab" / f"{arm}-{repeat}", extra, args.steps)
-            pooled[arm] += steps
+        for arm in list(ARMS) if repeat % 2 == 0 else list(reversed(ARMS)):
+            steps, fraction = run_arm(args.example, args.example / "ab" / f"{arm}-{repeat}", ARMS[arm], args.steps)
+            runs[arm].append(steps)
             rows.append([repeat, arm, len(steps), round(statistics.median(steps), 1),
                          "" if fraction is None else round(fraction, 2)])
     print(f"1-minute load average {load:.2f} before, {os.getloadavg()[0]:.2f} after ({os.cpu_count()} cores)")
-    report(("repeat", "arm", "warm_steps", "median_step_ms", "reduction_hidden_fraction"), rows, pooled)
+    report(("repeat", "arm", "warm_steps", "median_step_ms", "reduction_hidden_fraction"), rows, runs)
 
 
-def report(headers: tuple[str, ...], rows: list[list], pooled: dict[str, list[float]]) -> None:
-    """The repeats' table, each arm's median step pooled over them and, as the last line,
-    ``<first arm>_over_<second arm>=`` the ratio of the two medians."""
+def report(headers: tuple[str, ...], rows: list[list], runs: dict[str, list[list[float]]]) -> None:
+    """The repeats' table, each arm's median step pooled over them, each repeat's ratio, the
+    pooled ratio's bootstrap interval and, as the last line, ``<first arm>_over_<second arm>=``
+    the ratio of the two pooled medians (``runs``: per arm, each repeat's steps)."""
     print(table(headers, rows))
-    medians = {arm: statistics.median(steps) for arm, steps in pooled.items()}
+    first, second = runs
+    medians = {arm: statistics.median(_pooled(repeats)) for arm, repeats in runs.items()}
     print("pooled median step: " + ", ".join(f"{arm} {median:.1f} ms" for arm, median in medians.items()))
-    first, second = medians
+    pairs = list(zip(runs[first], runs[second]))
+    print("per repeat: " + ", ".join(f"{statistics.median(a) / statistics.median(b):.3f}" for a, b in pairs))
+    low, high = bootstrap_interval(pairs)
+    print(f"90% interval of the ratio: {low:.3f}-{high:.3f}")
     print(f"{first}_over_{second}={medians[first] / medians[second]:.3f}")
+
+
+def bootstrap_interval(pairs: list[tuple[list[float], list[float]]], draws: int = BOOTSTRAP_DRAWS) -> tuple[float, float]:
+    """The 5th and 95th percentiles of the ratio of pooled medians over ``draws`` resamples: the
+    repeats drawn with replacement (an arm's runs stay paired with the other's), then the steps
+    of each run."""
+    rng = random.Random(0)
+    ratios = []
+    for _ in range(draws):
+        chosen = [rng.choice(pairs) for _ in pairs]
+        a = [rng.choice(run) for run, _ in chosen for _ in run]
+        b = [rng.choice(run) for _, run in chosen for _ in run]
+        ratios.append(statistics.median(a) / statistics.median(b))
+    ratios.sort()
+    return ratios[int(0.05 * draws)], ratios[int(0.95 * draws) - 1]
+
+
+def _pooled(repeats: list[list[float]]) -> list[float]:
+    return [step for steps in repeats for step in steps]
 
 
 if __name__ == "__main__":

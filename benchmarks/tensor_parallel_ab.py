@@ -55,17 +55,17 @@ def main() -> None:
     parser.add_argument("--max-seq-len", type=int, default=1024, help="longest document (default 1024)")
     args = parser.parse_args()
     arms = {"candidate": CANDIDATE, "baseline": args.baseline.resolve()}
-    pooled = {arm: [] for arm in arms}
+    runs = {arm: [] for arm in arms}
     rows = []
     with tempfile.TemporaryDirectory(prefix="tensor-parallel-ab-") as folder:
         for repeat in range(args.repeats):
             order = list(arms) if repeat % 2 == 0 else list(reversed(arms))
             for arm in order:
                 steps, compute = run_arm(arms[arm], Path(folder) / f"{arm}-{repeat}", args)
-                pooled[arm] += steps
+                runs[arm].append(steps)
                 rows.append([repeat, arm, len(steps), round(statistics.median(steps), 1),
                              round(statistics.median(compute), 1)])
-    report(("repeat", "arm", "steps", "median_step_ms", "median_compute_ms"), rows, pooled)
+    report(("repeat", "arm", "steps", "median_step_ms", "median_compute_ms"), rows, runs)
 
 
 if __name__ == "__main__":
