@@ -11,7 +11,7 @@ threads, clock and whether the node was filled with replicas — and its result:
              "depth", "lengths": [...], "statistic", "repeats", "warmup", "device_kind", "device", "torch", "precision",
              "threads", "clock", "fill_node"},
      "status": "ok" | "out_of_memory", "time_ms", "forward_ms", "activation_bytes",
-     "samples_ms": [...], "wall_s"}
+     "samples_ms": [...], "wall_s", "handoff_ms"}
 
 The reduction (:class:`~hydraulis.profiler.measurement.ReductionMeasurement`) is one more line,
 its key the same settings with the whole model (its layer count sets the parameters moved) and
@@ -28,7 +28,9 @@ pipeline, and ``statistic`` (:class:`~hydraulis.profiler.sweep.Statistic`, defau
 statistic existed keep their keys (they hold the median of the repeats); ``communicator_ms``
 and ``overlap`` (``ω``; absent in older reduction lines: not measured, the space takes the
 device preset's); ``wall_s``
-(absent in older lines: 0) is the point's share of the wall time spent measuring it. A last line cut short by a kill is skipped with a warning; a line that parses but is not a
+(absent in older lines: 0) is the point's share of the wall time spent measuring it;
+``handoff_ms`` (the pipeline hand-off ``d`` of a whole pipeline of ``pp > 1`` on the wall clock,
+:mod:`hydraulis.profiler.handoff`) is absent for other points and in older lines. A last line cut short by a kill is skipped with a warning; a line that parses but is not a
 measurement is an error naming the line.
 """
 
@@ -99,7 +101,8 @@ class MeasurementCache:
         self._write(KIND, point_key(measurement.point, settings),
                     {"status": measurement.status.value, "time_ms": measurement.time_ms,
                      "forward_ms": measurement.forward_ms, "activation_bytes": measurement.activation_bytes,
-                     "samples_ms": list(measurement.samples_ms), "wall_s": measurement.wall_s})
+                     "samples_ms": list(measurement.samples_ms), "wall_s": measurement.wall_s,
+                     **({} if measurement.handoff_ms is None else {"handoff_ms": measurement.handoff_ms})})
 
     def append_reduction(self, measurement: ReductionMeasurement, settings: MeasureSettings) -> None:
         optional = {name: getattr(measurement, name) for name in ("communicator_ms", "overlap")
@@ -156,4 +159,5 @@ def _measurement(point: SweepPoint, entry: dict) -> Measurement:
         raise HydraulisError("status", status, f"must be one of {[s.value for s in MeasureStatus]}") from None
     return Measurement(point, kind, time_ms=record.float("time_ms"), forward_ms=record.float("forward_ms"),
                        activation_bytes=record.float("activation_bytes"), samples_ms=_samples(record),
-                       wall_s=record.float("wall_s", 0.0))
+                       wall_s=record.float("wall_s", 0.0),
+                       handoff_ms=record.float("handoff_ms") if record.raw("handoff_ms", None) is not None else None)

@@ -105,9 +105,17 @@ def simulate_1f1b_stages(
     for row in times:
         _check(row, pp)
         require(len(row) == v, "stage_times", len(row), f"must hold {v} micro-batches on every stage")
-    phi, d = model.forward_fraction, model.p2p_ms
-    forward = [[phi * t for t in row] for row in times]
-    backward = [[(1.0 - phi) * t for t in row] for row in times]
+    phi = model.forward_fraction
+    return simulate_1f1b_phases([[phi * t for t in row] for row in times],
+                                [[(1.0 - phi) * t for t in row] for row in times], model.p2p_ms, record)
+
+
+def simulate_1f1b_phases(forward: Sequence[Sequence[float]], backward: Sequence[Sequence[float]], p2p_ms: float,
+                         record: bool = False) -> PipelineTimeline:
+    """The recurrences of the module docstring with every operation's own duration:
+    ``forward[σ][j]`` and ``backward[σ][j]`` ms (measured ones, to replay a recorded schedule),
+    hand-offs of ``p2p_ms``."""
+    pp, v, d = len(forward), len(forward[0]), p2p_ms
     orders = [_stage_order(pp, s, v) for s in range(pp)]
     fwd_end = [[0.0] * v for _ in range(pp)]
     bwd_end = [[0.0] * v for _ in range(pp)]

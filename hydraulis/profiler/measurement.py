@@ -82,7 +82,9 @@ class Environment:
 class Measurement:
     """One point's result; ``samples_ms`` holds every timed micro-batch's slowest-rank time (lines
     cached before micro-batches were timed apart: every repeat's), ``wall_s`` the
-    point's share of the wall time its measuring took (warm-up and repeats; 0: not recorded)."""
+    point's share of the wall time its measuring took (warm-up and repeats; 0: not recorded),
+    ``handoff_ms`` the pipeline hand-off ``d`` its runs imply (:mod:`hydraulis.profiler.handoff`;
+    None: not a whole pipeline of ``pp > 1`` timed on the wall clock, or not recorded)."""
 
     point: SweepPoint
     status: MeasureStatus
@@ -91,6 +93,7 @@ class Measurement:
     activation_bytes: float = 0.0
     samples_ms: tuple[float, ...] = ()
     wall_s: float = 0.0
+    handoff_ms: float | None = None
 
     @property
     def ok(self) -> bool:

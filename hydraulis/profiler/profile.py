@@ -127,7 +127,7 @@ def profile_scheme_space(request: ProfileRequest, runner: Runner) -> ProfileOutc
     limits = _capacity_limits(found.values())
     measured = sum(m is not None for m in found.values()) - reused
     fits, skipped = _fit_schemes(request, plan, found, limits)
-    space = measured_space(request, fits, reduction)
+    space = measured_space(request, fits, reduction, handoffs=_handoffs(found.values()))
     return ProfileOutcome(space, fits, plan.skipped + skipped, limits, reused, measured,
                           time.perf_counter() - started, reduction)
 
@@ -176,12 +176,11 @@ def profile_segment_space(request: ProfileRequest, runner: Runner) -> SegmentPro
     held_out = held_out_errors(segments, checks)
     quality = {e.scheme: FitQuality(e.r2, e.median_rel_error, e.max_rel_error, e.points) for e in held_out}
     env, device = request.environment, request.device
-    gradient_bytes = ReduceDtype.AUTO.element_bytes(env.device_kind)
     profiles = tuple(replace(compose_profile(next(s for s in segments if s.key == (scheme.cp, scheme.tp, False)),
                                              request.sweep.model, scheme, env.devices, device.runtime_overhead_bytes),
                              fit=quality.get(scheme)) for scheme in plan.schemes if not scheme.sp)
-    space = replace(measured_space(request, (), reduction, profiles, [m.forward_ms / m.time_ms for m in fits]),
-                    segments=segments)
+    space = replace(measured_space(request, (), reduction, profiles, [m.forward_ms / m.time_ms for m in fits],
+                                   _handoffs(found.values())), segments=segments)
     return SegmentProfileOutcome(space, held_out, profiling_time(request.sweep, plan.schemes, fits, checks),
                                  plan.skipped, reused, len(measured) - reused, time.perf_counter() - started, reduction)
 
@@ -211,9 +210,10 @@ def reduction_devices(environment: Environment) -> int:
 
 def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
                    reduction: ReductionMeasurement | None = None, profiles: tuple[SchemeProfile, ...] = (),
-                   forward_fractions: Sequence[float] = ()) -> SchemeSpace:
+                   forward_fractions: Sequence[float] = (), handoffs: Sequence[float] = ()) -> SchemeSpace:
     """Step 4: the scheme space of the fitted schemes (or of ``profiles`` and the measured
-    ``forward_fractions`` when given)."""
+    ``forward_fractions`` when given); the pipeline hand-off ``p2p_ms`` the median of the
+    ``handoffs`` measured (:mod:`hydraulis.profiler.handoff`), else the device preset's latency."""
     env, device = request.environment, request.device
     gradient_bytes = ReduceDtype.AUTO.element_bytes(env.device_kind)
     profiles = profiles or tuple(
@@ -235,7 +235,8 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
         provenance=Provenance(SpaceSource.MEASURED, env.description, request.created, request.tool_version,
                               request.command, env.software),
         pipeline_model=PipelineModel(forward_fraction=float(np.median(forward_fractions)),
-                                     p2p_ms=device.collective_latency_us / 1e3),
+                                     p2p_ms=float(np.median(handoffs)) if handoffs
+                                     else device.collective_latency_us / 1e3),
         reduce_gbps=(implied_reduce_gbps(request.sweep.model.params, (Scheme(1, 1, 1),), reduction.time_ms,
                                          gradient_bytes) if reduction else device.intra_node_gbps),
         communicator_ms=(reduction.communicator_ms if reduction and reduction.communicator_ms is not None
@@ -276,6 +277,11 @@ def _measure_pending(plan: SweepPlan, settings: MeasureSettings, reduction: int,
         if len(cache.entries) == before:
             raise HydraulisError("measuring job", f"{len(pending)} points, reduction on {missing} ranks",
                                  f"finished without recording any of them in {cache.path}")
+
+
+def _handoffs(measurements) -> list[float]:
+    """The hand-offs of the measured whole pipelines (``pp > 1``)."""
+    return [m.handoff_ms for m in measurements if m is not None and m.ok and m.handoff_ms is not None]
 
 
 def _capacity_limits(measurements) -> tuple[CapacityLimit, ...]:

@@ -113,3 +113,14 @@ def test_a_scheme_with_other_options_is_another_point(tmp_path):
     again = MeasurementCache(tmp_path)
     assert again.find(sequence_parallel, SETTINGS).time_ms == 9.0 and again.find(POINT, SETTINGS).time_ms == 12.5
     assert '"options": ["sp"]' in again.path.read_text().splitlines()[-1]
+
+
+def test_a_pipeline_points_handoff_is_kept_and_an_older_line_has_none(tmp_path):
+    pipeline = SweepPoint(Scheme(1, 1, 2), 1, (32,))
+    measured = replace(_ok(pipeline), handoff_ms=3.5)
+    MeasurementCache(tmp_path).append(measured, SETTINGS)
+    assert MeasurementCache(tmp_path).find(pipeline, SETTINGS) == measured
+    line = json.loads((tmp_path / "measurements.jsonl").read_text())
+    del line["handoff_ms"]
+    (tmp_path / "measurements.jsonl").write_text(json.dumps(line) + "\n")
+    assert MeasurementCache(tmp_path).find(pipeline, SETTINGS).handoff_ms is None

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hydraulis.artifacts import read_scheme_space, write_lengths
+from hydraulis.presets import device_preset
 from hydraulis.types import SpaceSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,6 +163,7 @@ def test_a_context_and_pipeline_parallel_scheme_on_four_processes(tmp_path):
     profile = read_scheme_space(output).profiles[0]
     assert (profile.scheme.cp, profile.scheme.tp, profile.scheme.pp) == (2, 1, 2)
     assert profile.fit.points == 3 and profile.activation_bytes_per_token > 0
+    assert read_scheme_space(output).pipeline_model.p2p_ms != device_preset("cpu").collective_latency_us / 1e3
 
 
 def _round_order(stderr: str) -> list[tuple[int, str]]:

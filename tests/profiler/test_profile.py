@@ -11,7 +11,7 @@ from hydraulis.presets import device_preset, model_preset
 from hydraulis.cost.step import implied_reduce_gbps
 from hydraulis.profiler.measurement import Environment, Measurement, MeasureStatus, ReductionMeasurement
 from hydraulis.profiler.profile import ProfileRequest, profile_scheme_space
-from hydraulis.profiler.sweep import SweepConfig
+from hydraulis.profiler.sweep import SweepConfig, sweep_plan
 from hydraulis.types import OptimizerLayout, Scheme, SpaceSource
 
 TINY = model_preset("tiny")
@@ -19,6 +19,8 @@ ENVIRONMENT = Environment("cpu", "test cpu", "2.0", "fp32", 1, 4)
 REDUCTION_MS = 8.0
 OVERLAP = 0.37
 """The made-up device's measured share of an exchange under compute."""
+HANDOFF_MS = 2.0
+"""The made-up device's pipeline hand-off at 64 tokens (growing with the tokens)."""
 
 
 def true_time(point):
@@ -49,8 +51,9 @@ class FakeRunner:
                 cache.append(Measurement(point, MeasureStatus.OUT_OF_MEMORY), job.settings)
                 raise RuntimeError("rank 0 failed: out of memory")
             time = true_time(point)
+            handoff = HANDOFF_MS * point.tokens / 64 if point.scheme.pp > 1 and point.stage is None else None
             cache.append(Measurement(point, MeasureStatus.OK, time, time / 3, 100.0 * point.depth * point.tokens,
-                                     (time,)), job.settings)
+                                     (time,), handoff_ms=handoff), job.settings)
         if job.reduction:
             cache.append_reduction(ReductionMeasurement(job.reduction, REDUCTION_MS, 3.0, 5.0, (REDUCTION_MS,), overlap=OVERLAP),
                                    job.settings)
@@ -144,3 +147,12 @@ def test_a_single_device_measures_no_reduction_and_keeps_the_preset_bandwidth(tm
 def test_a_job_that_records_nothing_is_an_error_not_a_loop(tmp_path):
     with pytest.raises(HydraulisError, match="without recording"):
         profile_scheme_space(_request(str(tmp_path)), FakeRunner(silent=True))
+
+
+def test_the_pipeline_handoff_is_the_median_of_the_pipeline_points_and_without_them_the_presets(tmp_path):
+    outcome = profile_scheme_space(_request(str(tmp_path)), FakeRunner())
+    points = sweep_plan(_request(str(tmp_path)).sweep).points
+    handoffs = [HANDOFF_MS * p.tokens / 64 for p in points if p.scheme.pp > 1 and p.stage is None]
+    assert outcome.space.pipeline_model.p2p_ms == pytest.approx(float(np.median(handoffs)))
+    alone = profile_scheme_space(_request(str(tmp_path / "pp1"), pps=(1,)), FakeRunner())
+    assert alone.space.pipeline_model.p2p_ms == device_preset("cpu").collective_latency_us / 1e3

@@ -50,6 +50,11 @@ Noise on a shared machine is fought three ways:
   22 % with the median of run means and 17 % with their mean, against 10 % with their minimum
   from the same measurements (design §16 has the figures of the per-micro-batch minimum).
 
+**Hand-off.** Each rank also times its whole 1F1B run on the wall clock; for a whole
+pipeline of ``pp > 1`` timed on the wall clock, the runs' makespans and every stage's
+operations give the point's hand-off ``d`` (:func:`hydraulis.profiler.handoff.point_handoff`),
+which the profile turns into the space's ``p2p_ms``.
+
 **Activation memory** of the most loaded rank:
 
 * CUDA: the allocator's peak during the last run minus what was allocated before it
@@ -82,6 +87,7 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from hydraulis.artifacts.measurements import MeasurementCache
+from hydraulis.profiler.handoff import point_handoff
 from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus, Statistic
 from hydraulis.runtime.profiling.reduction import measure_reduction
 from hydraulis.profiler.sweep import Interleave, SweepPoint, points_by_scheme
@@ -215,6 +221,8 @@ def _measure_in_rounds(group: list[Chunk], context: RankContext, job: MeasureJob
     micro_batches = [np.full(len(chunk), pp) for chunk, pp in zip(chunks, in_flight)]
     timings = [[[np.zeros((0, 2))] * rounds for _ in chunk] for chunk in chunks]
     memory = [np.zeros(len(chunk)) for chunk in chunks]
+    spans = [np.zeros((len(chunk), rounds)) for chunk in chunks]
+    stage_of = np.full(len(chunks), -1.0)
     wall_s = np.zeros(len(chunks))
     point = chunks[0][0]
     try:
@@ -226,6 +234,7 @@ def _measure_in_rounds(group: list[Chunk], context: RankContext, job: MeasureJob
                                     f"{chunk[0].tokens}-{chunk[-1].tokens} tokens")
                 stage = group[c].build(chunk[0])
                 if stage is not None:
+                    stage_of[c] = stage.index if stage.link is not None else -1
                     _run(stage, _pack(chunk[0], stage, context, job.seed), context, 1,
                          job.settings.environment.clock, track_memory=False)
                 for i, point in enumerate(chunk):
@@ -234,8 +243,9 @@ def _measure_in_rounds(group: list[Chunk], context: RankContext, job: MeasureJob
                     timings[c][i][run] = np.zeros((int(micro_batches[c][i]), 2))
                     if stage is not None:
                         last = cuda and run == rounds - 1
-                        timings[c][i][run], peak = _run(stage, batch, context, int(micro_batches[c][i]),
-                                                        job.settings.environment.clock, track_memory=last)
+                        timings[c][i][run], peak, spans[c][i, run] = _run(
+                            stage, batch, context, int(micro_batches[c][i]), job.settings.environment.clock,
+                            track_memory=last)
                         memory[c][i] = peak if last else memory[c][i]
                 if run == 0 and warmup > 0:
                     first = [t[0].sum(axis=1).mean() for t in timings[c]]
@@ -250,15 +260,22 @@ def _measure_in_rounds(group: list[Chunk], context: RankContext, job: MeasureJob
         MeasurementCache(job.cache).append(Measurement(point, MeasureStatus.OUT_OF_MEMORY), job.settings)
         raise PointOutOfMemory(f"{point.scheme} depth {point.depth}, {point.tokens} tokens: {error}") from None
     timed = [t.ravel() for chunk in timings for runs in chunk for t in runs[warmup:]]
-    every = context.world.all_gather(torch.from_numpy(np.concatenate(timed + memory)).to(context.device))
+    gathered = np.concatenate(timed + memory + [span[:, warmup:].ravel() for span in spans] + [stage_of])
+    every = context.world.all_gather(torch.from_numpy(gathered).to(context.device))
     every = every.view(context.world_size, -1).cpu().numpy()
     found, start, held = [], 0, sum(t.size for t in timed)
+    spanned, stages = held + sum(m.size for m in memory), every[:, -len(chunks):]
+    wall = job.settings.environment.clock is Clock.WALL
     for c, chunk in enumerate(chunks):
         for i, p in enumerate(chunk):
             size = sum(t.size for t in timings[c][i][warmup:])
             samples = every[:, start:start + size].reshape(context.world_size, -1, 2)
-            found.append(_summary(p, samples, every[:, held].max(), wall_s[c] / len(chunk), job.settings.statistic))
-            start, held = start + size, held + 1
+            measurement = _summary(p, samples, every[:, held].max(), wall_s[c] / len(chunk), job.settings.statistic)
+            if wall and p.stage is None and p.scheme.pp > 1:
+                runs = every[:, spanned:spanned + rounds - warmup]
+                measurement = replace(measurement, handoff_ms=point_handoff(samples, runs, stages[:, c], p.scheme.pp))
+            found.append(measurement)
+            start, held, spanned = start + size, held + 1, spanned + rounds - warmup
     return found
 
 
@@ -337,9 +354,13 @@ def _run(stage: StageUnderTest, batch: PackedMicroBatch, context: RankContext, m
     before = torch.cuda.memory_allocated(context.device) if track_memory else 0
     work = _TimedStageWork(stage.model, batch, micro_batches, clock)
     link = stage.link or LoopbackLink(stage.model, context, batch.tokens)
+    started = time.perf_counter()
     run_1f1b(work, link, micro_batches, stage.stages, stage.index)
+    if context.device.type == "cuda":
+        torch.cuda.synchronize(context.device)
+    makespan_ms = (time.perf_counter() - started) * 1e3
     peak = torch.cuda.max_memory_allocated(context.device) - before if track_memory else 0
-    return work.seconds * 1e3, float(peak)
+    return work.seconds * 1e3, float(peak), makespan_ms
 
 
 def _saved_bytes_in_flight(stage: StageUnderTest | None, batch: PackedMicroBatch | None) -> float:

@@ -2,6 +2,8 @@
 shards of a stage are in order of use and their buckets never increase along it, so the
 descending issue order puts each stage's first layers at the head of the queue."""
 
+from itertools import pairwise
+
 import pytest
 import torch
 
@@ -15,7 +17,7 @@ def test_buckets_never_increase_along_a_stages_order_of_use(spec, layout, world)
     _, every = routes(spec, layout, world, (20_000, 5_000))
     for route in every:
         order = route.plan.shard_buckets
-        assert all(a >= b for a, b in zip(order, order[1:])), (spec, route.plan.rank, order)
+        assert all(a >= b for a, b in pairwise(order)), (spec, route.plan.rank, order)
 
 
 class _RecordingWorld:
