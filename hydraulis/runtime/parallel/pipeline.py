@@ -163,18 +163,27 @@ def run_schedule(work: StageWork, link: StageLink, schedule: Sequence[Operation]
     (module docstring) — else alone."""
     received: dict[tuple[Action, int], torch.Tensor | None] = {}
     for index, op in enumerate(schedule):
-        forward = op.action is Action.FORWARD
-        following = schedule[index + 1] if index + 1 < len(schedule) else None
-        if (op.action, op.micro_batch) in received:
-            incoming = received.pop((op.action, op.micro_batch))
-        else:
-            incoming = (link.recv_forward if forward else link.recv_backward)(work.shape(op.micro_batch))
-        outgoing = (work.forward if forward else work.backward)(op.micro_batch, incoming)
-        if following is not None and following.action is not op.action:
-            paired = link.send_forward_recv_backward if forward else link.send_backward_recv_forward
-            received[following.action, following.micro_batch] = paired(outgoing, work.shape(following.micro_batch))
-        else:
-            (link.send_forward if forward else link.send_backward)(outgoing)
+        _run_operation(work, link, op, schedule[index + 1] if index + 1 < len(schedule) else None, received)
+
+
+def _run_operation(work: StageWork, link: StageLink, op: Operation, following: Operation | None,
+                   received: dict[tuple[Action, int], torch.Tensor | None]) -> None:
+    """One operation of :func:`run_schedule`, its receive and its send (``received``: inputs
+    already received with a send). Its own references end with it: the gradient it received and
+    the one it sent (sends are waited for) are not held through the next operation — on a middle
+    or last stage that was a micro-batch's ``b·H/s`` bytes per token above the activation model
+    (design §4.4) during every forward that follows a backward."""
+    forward = op.action is Action.FORWARD
+    if (op.action, op.micro_batch) in received:
+        incoming = received.pop((op.action, op.micro_batch))
+    else:
+        incoming = (link.recv_forward if forward else link.recv_backward)(work.shape(op.micro_batch))
+    outgoing = (work.forward if forward else work.backward)(op.micro_batch, incoming)
+    if following is not None and following.action is not op.action:
+        paired = link.send_forward_recv_backward if forward else link.send_backward_recv_forward
+        received[following.action, following.micro_batch] = paired(outgoing, work.shape(following.micro_batch))
+    else:
+        (link.send_forward if forward else link.send_backward)(outgoing)
 
 
 def run_1f1b(work: StageWork, link: StageLink, micro_batches: int, pp: int, stage: int) -> None:
