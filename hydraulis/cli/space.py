@@ -237,6 +237,9 @@ def _show(args: argparse.Namespace) -> None:
         return
     emit(f"{space.model.name} on {space.cluster.devices} × {space.cluster.device} "
          f"({space.provenance.source.value}); optimizer layout {layout}")
+    emit(f"pipeline: forward share φ {space.pipeline_model.forward_fraction:.3f}, hand-off d "
+         f"{space.pipeline_model.p2p_ms:.3g} ms; reduction: {space.reduce_gbps:.3g} GB/s, overlap ω "
+         f"{space.reduce_overlap:.2f}, communicator {space.communicator_ms:.3g} ms")
     headers = ("cp", "tp", "pp", "options", "devices", "a", "b", "c", "max_seq_len", "states_GiB", "limited by")
     emit(table(headers, [[r["cp"], r["tp"], r["pp"], options_cell(r["options"]), r["devices"], r["a"], r["b"],
                           r["c"], r["max_seq_len"], r["states_bytes"] / 2**30, r["limit"]] for r in rows]))

@@ -39,7 +39,8 @@ def test_analytic_then_show_table(tmp_path):
     shown = hydraulis("space", "show", str(space), "--optimizer-layout", "128,8,1")
     assert shown.returncode == 0
     assert "model states exceed device memory" in shown.stdout
-    assert "max_seq_len" in shown.stdout.splitlines()[1]
+    assert shown.stdout.splitlines()[1].startswith("pipeline: forward share φ 0.333, hand-off d ")
+    assert "max_seq_len" in shown.stdout.splitlines()[2]
 
 
 def _bad_space(tmp_path, mutate) -> str:
