@@ -57,6 +57,31 @@ def shard_buckets(shards: Sequence[Shard], capacity: int, first: int, parts: int
     return tuple(buckets)
 
 
+def forward_order(counts: Sequence[int]) -> tuple[int, ...]:
+    """Every bucket of a strategy in the order its stages' forwards first need them, given
+    ``counts[q]`` buckets at position ``q`` (stages ``q`` before their pipeline's last; they are
+    numbered ``O_q … O_q + counts[q] − 1`` after the positions before, :mod:`hydraulis.runtime.optimizer.routes`).
+
+    A stage uses its buckets in descending order (its first layers are cut last), and every
+    stage starts its forward at once or after the stages ahead of it, so the order takes from
+    each position in turn, first stages first: every position's first-needed bucket, then every
+    position's second, and so on. One position alone (a strategy of one-stage pipelines): the
+    buckets in descending order. Worked example, ``1,2,1+1,1,2`` with four buckets at each
+    position (position 0: ``(1,2,1)``'s stage and ``(1,1,2)``'s last, buckets 0–3; position 1:
+    ``(1,1,2)``'s first, 4–7): ``7, 3, 6, 2, 5, 1, 4, 0`` — ``(1,2,1)``, which starts at once,
+    waits for two buckets before its first layer, not for the five of descending order (nor for
+    every bucket, as in ascending order the first stage did)."""
+    offsets = [0]
+    for count in counts:
+        offsets.append(offsets[-1] + require_int(count, "bucket_count", minimum=0))
+    order = []
+    for rank in range(max(counts, default=0)):
+        for position in reversed(range(len(counts))):
+            if rank < counts[position]:
+                order.append(offsets[position + 1] - 1 - rank)
+    return tuple(order)
+
+
 def bucket_elements(bucket_mb: float, element_bytes: int) -> tuple[int, int]:
     """``(capacity, first)`` in elements of ``element_bytes`` for buckets of ``bucket_mb`` MiB
     (the first of at most :data:`FIRST_BUCKET_MB`)."""

@@ -1,6 +1,6 @@
 import pytest
 
-from hydraulis.layout.buckets import bucket_elements, shard_buckets, shard_numel
+from hydraulis.layout.buckets import bucket_elements, forward_order, shard_buckets, shard_numel
 from hydraulis.layout.sharding import stage_shards
 from hydraulis.presets import model_preset
 from hydraulis.job.strategy_spec import parse_strategy, scheme_times
@@ -37,3 +37,12 @@ def test_buckets_are_consecutive_from_the_last_shard_and_within_capacity(capacit
 def test_bucket_elements_count_the_reduction_dtype():
     assert bucket_elements(25.0, 4) == (25 * 2**18, 2**18)
     assert bucket_elements(25.0, 2) == (25 * 2**19, 2**19)
+
+
+@pytest.mark.parametrize("counts, order", [
+    ((4, 4), (7, 3, 6, 2, 5, 1, 4, 0)),
+    ((5,), (4, 3, 2, 1, 0)),
+    ((2, 3, 1), (5, 4, 1, 3, 0, 2)),
+])
+def test_forward_order_takes_each_positions_next_bucket_first_stages_first(counts, order):
+    assert forward_order(counts) == order

@@ -16,13 +16,12 @@ match whatever else the ranks are doing):
   the optimizer steps after it (:mod:`.master`: update, and clipping by the global norm where
   configured, see the whole reduced gradient);
 * :class:`Propagation` — every bucket of the updated weights is issued at the step's start,
-  in **descending** bucket order: the order in which the forward needs them (the first
-  stages' buckets carry the highest numbers, and within a stage the bucket of the first
-  layers is the last one), so the first forward waits for its own bucket only — in ascending
-  order it waited for all of them, the gloo and NCCL queues running a group's collectives
-  in the order issued; a bucket is waited for and copied into the compute weights just
-  before the first module that uses one of its parameters runs forward (:class:`WeightGate`'s
-  forward pre-hooks), the rest after the stage's work.
+  in the order the stages' forwards first need them (:attr:`~.routes.RoutePlan.forward_order`:
+  each position's first-used bucket, then each one's second, …), so a first forward waits for
+  few buckets — in ascending order the first stage waited for all of them, the gloo and NCCL
+  queues completing a group's collectives in the order issued; a bucket is waited for and
+  copied into the compute weights just before the first module that uses one of its parameters
+  runs forward (:class:`WeightGate`'s forward pre-hooks), the rest after the stage's work.
 
 With the overlap off the same buckets run back to back: all weights before the forward, all
 gradients after the backward. The time in flight of each bucket holding the rank's gradients
@@ -123,14 +122,14 @@ class Reduction:
 
 class Propagation:
     """One step's weights from the owners' ``master`` into ``params`` (this rank's shards, in
-    shard order), every bucket issued at construction in the compute ``dtype``, the last
-    bucket (the first one the forward uses) first."""
+    shard order), every bucket issued at construction in the compute ``dtype``, in the route's
+    forward order."""
 
     def __init__(self, route: Route, master: torch.Tensor, params: list, dtype: torch.dtype, clock) -> None:
         self.route, self.params = route, params
         self.exchanges = _Exchanges(route, clock, master.device)
         self.pending = set(range(route.buckets))
-        for bucket in reversed(range(route.buckets)):
+        for bucket in route.plan.forward_order:
             self.exchanges.issue(bucket, route.pack_weights(master, dtype, bucket), route.sent[False][bucket],
                                  route.received[False][bucket])
 

@@ -84,7 +84,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hydraulis.layout.buckets import STAGE_BUCKETS, shard_buckets
+from hydraulis.layout.buckets import STAGE_BUCKETS, forward_order, shard_buckets
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap, strided
 from hydraulis.layout.sharding import ParameterSpec, Shard, holding_stage, shard_of, stage_shards
@@ -111,6 +111,9 @@ class RoutePlan:
     """``K``: the exchanges per step, the most buckets any rank of the strategy holds."""
     shard_buckets: tuple[int, ...] = ()
     """The bucket of each of :attr:`shards`."""
+    forward_order: tuple[int, ...] = (0,)
+    """Every bucket in the order the stages' forwards first need them
+    (:func:`~hydraulis.layout.buckets.forward_order`): the order the weights are propagated in."""
 
     @property
     def nbytes(self) -> int:
@@ -149,7 +152,7 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
                        shard.contributes, cut.bucket_of(holder, shard.name))
                       for holder in holders for block in blocks]
     return RoutePlan(rank, rank_map.world_size, shards, _table(held, HELD), _table(owned, OWNED), cut.most(),
-                     tuple(mine))
+                     tuple(mine), forward_order(cut.counts()))
 
 
 class _BucketCut:
@@ -186,6 +189,10 @@ class _BucketCut:
         if key not in self.cache:
             self.cache[key] = {s.name: b for s, b in zip(self.shards(place), self.buckets(place))}
         return self.cache[key][name]
+
+    def counts(self) -> list[int]:
+        """The buckets of each position, from the pipelines' ends."""
+        return [b - a for a, b in zip(self.offsets, self.offsets[1:])]
 
     def most(self) -> int:
         """``K``: the buckets of every position (at least 1)."""

@@ -1,8 +1,9 @@
-"""The propagation issues its buckets in the order the forward needs them (design §22): the
-shards of a stage are in order of use and their buckets never increase along it, so the
-descending issue order puts each stage's first layers at the head of the queue."""
+"""The propagation issues its buckets in the order the forwards need them (design §22): the
+shards of a stage are in order of use and their buckets never increase along it, and every
+rank issues every bucket once, in one order."""
 
 from itertools import pairwise
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -35,6 +36,7 @@ class _Route:
     buckets = 3
 
     def __init__(self) -> None:
+        self.plan = SimpleNamespace(forward_order=(2, 0, 1))
         self.world = _RecordingWorld()
         self.sent = self.received = {False: [[1]] * self.buckets}
         self.copied: list[int] = []
@@ -46,10 +48,18 @@ class _Route:
         self.copied.append(bucket)
 
 
-def test_propagation_issues_the_last_bucket_first_and_delivers_what_is_needed():
+def test_propagation_issues_in_the_routes_forward_order_and_delivers_what_is_needed():
     route = _Route()
     propagation = Propagation(route, torch.zeros(1), [], torch.float32, WallClock())
-    assert route.world.issued == [2, 1, 0]
+    assert route.world.issued == [2, 0, 1]
     propagation.need([2])
     propagation.finish()
     assert route.copied == [2, 0, 1]
+
+
+@pytest.mark.parametrize("spec,layout,world", CASES)
+def test_every_rank_propagates_every_bucket_once_in_one_order(spec, layout, world):
+    _, every = routes(spec, layout, world, (20_000, 5_000))
+    orders = {route.plan.forward_order for route in every}
+    assert len(orders) == 1
+    assert sorted(orders.pop()) == list(range(every[0].buckets))
