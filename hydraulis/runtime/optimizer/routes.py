@@ -84,6 +84,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from hydraulis.errors import require
 from hydraulis.layout.buckets import STAGE_BUCKETS, forward_order, shard_buckets
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap, strided
@@ -114,6 +115,10 @@ class RoutePlan:
     forward_order: tuple[int, ...] = (0,)
     """Every bucket in the order the stages' forwards first need them
     (:func:`~hydraulis.layout.buckets.forward_order`): the order the weights are propagated in."""
+
+    def __post_init__(self) -> None:
+        require(sorted(self.forward_order) == list(range(self.buckets)), "forward_order", self.forward_order,
+                f"must order each of the {self.buckets} buckets once")
 
     @property
     def nbytes(self) -> int:

@@ -2,12 +2,14 @@
 shards of a stage are in order of use and their buckets never increase along it, and every
 rank issues every bucket once, in one order."""
 
+from dataclasses import replace
 from itertools import pairwise
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+from hydraulis.errors import HydraulisError
 from hydraulis.runtime.optimizer.exchange import Propagation
 from hydraulis.runtime.parallel.operations import WallClock
 from tests.runtime.optimizer.test_routes import CASES, routes
@@ -63,3 +65,9 @@ def test_every_rank_propagates_every_bucket_once_in_one_order(spec, layout, worl
     orders = {route.plan.forward_order for route in every}
     assert len(orders) == 1
     assert sorted(orders.pop()) == list(range(every[0].buckets))
+
+
+def test_a_plan_whose_forward_order_misses_a_bucket_is_refused():
+    plan = routes("1,1,2x2", (4, 1, 1), 4, (20_000, 5_000))[1][0].plan
+    with pytest.raises(HydraulisError, match="forward_order"):
+        replace(plan, forward_order=plan.forward_order[1:])
