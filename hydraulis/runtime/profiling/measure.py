@@ -18,7 +18,7 @@ the ``v·repeats`` samples of ``repeats`` runs after ``warmup`` discarded ones, 
 each run together.
 
 A point with a ``stage`` (:mod:`hydraulis.profiler.segment`) measures that one stage alone on
-``cp·tp`` ranks (replicas filling the node as above): a :class:`LoopbackLink` stands in for its
+``cp·tp`` ranks (replicas filling the node as above): a :class:`~.loopback.LoopbackLink` stands in for its
 neighbours, and each run alternates one forward and one backward over its ``v`` copies (one
 micro-batch in flight, so its activation bytes are those one micro-batch keeps).
 
@@ -89,6 +89,7 @@ from tqdm import tqdm
 from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.profiler.handoff import point_handoff
 from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus, Statistic
+from hydraulis.runtime.profiling.loopback import LoopbackLink
 from hydraulis.runtime.profiling.reduction import measure_reduction
 from hydraulis.profiler.sweep import Interleave, SweepPoint, points_by_scheme
 from hydraulis.runtime.model.attention import attention_kernel
@@ -120,7 +121,7 @@ class PointOutOfMemory(RuntimeError):
 @dataclass(frozen=True)
 class StageUnderTest:
     """This rank's stage of the pipeline being measured; ``link`` is None for a stage measured
-    alone (:class:`LoopbackLink` stands in for its neighbours), which runs as a pipeline of
+    alone (:class:`~.loopback.LoopbackLink` stands in for its neighbours), which runs as a pipeline of
     ``stages = 1`` (one micro-batch in flight) at ``index`` 0."""
 
     model: StageModel
@@ -382,38 +383,6 @@ def _saved_bytes_in_flight(stage: StageUnderTest | None, batch: PackedMicroBatch
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
         model(hidden, batch)
     return float(sum(storages.values()) * (stage.stages - stage.index))
-
-
-class LoopbackLink:
-    """Stands in for the neighbours of a stage measured alone: its input (unless it embeds) and
-    its output gradient (unless it computes the loss) are N(0, 1) tensors of the shapes the
-    schedule asks for, what it sends goes nowhere."""
-
-    def __init__(self, model: StageModel, context: RankContext, seed: int) -> None:
-        self.model, self.device, self.dtype = model, context.device, context.dtype
-        self.generator = torch.Generator(device=context.device).manual_seed(seed)
-
-    def recv_forward(self, shape: tuple[int, ...]) -> torch.Tensor | None:
-        return None if self.model.first else self._random(shape)
-
-    def send_forward(self, activation: torch.Tensor | None) -> None:
-        return None
-
-    def recv_backward(self, shape: tuple[int, ...]) -> torch.Tensor | None:
-        return None if self.model.last else self._random(shape)
-
-    def send_backward(self, grad: torch.Tensor | None) -> None:
-        return None
-
-    def send_forward_recv_backward(self, activation: torch.Tensor | None,
-                                   shape: tuple[int, ...]) -> torch.Tensor | None:
-        return self.recv_backward(shape)
-
-    def send_backward_recv_forward(self, grad: torch.Tensor | None, shape: tuple[int, ...]) -> torch.Tensor | None:
-        return self.recv_forward(shape)
-
-    def _random(self, shape: tuple[int, ...]) -> torch.Tensor:
-        return torch.randn(shape, generator=self.generator, device=self.device, dtype=self.dtype)
 
 
 def run_measure_job(job: MeasureJob, processes: int, options: RuntimeOptions, log_level: str = "warning") -> None:
