@@ -11,7 +11,10 @@ first, it prints the median measured step time of each arm (pooled over the repe
 repeat's medians, the overlap arm's ``reduction_hidden_fraction``, each repeat's ratio, a 90 %
 bootstrap interval of the pooled ratio (repeats drawn with replacement, then steps within each:
 on a shared 2-core machine one run's median moves by ±15 %, so the interval says whether a
-difference is resolved at all), and as the last line::
+difference is resolved at all), where each arm's step went — the slowest pipeline's compute and
+the rest (propagation, the exposed reduction, the update), pooled medians: what the overlap
+takes out of the rest and what it adds to the compute (on a CPU whose cores the ranks fill, the
+two cancel: the exchange's work only moves) — and as the last line::
 
     overlap_over_no_overlap=<median step with the overlap / median step without>
 """
@@ -34,22 +37,24 @@ BOOTSTRAP_DRAWS = 2000
 """Resamples behind the ratio's interval (seeded: the same steps give the same interval)."""
 
 
-def run_arm(example: Path, out: Path, extra: list[str], steps: int) -> tuple[list[float], float | None]:
-    """The warm steps' measured ms and the summary's hidden fraction of one training run."""
+def run_arm(example: Path, out: Path, extra: list[str], steps: int) -> tuple[list[float], list[float], float | None]:
+    """The warm steps' measured ms, their slowest pipeline's compute ms and the summary's hidden
+    fraction of one training run."""
     command = [sys.executable, "-m", "hydraulis", "train", "--model", "tiny", "--proposal", str(example / "proposal.json"),
                "--corpus", str(example / "corpus.jsonl"), "--cache-dir", str(example / "cache"), "--steps", str(steps),
                "--nproc", "4", "--device", "cpu", "--token-budget", "2048", "--max-seq-len", "512",
                "--record-operations", "--output-dir", str(out), *extra]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     records = read_train_log(out / "train_log.json")
-    seen, warm = set(), []
+    seen, warm, compute = set(), [], []
     for record in records:
         if record.strategy in seen:
             warm.append(record.step_ms)
+            compute.append(max(record.measured_ms))
         seen.add(record.strategy)
     fraction = next((line.split("reduction_hidden_fraction=")[1].split()[0] for line in done.stdout.splitlines()
                      + done.stderr.splitlines() if "reduction_hidden_fraction=" in line), None)
-    return warm, float(fraction) if fraction else None
+    return warm, compute, float(fraction) if fraction else None
 
 
 def main() -> None:
@@ -59,15 +64,32 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8, help="training steps per run (default 8)")
     args = parser.parse_args()
     runs = {arm: [] for arm in ARMS}
+    computes = {arm: [] for arm in ARMS}
     rows, load = [], os.getloadavg()[0]
     for repeat in range(args.repeats):
         for arm in list(ARMS) if repeat % 2 == 0 else list(reversed(ARMS)):
-            steps, fraction = run_arm(args.example, args.example / "ab" / f"{arm}-{repeat}", ARMS[arm], args.steps)
+            steps, compute, fraction = run_arm(args.example, args.example / "ab" / f"{arm}-{repeat}", ARMS[arm],
+                                               args.steps)
             runs[arm].append(steps)
+            computes[arm].extend(compute)
             rows.append([repeat, arm, len(steps), round(statistics.median(steps), 1),
-                         "" if fraction is None else round(fraction, 2)])
+                         round(statistics.median(compute), 1), "" if fraction is None else round(fraction, 2)])
     print(f"1-minute load average {load:.2f} before, {os.getloadavg()[0]:.2f} after ({os.cpu_count()} cores)")
-    report(("repeat", "arm", "warm_steps", "median_step_ms", "reduction_hidden_fraction"), rows, runs)
+    print(where_the_step_went(runs, computes))
+    report(("repeat", "arm", "warm_steps", "median_step_ms", "median_compute_ms", "reduction_hidden_fraction"),
+           rows, runs)
+
+
+def where_the_step_went(runs: dict[str, list[list[float]]], computes: dict[str, list[float]]) -> str:
+    """Per arm, the pooled medians of the slowest pipeline's compute and of the rest of the step
+    (step − compute, step by step), and what the overlap moved between them."""
+    parts = {arm: (statistics.median(computes[arm]),
+                   statistics.median(s - c for s, c in zip(_pooled(runs[arm]), computes[arm]))) for arm in runs}
+    (on_compute, on_rest), (off_compute, off_rest) = parts["overlap"], parts["no_overlap"]
+    return ("where the step went (pooled medians): "
+            + ", ".join(f"{arm} compute {c:.1f} + rest {r:.1f} ms" for arm, (c, r) in parts.items())
+            + f"; the overlap took {off_rest - on_rest:.1f} ms out of the rest and added {on_compute - off_compute:.1f} "
+              "ms to the compute")
 
 
 def report(headers: tuple[str, ...], rows: list[list], runs: dict[str, list[list[float]]]) -> None:

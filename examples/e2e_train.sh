@@ -12,8 +12,8 @@
 #
 # --space: a scheme space for 4 CPU devices (default: examples/spaces/tiny_cpu.json, measured on a
 #   2-core machine by `hydraulis profile` with the node filled by 4 processes, as training fills
-#   it, and the reduction fitted to the runtime's own; predictions within ~20 % of measured steps
-#   on a quiet machine — see examples/spaces/README.md).
+#   it, and the reduction fitted to the runtime's own; median step error 7–10 % after each
+#   strategy's first step on a quiet machine — see examples/spaces/README.md).
 # --stdlib-root: the part of the standard library to train on (default: its idlelib package,
 #   125 files, 1.2 MB — the whole library takes minutes to tokenize on two cores).
 # --record-operations yes: both train logs record every stage's forwards and backwards with their
