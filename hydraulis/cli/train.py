@@ -48,8 +48,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_checkpoint_arguments(train)
     train.add_argument("--tensorboard", metavar="DIR", type=OutputPath(),
                        help="write TensorBoard event files here (rank 0, every step: loss, tokens/s, measured and "
-                            "predicted step time and their error, strategy index, planning and wait ms; the "
-                            "proposal as text); watch with: tensorboard --logdir DIR")
+                            "predicted step time and their error, the slowest pipeline, propagation and "
+                            "exposed reduction ms, the hidden fraction with --record-operations, strategy "
+                            "index, planning and wait ms; the proposal as text); watch with: tensorboard "
+                            "--logdir DIR")
     train.add_argument("--output-dir", type=OutputPath(),
                        help="folder for the resolved config (train_config.json) and the step "
                             "records (train_log.json)")

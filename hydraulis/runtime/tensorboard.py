@@ -2,8 +2,9 @@
 rank 0 as each step ends, so a running job can be watched with ``tensorboard --logdir DIR``.
 
 Scalars of step ``t`` (tag: value), with ``n_t`` loss tokens, measured step time ``m_t``
-(slowest rank), predicted step time ``p_t`` and ``w_t`` the wait for the plan
-(:mod:`hydraulis.job.records`):
+(slowest rank), predicted step time ``p_t``, ``w_t`` the wait for the plan and ``U_t``, ``H_t`` the
+reduction's time in flight and the part of it hidden behind the backward, summed over the ranks
+(:mod:`hydraulis.job.records`, :mod:`hydraulis.job.overlap`):
 
 ===================================  ================================================================
 ``train/loss``                       the step's loss
@@ -14,6 +15,11 @@ Scalars of step ``t`` (tag: value), with ``n_t`` loss tokens, measured step time
 ``time/measured_step_ms``            ``m_t``
 ``time/predicted_step_ms``           ``p_t``
 ``time/prediction_error``            ``|m_t − p_t| / m_t``
+``time/slowest_pipeline_ms``         the slowest pipeline's compute (0: no pipeline computed)
+``time/propagate_ms``                the weights' propagation before the compute (slowest rank)
+``time/reduce_ms``                   the rest: the exposed reduction and the update (design §22)
+``reduction/hidden_fraction``        ``H_t / U_t`` — only for steps that recorded it
+                                     (``--record-operations``; ``U_t > 0``)
 ``plan/strategy_index``              the strategy the plan chose (index into the run's strategies;
                                      −1: one made for the step)
 ``plan/planning_ms``                 dispatch time of the step's plan
@@ -25,7 +31,8 @@ Text ``proposal`` (at the run's first step): the strategies the run may use, as 
 table ``hydraulis propose`` prints, with the planner's explanation.
 
 Worked example: 500 tokens in a step measured at 200 ms after a 50 ms wait, predicted 150 ms:
-2,000 tokens/s, prediction error 25 %.
+2,000 tokens/s, prediction error 25 %; recorded with 40 ms of reduction in flight, 10 of them
+hidden: hidden fraction 0.25.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ TEXT_TAG = "proposal"
 
 def step_scalars(record: StepRecord) -> dict[str, float]:
     """The module docstring's scalars of one step."""
+    recorded = {"reduction/hidden_fraction": record.reduction_hidden_ms / record.reduction_inflight_ms} \
+        if record.reduction_inflight_ms > 0 else {}
     return {
         "train/loss": record.loss,
         "train/tokens_per_s": record.tokens_per_s,
@@ -55,6 +64,10 @@ def step_scalars(record: StepRecord) -> dict[str, float]:
         "plan/planning_ms": record.planning_ms,
         "plan/wait_ms": record.wait_ms,
         "runtime/communicators_created": float(record.communicators),
+        "time/slowest_pipeline_ms": max(record.measured_ms, default=0.0),
+        "time/propagate_ms": record.propagate_ms,
+        "time/reduce_ms": record.reduce_ms,
+        **recorded,
     }
 
 

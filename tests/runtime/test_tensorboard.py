@@ -18,7 +18,8 @@ from hydraulis.runtime.tensorboard import TEXT_TAG, proposal_markdown, step_scal
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TAGS = {"train/loss", "train/tokens_per_s", "time/measured_step_ms", "time/predicted_step_ms",
         "time/prediction_error", "plan/strategy_index", "plan/planning_ms", "plan/wait_ms",
-        "runtime/communicators_created", "train/lr", "train/grad_norm", "train/skipped_steps"}
+        "runtime/communicators_created", "train/lr", "train/grad_norm", "train/skipped_steps",
+        "time/slowest_pipeline_ms", "time/propagate_ms", "time/reduce_ms"}
 
 
 def test_step_scalars_worked_example():
@@ -28,7 +29,16 @@ def test_step_scalars_worked_example():
                                     "time/predicted_step_ms": 150.0, "time/prediction_error": 0.25,
                                     "plan/strategy_index": 1.0, "plan/planning_ms": 1.5, "plan/wait_ms": 50.0,
                                     "runtime/communicators_created": 2.0, "train/lr": 3e-4, "train/grad_norm": 1.25,
-                                    "train/skipped_steps": 1.0}
+                                    "train/skipped_steps": 1.0, "time/slowest_pipeline_ms": 180.0,
+                                    "time/propagate_ms": 5.0, "time/reduce_ms": 15.0}
+
+
+def test_step_scalars_add_the_hidden_fraction_only_where_recorded():
+    record = StepRecord(0, "1,1,1x2", 500, 2.5, (180.0, 120.0), (140.0, 140.0), 5.0, 15.0, 200.0, 150.0, 1.5,
+                        reduction_inflight_ms=40.0, reduction_hidden_ms=10.0)
+    scalars = step_scalars(record)
+    assert scalars["reduction/hidden_fraction"] == 0.25 and scalars["time/slowest_pipeline_ms"] == 180.0
+    assert "reduction/hidden_fraction" not in step_scalars(replace(record, reduction_inflight_ms=0.0))
 
 
 def test_proposal_markdown_has_a_row_per_strategy_in_index_order():
