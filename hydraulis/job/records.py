@@ -174,10 +174,12 @@ def format_record(record: StepRecord) -> str:
     """The per-step log line (module :mod:`hydraulis.runtime.trainer`)."""
     pipelines = " | ".join(f"{m:.1f}/{p:.1f}" for m, p in zip(record.measured_ms, record.predicted_ms))
     skipped = f"  SKIPPED ({record.skipped_steps} so far)" if record.skipped else ""
+    hidden = (f" (hidden {record.reduction_hidden_ms / record.reduction_inflight_ms:.2f})"
+              if record.reduction_inflight_ms > 0 else "")
     return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
             f"lr {record.lr:.3e}  grad_norm {record.grad_norm:.4f}{skipped}  tokens/s {record.tokens_per_s:.0f}  "
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
-            f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}  "
+            f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}{hidden}  "
             f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}")
 
 

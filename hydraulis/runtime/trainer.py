@@ -27,7 +27,9 @@ Rank 0 logs one line per step::
 (the learning rate of the step's update, the global gradient norm before clipping — ``SKIPPED``
 after it when it was not finite and the update was skipped, with a warning — one
 ``measured/predicted`` compute pair per pipeline, then the whole step against the plan's
-prediction, and the process groups the step created). The line and the records are built from
+prediction, and the process groups the step created; with ``--record-operations``, ``reduce`` is
+followed by the step's ``(hidden X)``, the share of its reduction in flight while the same rank's
+backward computed, :mod:`hydraulis.job.overlap`). The line and the records are built from
 the figures the step brought to the host (:mod:`.step`); between steps the loop reads the device
 only for a checkpoint's snapshot and, in the equivalence check, the canonical gradients. The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
 """

@@ -13,7 +13,7 @@ from hydraulis.planner import validate_proposal
 from hydraulis.presets import model_preset
 from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.planning import PlanAhead, Planning, single_device_plan, spec_proposal
-from hydraulis.job.records import StepRecord, summarize, summary_line
+from hydraulis.job.records import StepRecord, format_record, summarize, summary_line
 from hydraulis.job.strategy_spec import parse_strategy, scheme_times
 from hydraulis.types import BatchingMethod, PipelineModel
 
@@ -90,6 +90,13 @@ def test_summary_worked_example():
     assert summarize(records, devices=8).communicator_bound == 4
     assert "1 steps on a strategy made for them; 2 distinct communicators (bound 2)" in summary_line(summary)
     assert "(0% after each strategy's first step: median 0%, p90 0%)" in summary_line(summary)
+
+
+def test_the_step_line_shows_the_hidden_fraction_only_where_recorded():
+    record = StepRecord(2, "1,1,2x2", 200, 2.0, (90.0, 80.0), (70.0, 70.0), 1.0, 9.0, 100.0, 80.0, 1.0)
+    assert "reduce 9.0  plan" in format_record(record)
+    recorded = replace(record, reduction_inflight_ms=40.0, reduction_hidden_ms=10.0)
+    assert "reduce 9.0 (hidden 0.25)  plan" in format_record(recorded)
 
 
 def test_the_warm_error_leaves_out_each_strategys_first_step():
