@@ -101,6 +101,12 @@ class StepRecord:
         """``n_t / (m_t + w_t)`` (module docstring)."""
         return self.tokens / ((self.step_ms + self.wait_ms) / 1e3)
 
+    @property
+    def reduction_hidden_fraction(self) -> float | None:
+        """``hidden / in flight`` of this step's reduction (:mod:`hydraulis.job.overlap`; None:
+        not recorded)."""
+        return self.reduction_hidden_ms / self.reduction_inflight_ms if self.reduction_inflight_ms > 0 else None
+
 
 @dataclass(frozen=True)
 class TrainSummary:
@@ -174,8 +180,8 @@ def format_record(record: StepRecord) -> str:
     """The per-step log line (module :mod:`hydraulis.runtime.trainer`)."""
     pipelines = " | ".join(f"{m:.1f}/{p:.1f}" for m, p in zip(record.measured_ms, record.predicted_ms))
     skipped = f"  SKIPPED ({record.skipped_steps} so far)" if record.skipped else ""
-    hidden = (f" (hidden {record.reduction_hidden_ms / record.reduction_inflight_ms:.2f})"
-              if record.reduction_inflight_ms > 0 else "")
+    fraction = record.reduction_hidden_fraction
+    hidden = "" if fraction is None else f" (hidden {fraction:.2f})"
     return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
             f"lr {record.lr:.3e}  grad_norm {record.grad_norm:.4f}{skipped}  tokens/s {record.tokens_per_s:.0f}  "
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "

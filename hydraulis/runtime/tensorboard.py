@@ -49,8 +49,8 @@ TEXT_TAG = "proposal"
 
 def step_scalars(record: StepRecord) -> dict[str, float]:
     """The module docstring's scalars of one step."""
-    recorded = {"reduction/hidden_fraction": record.reduction_hidden_ms / record.reduction_inflight_ms} \
-        if record.reduction_inflight_ms > 0 else {}
+    fraction = record.reduction_hidden_fraction
+    recorded = {} if fraction is None else {"reduction/hidden_fraction": fraction}
     return {
         "train/loss": record.loss,
         "train/tokens_per_s": record.tokens_per_s,
