@@ -210,7 +210,7 @@ def _show_cluster(args: argparse.Namespace) -> None:
                      source or "analytic", len(space.profiles), longest])
     if args.format == "json":
         emit_json({"groups": [dict(zip(_GROUP_KEYS, row)) for row in rows],
-                   "links": [{"groups": [l.first, l.second], "gbps": l.gbps} for l in cluster.links]})
+                   "links": [{"groups": [link.first, link.second], "gbps": link.gbps} for link in cluster.links]})
         return
     emit(f"{plural(len(cluster.groups), 'device group')}, {cluster.devices} devices; optimizer layout "
          f"dp{cluster.devices}·tp1·pp1")

@@ -146,18 +146,18 @@ def _best_layers(spaces: ClusterSpaces, request: SplitRequest,
                 time[sigma][k] = one + (k - 1) * per_layer
     best = [[math.inf] * (layers + 1) for _ in range(pp)]
     choice = [[0] * (layers + 1) for _ in range(pp)]
-    for l in range(1, most + 1):
-        best[0][l], choice[0][l] = time[0][l], l
+    for n in range(1, most + 1):
+        best[0][n], choice[0][n] = time[0][n], n
     for sigma in range(1, pp):
-        for l in range(sigma + 1, layers + 1):
-            for k in range(1, min(most, l - sigma) + 1):
-                value = max(best[sigma - 1][l - k], time[sigma][k])
-                if value < best[sigma][l]:
-                    best[sigma][l], choice[sigma][l] = value, k
+        for n in range(sigma + 1, layers + 1):
+            for k in range(1, min(most, n - sigma) + 1):
+                value = max(best[sigma - 1][n - k], time[sigma][k])
+                if value < best[sigma][n]:
+                    best[sigma][n], choice[sigma][n] = value, k
     if math.isinf(best[pp - 1][layers]):
         return None
-    split, l = [], layers
+    split, n = [], layers
     for sigma in range(pp - 1, -1, -1):
-        split.append(choice[sigma][l])
-        l -= choice[sigma][l]
+        split.append(choice[sigma][n])
+        n -= choice[sigma][n]
     return best[pp - 1][layers], tuple(reversed(split))

@@ -121,7 +121,7 @@ def test_oversize_split_from_the_command_line(tmp_path):
                     "--format", "json")
     assert run.returncode == 0, run.stderr
     plan = json.loads(run.stdout)
-    pieces = [l for p in plan["pipelines"] for mb in p["micro_batches"] for s, l in zip(mb["sequences"], mb["lengths"])
+    pieces = [n for p in plan["pipelines"] for mb in p["micro_batches"] for s, n in zip(mb["sequences"], mb["lengths"])
               if s == 0]
     assert sum(pieces) == 300000 and len(pieces) > 1
 

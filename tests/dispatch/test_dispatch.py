@@ -56,7 +56,7 @@ def test_oversize_policies_through_dispatch():
     with pytest.raises(HydraulisError, match=r"lengths\[1\]: 2500 exceeds .* \(1000 tokens\)"):
         dispatch(prop, [10, 2500])
     split = dispatch(prop, [10, 2500], options=DispatchOptions(oversize=OversizePolicy.SPLIT))
-    pieces = sorted(l for p in split.pipelines for mb in p.micro_batches for s, l in zip(mb.sequences, mb.lengths)
+    pieces = sorted(n for p in split.pipelines for mb in p.micro_batches for s, n in zip(mb.sequences, mb.lengths)
                     if s == 1)
     assert pieces == [500, 1000, 1000] and any("split" in n for n in split.notes)
     truncated = dispatch(prop, [10, 2500], options=DispatchOptions(oversize=OversizePolicy.TRUNCATE))

@@ -9,7 +9,6 @@ run distributed, in one spawned job of 4 processes (start-up is most of the cost
 3. an infinite gradient injected on rank 1 at step 1: every rank skips that step, weights and
    moments untouched, and the run ends with finite weights."""
 
-import functools
 import math
 from pathlib import Path
 from unittest import mock
