@@ -3,7 +3,7 @@
 For each case, ``--steps`` steps are sampled from the lengths file (token budget from the
 proposal: 200K tokens for 7B, 1.6M for 32B; pieces of at most 32K), each is dispatched with
 all four batching methods, and the table shows the predicted step time, its ratio to the plan's
-lower bound and to design §4's work bound, and the planning time (median and p90, measured
+lower bound and to design §6's work bound, and the planning time (median and p90, measured
 inside ``dispatch`` with ``time.perf_counter``; one warm-up call first).
 
     python benchmarks/dispatch_latency.py [--steps 100] [--ilp-nodes 0] [--cases 7b_32dev,7b_64dev,32b_1024dev]

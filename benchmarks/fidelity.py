@@ -25,7 +25,7 @@ The committed space was measured on one reference machine; ``--profile DIR`` fir
 this one (``examples/profile_all_parallel_schemes.sh tiny DIR --statistic median``, ~4 minutes
 on 2 cores) and predicts with it. The median of a point's micro-batches, not the profiler's
 default minimum: the minimum is the right statistic for composing stages under interference
-(design §16) but training runs its micro-batches with the node's jitter, and on a 2-core CPU
+(design §5) but training runs its micro-batches with the node's jitter, and on a 2-core CPU
 with 4 processes the minimum predicts steps 20–40 % short.
 
     python benchmarks/fidelity.py [--out out/fidelity] [--steps 8] [--cycle-steps 20] [--repeats 1]

@@ -1,7 +1,7 @@
 """Hydraulis inside other runtimes: Megatron-Core's hybrid CP scheduler against ours on the cost
 model, and the Hugging Face ``Trainer`` measured with the default sampler and with ours.
 
-Part 1 (predicted, design §4 per rank, docs/integrations.md): long-tailed steps (synthetic:
+Part 1 (predicted, design §6 per rank, docs/integrations.md): long-tailed steps (synthetic:
 ``examples/data/longtail.txt``'s distribution; the standard-library corpus: its files' byte
 counts / 4 as token counts) are planned by megatron-core's ``BalancedCPScheduler`` and by
 ``HydraulisCPScheduler`` with the same ``max_seq_len_per_rank`` (the least ``S_k/k`` of the

@@ -1,4 +1,4 @@
-"""Interleaved A/B of the overlapped reduction (design §22): the end-to-end example's job with
+"""Interleaved A/B of the overlapped reduction (design §9.4): the end-to-end example's job with
 the overlap on and off, run after run, so that both see the same machine.
 
     bash examples/e2e_train.sh --out OUT        # once: corpus, tokenizer cache, proposal

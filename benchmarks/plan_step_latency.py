@@ -1,4 +1,4 @@
-"""Planning latency of ``plan-step`` with per-step synthesis (design §17), per example proposal.
+"""Planning latency of ``plan-step`` with per-step synthesis (design §8.2), per example proposal.
 
 For each case, ``--steps`` steps are sampled from the lengths file (token budget from the
 proposal: 200K tokens for 7B, 1.6M for 32B; pieces of at most 32K) and planned one after the

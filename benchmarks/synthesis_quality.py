@@ -11,8 +11,8 @@ For each case: propose for the workload, then plan ``--steps`` held-out steps (s
 from the scheme space's — the communicators earlier steps created known. Per step:
 
 * the **compute part** of the plan from its pipelines and micro-batches, ``max_p (Σ_j t_j +
-  (pp − 1)·max_j t_j)`` (design §4's estimate), over the **pool bound** ``max(work, longest)``
-  over every usable scheme of the space (design §4);
+  (pp − 1)·max_j t_j)`` (design §6's estimate), over the **pool bound** ``max(work, longest)``
+  over every usable scheme of the space (design §6);
 * the predicted step time (exact 1F1B, reduction, switch) over the **tight bound**
   (cost/bound.py: fixed costs, the reduction, every sequence on a scheme fast enough);
 * the planning time (``planning_ms``, dispatch plus synthesis, measured inside ``plan_step``);
@@ -20,8 +20,8 @@ from the scheme space's — the communicators earlier steps created known. Per s
 and over the run: the steps that ran a synthesised strategy and the distinct communicators
 (proposal's included) against the bound of aligned placement (hydraulis/placement.py).
 
-What any plan could reach (design §17): per reduction level ``ρ`` (plans whose schemes all
-reduce in at most ``ρ``) the closed-form least compute part by design §4's estimate over the pool
+What any plan could reach (design §8.2): per reduction level ``ρ`` (plans whose schemes all
+reduce in at most ``ρ``) the closed-form least compute part by design §6's estimate over the pool
 bound and the least predicted step ``ρ + compute`` (:func:`hydraulis.cost.level_bounds`); then on
 the first ``--lp-steps`` steps the linear program of :mod:`hydraulis.dispatch.device_bound`
 (long sequences hold whole pipelines): the least compute part of *any* plan over the pool bound,

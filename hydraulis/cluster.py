@@ -1,4 +1,4 @@
-"""A cluster of several device types: device groups and the links between them (design §18.1).
+"""A cluster of several device types: device groups and the links between them (design §7.4).
 
 A :class:`DeviceGroup` is ``nodes`` nodes of ``devices_per_node`` devices of one kind — a
 device preset of ``resources/presets.json`` (e.g. ``a100-80g``, ``h100-80g``) — optionally with

@@ -1,4 +1,4 @@
-"""The range of every number Hydraulis accepts, defined once (design §12).
+"""The range of every number Hydraulis accepts, defined once (design §15).
 
 The command line (argument types), the HTTP API (request schemas, hence the OpenAPI document)
 and the core configurations all check against the limits below, so a value is refused with the

@@ -21,7 +21,7 @@ offset ``o`` the rank of stage ``s``, cp rank ``c`` and tp rank ``t`` is
   set ``{o + (s·cp + c)·tp + t : c}`` of more than one rank (``new_group``, cached by rank set);
 * a **pair** per pipeline hand-off ``(r, r + cp·tp)`` between neighbouring stages (NCCL makes a
   communicator per point-to-point pair on first use); between stages of different tp (a staged
-  scheme, design §18) the pairs of :func:`hydraulis.stages.hand_off_peers`, e.g. ``1|2:2>1:2``:
+  scheme, design §9.2) the pairs of :func:`hydraulis.stages.hand_off_peers`, e.g. ``1|2:2>1:2``:
   (0, 2) and (1, 2). The bound counts a staged scheme's universe by enumerating its aligned
   offsets.
 
@@ -47,7 +47,7 @@ Worked example: ``1×(1,4,1) + 2×(1,2,1)`` on 8 devices: offsets (0, 4, 6); gro
 {4,5}, {6,7}, no pairs. ``1×(1,2,2) + 2×(1,1,2)``: offsets (0, 4, 6); the (1,2,2) pipeline has
 tp groups {0,1}, {2,3} and pairs (0,2), (1,3); the others pairs (4,5), (6,7).
 
-**Placement on a mixed cluster** (:func:`stage_offsets`, design §18.5). A launcher numbers a
+**Placement on a mixed cluster** (:func:`stage_offsets`, design §9.2). A launcher numbers a
 mixed cluster's ranks group by group: device group ``g`` owns the ranks
 ``[start_g, start_g + size_g)`` (:class:`RankRange`, in the cluster description's group order,
 :meth:`hydraulis.cluster.ClusterDescription.rank_ranges`). Each stage ``σ`` of a pipeline belongs to a group — its

@@ -95,7 +95,7 @@ class Scheme:
     ``Scheme(1, 1, 2, recompute=FULL, recompute_layers=(2, 1))`` on a 4-layer model recomputes
     layers 0 and 1 (all of stage 0) and 2 (the first of stage 1's 2 and 3).
 
-    ``stages`` makes a *staged* scheme (:mod:`hydraulis.stages`, design §18): one
+    ``stages`` makes a *staged* scheme (:mod:`hydraulis.stages`, design §7.4): one
     :class:`~hydraulis.stages.Stage` per pipeline stage, each with its own tp, layer count and
     device group; ``pp`` is then their number and ``tp`` the widest stage's (build one with
     :meth:`staged`). E.g. ``Scheme.staged(1, (Stage(4, 20), Stage(2, 12)))`` is ``(1|4:20>2:12)``:

@@ -1,5 +1,5 @@
 """One scheme's profile: the fitted time coefficients of a micro-batch on one stage, how well
-they fit, and the scheme's memory terms (design §4). A scheme space (:mod:`hydraulis.space`)
+they fit, and the scheme's memory terms (design §6). A scheme space (:mod:`hydraulis.space`)
 holds one per scheme; segments (:mod:`hydraulis.segments`) compose them. Re-exported by
 :mod:`hydraulis.types`.
 """
@@ -14,7 +14,7 @@ from hydraulis.scheme import Scheme
 
 @dataclass(frozen=True)
 class TimeCoefficients:
-    """Time of one micro-batch on one pipeline stage, forward + backward, in ms (design §4):
+    """Time of one micro-batch on one pipeline stage, forward + backward, in ms (design §6):
     ``t(mb) = c + Σ_i (a·s_i² + b·s_i)``."""
 
     a: float

@@ -1,4 +1,4 @@
-"""A scheme space: every profiled scheme of one model on one cluster, with provenance (design §2, §4).
+"""A scheme space: every profiled scheme of one model on one cluster, with provenance (design §2, §6).
 
 :class:`~hydraulis.scheme_profile.SchemeProfile` (one scheme's fitted time coefficients and
 memory terms) per scheme, :class:`MemoryModel` and :class:`PipelineModel` the facts all schemes share, :class:`Provenance`
@@ -28,7 +28,7 @@ class SpaceSource(str, Enum):
 
 @dataclass(frozen=True)
 class MemoryModel:
-    """Model-state memory facts shared by all schemes of a space (design §4).
+    """Model-state memory facts shared by all schemes of a space (design §6).
 
     ``layer_state_bytes`` is one layer's unsharded model-state bytes (≈ 16 bytes/param:
     bf16 params + grads, fp32 master + two Adam moments), ``embedding_state_bytes`` the same for
@@ -89,7 +89,7 @@ class SchemeSpace:
     the plain schemes (the compositions without options). ``communicator_ms`` is the time to
     create one communicator, which a step pays for every communicator its strategy is the first
     to need (:mod:`hydraulis.placement`). ``reduce_overlap`` ``ω`` is the share of the reduction
-    that overlaps compute on the device (design §22; 0: none, the reduction fully exposed);
+    that overlaps compute on the device (design §6.3; 0: none, the reduction fully exposed);
     ``grad_reduce_bytes`` the bytes per gradient the reduction sends (2: bf16, 4: fp32).
     """
 

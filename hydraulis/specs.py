@@ -111,7 +111,7 @@ class ModelSpec:
 class DeviceSpec:
     """One accelerator kind and its node: vendor figures plus the assumptions that turn peak
     rates into achievable ones (``*_efficiency``); ``reduce_overlap`` the share of a gradient
-    exchange that overlaps compute (design §22). Values live in ``resources/presets.json``."""
+    exchange that overlaps compute (design §6.3). Values live in ``resources/presets.json``."""
 
     name: str
     memory_bytes: int

@@ -1,6 +1,6 @@
 """Pipeline stages that differ: per-stage tensor parallelism, layer counts and device groups.
 
-On a cluster of several device types (design §18) one pipeline may run its first stages on
+On a cluster of several device types (design §7.4) one pipeline may run its first stages on
 one device type and its last on another, each with its own tensor-parallel degree and number
 of decoder layers, so that every stage takes about the same time (FlashFlex, Yan et al. 2024).
 A :class:`Stage` is one such stage: ``tp`` devices of device group ``group`` holding ``layers``

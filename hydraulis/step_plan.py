@@ -1,6 +1,6 @@
 """A step plan: one global batch's strategy, its sequences per pipeline and their packing into
-micro-batches (design §2, §6), and how a batch is cut (:class:`BatchingMethod`) or a strategy
-made for one step (:class:`Synthesis`, design §17). Re-exported by :mod:`hydraulis.types`.
+micro-batches (design §2, §8), and how a batch is cut (:class:`BatchingMethod`) or a strategy
+made for one step (:class:`Synthesis`, design §8.2). Re-exported by :mod:`hydraulis.types`.
 """
 
 from __future__ import annotations

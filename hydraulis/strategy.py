@@ -1,5 +1,5 @@
 """Strategies and the proposal: pipelines grouped by scheme, and the few strategies the planner hands
-to training (design §2, §5). Re-exported by :mod:`hydraulis.types`.
+to training (design §2, §7). Re-exported by :mod:`hydraulis.types`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Workloads: document lengths → pieces of at most the maximum length → global batches.
 
 Steps are filled to a global token budget ``T``, as in the reference system, rather than to a
-fixed number of sequences (design §8): a batch takes documents in order while its total stays
+fixed number of sequences (design §4): a batch takes documents in order while its total stays
 within ``T``; the document that would overflow opens the next batch. A document longer than the
 maximum length ``S`` is cut into ``⌊s/S⌋`` pieces of ``S`` tokens and the remainder, all kept.
 

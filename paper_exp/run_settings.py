@@ -2,7 +2,7 @@
 contender into ``paper_exp/results/runs.csv``; each setting's full outputs (simulation.json,
 steps.csv, summary.csv, proposals, plots) go to ``out/paper_exp/<setting>/``.
 
-Every number is *simulated*: predicted by the cost model (design §4) from measured (7B, 13B)
+Every number is *simulated*: predicted by the cost model (design §6) from measured (7B, 13B)
 or analytic (32B) scheme spaces; nothing here runs a model.
 
     .venv/bin/python paper_exp/run_settings.py [--steps 100] [--only llama-7b_64dev_web,...]

@@ -11,7 +11,7 @@ analytic A800 space for every model: the pools have no context parallelism, and 
 tokens over 1024 devices (≈ 1.6K per device) a step is bound by its longest 32K sequence, which
 only context parallelism shortens — on the pools every contender but padding ties there. The
 analytic spaces compose every variant of their schemes (sequence parallelism, recomputation of
-k layers per stage; design §16): under the runtime's memory accounting LLaMA-32B holds a 32K
+k layers per stage; design §6.6): under the runtime's memory accounting LLaMA-32B holds a 32K
 sequence on 16 A800s only with recomputation. Workloads: ``examples/data/longtail.txt``
 (synthetic long tail, web-like; ``examples/data/README.md``) and ``paper_exp/data/stdlib_lengths.txt``
 (the CPython standard library tokenized, code-like; ``paper_exp/data/README.md``).

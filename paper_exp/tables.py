@@ -23,7 +23,7 @@ PAPER_RANGE = (1.32, 2.66)
 """Hydraulis' reported speed-up over existing systems (the paper's abstract)."""
 REFERENCE_DISPATCH_S = (20, 40)
 REFERENCE_PROPOSAL_S = (169, 634)
-"""The original system's planning cost: per step on 64 GPUs, per proposal (design §9)."""
+"""The original system's planning cost: per step on 64 GPUs, per proposal (design §13)."""
 BASELINES = {
     "homogeneous_fixed_packing": "best homogeneous, fixed packing (Megatron-LM style)",
     "homogeneous_padding": "best homogeneous, padding",
@@ -86,7 +86,7 @@ def write_planning(runs) -> None:
         "# Planning cost and plan quality of Hydraulis (simulated on this machine)", "",
         "`proposal_s`: wall time of the proposal; `dispatch_ms_*`: wall time of one step's dispatch (all "
         "strategies, balanced packing), median and p90 over the steps; `ratio_*`: predicted step time over the "
-        "plan's lower bound; `work_ratio_median`: over design §4's work bound. The reference system needed "
+        "plan's lower bound; `work_ratio_median`: over design §6's work bound. The reference system needed "
         f"{REFERENCE_DISPATCH_S[0]}–{REFERENCE_DISPATCH_S[1]} s per step (64 GPUs) and "
         f"{REFERENCE_PROPOSAL_S[0]}–{REFERENCE_PROPOSAL_S[1]} s per proposal.", "",
         _markdown(header, rows), ""]), encoding="utf-8")

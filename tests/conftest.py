@@ -97,7 +97,7 @@ def planning_service() -> str:
 
 @lru_cache(maxsize=None)
 def mixed_cluster_spaces(model: str = "llama-13b", example: str = "examples/clusters/a100_h100.json"):
-    """The example mixed cluster with an analytic space per group (design §18)."""
+    """The example mixed cluster with an analytic space per group (design §7.4)."""
     from hydraulis.artifacts.cluster import read_cluster
     from hydraulis.cluster import ClusterSpaces
     from hydraulis.profiler.cluster import group_scheme_space

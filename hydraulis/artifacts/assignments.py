@@ -1,4 +1,4 @@
-"""The step-assignments artifact: one step's micro-batches per rank, for any runtime (design §21).
+"""The step-assignments artifact: one step's micro-batches per rank, for any runtime (design §8.3).
 
 Layout (``schema_version`` 1)::
 

@@ -1,4 +1,4 @@
-"""The cluster description artifact (``--cluster cluster.json``, design §18.1)::
+"""The cluster description artifact (``--cluster cluster.json``, design §7.4)::
 
     {"schema_version": 1, "kind": "cluster",
      "groups": [{"name": "a100", "device": "a100-80g", "nodes": 2, "devices_per_node": 8},

@@ -1,4 +1,4 @@
-"""The artifact of ``hydraulis simulate --cluster`` (design §18.4): ``mixed_simulation.json``::
+"""The artifact of ``hydraulis simulate --cluster`` (design §6.7): ``mixed_simulation.json``::
 
     {"schema_version": 1, "kind": "mixed_simulation", "config": {<resolved configuration, cluster, inputs>},
      "fastest_group", "planning_ms",

@@ -29,7 +29,7 @@ version 3 the segments (:mod:`hydraulis.segments`) of a space whose variants are
 rather than listed. A version-1 file still loads, every scheme with the defaults (no sp, no
 recomputation), which is what the runtime of version 1 ran; a version-2 file loads without
 segments. ``provenance.software`` and ``communicator_ms`` are optional (absent: empty, 0);
-``reduce_overlap`` (``ω``, design §22: measured by the profiler's reduction job) too — absent,
+``reduce_overlap`` (``ω``, design §6.3: measured by the profiler's reduction job) too — absent,
 the cluster's device preset's (:func:`~hydraulis.presets.device_preset`; 0 for a device
 without one); ``grad_reduce_bytes`` (the bytes per gradient the reduction sends: a new space
 holds the runtime's default on its device, :meth:`~hydraulis.layout.kinds.ReduceDtype.element_bytes`,

@@ -61,14 +61,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                                       "space, and the pool --explain measures the gap against (default: the "
                                       "proposal's schemes)")
     plan.add_argument("--explain", action="store_true",
-                      help="print the bounds (design §4's pool bound, the tight bound), the plan's gap, term by "
+                      help="print the bounds (design §6's pool bound, the tight bound), the plan's gap, term by "
                            "term: strategy set, off-cheapest placement, fixed costs, imbalance, bubbles, reduction, "
                            "switch, and the least compute part of any plan at the plan's reduction level (a linear "
-                           "program, design §17)")
+                           "program, design §8.2)")
     plan.add_argument("--format", choices=("table", "json", "assignments"), default="table",
                       help="table (default); json: the step plan artifact; assignments: per rank, its micro-batches "
                            "as lists of sequence indices (indices into --lengths) with its pipeline's scheme, "
-                           "stage, cp rank and tp rank, placed as the runtime places them (design §21; one batch "
+                           "stage, cp rank and tp rank, placed as the runtime places them (design §8.3; one batch "
                            "only)")
     plan.add_argument("--gantt", metavar="PNG", type=OutputPath(),
                       help="draw the 1F1B timeline of every pipeline and stage")
@@ -199,7 +199,7 @@ def _many_steps(args: argparse.Namespace, proposal: Proposal, lengths, options: 
         return
     baseline = next(s.mean_ms for s in summaries if s.method is BatchingMethod.FIXED_PACKING)
     emit(f"{plural(args.steps, 'step')} of {args.token_budget} tokens sampled from {args.lengths} (seed {args.seed}); "
-         f"ratio = predicted / lower bound, work ratio = predicted / design §4 work bound")
+         f"ratio = predicted / lower bound, work ratio = predicted / design §6 work bound")
     emit(table(("method", "mean_ms", "median_ms", "ratio_median", "ratio_p90", "work_ratio_median",
                 "speedup_vs_fixed", "plan_ms_median", "plan_ms_p90", "strategies_chosen", "synthesised"),
                [[name, s.mean_ms, s.median_ms, s.median_ratio, s.p90_ratio, s.median_work_ratio,

@@ -34,7 +34,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                "schemes only). --explain prints the layout, the serving ranges, the integer programs, the local "
                "search from their answers, the strategies added for steps that differ, what each strategy gains "
                "on the steps it is best on, which variant each pipeline uses and why, and the comparison with "
-               "the best homogeneous strategy. With --cluster (design §18.3) it plans plain pipelines per device "
+               "the best homogeneous strategy. With --cluster (design §7.4) it plans plain pipelines per device "
                "type and cross-type staged pipelines with per-stage tp and layer counts (CP|tp:L@group>…); "
                "plan-step dispatches with that proposal, each pipeline at its own cost. "
                "benchmarks/proposal_time.py prints proposal wall times and the comparison for LLaMA-7B on 32 "
@@ -43,7 +43,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--devices", type=Bounded(limits.DEVICES), help="devices to plan for, N (required with --space)")
     parser.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),
                         help="cluster description JSON of several device types instead of --space/--devices: plan "
-                             "plain and cross-type staged pipelines (design §18.3) with a strategy per serving "
+                             "plain and cross-type staged pipelines (design §7.4) with a strategy per serving "
                              "range; --steps, --seed and --search-evaluations apply (default model llama-13b)")
     parser.add_argument("--model", choices=model_names(),
                         help="with --cluster: model preset of the groups' analytic spaces (default llama-13b)")

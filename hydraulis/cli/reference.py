@@ -46,7 +46,7 @@ LIMITS_TEXT = f"""\
 ## Limits
 
 Every number the CLI, the files and the service accept has one range (`hydraulis/limits.py`,
-design §12; each command's `--help` shows it). Outside it: exit status 2 or HTTP 422, with one
+design §15; each command's `--help` shows it). Outside it: exit status 2 or HTTP 422, with one
 line naming the field, the value and the range. At most `SEQUENCES` ({SEQUENCES.what}) are held at
 once: documents cut to the maximum length, or the (steps + 1) × sequences per step drawn for
 sampled steps.

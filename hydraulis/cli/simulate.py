@@ -46,7 +46,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         epilog="The summary gives per contender the step time, its ratio to the lower bounds and the planning "
                "latency; then the steps synthesised, the distinct communicators against their bound, and "
                "Hydraulis against the pool and tight bounds with its gap term by term. With --cluster (a mixed "
-               "cluster, design §18) it prints the mean step and its ratio to the lower bound of each "
+               "cluster, design §6.7) it prints the mean step and its ratio to the lower bound of each "
                "contender and writes mixed_simulation.json; paper_exp/mixed/run.py regenerates the "
                "16 A100 + 16 H100 table. examples/test_planner.sh runs LLaMA-32B on 1024 H100s.")
     parser.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),
@@ -150,7 +150,7 @@ def report(simulation: Simulation, summaries: tuple[ContenderSummary, ...]) -> s
     ]
     lines += [f"  strategy {i}: {p.strategy}  serves ({p.serves_from}, {p.serves_to}]  ran on {plural(n, 'step')}"
               for i, (p, n) in enumerate(zip(proposal.strategies, hydraulis.figures.chosen))]
-    lines.append("ratio = predicted / the plan's lower bound; work ratio = predicted / design §4 work bound; "
+    lines.append("ratio = predicted / the plan's lower bound; work ratio = predicted / design §6 work bound; "
                  "speedup = Hydraulis' over the contender (ratio of mean step times)")
     lines.append(table(("contender", "strategy", "mean_ms", "median_ms", "ratio_med", "ratio_p90", "work_ratio_med",
                         "plan_ms_med", "plan_ms_p90", "speedup"),
@@ -179,5 +179,5 @@ def _synthesis_lines(simulation: Simulation, hydraulis: ContenderSummary) -> lis
         f"{gap.compute_over_pool:.3f}, predicted / tight {gap.predicted_over_tight:.3f}",
         "Hydraulis' gap (median ms over steps): " + ", ".join(f"{n} {v:.1f}" for n, v in gap.parts),
         f"exposed_reduction_share={gap.exposed_reduction_share:.3f} (reduction the backward cannot hide over the "
-        f"step time, Hydraulis' plans, design §22)",
+        f"step time, Hydraulis' plans, design §6.3)",
     ]

@@ -1,4 +1,4 @@
-"""``hydraulis simulate --cluster``: the mixed-cluster comparison (design §18.4) — the mixed
+"""``hydraulis simulate --cluster``: the mixed-cluster comparison (design §6.7) — the mixed
 planner against type-segregated pipelines, FlashFlex-style cross-type pipelines with fixed
 packing and the best homogeneous strategy on the fastest device type."""
 

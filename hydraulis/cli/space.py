@@ -62,7 +62,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                            description="Derive a scheme space from FLOPs, achievable throughput, memory "
                                        "and link bandwidths (see hydraulis.profiler.analytic): plan for "
                                        "hardware you do not have. With --cluster, one space per device group "
-                                       "of a mixed cluster (design §18.1): analytic from the group's device "
+                                       "of a mixed cluster (design §7.4): analytic from the group's device "
                                        "preset, or its measured space copied.")
     ana.add_argument("--model", required=True, choices=model_names(), help="model preset")
     ana.add_argument("--device", choices=device_names(), help="device preset (required without --cluster)")

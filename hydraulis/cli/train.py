@@ -39,7 +39,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                "synthesised steps and the distinct communicators against the bound of aligned placement. "
                "Checkpoints are written atomically from the optimizer layout, so a run resumes under another "
                "proposal, strategy, method or process count. With --cluster each stage runs on its group's "
-               "ranks (design §18.5). docs/guide.md describes the runtime, checkpoints and TensorBoard tags.")
+               "ranks (design §9.2). docs/guide.md describes the runtime, checkpoints and TensorBoard tags.")
     train.add_argument("--config", type=InputFile(FileKind.TRAIN_CONFIG),
                        help="job file: TOML with every flag a key in torchtitan-like sections (examples/configs/"
                             "tiny.toml; see hydraulis.artifacts.job_file), or the JSON train_config.json an "

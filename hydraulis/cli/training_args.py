@@ -92,7 +92,7 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                              "bf16 halves the reduction's bytes)")
     parser.add_argument("--no-overlap-reduction", dest="overlap_reduction", action="store_false", default=None,
                         help="exchange gradients and weights with the optimizer layout whole, after the backward "
-                             "and before the forward, instead of in buckets overlapped with them (design §22)")
+                             "and before the forward, instead of in buckets overlapped with them (design §9.4)")
     parser.add_argument("--allow-math-attention", action="store_true", default=None,
                         help="on CUDA with a torch without varlen_attn (< 2.12), run attention on the blocked fp32 "
                              "math kernel with a warning instead of failing (several times slower)")

@@ -1,11 +1,11 @@
-"""The cost model (design §4): pure functions of numbers, numpy only.
+"""The cost model (design §6): pure functions of numbers, numpy only.
 
 * :mod:`.time` — micro-batch time ``t_k(mb) = c_k + Σ_i (a_k·s_i² + b_k·s_i)``;
 * :mod:`.pipeline` — a pipeline's time under 1F1B, closed form and exact event simulation
   (one schedule, or many at once);
 * :mod:`.memory` — memory per device and the longest sequence a scheme can hold;
 * :mod:`.step` — a strategy's step time and the gradient reduction into the optimizer layout;
-* :mod:`.bound` — lower bounds of any plan of a batch: design §4's ``LB``, a tighter one
+* :mod:`.bound` — lower bounds of any plan of a batch: design §6's ``LB``, a tighter one
   with fixed costs and the reduction, and per reduction level the least compute part.
 """
 

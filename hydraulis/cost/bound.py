@@ -1,6 +1,6 @@
-"""Lower bounds of any plan of a batch (design §4), used to report plan quality.
+"""Lower bounds of any plan of a batch (design §6), used to report plan quality.
 
-**Work and longest sequence** (design §4, :func:`lower_bound_ms` is the first term)::
+**Work and longest sequence** (design §6, :func:`lower_bound_ms` is the first term)::
 
     work    = Σ_i min_{k : C_k ≥ s_i} D_k·w_k(s_i) / N,     w_k(s) = a_k·s² + b_k·s
     longest = max_i min_{k : C_k ≥ s_i} pp_k·(c_k + w_k(s_i))
@@ -46,7 +46,7 @@ plans: ``ρ = 0`` and one pipeline of some scheme ``k`` holding every piece,
 ``max(Σ_i (w_k(s_i) + c_k·s_i/C_k) + (pp_k − 1)·c_k, max_i h_k(s_i))``. ``F`` and ``G`` are found by
 bisection, keeping the infeasible end: a bound still.
 
-**The estimate's bound per reduction level** (:func:`level_bounds`). design §4's estimate of a
+**The estimate's bound per reduction level** (:func:`level_bounds`). design §6's estimate of a
 plan's compute part, ``E = max_p (Σ_j t_j + (pp_p − 1)·max_j t_j)`` (the figure plan-quality
 targets are stated in), charges a pipeline's fill and drain with its *largest* micro-batch, so it
 also bounds ``W_p`` through the bubble: ``max_j t_j ≥ c + W_p/v_p`` (the largest is at least the
@@ -126,7 +126,7 @@ class StepBound:
 
     @property
     def pool_ms(self) -> float:
-        """design §4's bound, ``max(work, longest)``."""
+        """design §6's bound, ``max(work, longest)``."""
         return max(self.work_ms, self.longest_ms)
 
 
@@ -149,7 +149,7 @@ def step_bound(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundSchem
 class LevelBound:
     """At reduction level ``reduce_ms`` (plans whose schemes all have ``r_k ≤ reduce_ms``): the
     least compute time of the exact 1F1B (``compute_ms``, :func:`step_bound`'s ``max(F, G)``) and
-    of design §4's estimate ``E`` (``estimate_ms``), module docstring."""
+    of design §6's estimate ``E`` (``estimate_ms``), module docstring."""
 
     reduce_ms: float
     compute_ms: float
@@ -201,7 +201,7 @@ class _Forms:
 
 def bubble_room(total: float, pp: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``B_k(E) = min(E − pp·c, (√E − √((pp − 1)·c))²)`` of the module docstring, per scheme
-    (≤ 0: none): the most stage work a pipeline does within design §4's estimate ``E``."""
+    (≤ 0: none): the most stage work a pipeline does within design §6's estimate ``E``."""
     root = np.maximum(math.sqrt(max(total, 0.0)) - np.sqrt((pp - 1.0) * c), 0.0)
     return np.minimum(total - pp * c, root * root)
 

@@ -1,6 +1,6 @@
 """Memory per device of a scheme under an optimizer layout, and the longest sequence it holds.
 
-For compute scheme ``(cp, tp, pp)`` and optimizer layout ``(dp_o, tp_o, pp_o)`` (design §4.4;
+For compute scheme ``(cp, tp, pp)`` and optimizer layout ``(dp_o, tp_o, pp_o)`` (design §6.4;
 the original system's formula, README of the reference pools, with the runtime's own shares),
 a device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer stage ``σ_o``::
 

@@ -1,4 +1,4 @@
-"""A lower bound of any plan of one step on a mixed cluster (design §18.4).
+"""A lower bound of any plan of one step on a mixed cluster (design §6.7).
 
 **Work over the cluster's aggregate speed.** Every sequence runs all ``L`` decoder layers
 forward and backward on some devices. On group ``g`` a layer of ``(cp, tp)`` costs

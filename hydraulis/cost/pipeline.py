@@ -22,13 +22,13 @@ first micro-batch's forward crosses the ``p − 1`` stages ahead of it, then mus
     T_closed = (p − 1)·(f_1 + d) + Σ_j t_j + (p − 1)·(b_v + d)
 
 It is a lower bound of the simulation for any micro-batches and equals it when all
-micro-batches are equal and ``d = 0``: ``(v + p − 1)·t``. (design §4's approximation
+micro-batches are equal and ``d = 0``: ``(v + p − 1)·t``. (design §6's approximation
 ``Σ_j t_j + (p − 1)·max_j t_j`` is neither: with ``p = 2``, ``t = (T, ε)`` and φ = 1/3 the
 schedule takes ``2T + 2ε/3 < 2T + ε``.)
 
 Worked example: ``p = 2``, ``t = (3, 3, 3)`` ms, φ = 1/3: ``T = 1·1 + 9 + 1·2 = 12 = (3 + 1)·3``.
 
-**Stages that differ** (:func:`simulate_1f1b_stages`). In a staged pipeline (design §18)
+**Stages that differ** (:func:`simulate_1f1b_stages`). In a staged pipeline (design §6.7)
 micro-batch ``j`` takes ``t_{σ,j}`` on stage ``σ``; the same recurrences with per-stage
 durations give its exact schedule.
 
@@ -96,7 +96,7 @@ def simulate_1f1b_stages(
     times: Sequence[Sequence[float]], model: PipelineModel = PipelineModel(), record: bool = False
 ) -> PipelineTimeline:
     """Exact 1F1B schedule where micro-batch ``j`` takes ``times[σ][j]`` on stage ``σ``: the
-    stages of a staged pipeline differ in device type, tp and layers (design §18.2), so one
+    stages of a staged pipeline differ in device type, tp and layers (design §6.7), so one
     micro-batch takes a different time on each. The recurrences of the module docstring with
     ``f_{σ,j} = φ·t_{σ,j}``, ``b_{σ,j} = (1 − φ)·t_{σ,j}``; equal rows give :func:`simulate_1f1b`."""
     pp = len(times)

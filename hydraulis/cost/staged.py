@@ -1,5 +1,5 @@
 """Staged pipelines on a mixed cluster: stage times, the exact schedule, memory per stage
-(design §18.2).
+(design §6.7).
 
 A staged scheme ``cp | tp_0:L_0@g_0 > … > tp_{p−1}:L_{p−1}@g_{p−1}`` (:mod:`hydraulis.stages`)
 runs stage ``σ`` on ``cp·tp_σ`` devices of device group ``g_σ``, whose scheme space
@@ -30,7 +30,7 @@ every stage's time is at most the bottleneck's, and a 1F1B makespan only grows w
 operations' durations, so the uniform schedule at the bottleneck is an upper bound of the
 staged one (equal when the stages are balanced).
 
-**Memory per stage**, on its own device (design §4.4 with the stage's own ``tp_σ``, ``L_σ``
+**Memory per stage**, on its own device (design §6.4 with the stage's own ``tp_σ``, ``L_σ``
 and device, :mod:`hydraulis.cost.memory`), under the cluster-wide optimizer layout (ZeRO-1 over
 all ``N`` devices unless given)::
 

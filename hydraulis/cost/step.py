@@ -1,5 +1,5 @@
 """A strategy's step time: the slowest pipeline plus the gradient reduction the backward cannot
-hide (design §4.3, §22).
+hide (design §6.3, §6.3).
 
     T_step = max_p T_pipe(p) + X
 
@@ -13,7 +13,7 @@ pipeline decides:
 
     R = max_p (g + 2)·P/(tp_p·pp_p) / (β·10⁶)   ms                             (reduce_ms)
 
-A staged scheme (design §18) cuts its ``L`` layers unevenly: a device of stage ``σ`` holds
+A staged scheme (design §6.7) cuts its ``L`` layers unevenly: a device of stage ``σ`` holds
 ``P·(L_σ/L)/tp_σ`` parameters, so its sharding is ``min_σ tp_σ·L/L_σ`` (``tp·pp`` again for equal
 stages). One pipeline whose layout is the optimizer layout's (``dp_o = 1``) needs no reduction, and
 ``β = 0`` leaves the term out. Worked example: LLaMA-7B (P ≈ 6.74e9), pipelines (1,8,1) and

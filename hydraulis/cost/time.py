@@ -1,4 +1,4 @@
-"""Time of packed micro-batches on one pipeline stage (design §4).
+"""Time of packed micro-batches on one pipeline stage (design §6).
 
     t_k(mb) = c_k + Σ_{i ∈ mb} (a_k·s_i² + b_k·s_i)
 

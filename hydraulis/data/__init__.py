@@ -1,4 +1,4 @@
-"""The data side (design §8): corpora read offline, a locally trained tokenizer, global batches
+"""The data side (design §4): corpora read offline, a locally trained tokenizer, global batches
 filled to a token budget, and the length analysis that shows a corpus' long tail.
 
 =================  ==========================================================================

@@ -6,7 +6,7 @@ For document lengths ``s_1 … s_n`` (tokens) and length buckets ``(low, high]``
 * the share of **tokens**, ``Σ_{s_i ∈ bucket} s_i / Σ_i s_i`` — the memory and the linear
   (dense-layer) work;
 * the share of **Σs²**, ``Σ_{s_i ∈ bucket} s_i² / Σ_i s_i²`` — the attention work, which grows
-  with the square of the length (design §4, the ``a·s²`` term);
+  with the square of the length (design §6, the ``a·s²`` term);
 * the **tail** (``s > 8192`` by default): the same three shares above the threshold.
 
 Worked example: lengths (100, 100, 100, 10000). The long document is 25 % of the documents,

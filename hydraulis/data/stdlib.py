@@ -1,6 +1,6 @@
 """The CPython standard library of the running interpreter as a JSONL corpus.
 
-A real long-tailed code corpus available on every machine (design §8): every ``.py`` file under
+A real long-tailed code corpus available on every machine (design §4): every ``.py`` file under
 ``sysconfig.get_paths()["stdlib"]``, test suites included (they are real code and most of the
 tail), third-party packages excluded (``site-packages``, ``dist-packages``: they differ from
 machine to machine). CPython 3.11 gives about 1,790 files and 31 MB, of which four test files

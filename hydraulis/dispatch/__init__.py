@@ -1,11 +1,11 @@
-"""Per-step dispatch (design §6): for one global batch, choose a strategy of the proposal,
+"""Per-step dispatch (design §8): for one global batch, choose a strategy of the proposal,
 assign sequences to its pipelines (stage 1), pack each pipeline's sequences into micro-batches
 (stage 2). Pure: frozen values in, a :class:`~hydraulis.step_plan.StepPlan` out; no I/O, no torch.
 
 * :mod:`.dispatcher` — :func:`dispatch`, the recipe, strategy choice and the plan's bound;
-* :mod:`.bounds` — lower bounds of a strategy's compute time, design §4's work bound;
+* :mod:`.bounds` — lower bounds of a strategy's compute time, design §6's work bound;
 * :mod:`.device_bound` — the devices a step needs to compute within a time (a linear program),
-  hence the least compute part of any plan (design §17);
+  hence the least compute part of any plan (design §8.2);
 * :mod:`.batch` — checking, alignment, oversize sequences (error, truncate, split);
 * :mod:`.assign` — stage 1, sequences → pipelines;
 * :mod:`.balanced_packing` — stage 2, sequences → micro-batches and their order;

@@ -1,5 +1,5 @@
 """A step plan as per-rank assignments: what every rank of the world runs, for any runtime
-(design §21).
+(design §8.3).
 
 Pipeline ``p`` of scheme ``(cp, tp, pp)`` starts at the aligned offset ``o_p`` of
 :func:`~hydraulis.placement.pipeline_offsets` (largest first, contiguous), its stage ``σ`` at

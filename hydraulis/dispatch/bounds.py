@@ -1,5 +1,5 @@
 """Lower bounds of a step's compute time: per strategy (to prune strategies and to report plan
-quality) and design §4's work bound.
+quality) and design §6's work bound.
 
 **Balance** (:func:`strategy_bound`). Pipeline ``p`` of group ``g`` takes at least
 ``T_p ≥ W_p + c_g·v_p ≥ Σ_{i∈p} w'_g(s_i)`` with ``w'_g(s) = a_g·s² + b_g·s + c_g·s/C_g``
@@ -62,7 +62,7 @@ def strategy_bound(table: PipelineTable, tokens: np.ndarray, work: np.ndarray) -
 
 
 def work_lower_bound_ms(proposal: Proposal, lengths: Sequence[int] | np.ndarray, alignment: int = 1) -> float:
-    """design §4's ``LB = Σ_i min_{k: S_k ≥ s_i} D_k·(a_k·s_i² + b_k·s_i) / N`` over the
+    """design §6's ``LB = Σ_i min_{k: S_k ≥ s_i} D_k·(a_k·s_i² + b_k·s_i) / N`` over the
     proposal's schemes and its ``N`` devices, for aligned lengths (no reduction, no bubbles)."""
     tokens = -(-np.asarray(lengths, dtype=np.int64) // alignment) * alignment
     schemes = {(g.scheme, g.time, g.max_seq_len) for s in proposal.strategies for g in s.strategy.pipelines}

@@ -4,7 +4,7 @@ pipeline of a large scheme, and what else that pipeline runs pays that scheme's 
 
 For pieces ``i`` (lengths ``s_i``), schemes ``k`` with reduction ``r_k ≤ ρ`` (the level), and a
 compute time ``T``, with ``w_k(s) = a_k·s² + b_k·s``, room ``R_k(T)`` per pipeline (``T −
-pp_k·c_k`` for the exact 1F1B; ``min(T − pp_k·c_k, (√T − √((pp_k − 1)·c_k))²)`` for design §4's
+pp_k·c_k`` for the exact 1F1B; ``min(T − pp_k·c_k, (√T − √((pp_k − 1)·c_k))²)`` for design §6's
 estimate ``Σt + (pp − 1)·max t``, :mod:`hydraulis.cost.bound`)::
 
     D(T) = min Σ_k D_k·n_k   over y_ik ≥ 0, n_k ≥ 0
@@ -35,7 +35,7 @@ Worked example (LLaMA-32B analytic, 1,024 H100s, 1.6M tokens, a step with nine s
 22,370 tokens, the most any scheme up to (4,8,1) holds): at the plans' level (325 ms) the
 closed-form estimate bound is 1.22× the pool bound, this program's 1.33×: the nine need
 (8,8,1) pipelines of 64 devices each, and their other pieces pay (8,8,1)'s 2.4× device time per
-token (design §17).
+token (design §6.5).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ BISECTIONS = 12
 
 
 class ComputeForm(str, Enum):
-    """Which compute time the program bounds: the exact 1F1B or design §4's estimate."""
+    """Which compute time the program bounds: the exact 1F1B or design §6's estimate."""
 
     EXACT = "exact"
     ESTIMATE = "estimate"

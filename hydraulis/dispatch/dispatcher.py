@@ -1,5 +1,5 @@
 """Dispatch one global batch: choose a strategy of the proposal, give its pipelines their
-sequences, pack them into micro-batches (design §6).
+sequences, pack them into micro-batches (design §8).
 
 Recipe of :func:`dispatch`:
 
@@ -18,7 +18,7 @@ Recipe of :func:`dispatch`:
 **The plan's lower bound.** Every plan of the batch runs one strategy ``k`` of the proposal,
 so its step time is at least ``B_k = max(balance_k, crossing_k) + T_reduce(k)``
 (:mod:`.bounds`), and ``LB = min_k B_k`` bounds every plan dispatch could make. It is never
-below design §4's work bound ``Σ_i min_k D_k·w_k(s_i)/N``
+below design §6's work bound ``Σ_i min_k D_k·w_k(s_i)/N``
 (:func:`~hydraulis.dispatch.bounds.work_lower_bound_ms`): ``balance_k`` is at least strategy
 ``k``'s perfectly spread work, which uses only its own schemes and devices (``≤ N``). The two
 differ where no plan can reach the work bound: the reduction, a strategy's less efficient

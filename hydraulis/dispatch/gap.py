@@ -8,7 +8,7 @@ schemes (the scheme space's, or the proposal's) and ``S`` the plan's strategy::
     predicted = work + strategy set + off-cheapest + fixed costs + imbalance + bubbles
                 + reduction + switch
 
-    work          = Σ_i min_{k∈K} D_k·w_k(s_i) / N              design §4's work bound
+    work          = Σ_i min_{k∈K} D_k·w_k(s_i) / N              design §6's work bound
     strategy set  = Σ_i min_{k∈S} D_k·w_k(s_i) / N − work        the strategy's schemes are dearer
     off-cheapest  = Σ_p D_p·W_p / N − Σ_i min_{k∈S} D_k·w_k(s_i) / N
                                                                  pieces not on their strategy's cheapest scheme
@@ -24,7 +24,7 @@ carries a long sequence that its pipeline must run alone: compare with the longe
 bound (:mod:`hydraulis.cost.bound`).
 
 :func:`level_compute` says how far the compute part is from what *any* plan at the same
-reduction level needs (design §17): the closed form and the linear program of
+reduction level needs (design §8.2): the closed form and the linear program of
 :mod:`hydraulis.dispatch.device_bound`.
 
 Worked example: two (1,1,1) pipelines (``w(s) = s``, ``c = 1``) on N = 2, pieces (3) and (1):
@@ -111,7 +111,7 @@ class LevelCompute:
     """What any plan whose schemes reduce in at most ``reduce_ms`` (the given plan's level) needs
     to compute the step, by the exact 1F1B: the closed form's ``closed_ms``
     (:func:`hydraulis.cost.level_bounds`) and the linear program's ``program_ms``
-    (:mod:`hydraulis.dispatch.device_bound`, design §17)."""
+    (:mod:`hydraulis.dispatch.device_bound`, design §8.2)."""
 
     reduce_ms: float
     closed_ms: float

@@ -1,4 +1,4 @@
-"""The menu of per-step synthesis (design §17; :mod:`hydraulis.dispatch.synthesis`): the pipeline
+"""The menu of per-step synthesis (design §8.2; :mod:`hydraulis.dispatch.synthesis`): the pipeline
 kinds a step's strategy may count — the proposal's, then the scheme space's in ``space`` mode —
 what each costs on the step's pieces, and the *fluid answer* that starts the search from them.
 

@@ -3,7 +3,7 @@ behind a plan.
 
 For each method, every batch is dispatched and summarised by its predicted step time ``T``,
 its ratio to the plan's lower bound ``T/LB`` (:mod:`hydraulis.dispatch.dispatcher`), its ratio
-to design §4's work bound ``T/LB_work`` (:func:`work_lower_bound_ms`), and the planning time
+to design §6's work bound ``T/LB_work`` (:func:`work_lower_bound_ms`), and the planning time
 (median and 90th percentile, the nearest-rank order statistic).
 """
 

@@ -1,6 +1,6 @@
 """A strategy made for every step: plan the step on the proposal, then look for a strategy —
 counts of the proposal's schemes, or of the space's — that runs it faster, switch included
-(design §6 and §17; the runtime switches strategies by redistribution, §7).
+(design §8 and §8.2; the runtime switches strategies by redistribution, §7).
 
 Recipe of :func:`plan_step`:
 

@@ -1,5 +1,5 @@
 """Fused pipeline schedules: two models' pipelines on the same devices, flowing in opposite
-directions so each fills the other's bubbles (RLHF actor/critic training; design §14).
+directions so each fills the other's bubbles (RLHF actor/critic training; design §12).
 
 problem (:mod:`.problem`) → task graph (:mod:`.tasks`) → lower bound (:mod:`.bound`),
 baselines (:mod:`.baselines`), starting schedules (:mod:`.construct`) → annealing

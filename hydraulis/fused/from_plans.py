@@ -2,7 +2,7 @@
 
 Each step plan's pipelines become the replicas of one model (``S`` = their ``pp``, which must
 agree; every pipeline stage is one fused "device", a group of ``cp·tp`` devices). Micro-batch
-``j`` of pipeline ``r`` costs ``t = c + Σ_i (a·s_i² + b·s_i)`` per stage (design §4, the scheme
+``j`` of pipeline ``r`` costs ``t = c + Σ_i (a·s_i² + b·s_i)`` per stage (design §6, the scheme
 space's coefficients for the pipeline's scheme, lengths rounded up to the plan's alignment);
 its forward takes ``φ·t`` and its backward ``(1 − φ)·t`` with the space's forward fraction φ.
 It holds ``α·tokens / pp`` bytes on a stage (``α`` the scheme's activation bytes per token,

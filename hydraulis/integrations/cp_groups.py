@@ -4,7 +4,7 @@
 samples DP×CP rank ``r`` runs in group ``g``, in order; a sample listed on ``k`` ranks of a group
 runs with context-parallel size ``k`` on them, and the ranks meet at a barrier after each group.
 
-**Cost** (design §4.1 per rank, the barrier between groups):
+**Cost** (design §6.1 per rank, the barrier between groups):
 
     T = Σ_g max_r Σ_{i ∈ groups[g][r]} t_{k_i}(s_i),       t_k(s) = c_k + a_k·s² + b_k·s
 

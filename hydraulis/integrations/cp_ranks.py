@@ -1,14 +1,14 @@
 """The rank options of hybrid context parallelism: what a sample costs and how long it may be on
-``k`` data×context-parallel ranks of ``tp`` devices each (design §4, docs/integrations.md).
+``k`` data×context-parallel ranks of ``tp`` devices each (design §6, docs/integrations.md).
 
 A sample of ``s`` tokens run with context-parallel size ``k`` occupies ``k`` ranks, each a
 ``(k, tp, 1)`` replica's share, for
 
-    t_k(s) = c_k + a_k·s² + b_k·s          (one forward/backward per sub-sample, design §4.1)
+    t_k(s) = c_k + a_k·s² + b_k·s          (one forward/backward per sub-sample, design §6.1)
 
 and fits when ``s ≤ C_k = min(S_k, k·m)``: ``S_k`` the longest sequence the space's
 ``(k, tp, 1)`` holds under the optimizer layout ``dp{n}·tp{tp}·pp1`` (Megatron's distributed
-optimizer shards over all ``n`` DP×CP ranks; design §4.4), ``m`` the caller's
+optimizer shards over all ``n`` DP×CP ranks; design §6.4), ``m`` the caller's
 ``max_seq_len_per_rank`` (Megatron's own cap: ``k`` ranks hold ``k·m`` tokens). Only powers of
 two ``k`` that divide ``n`` are options (Megatron creates its hybrid groups as aligned blocks of
 every power of two).

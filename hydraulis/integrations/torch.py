@@ -65,7 +65,7 @@ class BalancedBatchSampler:
                    scheme: Scheme, num_replicas: int, rank: int, seed: int = 0) -> BalancedBatchSampler:
         """The sampler for pipelines of ``scheme`` (``pp = 1``) from ``space``: its time
         coefficients, and as ``max_tokens`` the longest sequence it holds under ZeRO-1 over the
-        ``num_replicas`` replicas (design §4.4)."""
+        ``num_replicas`` replicas (design §6.4)."""
         space = space if isinstance(space, SchemeSpace) else read_scheme_space(space)
         require(scheme.pp == 1, "scheme", str(scheme), "must have pp = 1 (one pipeline stage per rank)")
         profile = space.profile(scheme)

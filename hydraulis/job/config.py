@@ -24,7 +24,7 @@ class RuntimeOptions:
     gradients sent to the optimizer layout (:mod:`hydraulis.runtime.gradients`; ``auto``: bf16 on
     CUDA, fp32 on the CPU). ``overlap_reduction`` exchanges gradients and weights with the
     optimizer layout in buckets of ``bucket_mb`` MiB overlapped with the backward and the forward
-    (design §22; off: whole, between the phases). ``allow_math_attention`` lets CUDA run without
+    (design §9.4; off: whole, between the phases). ``allow_math_attention`` lets CUDA run without
     ``varlen_attn`` on the slow math kernel (:func:`hydraulis.runtime.model.attention.attention_kernel`).
     ``record_operations`` records every stage's forwards and backwards, in order, with their
     times, into each step's record (one more all-gather per step). ``device_memory`` is the bytes
@@ -131,7 +131,7 @@ class TrainConfig:
     Rank 0 writes TensorBoard event files to ``tensorboard_dir`` (:mod:`hydraulis.runtime.tensorboard`).
     ``cluster_file`` is a mixed cluster's description (:mod:`hydraulis.cluster`): the job then
     runs one process per device of it, numbered group by group, and every stage of a staged
-    pipeline on its ``@GROUP``'s ranks (design §18.5).
+    pipeline on its ``@GROUP``'s ranks (design §9.2).
     """
 
     model: str | None

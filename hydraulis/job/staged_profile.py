@@ -1,4 +1,4 @@
-"""A staged scheme's profile for the runtime's predictions (design §18), on one device kind.
+"""A staged scheme's profile for the runtime's predictions (design §9.2), on one device kind.
 
 The composition is the cost model's (:func:`hydraulis.cost.staged.staged_profile`: each stage
 from the segments of ``(cp, tp_σ)`` at its position, the slowest stage's time, the most loaded

@@ -21,7 +21,7 @@ layers beside one recomputing the attention core (:mod:`hydraulis.runtime.model.
 the first two of stage 0 and the first of stage 1 (:class:`~hydraulis.scheme.Scheme`). The
 brackets may also come before the split (``1,1,2[sp]:3/1``); a layout prints them after it.
 
-A STAGED pipeline (:mod:`hydraulis.stages`, design §18) gives each stage its own tensor-parallel
+A STAGED pipeline (:mod:`hydraulis.stages`, design §9.2) gives each stage its own tensor-parallel
 degree and layer count (cp is uniform within a pipeline): ``1|2:3>1:1+1,1,1`` is one pipeline
 whose first stage runs 3 layers on 2 tp ranks and whose second runs 1 layer on one rank (3
 devices), beside a one-device pipeline; ``1|2:1>1:3x2`` two such pipelines of 1 and 3 layers.

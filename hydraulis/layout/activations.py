@@ -1,8 +1,8 @@
-"""Activations: what one rank of a pipeline stage keeps for its backward, per token (design §4.4).
+"""Activations: what one rank of a pipeline stage keeps for its backward, per token (design §6.4).
 
 A micro-batch of ``T`` tokens puts ``t = T/cp`` on each rank (context parallelism splits the
 tokens); between the blocks a rank holds ``t/s`` of them, ``s = tp`` under sequence
-parallelism (``sp``), else 1 (``tp`` the stage's own, ``tp_σ`` of a staged scheme, design §18).
+parallelism (``sp``), else 1 (``tp`` the stage's own, ``tp_σ`` of a staged scheme, design §9.2).
 Widths per tp rank: ``H`` hidden, ``q = h_q·d/tp`` query,
 ``k = d·max(h_kv/tp, 1)`` key/value, ``F' = F/tp`` MLP, ``h = h_q/tp`` heads, ``V' = V/tp``
 vocabulary; ``b`` bytes per element of the compute dtype (2 bf16, 4 fp32). What autograd keeps

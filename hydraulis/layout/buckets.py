@@ -1,7 +1,7 @@
 """Gradient buckets: a stage's shards grouped for the overlapped reduction (no torch).
 
 The runtime exchanges a rank's gradients with the optimizer layout bucket by bucket, each as
-soon as the last micro-batch's backward has accumulated it (design §22). Buckets follow the
+soon as the last micro-batch's backward has accumulated it (design §9.4). Buckets follow the
 **reverse order of use**: the backward produces the gradients of the stage's last parameters
 first, so the shards are taken from last to first and cut into consecutive buckets of at most
 ``capacity`` elements (a shard larger than that is a bucket of its own); as in PyTorch DDP, the
@@ -34,7 +34,7 @@ STAGE_BUCKETS = 4
 """The fewest buckets the runtime cuts a stage's gradients in (module docstring): on the CPU,
 ``hydraulis train --model tiny --record-operations`` under ``1,1,2x2`` and ``1,2,1+1,1,2``
 hides 0.1 of the reduction with one bucket per stage, 0.4–0.5 with four, no more with eight
-(design §22)."""
+(design §9.4)."""
 
 
 def shard_buckets(shards: Sequence[Shard], capacity: int, first: int, parts: int = 1) -> tuple[int, ...]:

@@ -31,7 +31,7 @@ class ReduceDtype(str, Enum):
     """The dtype gradients travel in to the optimizer layout (they are summed there in fp32)."""
 
     AUTO = "auto"
-    """bf16 on CUDA (the cost model's 2 bytes per gradient, design §4.3), fp32 on the CPU."""
+    """bf16 on CUDA (the cost model's 2 bytes per gradient, design §6.3), fp32 on the CPU."""
     FP32 = "fp32"
     BF16 = "bf16"
     """Half the bytes of the reduction; each rank's fp32 accumulated gradient is rounded once."""
@@ -46,7 +46,7 @@ class ReduceDtype(str, Enum):
     def element_bytes(self, device: str) -> int:
         """Bytes per gradient sent on ``device`` — ``"cpu"``, ``"cuda"`` or a device preset's
         name (every preset but ``cpu`` is a CUDA device): 2 for bf16, 4 for fp32. The cost
-        model's ``grad_reduce_bytes`` (design §22) comes from here, so it follows the runtime."""
+        model's ``grad_reduce_bytes`` (design §6.3) comes from here, so it follows the runtime."""
         return 2 if self.resolve("cpu" if device == "cpu" else "cuda") is ReduceDtype.BF16 else 4
 
 

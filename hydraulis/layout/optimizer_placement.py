@@ -1,6 +1,6 @@
 """Where every parameter element lives in the optimizer layout.
 
-The optimizer layout ``(dp_o, tp_o, pp_o)`` (design §2, §7) holds the fp32 master weights and
+The optimizer layout ``(dp_o, tp_o, pp_o)`` (design §2, §9) holds the fp32 master weights and
 Adam moments once, sharded, whatever strategy computes a step. Its ranks are laid out like a
 homogeneous strategy (tp fastest, then dp, then the stage, Megatron-LM's order)::
 

@@ -5,7 +5,7 @@ ranges, one per stage; stage 0 also holds the token embedding, the last stage th
 and the output head. The split is even by default (:func:`~hydraulis.stages.even_split`: the first ``L mod pp``
 stages take one layer more, e.g. ``L = 4, pp = 3`` → ``(2, 1, 1)``) or given explicitly, e.g.
 ``(3, 1)`` to lighten the last stage, which also carries the head. A staged scheme
-(:mod:`hydraulis.stages`, design §18) carries its split in its stages: ``1|2:3>1:1`` is the
+(:mod:`hydraulis.stages`, design §9.2) carries its split in its stages: ``1|2:3>1:1`` is the
 layout ``(3, 1)`` whose stage 0 runs on 2 tp ranks and stage 1 on one.
 
 :class:`StrategyLayout` is a strategy as the runtime runs it: the planner's

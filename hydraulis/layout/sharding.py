@@ -7,7 +7,7 @@ pipelines replicate shards.
 
 Tensor-parallel rule for a dimension of ``U`` units (heads of ``head_dim`` rows, or single rows of
 the MLP and the vocabulary), ``tp`` ranks, rank ``r`` (``tp`` the stage's own degree,
-:meth:`~hydraulis.scheme.Scheme.stage_tp`: stages of a staged scheme, design §18, may differ)::
+:meth:`~hydraulis.scheme.Scheme.stage_tp`: stages of a staged scheme, design §9.2, may differ)::
 
     first unit = ⌊r·U/tp⌋,   units held = max(U/tp, 1)
 

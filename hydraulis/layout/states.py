@@ -1,4 +1,4 @@
-"""Model states: the bytes a rank keeps per parameter element, by role (design §4.4).
+"""Model states: the bytes a rank keeps per parameter element, by role (design §6.4).
 
 Under a strategy a rank **holds** its stage's shards (:func:`~hydraulis.layout.sharding.stage_shards`)
 and, in the optimizer layout, **owns** a buffer (:mod:`hydraulis.layout.optimizer_placement`)::

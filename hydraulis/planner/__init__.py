@@ -1,4 +1,4 @@
-"""Strategy proposal (design §5): from a scheme space, a cluster and a length distribution, a few
+"""Strategy proposal (design §7): from a scheme space, a cluster and a length distribution, a few
 heterogeneous strategies sharing one optimizer layout. Pure: no torch, no I/O.
 
 :func:`propose` is the recipe (planner/propose.py); :func:`validate_proposal` checks any proposal.

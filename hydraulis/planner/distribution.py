@@ -9,7 +9,7 @@ mix are random. For sampled steps ``i`` we keep
     n_ib         the number of sequences of step i in bucket b
     Q1_ib, Q2_ib Σ s and Σ s² over those sequences
 
-Because a scheme's work on a sequence is ``a·s² + b·s`` (design §4), ``a·Q2 + b·Q1`` is the
+Because a scheme's work on a sequence is ``a·s² + b·s`` (design §6), ``a·Q2 + b·Q1`` is the
 *exact* work of a bucket on any scheme, so merging buckets into classes loses nothing in work,
 only in how finely work can be routed by length. The expected step of an interval of longest
 lengths ``(lo, hi]`` is the mean of ``n, Q1, Q2`` over the sampled steps whose ``m_i`` lies in it.

@@ -1,6 +1,6 @@
 """The optimizer layout: one homogeneous ``(dp, tp, pp)`` for fp32 master weights and Adam moments.
 
-Every strategy of a proposal reduces its gradients into this one layout (design §2, §7), so
+Every strategy of a proposal reduces its gradients into this one layout (design §2, §9), so
 it is chosen once, for memory. Per device it stores (cost/memory.py)
 
     optimizer states = α·(⌈L/pp_o⌉·B_layer + n(pp_o)·B_emb) / (tp_o·dp_o)

@@ -1,4 +1,4 @@
-"""The planner on a mixed cluster: which pipelines, of which device groups, how many (design §18.3).
+"""The planner on a mixed cluster: which pipelines, of which device groups, how many (design §7.4).
 
 **What is optimised.** A strategy is a count vector ``n`` over the options
 (:mod:`hydraulis.planner.mixed_options`: plain schemes per group, staged pipelines across
@@ -17,7 +17,7 @@ Every option's parts tile its groups' nodes with power-of-two sizes, so any coun
 the budgets can be placed: each group by buddy placement, largest parts first.
 
 **Ranges.** Steps differ: about half of the long-tailed workload's 200K-token steps hold a 32K
-piece, the others need no pipeline that holds one. As in the one-type planner (§5), the
+piece, the others need no pipeline that holds one. As in the one-type planner (design §7.1), the
 proposal keeps a strategy per serving range of the step's longest sequence — ``(0, S]`` and
 ``(0, S/2]`` by default (:func:`plan_mixed_ranges`) — and dispatch runs each step on the best
 strategy that holds it.

@@ -1,4 +1,4 @@
-"""The pipelines a mixed cluster can run (design §18.3): plain schemes on one device group, and
+"""The pipelines a mixed cluster can run (design §7.4): plain schemes on one device group, and
 staged pipelines across groups from the per-pipeline split.
 
 Every option is a staged scheme whose stages name their groups (a plain ``(cp, tp, pp)`` on

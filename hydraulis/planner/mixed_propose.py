@@ -1,4 +1,4 @@
-"""The mixed-cluster planner's recipe (design §18.3): sampled steps → options → plans per
+"""The mixed-cluster planner's recipe (design §7.4): sampled steps → options → plans per
 serving range → a proposal.
 
 1. sample ``steps`` global batches from the documents (filled to the token budget, cut to

@@ -120,7 +120,7 @@ def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName, node
 
     The one-hot ``z`` is the program's only choice between levels, so fixing it level by level
     splits the program exactly. Whole, it let the relaxation spread a pipeline over levels whose
-    budgets differ by little once the reduction is mostly hidden (design §22: levels of 4–300 ms
+    budgets differ by little once the reduction is mostly hidden (design §6.3: levels of 4–300 ms
     under makespans of ~660 ms): LLaMA-7B on 1,024 A800s needed ~4,000 simplex iterations per
     node, and one program ran past 300 s without an answer, while its seven levels alone each
     solve at the root."""

@@ -1,4 +1,4 @@
-"""Propose a few heterogeneous strategies for a length distribution (design §5).
+"""Propose a few heterogeneous strategies for a length distribution (design §7).
 
 Recipe:
 

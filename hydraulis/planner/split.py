@@ -1,4 +1,4 @@
-"""One pipeline across device groups: per-stage tp and layer counts (design §18.3).
+"""One pipeline across device groups: per-stage tp and layer counts (design §7.4).
 
 **Problem.** Given ``cp``, an ordered list of device groups with a device budget ``D_g`` each,
 the longest sequence ``S`` every stage must hold and a reference micro-batch ``r`` (default one

@@ -1,7 +1,7 @@
 """Scheme variants: per scheme and per longest sequence, the fastest variant that holds it.
 
 Inside a scheme ``(cp, tp, pp)`` sequence parallelism and recomputation trade time for
-activation memory, and memory decides the longest sequence a scheme holds (design §4.4, §16). A
+activation memory, and memory decides the longest sequence a scheme holds (design §6.4, §7.2). A
 space with segments (:mod:`hydraulis.segments`) composes any variant: ``sp`` (``tp > 1``),
 ``selective`` recomputation, or ``k_σ`` of stage ``σ``'s ``L_σ`` layers recomputed in full —
 stages of one pipeline may differ, as 1F1B keeps ``pp − σ`` micro-batches in flight on stage

@@ -1,4 +1,4 @@
-"""One scheme space per device group of a mixed cluster (design §18.1).
+"""One scheme space per device group of a mixed cluster (design §7.4).
 
 A group with a measured ``space`` keeps it (the caller reads it); every other group gets the
 analytic space (:mod:`hydraulis.profiler.analytic`) of its device preset on its own

@@ -1,7 +1,7 @@
 """Fitting measured points to the cost model (pure numpy).
 
 **Time.** A stage of ``d`` decoder layers running a micro-batch of sequences ``s_1 … s_m``
-takes (design §4, with the representative block of :mod:`hydraulis.profiler.sweep`)::
+takes (design §6, with the representative block of :mod:`hydraulis.profiler.sweep`)::
 
     t(d, mb) = (c_E + d·c_U) + (a_E + d·a_U)·Σ s_i² + (b_E + d·b_U)·Σ s_i
 

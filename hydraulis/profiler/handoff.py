@@ -1,5 +1,5 @@
 """The pipeline hand-off ``d``, measured: what a pipeline's makespan holds beyond its own
-operations (design §22).
+operations (design §5).
 
 The 1F1B recurrences (:mod:`hydraulis.cost.pipeline`) charge ``d`` ms each time a micro-batch's
 activation or gradient passes to the neighbouring stage. On a GPU that is the point-to-point

@@ -13,8 +13,8 @@ A **reduction** measurement is what a training step costs beyond its pipelines' 
 cost model's ``T_reduce`` (:mod:`hydraulis.cost.step`): the runtime's propagation of the weights
 to the compute layout, the reduction of the gradients into the optimizer layout and the
 optimizer's update (the runtime's ``profiling.reduction``) — and, measured in the same job, what
-creating one more communicator costs a strategy switch (design §17) and how much of an exchange
-runs under compute (``ω``, design §22).
+creating one more communicator costs a strategy switch (design §5) and how much of an exchange
+runs under compute (``ω``, design §5).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A **point** is one packed micro-batch (a mix of sequence lengths) run forward + backward on one
 pipeline stage of one scheme, the stage holding ``depth`` decoder layers. The time model of a
-stage (design §4) is ``t = c + Σ_i (a·s_i² + b·s_i)``; to tell ``a`` from ``b`` the points
+stage (design §6) is ``t = c + Σ_i (a·s_i² + b·s_i)``; to tell ``a`` from ``b`` the points
 vary both the micro-batch's tokens ``T = Σ s_i`` and, at equal ``T``, ``Σ s_i²``: every token
 count ``T`` of the sweep is measured as these mixes (:data:`MIXES`)::
 

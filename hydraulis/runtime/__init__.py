@@ -1,4 +1,4 @@
-"""The PyTorch runtime that executes step plans (design §7).
+"""The PyTorch runtime that executes step plans (design §9).
 
 Pipelines of different schemes run side by side in one job (gloo on CPU, NCCL on CUDA); each
 rank runs one stage of one pipeline, sharded for its tp and cp rank. fp32 master weights and

@@ -9,7 +9,7 @@ Two ways in, one per-rank body (:func:`_rank_main`):
 
   :func:`launched_by_torchrun` sees the variables and :func:`run_job` runs this process as
   its rank (``env://`` rendezvous, its keys under a prefix per torchrun attempt, so
-  ``--max-restarts`` restarts meet reliably: design §19).
+  ``--max-restarts`` restarts meet reliably: design §10).
 * **local**: ``--nproc N`` without torchrun spawns ``N`` processes on this machine
   (``torch.multiprocessing``, start method ``spawn``) that meet through a file store in a
   fresh temporary folder — no port to pick. If any rank fails, the others are ended (``SIGKILL``
@@ -191,7 +191,7 @@ def _store(init_method: str, rank: int, world_size: int, timeout: timedelta) -> 
     torchrun attempt (``TORCHELASTIC_RESTART_COUNT``). torchrun's default static rendezvous
     hands every attempt the same store and prefix: without ours, a restarted rank can read the
     address a dead rank of the previous attempt published and fail with ``Gloo connectFullMesh
-    failed … Connection refused`` (design §19)."""
+    failed … Connection refused`` (design §10)."""
     store, _, _ = next(dist.rendezvous(init_method, rank, world_size, timeout=timeout))
     return dist.PrefixStore(f"hydraulis/attempt-{os.environ.get(RESTART_VARIABLE, '0')}", store)
 

@@ -11,7 +11,7 @@ tp group stays inside a node)::
 
 ``tp_σ`` is the stage's own degree (:meth:`~hydraulis.scheme.Scheme.stage_tp`): every stage's
 ``tp`` for an ordinary scheme, where this is ``r₀ + (σ·cp + cp_rank)·tp + tp_rank``; a staged
-scheme's (design §18) may differ per stage.
+scheme's (design §9.2) may differ per stage.
 
 Worked examples, ``1,2,1+1,1,2`` on 4 ranks: pipeline 0 is ranks 0–1 (tp ranks 0, 1 of its one
 stage), pipeline 1 is ranks 2 (stage 0) and 3 (stage 1); ``1,1,1+1,2,1`` puts the two-rank

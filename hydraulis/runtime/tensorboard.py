@@ -17,7 +17,7 @@ reduction's time in flight and the part of it hidden behind the backward, summed
 ``time/prediction_error``            ``|m_t − p_t| / m_t``
 ``time/slowest_pipeline_ms``         the slowest pipeline's compute (0: no pipeline computed)
 ``time/propagate_ms``                the weights' propagation before the compute (slowest rank)
-``time/reduce_ms``                   the rest: the exposed reduction and the update (design §22)
+``time/reduce_ms``                   the rest: the exposed reduction and the update (design §9.4)
 ``reduction/hidden_fraction``        ``H_t / U_t`` — only for steps that recorded it
                                      (``--record-operations``; ``U_t > 0``)
 ``plan/strategy_index``              the strategy the plan chose (index into the run's strategies;

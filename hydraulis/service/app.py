@@ -1,7 +1,7 @@
 """The planning service: an app factory and its routes. Each planning route parses its body,
 checks the request's work against the service's limits, and runs one function of
 :mod:`hydraulis.service.work` in the worker pool (:mod:`hydraulis.service.pool`), whose answer
-is the artifact's JSON (design §13).
+is the artifact's JSON (design §11).
 
     uvicorn --factory hydraulis.service.app:app_from_environment      (or: hydraulis serve)
 

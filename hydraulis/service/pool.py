@@ -1,4 +1,4 @@
-"""Planning work in a bounded pool of worker processes, with admission control (design §13).
+"""Planning work in a bounded pool of worker processes, with admission control (design §11).
 
 **Admission.** At most ``workers + queue`` requests are admitted at once (:meth:`WorkerPool.admit`,
 called by the admission middleware before the body is read); the next one is answered 503 at

@@ -1,5 +1,5 @@
 """Simulation at scale: propose once, plan every step with Hydraulis and with the baselines,
-all on the same cost model (design §9). Pure apart from the clock and an optional progress
+all on the same cost model (design §13). Pure apart from the clock and an optional progress
 bar; :mod:`.inputs` reads the inputs the CLI names.
 
 * :mod:`.config` — :class:`SimulationConfig`;

@@ -48,7 +48,7 @@ class ContenderStep:
 
 @dataclass(frozen=True)
 class StepComparison:
-    """The sampled batch (``lengths``, one per sequence), design §4's work bound over every
+    """The sampled batch (``lengths``, one per sequence), design §6's work bound over every
     usable scheme, Hydraulis' ``plan`` with each pipeline's per-stage micro-batch times and
     1F1B ``timelines`` (in ``plan.pipelines`` order), and every contender in
     :class:`Contender` order."""

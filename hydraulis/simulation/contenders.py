@@ -15,7 +15,7 @@ contender                              plans every step with      strategies it 
 ``homogeneous_padding``                padding                    one homogeneous strategy
 =====================================  ========================  ==========================
 
-``homogeneous_fixed_packing`` is the Megatron-LM-style baseline (design §9): one layout for
+``homogeneous_fixed_packing`` is the Megatron-LM-style baseline (design §13): one layout for
 every replica, sequences packed to the context length and dealt round-robin.
 
 A *homogeneous strategy* is ``⌊N/D_k⌋`` pipelines of one scheme ``k`` that holds the maximum

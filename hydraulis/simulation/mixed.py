@@ -1,4 +1,4 @@
-"""Simulate training on a mixed cluster: four systems on the same cost model and steps (design §18.4).
+"""Simulate training on a mixed cluster: four systems on the same cost model and steps (design §6.7).
 
 ==========================  ======================================  ========================
 contender                   pipelines                               batching

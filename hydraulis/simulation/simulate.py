@@ -8,7 +8,7 @@ Recipe of :func:`simulate`:
    seed the planner did not use (held-out steps, :attr:`SimulationConfig.step_seed`);
 3. list the candidates of each family: the proposal; each proposal strategy holding ``S``
    alone (static); each usable homogeneous strategy holding ``S``;
-4. for every step: its bounds over every usable scheme (design §4's work and longest sequence,
+4. for every step: its bounds over every usable scheme (design §6's work and longest sequence,
    the tight bound, :func:`hydraulis.cost.step_bound`), then every candidate of every contender
    planned with the contender's batching method (:func:`hydraulis.dispatch.dispatch`; Hydraulis
    with per-step synthesis, :func:`hydraulis.dispatch.synthesis.plan_step`, the communicators
@@ -99,7 +99,7 @@ class Run:
 @dataclass(frozen=True)
 class SimulatedStep:
     """One global batch: sequences, tokens, its longest sequence, and its bounds over every usable
-    scheme: design §4's work and longest-sequence terms, the tight bound (cost/bound.py)."""
+    scheme: design §6's work and longest-sequence terms, the tight bound (cost/bound.py)."""
 
     sequences: int
     tokens: int
@@ -110,7 +110,7 @@ class SimulatedStep:
 
     @property
     def pool_bound_ms(self) -> float:
-        """design §4's ``max(work, longest)``."""
+        """design §6's ``max(work, longest)``."""
         return max(self.work_bound_ms, self.longest_bound_ms)
 
 

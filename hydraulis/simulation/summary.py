@@ -3,7 +3,7 @@
 Per contender over the ``n`` simulated steps (:func:`hydraulis.dispatch.summarise_plans`): mean
 and median predicted step time ``T``; the ratio ``T/LB`` to the plan's own lower bound (how
 close dispatch came to what its strategies allow, :mod:`hydraulis.dispatch.dispatcher`) —
-median and 90th percentile; the ratio ``T/LB_work`` to design §4's work bound over every usable
+median and 90th percentile; the ratio ``T/LB_work`` to design §6's work bound over every usable
 scheme (one yardstick for all contenders) — median; the planning wall time per step — median
 and 90th percentile; how often each strategy of its proposal ran.
 
@@ -13,7 +13,7 @@ Worked example: step times (100, 300) ms for a baseline and (80, 200) ms for Hyd
 ``400 / 280 = 1.43×`` (the mean of per-step ratios, 1.38, would weigh the short step as much
 as the long one).
 
-**Hydraulis against the bounds** (:func:`gap_summary`): medians over the steps of design §4's
+**Hydraulis against the bounds** (:func:`gap_summary`): medians over the steps of design §6's
 pool bound ``max(work, longest)`` and of the tight bound (:mod:`hydraulis.cost.bound`), of
 Hydraulis' predicted step time and of its compute part (without reduction and switch) over
 them, and of each term of its gap (:mod:`hydraulis.dispatch.gap`).
@@ -58,7 +58,7 @@ def summarise(simulation: Simulation) -> tuple[ContenderSummary, ...]:
 class GapSummary:
     """Medians over the steps (module docstring); ``parts`` is ``(term, ms)`` per gap term;
     ``exposed_reduction_share`` the exposed reduction over the step time, summed over the steps
-    (design §22)."""
+    (design §6.3)."""
 
     pool_ms: float
     tight_ms: float

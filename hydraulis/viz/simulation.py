@@ -43,7 +43,7 @@ def draw_step_times(simulation: Simulation, summaries: tuple[ContenderSummary, .
                   or hydraulis else ":",
                   label=f"{run.contender.value} ({summary.figures.mean_ms / 1e3:.2f} s mean, ×{summary.speedup:.2f})")
     axes.plot(steps, [s.work_bound_ms / 1e3 for s in simulation.steps], color="grey", linewidth=0.8,
-              linestyle="--", label="work bound (design §4)")
+              linestyle="--", label="work bound (design §6)")
     axes.set_yscale("log")
     axes.set_xlabel("simulated step")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))

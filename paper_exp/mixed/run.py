@@ -1,4 +1,4 @@
-"""The mixed-cluster experiment (design §18): 16 A100-80G + 16 H100 (2 + 2 nodes of 8), LLaMA-13B,
+"""The mixed-cluster experiment (design §7.4): 16 A100-80G + 16 H100 (2 + 2 nodes of 8), LLaMA-13B,
 200K tokens per step, 32K maximum, the long-tailed web-like workload — four contenders on the
 same cost model and the same 100 held-out steps.
 
@@ -80,7 +80,7 @@ def write_table(document: dict) -> None:
         f"# Mixed cluster: 16 A100-80G + 16 H100, LLaMA-13B, {config['planner']['token_budget']} tokens per step, "
         f"{config['planner']['max_seq_len']} maximum, {config['steps']} held-out steps",
         "",
-        "Predicted by the cost model (design §18; analytic scheme spaces of both device types). Mean step: the "
+        "Predicted by the cost model (design §7.4; analytic scheme spaces of both device types). Mean step: the "
         "dispatcher's prediction, every stage of a pipeline charged its bottleneck stage's time; exact staged step: "
         "the same plans on the exact 1F1B schedule with each stage at its own time. Lower bound per "
         "step = max(work over the cluster's aggregate speed, longest sequence on its fastest pipeline) "

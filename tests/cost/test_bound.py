@@ -67,7 +67,7 @@ def test_lower_bound_never_exceeds_a_simulated_plan(kinds, seed, phi, d):
        pool=st.lists(schemes, max_size=3))
 def test_the_tight_bound_is_never_above_a_simulated_plan(kinds, seed, phi, d, dp, gbps, pool):
     """Any plan on any pipelines of the pool's schemes, step time = slowest 1F1B pipeline + the
-    cost model's reduction, is at least the tight bound (which is at least design §4's)."""
+    cost model's reduction, is at least the tight bound (which is at least design §6's)."""
     pipelines, devices, lengths, queues = random_plan(kinds, seed)
     layout = OptimizerLayout(dp, 1, 1)
     pipe_ms = compute_ms(pipelines, queues, PipelineModel(forward_fraction=phi, p2p_ms=d))
@@ -83,7 +83,7 @@ def test_the_tight_bound_is_never_above_a_simulated_plan(kinds, seed, phi, d, dp
        phi=st.floats(0.1, 0.9), d=st.floats(0, 2), pool=st.lists(schemes, max_size=3))
 def test_level_bounds_are_never_above_a_plan_at_its_level(kinds, seed, phi, d, pool):
     """A plan whose schemes' reductions are at most ``ρ``: its exact 1F1B compute part is at least
-    the level's ``compute_ms`` and design §4's estimate ``max_p (Σt + (pp − 1)·max t)`` at least
+    the level's ``compute_ms`` and design §6's estimate ``max_p (Σt + (pp − 1)·max t)`` at least
     its ``estimate_ms``."""
     pipelines, devices, lengths, queues = random_plan(kinds, seed)
     layout = OptimizerLayout(2, 1, 1)

@@ -1,4 +1,4 @@
-"""Per-rank assignments of a step plan (design §21): the runtime's rank map, every rank of a
+"""Per-rank assignments of a step plan (design §8.3): the runtime's rank map, every rank of a
 pipeline on its micro-batches, every sequence in exactly one pipeline; bad layouts named by path."""
 
 from dataclasses import replace

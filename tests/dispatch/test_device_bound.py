@@ -17,7 +17,7 @@ from tests.cost.test_bound import compute_ms, random_plan, schemes
 @given(kinds=st.lists(schemes, min_size=1, max_size=3), seed=st.integers(0, 2**31 - 1),
        phi=st.floats(0.1, 0.9), pool=st.lists(schemes, max_size=2))
 def test_no_plan_computes_in_time_on_fewer_devices(kinds, seed, phi, pool):
-    """A plan at level ρ with exact compute part T (and design §4's estimate E) uses at least
+    """A plan at level ρ with exact compute part T (and design §6's estimate E) uses at least
     ``D(T)`` (``D(E)`` in the estimate's form) devices, and ``least_compute_ms`` is at most T (E)."""
     pipelines, _, lengths, queues = random_plan(kinds, seed)
     layout = OptimizerLayout(2, 1, 1)

@@ -1,4 +1,4 @@
-"""The runtime's memory, accounted once (design §4.4): what one rank of a strategy keeps.
+"""The runtime's memory, accounted once (design §6.4): what one rank of a strategy keeps.
 
 * :mod:`hydraulis.layout.states` — model states per parameter element by role: compute weights
   and gradient buffers in the step's layout, master weights, reduced gradients and moments in

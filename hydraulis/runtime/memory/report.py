@@ -16,7 +16,7 @@ Recipe (:func:`memory_report`):
 4. beside each, the cost model's prediction for that device (:func:`hydraulis.cost.memory.device_memory`)
    on an analytic scheme space of the device kind.
 
-A staged pipeline (design §18) builds each stage with its own tp and layers. With a cluster
+A staged pipeline (design §9.2) builds each stage with its own tp and layers. With a cluster
 description (``--cluster``, :mod:`hydraulis.cluster`), the ranks are placed as the runtime places
 them (:func:`hydraulis.placement.stage_offsets`: each stage's block inside the rank range of its
 ``@GROUP``, the cluster's first group for a stage without one and for ordinary pipelines), and

@@ -1,5 +1,5 @@
 """The step's two exchanges with the optimizer layout, bucket by bucket and asynchronous
-(design §22).
+(design §9.4).
 
 A :class:`~.routes.Route` cuts both exchanges into ``K`` buckets (every rank issues the
 ``K`` all-to-alls of each exchange in bucket order, on a process group of their own, so they

@@ -14,7 +14,7 @@ array:
   parameter (every pipeline, tp rank and cp rank), the blocks (offset in the buffer, …).
 
 Each holder's shard is cut by the tp of the stage holding the parameter, so pipelines of
-different tp, and stages of one staged pipeline with different tp (design §18), meet the
+different tp, and stages of one staged pipeline with different tp (design §9.2), meet the
 optimizer layout alike.
 
 **Buckets.** Every block carries the bucket of the holder's shard (:mod:`hydraulis.layout.buckets`:

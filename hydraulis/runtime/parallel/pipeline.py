@@ -21,7 +21,7 @@ that follows (``send_forward_recv_backward``), an input gradient with the input 
 that follows (``send_backward_recv_forward``) — each pair in one ``batch_isend_irecv``.
 Neighbouring stages post the pairs in the same order, so every posted send meets its receive.
 
-Stages of different tensor-parallel degree (a staged scheme, design §18) hand off by the rule of
+Stages of different tensor-parallel degree (a staged scheme, design §9.2) hand off by the rule of
 :class:`~hydraulis.runtime.rank_map.HandOff`: a rank receives each message from one rank of
 the neighbour stage and sends to zero or more (``1|2:3>1:1``: stage 1's one rank receives from
 tp rank 0 of stage 0 and sends each input gradient to both). Every rank of a stage runs the
@@ -121,7 +121,7 @@ class StageWork:
     """Forward and backward of one stage's micro-batches. Micro-batch ``j`` is packed
     (``pack(j)``) at its forward and dropped after its backward, its input and output kept in
     between: a stage holds the inputs of the micro-batches in flight only, as the memory model
-    counts them (design §15), not the step's. ``rows[j]`` is the hidden rows micro-batch ``j``
+    counts them (design §9.5), not the step's. ``rows[j]`` is the hidden rows micro-batch ``j``
     hands between stages, known before it is packed (a receive is posted before its forward).
     On the last stage the output is the micro-batch's part of the normalised loss
     (:func:`hydraulis.runtime.model.loss.part_loss`), summed on the device into ``loss``."""
@@ -172,7 +172,7 @@ def _run_operation(work: StageWork, link: StageLink, op: Operation, following: O
     already received with a send). Its own references end with it: the gradient it received and
     the one it sent (sends are waited for) are not held through the next operation — on a middle
     or last stage that was a micro-batch's ``b·H/s`` bytes per token above the activation model
-    (design §4.4) during every forward that follows a backward."""
+    (design §6.4) during every forward that follows a backward."""
     forward = op.action is Action.FORWARD
     if (op.action, op.micro_batch) in received:
         incoming = received.pop((op.action, op.micro_batch))

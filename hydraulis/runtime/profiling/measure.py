@@ -41,14 +41,14 @@ Noise on a shared machine is fought three ways:
   spoils one run of several points rather than every run of one point, and a load that drifts
   while they are measured weighs on all of them alike; they are appended to the cache when their
   last round ends. Schemes measured one after the other each meet a shared machine at another
-  speed, which interleaving the sweep evens out (design §17 has the figures);
+  speed, which interleaving the sweep evens out (design §5 has the figures);
 * the **minimum** of the samples: other work only ever adds time to a sample — preemption on
   the wall clock, and on either clock the caches and memory bandwidth it takes and the page
   faults after it — so the fastest sample is the least disturbed one. On the 2-core reference
   machine under a load average of 7 a point's samples spread 10–200 %, and the held-out
   composed-stage error of ``profile --variants all`` (:mod:`hydraulis.profiler.segment`) was
   22 % with the median of run means and 17 % with their mean, against 10 % with their minimum
-  from the same measurements (design §16 has the figures of the per-micro-batch minimum).
+  from the same measurements (design §5 has the figures of the per-micro-batch minimum).
 
 **Hand-off.** Each rank also times its whole 1F1B run on the wall clock; for a whole
 pipeline of ``pp > 1`` timed on the wall clock, the runs' makespans and every stage's

@@ -23,7 +23,7 @@ communicator (:mod:`hydraulis.dispatch.synthesis`). On the CPU (gloo on loopback
 few milliseconds; the presets' 200 ms for GPUs is the order of an NCCL initialisation.
 
 **Overlap.** The cost model hides a share ``ω`` of the reduction behind the backward (design
-§22). The job measures it: an all-to-all of the reduction's bytes per rank (the model's
+§6.3). The job measures it: an all-to-all of the reduction's bytes per rank (the model's
 gradient in the ``grad_reduce_dtype``, at most :data:`OVERLAP_BYTES`) alone, ``t_e``; a chain of
 square matrix products in the compute dtype sized to last about as long, alone, ``t_c``; both
 together, the exchange issued asynchronously before the products, ``t_both`` — each the median

@@ -1,4 +1,4 @@
-"""The propagation issues its buckets in the order the forwards need them (design §22): the
+"""The propagation issues its buckets in the order the forwards need them (design §9.4): the
 shards of a stage are in order of use and their buckets never increase along it, and every
 rank issues every bucket once, in one order."""
 

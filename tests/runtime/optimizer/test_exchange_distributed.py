@@ -1,6 +1,6 @@
 """The overlapped reduction measured honestly: with ``--no-overlap-reduction`` every bucket
 leaves after its rank's own backward, so the share of the reduction hidden behind that rank's
-backward is ~0; with the overlap, some of it is hidden (design §22)."""
+backward is ~0; with the overlap, some of it is hidden (design §9.4)."""
 
 import pytest
 

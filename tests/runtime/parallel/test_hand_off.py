@@ -1,4 +1,4 @@
-"""Hand-offs between stages of different tp (design §18.5): the mapping, and a rank-level
+"""Hand-offs between stages of different tp (design §9.2): the mapping, and a rank-level
 replay of every rank's 1F1B exchanges that checks each message is sent and received in the same
 order by its two ends and that the exchanges, with each stage's tp collectives, never deadlock."""
 
