@@ -15,16 +15,9 @@ compares with — by the same rule, on the same sampled steps:
    reduction into the optimizer layout the backward cannot hide (cost/step.py).
 
 The per-step dispatcher (hydraulis/dispatch) plans steps for real; this is the planner's
-yardstick, deterministic and fast enough for a few hundred (strategy, step) pairs. Why two: the
-planner judges every candidate strategy on every sampled step inside its search (hundreds to
-thousands of pairs per proposal), where the dispatcher's piece splitting, local moves, ramped
-estimate and packing search cost 2.6–2.9× more per pair (1.7 against 4.8 ms for LLaMA-7B on 32
-devices, 6.3 against 16.6 ms for LLaMA-32B on 1,024, this 2-core CPU); what the planner needs is a
-ranking that agrees with the dispatcher. It does: on the committed LLaMA-7B and -32B proposals
-and long-tailed steps the yardstick's step time is the dispatcher's on the steps the longest
-sequence decides (median ratio 1.000) and at most 1.13× it where the dispatcher packs pp > 1
-pipelines better (``tests/planner/test_yardstick.py`` holds every strategy of the 7B proposal
-within [0.98, 1.2]×).
+yardstick, deterministic and about 3× cheaper per (strategy, step) pair, which the planner's
+search judges by the hundreds; ``tests/planner/test_yardstick.py`` holds it within [0.98, 1.2]×
+of the dispatcher on the committed 7B proposal (docs/results.md).
 """
 
 from __future__ import annotations

@@ -4,9 +4,7 @@ operations (design §5).
 The 1F1B recurrences (:mod:`hydraulis.cost.pipeline`) charge ``d`` ms each time a micro-batch's
 activation or gradient passes to the neighbouring stage. On a GPU that is the point-to-point
 latency, microseconds. On a CPU whose cores every rank keeps busy it is longer: a stage whose
-input has arrived waits for a core before it runs — on the 2-core reference machine, a 2-stage
-pipeline of the end-to-end example's training held a median 7.0 ms of its ~151 ms makespan beyond
-the replay of its own recorded operations with ``d = 0``.
+input has arrived waits for a core before it runs.
 
 The profiler's pipeline points (``pp > 1``, measured on the wall clock) time each run's makespan
 ``M`` (all ranks start together) and each stage's forward ``f_{σ,j}`` and backward ``b_{σ,j}`` of

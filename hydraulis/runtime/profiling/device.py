@@ -2,44 +2,14 @@
 loaded the node is while a point runs, and which clock times it.
 
 * CUDA (``--device cuda``, or ``auto`` with a GPU): one process per GPU, bf16, NCCL, the
-  **wall** clock (after synchronising the GPU); the device's memory is the GPU's
-  (``torch.cuda.get_device_properties``).
+  **wall** clock (after synchronising the GPU); the device's memory is the GPU's.
 * CPU: gloo, fp32, one intra-op thread per process by default — the trainer's default too
-  (:class:`~hydraulis.job.config.RuntimeOptions`; each rank calls
-  ``torch.set_num_threads``, :mod:`hydraulis.runtime.launch`), and a space predicts training
-  only at the thread count it was measured with — at most :data:`PROCESSES_PER_CORE` processes
-  per core (a 2-core machine profiles schemes of up to 4 devices).
+  (:class:`~hydraulis.job.config.RuntimeOptions`), since a space predicts training only at the
+  thread count it was measured with — and at most :data:`PROCESSES_PER_CORE` processes per core
+  (two cores profile schemes of up to 4 devices).
 
-**Filling the node** (``--fill-node``, the default on CPU). A training step that fills ``N``
-devices runs ``N`` ranks at once; on a CPU a device is a process, and ``N`` processes over
-``C < N`` cores each get about ``C/N`` of a core, so a rank's step takes ``N/C`` times its busy
-time or more. A scheme of ``d`` devices measured alone on an otherwise idle CPU gets a core per
-rank and predicts ``N/C`` times too little. With ``fill_node`` every point runs on
-``⌊N/d⌋`` replicas of its scheme at once — data-parallel pipelines, as in a homogeneous
-strategy of that scheme — all running the same micro-batches, and is timed by the **wall**
-clock: the time a pipeline of the scheme takes while the node is as loaded as by a training
-step that fills it; the slowest rank of all replicas is kept. A strategy that leaves devices
-idle runs faster than so predicted (an idle rank waiting in gloo takes no CPU), and so does a
-heterogeneous one whose other pipelines idle in their pipeline bubbles. On GPUs each replica
-has its own device and the figures hardly change (shared host, power), so filling is off there
-by default.
-
-``--no-fill-node`` measures one scheme at a time, by default with the **cpu** clock on CPU:
-each rank's busy time (its process's CPU time), which excludes the waits for a core on an
-oversubscribed or shared CPU — repeats of one point spread 4× in wall time on the 2-core
-reference machine under a load average of 8, about ±10 % in busy time. It is what a rank would
-take on a core of its own (a machine with a core per process); ``--clock wall`` times elapsed
-time instead.
-
-**Interleaving over the sweep** (``--interleave sweep``, the default on CPU). A shared CPU's
-speed drifts over minutes; schemes measured one after the other would each carry the speed of
-their own minutes into the space, and a strategy's pipelines of different schemes would be
-mispredicted against each other. Measuring every scheme in the same rounds
-(:mod:`hydraulis.runtime.profiling.measure`) gives them the same drift. On CUDA, where a sweep of a large
-model runs for hours and points run out of memory as the profile finds capacities, each scheme
-is measured in rounds of its own (``--interleave scheme``), so a killed sweep or a restart after
-running out of memory repeats one scheme at most.
-"""
+Why the node is filled, which clock, and why the sweep is interleaved on CPU:
+:func:`default_fill_node`, :func:`default_clock`, :func:`default_interleave`."""
 
 from __future__ import annotations
 
@@ -106,17 +76,50 @@ def process_limit(kind: DeviceKind) -> int:
 
 
 def default_fill_node(kind: DeviceKind) -> bool:
-    """Fill the node on CPU, not on CUDA (module docstring)."""
+    """Fill the node on CPU, not on CUDA.
+
+    **Filling the node** (``--fill-node``, the default on CPU). A training step that fills ``N``
+    devices runs ``N`` ranks at once; on a CPU a device is a process, and ``N`` processes over
+    ``C < N`` cores each get about ``C/N`` of a core, so a rank's step takes ``N/C`` times its busy
+    time or more. A scheme of ``d`` devices measured alone on an otherwise idle CPU gets a core per
+    rank and predicts ``N/C`` times too little. With ``fill_node`` every point runs on
+    ``⌊N/d⌋`` replicas of its scheme at once — data-parallel pipelines, as in a homogeneous
+    strategy of that scheme — all running the same micro-batches, and is timed by the **wall**
+    clock: the time a pipeline of the scheme takes while the node is as loaded as by a training
+    step that fills it; the slowest rank of all replicas is kept. A strategy that leaves devices
+    idle runs faster than so predicted (an idle rank waiting in gloo takes no CPU), and so does a
+    heterogeneous one whose other pipelines idle in their pipeline bubbles. On GPUs each replica
+    has its own device and the figures hardly change (shared host, power), so filling is off there
+    by default.
+    """
     return kind is DeviceKind.CPU
 
 
 def default_interleave(kind: DeviceKind) -> Interleave:
-    """Every scheme in the same rounds on CPU, each scheme apart on CUDA (module docstring)."""
+    """Every scheme in the same rounds on CPU, each scheme apart on CUDA.
+
+    **Interleaving over the sweep** (``--interleave sweep``, the default on CPU). A shared CPU's
+    speed drifts over minutes; schemes measured one after the other would each carry the speed of
+    their own minutes into the space, and a strategy's pipelines of different schemes would be
+    mispredicted against each other. Measuring every scheme in the same rounds
+    (:mod:`hydraulis.runtime.profiling.measure`) gives them the same drift. On CUDA, where a sweep of a large
+    model runs for hours and points run out of memory as the profile finds capacities, each scheme
+    is measured in rounds of its own (``--interleave scheme``), so a killed sweep or a restart after
+    running out of memory repeats one scheme at most.
+    """
     return Interleave.SWEEP if kind is DeviceKind.CPU else Interleave.SCHEME
 
 
 def default_clock(kind: DeviceKind, fill_node: bool) -> Clock:
-    """Wall on CUDA and on a filled node, busy time for one scheme at a time on CPU (module docstring)."""
+    """Wall on CUDA and on a filled node, busy time for one scheme at a time on CPU.
+
+    ``--no-fill-node`` measures one scheme at a time, by default with the **cpu** clock on CPU:
+    each rank's busy time (its process's CPU time), which excludes the waits for a core on an
+    oversubscribed or shared CPU (repeats of one point
+    spread far less in busy time than in wall time). It is what a rank would
+    take on a core of its own (a machine with a core per process); ``--clock wall`` times elapsed
+    time instead.
+    """
     return Clock.WALL if kind is DeviceKind.CUDA or fill_node else Clock.CPU
 
 

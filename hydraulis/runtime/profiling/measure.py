@@ -1,77 +1,15 @@
 """Measuring points on the runtime's own layers, one process per device (the per-rank job).
 
-Every rank walks the same list of points. For a point of scheme ``(cp, tp, pp)`` the first
-``r·cp·tp·pp`` ranks form ``r`` pipelines of the scheme
-(:class:`~hydraulis.runtime.rank_map.RankMap`; ``r`` = :meth:`Environment.replicas
-<hydraulis.profiler.measurement.Environment.replicas>`: as many as fill the node, or 1), each
-rank building its stage of ``depth`` decoder layers
-(:class:`~hydraulis.runtime.model.decoder.StageModel`, tp- and cp-sharded, with the embedding on stage 0
-and the head on the last), the remaining ranks wait. Every replica runs the same micro-batches. One **run** is the runtime's 1F1B
-schedule (:func:`~hydraulis.runtime.parallel.pipeline.run_1f1b`) over ``v ≥ pp`` copies of the
-point's packed micro-batch (:func:`~hydraulis.runtime.model.packing.pack_micro_batch`), so every
-stage reaches its steady state and 1F1B's ``pp − stage`` micro-batches are in flight on each
-stage. Each rank times its own forward and backward call of every micro-batch (not the waits
-for its neighbours), by the job's clock (:class:`~hydraulis.profiler.measurement.Clock`); a
-micro-batch's **sample** is its slowest rank's forward + backward (of all replicas); the point's
-time is the sweep's :class:`~hydraulis.profiler.sweep.Statistic` — by default the minimum — of
-the ``v·repeats`` samples of ``repeats`` runs after ``warmup`` discarded ones, all ranks starting
-each run together.
-
-A point with a ``stage`` (:mod:`hydraulis.profiler.segment`) measures that one stage alone on
-``cp·tp`` ranks (replicas filling the node as above): a :class:`~.loopback.LoopbackLink` stands in for its
-neighbours, and each run alternates one forward and one backward over its ``v`` copies (one
-micro-batch in flight, so its activation bytes are those one micro-batch keeps).
-
-After the points, a job whose ``reduction`` is set measures it on all its ranks
-(:mod:`hydraulis.runtime.profiling.reduction`).
-
-Noise on a shared machine is fought three ways:
-
-* **enough samples, warm**: the warm-up round also calibrates ``v`` so that a run lasts at
-  least :data:`MIN_RUN_MS` (short micro-batches give many samples) and holds at least
-  :data:`MIN_MICRO_BATCHES` (a run's first micro-batch follows another point's, with colder
-  caches); a stage built anew runs one micro-batch untimed first (a new model's first call
-  is slower still — on the 2-core reference machine, held-out stages of one micro-batch per
-  run, each its stage's first, came out 10–20 % slower than composed);
-* **interleaving**: the points of one scheme's ranks (for a stage measured alone: of one
-  ``(cp, tp, sp)``, fit and held-out stages alike) — or, with ``--interleave sweep`` (the
-  default on CPU), every point of the job, all schemes together — are measured in rounds, each
-  round running every point once — stage after stage (in chunks of up to :data:`CHUNK_POINTS`
-  points per stage model, built anew from the seed each round) — so that a burst of other work
-  spoils one run of several points rather than every run of one point, and a load that drifts
-  while they are measured weighs on all of them alike; they are appended to the cache when their
-  last round ends. Schemes measured one after the other each meet a shared machine at another
-  speed, which interleaving the sweep evens out (design §5 has the figures);
-* the **minimum** of the samples: other work only ever adds time to a sample — preemption on
-  the wall clock, and on either clock the caches and memory bandwidth it takes and the page
-  faults after it — so the fastest sample is the least disturbed one. On the 2-core reference
-  machine under a load average of 7 a point's samples spread 10–200 %, and the held-out
-  composed-stage error of ``profile --variants all`` (:mod:`hydraulis.profiler.segment`) was
-  22 % with the median of run means and 17 % with their mean, against 10 % with their minimum
-  from the same measurements (design §5 has the figures of the per-micro-batch minimum).
-
-**Hand-off.** Each rank also times its whole 1F1B run on the wall clock; for a whole
-pipeline of ``pp > 1`` timed on the wall clock, the runs' makespans and every stage's
-operations give the point's hand-off ``d`` (:func:`hydraulis.profiler.handoff.point_handoff`),
-which the profile turns into the space's ``p2p_ms``.
-
-**Activation memory** of the most loaded rank:
-
-* CUDA: the allocator's peak during the last run minus what was allocated before it
-  (``torch.cuda.max_memory_allocated``) — activations of the micro-batches in flight, their
-  temporaries and the gradients' first allocation included;
-* CPU (a documented estimate; the CPU allocator keeps no peak): the bytes autograd saves for
-  backward in one forward of the micro-batch (``torch.autograd.graph.saved_tensors_hooks``,
-  each storage counted once, parameters excluded) times the ``pp − stage`` micro-batches 1F1B
-  keeps in flight. Temporaries freed inside the forward and allocator slack are not counted.
-
-**Out of memory** (``torch.cuda.OutOfMemoryError``, ``MemoryError``): the rank records the
-point as a capacity limit in the cache and ends the job; the profiler restarts the rest
-(:mod:`hydraulis.profiler.profile`).
-
-Rank 0 appends each finished point (and the reduction) to the cache
-(:mod:`hydraulis.artifacts.measurements`) and draws the progress bar.
-"""
+For a point of scheme ``(cp, tp, pp)`` the first ``r·cp·tp·pp`` ranks form ``r`` pipelines of it
+(``r``: as many as fill the node, or 1), each rank building its stage; one **run** is the
+runtime's 1F1B over ``v ≥ pp`` copies of the point's packed micro-batch, so every stage reaches
+its steady state. A micro-batch's **sample** is its slowest rank's forward + backward; the
+point's time is the sweep's :class:`~hydraulis.profiler.sweep.Statistic` (by default the minimum)
+of the ``v·repeats`` samples. A point with a ``stage`` measures that stage alone, a
+:class:`~.loopback.LoopbackLink` standing in for its neighbours. Whole pipelines also give the
+hand-off ``d`` (:func:`hydraulis.profiler.handoff.point_handoff`); a job whose ``reduction`` is
+set then measures it (:mod:`.reduction`). How noise, memory and out-of-memory points are
+handled: :func:`measure_job`."""
 
 from __future__ import annotations
 
@@ -134,7 +72,33 @@ class StageUnderTest:
 
 
 def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) -> None:
-    """The per-rank body: every point of ``job``, then its reduction (module docstring)."""
+    """The per-rank body: every point of ``job``, then its reduction (module docstring).
+
+    Noise on a shared machine is fought three ways:
+
+    * **enough samples, warm**: the warm-up round also calibrates ``v`` so that a run lasts at
+      least :data:`MIN_RUN_MS` and holds at least :data:`MIN_MICRO_BATCHES` (a run's first
+      micro-batch follows another point's, with colder caches); a stage built anew runs one
+      micro-batch untimed first (a new model's first call is slower still);
+    * **interleaving**: the points of one scheme's ranks (for a stage measured alone: of one
+      ``(cp, tp, sp)``) — or, with ``--interleave sweep`` (the default on CPU), every point of the
+      job — are measured in rounds, each running every point once (in chunks of up to
+      :data:`CHUNK_POINTS` points per stage model, built anew from the seed each round), so a burst
+      of other work spoils one run of several points rather than every run of one point; they are
+      appended to the cache when their last round ends;
+    * the **minimum** of the samples: other work only ever adds time to a sample (preemption, the
+      caches and memory bandwidth it takes), so the fastest sample is the least disturbed one
+      (docs/results.md has the figures).
+
+    **Activation memory** of the most loaded rank: on CUDA the allocator's peak during the last run
+    minus what was allocated before it; on the CPU (an estimate: its allocator keeps no peak) the
+    bytes autograd saves in one forward (``saved_tensors_hooks``, each storage once, parameters
+    excluded) times the ``pp − stage`` micro-batches 1F1B keeps in flight.
+
+    **Out of memory**: the rank records the point as a capacity limit in the cache and ends the
+    job; the profiler restarts the rest (:mod:`hydraulis.profiler.profile`). Rank 0 appends each
+    finished point to the cache (:mod:`hydraulis.artifacts.measurements`).
+    """
     cache = MeasurementCache(job.cache) if context.rank == 0 else None
     bar = tqdm(total=job.total, initial=job.done, disable=context.rank != 0, desc="profile", unit="point")
     groups_seen = GroupCache(dist.new_group)
