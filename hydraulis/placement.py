@@ -7,61 +7,7 @@ earlier ``D_i ≥ D_j`` is a multiple of ``D_j``, so
 
     offset_j ≡ 0 (mod D_j)
 
-— a pipeline of ``D ≤ n`` devices (``n`` per node, a power of two) lies inside one node, one of
-``D ≥ n`` devices takes ``D/n`` whole nodes, and within a node the pipelines sit in aligned
-halves, quarters, … of it. Other sizes are placed the same way, contiguously, without the
-alignment guarantee. The runtime's rank map (:mod:`hydraulis.runtime.rank_map`) calls
-:func:`pipeline_offsets`, so planning and training agree on where every pipeline runs.
-
-**Communicators** (:func:`communicators`). Inside a pipeline of scheme ``(cp, tp, pp)`` at
-offset ``o`` the rank of stage ``s``, cp rank ``c`` and tp rank ``t`` is
-``o + (s·cp + c)·tp + t`` (:mod:`hydraulis.runtime.rank_map`). The runtime needs
-
-* a **group** per tensor-parallel set ``{o + (s·cp + c)·tp + t : t}`` and per context-parallel
-  set ``{o + (s·cp + c)·tp + t : c}`` of more than one rank (``new_group``, cached by rank set);
-* a **pair** per pipeline hand-off ``(r, r + cp·tp)`` between neighbouring stages (NCCL makes a
-  communicator per point-to-point pair on first use); between stages of different tp (a staged
-  scheme, design §9.2) the pairs of :func:`hydraulis.stages.hand_off_peers`, e.g. ``1|2:2>1:2``:
-  (0, 2) and (1, 2). The bound counts a staged scheme's universe by enumerating its aligned
-  offsets.
-
-Each distinct rank set is created once in a run; a strategy's *new* communicators are those
-no earlier step (nor the proposal's strategies, warmed before step 0) has created, and each
-costs the space's ``communicator_ms`` on the step that first needs it
-(:mod:`hydraulis.dispatch.synthesis`).
-
-**The bound** (:func:`communicator_bound`). With aligned offsets (``o`` a multiple of
-``D = cp·tp·pp``, ``o + D ≤ N``) every tp set is an aligned block of ``tp`` ranks, every cp
-set is ``tp``-strided inside an aligned block of ``cp·tp`` ranks, and every pair has its lower
-rank ``r`` with ``r mod (δ·pp) < δ·(pp − 1)``, ``δ = cp·tp``. So whatever strategies a run
-uses — any counts of the schemes ``K`` — its communicators lie in the finite *aligned universe*
-
-    U(K, N) = ⋃_{k∈K} ⋃_{o ≡ 0 (mod D_k), o + D_k ≤ N} communicators of k at o
-
-and the run creates at most ``|U(K, N)| ≤ Σ_{tp} N/tp + Σ_{(cp,tp)} N/cp + Σ_δ N`` of them over
-any number of steps (sums over the distinct tp > 1, (cp > 1, tp) and δ with some pp > 1 in
-``K``) — a bound in ``N`` and the scheme set alone, where unaligned placement could create new
-rank sets on every step. :func:`communicator_bound` counts ``|U|`` exactly.
-
-Worked example: ``1×(1,4,1) + 2×(1,2,1)`` on 8 devices: offsets (0, 4, 6); groups {0,1,2,3},
-{4,5}, {6,7}, no pairs. ``1×(1,2,2) + 2×(1,1,2)``: offsets (0, 4, 6); the (1,2,2) pipeline has
-tp groups {0,1}, {2,3} and pairs (0,2), (1,3); the others pairs (4,5), (6,7).
-
-**Placement on a mixed cluster** (:func:`stage_offsets`, design §9.2). A launcher numbers a
-mixed cluster's ranks group by group: device group ``g`` owns the ranks
-``[start_g, start_g + size_g)`` (:class:`RankRange`, in the cluster description's group order,
-:meth:`hydraulis.cluster.ClusterDescription.rank_ranges`). Each stage ``σ`` of a pipeline belongs to a group — its
-``@GROUP``, else the first group (every stage of an ordinary pipeline, and a staged stage
-without a group). A pipeline's consecutive stages of one group form a **segment** of
-``cp·Σ tp_σ`` ranks; inside each group the segments are placed as pipelines are above —
-largest first, contiguous from ``start_g``, ties in pipeline order — and a segment's stages take
-consecutive blocks. So a one-group cluster places exactly as :func:`pipeline_offsets` does, and
-a segment of ``2^k`` ranks sits at ``start_g + m·2^k`` (aligned when groups are whole nodes of a
-power of two). Every rank is used at most once; a group whose segments need more ranks than it
-owns is refused, naming the strategy and the group. Worked example, ``1|8:16@a100>8:24@h100x2``
-on ``a100`` = ranks 0–15, ``h100`` = ranks 16–31: stage 0 of the two pipelines on ranks 0–7 and
-8–15, stage 1 on ranks 16–23 and 24–31.
-"""
+The details: :func:`communicators`."""
 
 from __future__ import annotations
 
@@ -94,7 +40,7 @@ class Communicator:
 
 def pipeline_offsets(sizes: Sequence[int]) -> tuple[int, ...]:
     """First device of every pipeline of ``sizes`` devices (in the given order): largest
-    first, contiguous, ties in the given order (module docstring)."""
+    first, contiguous, ties in the given order (:func:`communicators`)."""
     order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
     offsets = [0] * len(sizes)
     start = 0
@@ -116,7 +62,7 @@ class RankRange:
 def stage_offsets(schemes: Sequence[Scheme], groups: Sequence[RankRange],
                   strategy: str = "") -> tuple[tuple[int, ...], ...]:
     """The first rank of every stage of every pipeline of ``schemes`` on a world partitioned into
-    ``groups`` (module docstring, "Placement on a mixed cluster"): one tuple per pipeline.
+    ``groups`` (:func:`communicators`, "Placement on a mixed cluster"): one tuple per pipeline.
     ``strategy`` is the SPEC an error names (default: the schemes joined by ``+``)."""
     segments = _segments(schemes, groups)
     starts = [[0] * scheme.pp for scheme in schemes]
@@ -180,7 +126,63 @@ def placement_problem(sizes: Sequence[int], devices: int, devices_per_node: int)
 
 def communicators(schemes: Sequence[Scheme]) -> frozenset[Communicator]:
     """The communicators of pipelines running ``schemes`` (one entry per pipeline, in
-    :meth:`~hydraulis.strategy.Strategy.expanded` order) under aligned placement."""
+    :meth:`~hydraulis.strategy.Strategy.expanded` order) under aligned placement.
+
+    — a pipeline of ``D ≤ n`` devices (``n`` per node, a power of two) lies inside one node, one of
+    ``D ≥ n`` devices takes ``D/n`` whole nodes, and within a node the pipelines sit in aligned
+    halves, quarters, … of it. Other sizes are placed the same way, contiguously, without the
+    alignment guarantee. The runtime's rank map (:mod:`hydraulis.runtime.rank_map`) calls
+    :func:`pipeline_offsets`, so planning and training agree on where every pipeline runs.
+
+    **Communicators** (:func:`communicators`). Inside a pipeline of scheme ``(cp, tp, pp)`` at
+    offset ``o`` the rank of stage ``s``, cp rank ``c`` and tp rank ``t`` is
+    ``o + (s·cp + c)·tp + t`` (:mod:`hydraulis.runtime.rank_map`). The runtime needs
+
+    * a **group** per tensor-parallel set ``{o + (s·cp + c)·tp + t : t}`` and per context-parallel
+      set ``{o + (s·cp + c)·tp + t : c}`` of more than one rank (``new_group``, cached by rank set);
+    * a **pair** per pipeline hand-off ``(r, r + cp·tp)`` between neighbouring stages (NCCL makes a
+      communicator per point-to-point pair on first use); between stages of different tp (a staged
+      scheme, design §9.2) the pairs of :func:`hydraulis.stages.hand_off_peers`, e.g. ``1|2:2>1:2``:
+      (0, 2) and (1, 2). The bound counts a staged scheme's universe by enumerating its aligned
+      offsets.
+
+    Each distinct rank set is created once in a run; a strategy's *new* communicators are those
+    no earlier step (nor the proposal's strategies, warmed before step 0) has created, and each
+    costs the space's ``communicator_ms`` on the step that first needs it
+    (:mod:`hydraulis.dispatch.synthesis`).
+
+    **The bound** (:func:`communicator_bound`). With aligned offsets (``o`` a multiple of
+    ``D = cp·tp·pp``, ``o + D ≤ N``) every tp set is an aligned block of ``tp`` ranks, every cp
+    set is ``tp``-strided inside an aligned block of ``cp·tp`` ranks, and every pair has its lower
+    rank ``r`` with ``r mod (δ·pp) < δ·(pp − 1)``, ``δ = cp·tp``. So whatever strategies a run
+    uses — any counts of the schemes ``K`` — its communicators lie in the finite *aligned universe*
+
+        U(K, N) = ⋃_{k∈K} ⋃_{o ≡ 0 (mod D_k), o + D_k ≤ N} communicators of k at o
+
+    and the run creates at most ``|U(K, N)| ≤ Σ_{tp} N/tp + Σ_{(cp,tp)} N/cp + Σ_δ N`` of them over
+    any number of steps (sums over the distinct tp > 1, (cp > 1, tp) and δ with some pp > 1 in
+    ``K``) — a bound in ``N`` and the scheme set alone, where unaligned placement could create new
+    rank sets on every step. :func:`communicator_bound` counts ``|U|`` exactly.
+
+    Worked example: ``1×(1,4,1) + 2×(1,2,1)`` on 8 devices: offsets (0, 4, 6); groups {0,1,2,3},
+    {4,5}, {6,7}, no pairs. ``1×(1,2,2) + 2×(1,1,2)``: offsets (0, 4, 6); the (1,2,2) pipeline has
+    tp groups {0,1}, {2,3} and pairs (0,2), (1,3); the others pairs (4,5), (6,7).
+
+    **Placement on a mixed cluster** (:func:`stage_offsets`, design §9.2). A launcher numbers a
+    mixed cluster's ranks group by group: device group ``g`` owns the ranks
+    ``[start_g, start_g + size_g)`` (:class:`RankRange`, in the cluster description's group order,
+    :meth:`hydraulis.cluster.ClusterDescription.rank_ranges`). Each stage ``σ`` of a pipeline belongs to a group — its
+    ``@GROUP``, else the first group (every stage of an ordinary pipeline, and a staged stage
+    without a group). A pipeline's consecutive stages of one group form a **segment** of
+    ``cp·Σ tp_σ`` ranks; inside each group the segments are placed as pipelines are above —
+    largest first, contiguous from ``start_g``, ties in pipeline order — and a segment's stages take
+    consecutive blocks. So a one-group cluster places exactly as :func:`pipeline_offsets` does, and
+    a segment of ``2^k`` ranks sits at ``start_g + m·2^k`` (aligned when groups are whole nodes of a
+    power of two). Every rank is used at most once; a group whose segments need more ranks than it
+    owns is refused, naming the strategy and the group. Worked example, ``1|8:16@a100>8:24@h100x2``
+    on ``a100`` = ranks 0–15, ``h100`` = ranks 16–31: stage 0 of the two pipelines on ranks 0–7 and
+    8–15, stage 1 on ranks 16–23 and 24–31.
+    """
     offsets = pipeline_offsets([s.devices for s in schemes])
     return frozenset().union(*(scheme_communicators(scheme, offset) for scheme, offset in zip(schemes, offsets)))
 
@@ -249,7 +251,7 @@ def _hand_off_pairs(base: int, tp: int, following: int, other: int, cp: int) -> 
 
 
 def communicator_bound(schemes: Iterable[Scheme], devices: int) -> int:
-    """``|U(K, N)|`` of the module docstring: the most distinct communicators any run using
+    """``|U(K, N)|`` of :func:`communicators`: the most distinct communicators any run using
     pipelines of ``schemes`` on ``devices`` devices can create under aligned placement."""
     groups: set[tuple[int, ...]] = set()
     pairs: dict[int, np.ndarray] = {}

@@ -10,54 +10,7 @@ only say how many copies of which variant a stage holds. One :class:`Segments` p
 forward + backward, bytes per token of the micro-batch it keeps for the backward and bytes it
 needs only while it runs):
 
-=================  ======================================================================
-block              where it counts
-=================  ======================================================================
-``layer``          each decoder layer that keeps its activations (``recompute`` none)
-``selective``      each layer recomputing its attention core
-``full``           each layer recomputed in full (it keeps only its input)
-``first``          once on the first stage of several: embedding, rotary tables, the hand-off
-                   to the next stage, the working set of one layer's backward
-``middle``         once on a stage between two others: hand-offs both ways, rotary tables, …
-``last``           once on the last stage of several: hand-off from the previous stage,
-                   final norm, output head and loss, …
-``only``           once on the only stage (``pp = 1``): embedding, head, loss, …
-=================  ======================================================================
-
-plus ``network_hand_off``, the time a hand-off adds per neighbour when the pipeline spans
-nodes.
-
-**A stage composed.** Stage ``σ`` of scheme ``(cp, tp, pp)`` holding ``L_σ`` layers of which
-the first ``k_σ`` are recomputed in full (:meth:`~hydraulis.scheme.Scheme.full_layers`), the
-others in mode ``m`` (none or selective), with ends ``E_σ`` by its position and ``n_σ``
-neighbours::
-
-    B_σ      = E_σ + (L_σ − k_σ)·layer_m + k_σ·full        (+ n_σ·network_hand_off across nodes)
-    t_σ      = time(B_σ)                                    ms per micro-batch
-    kept(B_σ) = Σ kept − [k_σ > 0]·input(E_σ)               (a first full layer keeps the stage's input)
-    transient(B_σ) = max(transient(E_σ), max_{layers} transient − released(E_σ))
-    m_σ      = (pp − σ)·kept(B_σ) + transient(B_σ)          bytes per micro-batch token
-
-(1F1B keeps ``pp − σ`` micro-batches in flight on stage ``σ``). The scheme's profile
-(:func:`compose_profile`) takes, coefficient by coefficient, the largest ``a, b, c`` of its
-stages — an upper bound of every stage's time for every micro-batch, the slowest stage setting
-the pipeline's pace in 1F1B — and the largest ``m_σ`` as its activation bytes per token.
-
-The blocks of a stage run one at a time, so its working set is the largest of theirs; the last
-stage's layers run their backward after the loss and final norm have released theirs.
-
-**Monotone by construction.** Recomputation adds work and never keeps more: ``selective`` and
-``full`` take at least ``layer`` 's ``a, b, c`` and keep at most its bytes (checked on
-construction). So more layers recomputed on a stage never make any coefficient smaller, and
-``m_σ`` falls with every full layer after the first (the first adds, once, the working set of
-recomputing a layer in the backward) — the facts the variant choice
-(:mod:`hydraulis.planner.variants`) rests on.
-
-Worked example, two stages of 2 layers, blocks ``layer = (b 1, kept 10)``, ``full = (b 1.5,
-kept 1)``, ``first = last = (kept 1)``: with ``k = (2, 0)`` stage 0 has ``b = 3`` and keeps
-``2·(2·1 + 1) = 6`` bytes per token, stage 1 ``b = 2`` and ``1·(2·10 + 1) = 21``; the profile
-has ``b = 3`` and 21 bytes per token.
-"""
+The details: :class:`Segments`."""
 
 from __future__ import annotations
 
@@ -96,7 +49,56 @@ class Block:
 @dataclass(frozen=True)
 class Segments:
     """The blocks of every stage of the schemes with degrees ``cp``, ``tp`` and sequence
-    parallelism ``sp``, whatever their ``pp`` (module docstring)."""
+    parallelism ``sp``, whatever their ``pp`` (:class:`Segments`).
+
+    =================  ======================================================================
+    block              where it counts
+    =================  ======================================================================
+    ``layer``          each decoder layer that keeps its activations (``recompute`` none)
+    ``selective``      each layer recomputing its attention core
+    ``full``           each layer recomputed in full (it keeps only its input)
+    ``first``          once on the first stage of several: embedding, rotary tables, the hand-off
+                       to the next stage, the working set of one layer's backward
+    ``middle``         once on a stage between two others: hand-offs both ways, rotary tables, …
+    ``last``           once on the last stage of several: hand-off from the previous stage,
+                       final norm, output head and loss, …
+    ``only``           once on the only stage (``pp = 1``): embedding, head, loss, …
+    =================  ======================================================================
+
+    plus ``network_hand_off``, the time a hand-off adds per neighbour when the pipeline spans
+    nodes.
+
+    **A stage composed.** Stage ``σ`` of scheme ``(cp, tp, pp)`` holding ``L_σ`` layers of which
+    the first ``k_σ`` are recomputed in full (:meth:`~hydraulis.scheme.Scheme.full_layers`), the
+    others in mode ``m`` (none or selective), with ends ``E_σ`` by its position and ``n_σ``
+    neighbours::
+
+        B_σ      = E_σ + (L_σ − k_σ)·layer_m + k_σ·full        (+ n_σ·network_hand_off across nodes)
+        t_σ      = time(B_σ)                                    ms per micro-batch
+        kept(B_σ) = Σ kept − [k_σ > 0]·input(E_σ)               (a first full layer keeps the stage's input)
+        transient(B_σ) = max(transient(E_σ), max_{layers} transient − released(E_σ))
+        m_σ      = (pp − σ)·kept(B_σ) + transient(B_σ)          bytes per micro-batch token
+
+    (1F1B keeps ``pp − σ`` micro-batches in flight on stage ``σ``). The scheme's profile
+    (:func:`compose_profile`) takes, coefficient by coefficient, the largest ``a, b, c`` of its
+    stages — an upper bound of every stage's time for every micro-batch, the slowest stage setting
+    the pipeline's pace in 1F1B — and the largest ``m_σ`` as its activation bytes per token.
+
+    The blocks of a stage run one at a time, so its working set is the largest of theirs; the last
+    stage's layers run their backward after the loss and final norm have released theirs.
+
+    **Monotone by construction.** Recomputation adds work and never keeps more: ``selective`` and
+    ``full`` take at least ``layer`` 's ``a, b, c`` and keep at most its bytes (checked on
+    construction). So more layers recomputed on a stage never make any coefficient smaller, and
+    ``m_σ`` falls with every full layer after the first (the first adds, once, the working set of
+    recomputing a layer in the backward) — the facts the variant choice
+    (:mod:`hydraulis.planner.variants`) rests on.
+
+    Worked example, two stages of 2 layers, blocks ``layer = (b 1, kept 10)``, ``full = (b 1.5,
+    kept 1)``, ``first = last = (kept 1)``: with ``k = (2, 0)`` stage 0 has ``b = 3`` and keeps
+    ``2·(2·1 + 1) = 6`` bytes per token, stage 1 ``b = 2`` and ``1·(2·10 + 1) = 21``; the profile
+    has ``b = 3`` and 21 bytes per token.
+    """
 
     cp: int
     tp: int
@@ -137,7 +139,7 @@ class Segments:
 
 
 def stage_block(segments: Segments, scheme: Scheme, stage: int, layers: int, across_nodes: bool = False) -> Block:
-    """``B_σ`` of the module docstring: stage ``stage`` of ``scheme`` holding ``layers`` layers."""
+    """``B_σ`` of :class:`Segments`: stage ``stage`` of ``scheme`` holding ``layers`` layers."""
     ends = segments.ends(stage, scheme.pp)
     full = scheme.full_layers(stage, layers)
     kept_mode = Recompute.NONE if scheme.recompute is Recompute.FULL else scheme.recompute
@@ -169,7 +171,7 @@ def stage_blocks(segments: Segments, model: ModelSpec, scheme: Scheme, devices_p
 
 def compose_profile(segments: Segments, model: ModelSpec, scheme: Scheme, devices_per_node: int,
                     overhead_bytes: int) -> SchemeProfile:
-    """The profile of ``scheme`` composed from ``segments`` (module docstring)."""
+    """The profile of ``scheme`` composed from ``segments`` (:class:`Segments`)."""
     require(segments.key == (scheme.cp, scheme.tp, scheme.sp), "segments", segments.key,
             f"do not describe scheme {scheme}")
     blocks = stage_blocks(segments, model, scheme, devices_per_node)

@@ -12,70 +12,7 @@ perfectly over all ``N`` devices that is ``work``. Its micro-batch's forward cro
 stages one after the other and its backward crosses them back, so its pipeline takes at least
 ``pp_k·(c_k + w_k(s_i))``.
 
-**The tight bound** (:func:`step_bound`) adds what every plan also pays — the fixed cost of
-its micro-batches, the gradient reduction into the optimizer layout — and that a sequence must
-finish on a scheme fast enough for it, which may cost more devices than the cheapest::
-
-    tight = min_ρ [ ρ + max(F_ρ, G_ρ) ]
-    F_ρ = min { T : Σ_i min_{k ∈ K_ρ(i, T)} D_k·w_k(s_i) / (T − pp_k·c_k) ≤ N }
-    G_ρ = min { T : Σ_i min_{k ∈ K_ρ(i, T)} D_k·(w_k(s_i) + c_k·s_i/C_k) / (T − (pp_k − 1)·c_k) ≤ N }
-    K_ρ(i, T) = {k : r_k ≤ ρ, C_k ≥ s_i, h_k(s_i) ≤ T},   h_k(s) = pp_k·(c_k + w_k(s)) + 2·(pp_k − 1)·d
-
-over the reduction levels ``ρ`` (the distinct reductions ``r_k`` of the schemes). *Proof that
-``tight ≤`` every plan's step time.* Take any plan: a strategy (pipelines ``p`` of schemes
-``k_p``, ``Σ_p D_{k_p} ≤ N``), each pipeline's pieces packed into ``v_p ≥ 1`` micro-batches of at
-most ``C_{k_p}`` tokens; let ``T = max_p T_p``. (1) Its step time is ``T + ρ*`` with
-``ρ* = max_p r_{k_p}`` — the least sharded pipeline decides the reduction
-(:mod:`hydraulis.cost.step`) — so every scheme it uses has ``r_k ≤ ρ*``. (2) The pipeline
-holding piece ``i`` runs its micro-batch's forward and backward through all its stages in
-sequence: ``T ≥ T_p ≥ h_{k_p}(s_i)``, so ``k_p ∈ K_{ρ*}(i, T)``. (3) Every stage runs every
-micro-batch, and under 1F1B the last stage starts ``(pp − 1)`` forwards late and the first ends
-``(pp − 1)`` backwards late, each at least ``c``: ``T_p ≥ W_p + v_p·c + (pp − 1)·c`` with
-``W_p = Σ_{i∈p} w(s_i)`` (:mod:`hydraulis.cost.pipeline`, the closed form is a lower bound).
-With ``v_p ≥ 1`` that gives ``W_p ≤ T − pp·c``; with ``v_p ≥ Σ_{i∈p} s_i/C`` it gives
-``Σ_{i∈p} (w(s_i) + c·s_i/C) ≤ T − (pp − 1)·c``. (4) Summing the first over the ``n_k`` pipelines of
-scheme ``k``: ``n_k ≥ Σ_{i on k} w_k(s_i)/(T − pp_k·c_k)``, and ``N ≥ Σ_k n_k·D_k ≥`` the sum in
-``F``, each piece counted on its own scheme, at least the minimum over ``K_{ρ*}(i, T)``. The
-sum only shrinks as ``T`` grows, so ``T ≥ F_{ρ*}``; the same with the second inequality gives
-``T ≥ G_{ρ*}``. So the plan takes ``≥ ρ* + max(F_{ρ*}, G_{ρ*}) ≥ tight``. At its ``T`` every
-piece fits its scheme in time and ``G``'s sum is at least ``Σ_i min_k D_k·w_k(s_i)/T``, so each
-level is at least ``max(work, longest)``: ``pool ≤ tight`` (the code also takes the maximum with
-those two terms, computed exactly, so that the bisection's precision never puts ``tight`` below them). When a lone pipeline needs no
-reduction (its optimizer layout has ``dp = 1``, ``solo_free``), one more level bounds those
-plans: ``ρ = 0`` and one pipeline of some scheme ``k`` holding every piece,
-``max(Σ_i (w_k(s_i) + c_k·s_i/C_k) + (pp_k − 1)·c_k, max_i h_k(s_i))``. ``F`` and ``G`` are found by
-bisection, keeping the infeasible end: a bound still.
-
-**The estimate's bound per reduction level** (:func:`level_bounds`). design §6's estimate of a
-plan's compute part, ``E = max_p (Σ_j t_j + (pp_p − 1)·max_j t_j)`` (the figure plan-quality
-targets are stated in), charges a pipeline's fill and drain with its *largest* micro-batch, so it
-also bounds ``W_p`` through the bubble: ``max_j t_j ≥ c + W_p/v_p`` (the largest is at least the
-mean), and by the arithmetic–geometric mean ``v·c + (pp − 1)·W/v ≥ 2·√((pp − 1)·W·c)``::
-
-    E ≥ W_p + v_p·c + (pp − 1)·(c + W_p/v_p) ≥ (√W_p + √((pp − 1)·c))²
-    ⇒ W_p ≤ B_k(E) = min(E − pp·c, (√E − √((pp − 1)·c))²)
-
-``F`` with room ``B_k(E)`` instead of ``E − pp·c``, with ``G`` and the crossing ``pp·(c + w)``
-(no hand-offs in ``E``), bounds ``E`` of every plan using only schemes with ``r_k ≤ ρ``: that is
-``estimate_ms`` of level ``ρ``; ``compute_ms`` is ``max(F_ρ, G_ρ)`` above (a bound of the exact
-1F1B, which may end before ``E``). So a plan whose ``E`` is below ``x·pool`` exists only at
-levels with ``estimate_ms ≤ x·pool``, and none of those plans predicts a step below
-``min {ρ + compute_ms : estimate_ms(ρ) ≤ x·pool}``. Worked example: one (1,1,4) pipeline
-(``w(s) = s``, ``c = 1``, N = 4) and sixteen 1-token pieces: ``E − pp·c`` gives ``E ≥ 20``, the
-bubble ``(√16 + √3)² = 32.86``; the best plan, 8 micro-batches of 2, has ``E = 16 + 8 + 3·3 = 33``.
-
-What ``tight`` sees that ``pool`` does not: at 1,024 H100s (LLaMA-32B, 1.6M tokens) five
-32K sequences finish within 1,000 ms only on (8,8,1) pipelines of 64 devices, and with them the
-step's work needs more than 1,024 devices — so no plan computes the step in 1,000 ms, while
-``pool`` = 775 ms; and every scheme with ``tp·pp < 8`` brings a reduction of ≥ 650 ms.
-
-Worked example: one sequence of 4,096 tokens, schemes (1,1,2) with ``a = 1.37e-6, b = 0.0946,
-c = 15`` (D = 2, C = 11,000, r = 300 ms) and (1,2,1) with ``a = 2.05e-6, b = 0.0967, c = 65``
-(D = 2, C = 20,000, r = 300 ms), N = 4: ``work = min(2·410.5, 2·430.5)/4 = 205.2`` ms,
-``longest = min(2·(15 + 410.5), 65 + 430.5) = 495.5`` ms, ``pool = 495.5``; at ``T = 495.5``
-only (1,2,1) finishes the sequence and needs ``2·430.5/(495.5 − 65) = 2.0 ≤ 4`` devices, so
-``F = G = 495.5`` and ``tight = 300 + 495.5 = 795.5`` ms.
-"""
+The details: :func:`step_bound`."""
 
 from __future__ import annotations
 
@@ -94,7 +31,7 @@ def lower_bound_ms(
     schemes: Sequence[tuple[Scheme, TimeCoefficients, int]],
     devices: int,
 ) -> float:
-    """``work`` of the module docstring over candidate ``(scheme, coefficients, max_seq_len)``
+    """``work`` of :func:`step_bound` over candidate ``(scheme, coefficients, max_seq_len)``
     triples and ``devices``."""
     return step_bound(lengths, [BoundScheme(s, t, c) for s, t, c in schemes], devices).work_ms
 
@@ -118,7 +55,7 @@ class BoundScheme:
 
 @dataclass(frozen=True)
 class StepBound:
-    """The module docstring's ``work``, ``longest`` and ``tight`` for one batch."""
+    """:func:`step_bound`'s ``work``, ``longest`` and ``tight`` for one batch."""
 
     work_ms: float
     longest_ms: float
@@ -132,8 +69,73 @@ class StepBound:
 
 def step_bound(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundScheme], devices: int,
                p2p_ms: float = 0.0, solo_free: bool = False) -> StepBound:
-    """The bounds of the module docstring for sequences of ``lengths`` tokens on ``devices``
-    devices; :class:`HydraulisError` naming a sequence no scheme holds."""
+    """The bounds of :func:`step_bound` for sequences of ``lengths`` tokens on ``devices``
+    devices; :class:`HydraulisError` naming a sequence no scheme holds.
+
+    **The tight bound** (:func:`step_bound`) adds what every plan also pays — the fixed cost of
+    its micro-batches, the gradient reduction into the optimizer layout — and that a sequence must
+    finish on a scheme fast enough for it, which may cost more devices than the cheapest::
+
+        tight = min_ρ [ ρ + max(F_ρ, G_ρ) ]
+        F_ρ = min { T : Σ_i min_{k ∈ K_ρ(i, T)} D_k·w_k(s_i) / (T − pp_k·c_k) ≤ N }
+        G_ρ = min { T : Σ_i min_{k ∈ K_ρ(i, T)} D_k·(w_k(s_i) + c_k·s_i/C_k) / (T − (pp_k − 1)·c_k) ≤ N }
+        K_ρ(i, T) = {k : r_k ≤ ρ, C_k ≥ s_i, h_k(s_i) ≤ T},   h_k(s) = pp_k·(c_k + w_k(s)) + 2·(pp_k − 1)·d
+
+    over the reduction levels ``ρ`` (the distinct reductions ``r_k`` of the schemes). *Proof that
+    ``tight ≤`` every plan's step time.* Take any plan: a strategy (pipelines ``p`` of schemes
+    ``k_p``, ``Σ_p D_{k_p} ≤ N``), each pipeline's pieces packed into ``v_p ≥ 1`` micro-batches of at
+    most ``C_{k_p}`` tokens; let ``T = max_p T_p``. (1) Its step time is ``T + ρ*`` with
+    ``ρ* = max_p r_{k_p}`` — the least sharded pipeline decides the reduction
+    (:mod:`hydraulis.cost.step`) — so every scheme it uses has ``r_k ≤ ρ*``. (2) The pipeline
+    holding piece ``i`` runs its micro-batch's forward and backward through all its stages in
+    sequence: ``T ≥ T_p ≥ h_{k_p}(s_i)``, so ``k_p ∈ K_{ρ*}(i, T)``. (3) Every stage runs every
+    micro-batch, and under 1F1B the last stage starts ``(pp − 1)`` forwards late and the first ends
+    ``(pp − 1)`` backwards late, each at least ``c``: ``T_p ≥ W_p + v_p·c + (pp − 1)·c`` with
+    ``W_p = Σ_{i∈p} w(s_i)`` (:mod:`hydraulis.cost.pipeline`, the closed form is a lower bound).
+    With ``v_p ≥ 1`` that gives ``W_p ≤ T − pp·c``; with ``v_p ≥ Σ_{i∈p} s_i/C`` it gives
+    ``Σ_{i∈p} (w(s_i) + c·s_i/C) ≤ T − (pp − 1)·c``. (4) Summing the first over the ``n_k`` pipelines of
+    scheme ``k``: ``n_k ≥ Σ_{i on k} w_k(s_i)/(T − pp_k·c_k)``, and ``N ≥ Σ_k n_k·D_k ≥`` the sum in
+    ``F``, each piece counted on its own scheme, at least the minimum over ``K_{ρ*}(i, T)``. The
+    sum only shrinks as ``T`` grows, so ``T ≥ F_{ρ*}``; the same with the second inequality gives
+    ``T ≥ G_{ρ*}``. So the plan takes ``≥ ρ* + max(F_{ρ*}, G_{ρ*}) ≥ tight``. At its ``T`` every
+    piece fits its scheme in time and ``G``'s sum is at least ``Σ_i min_k D_k·w_k(s_i)/T``, so each
+    level is at least ``max(work, longest)``: ``pool ≤ tight`` (the code also takes the maximum with
+    those two terms, computed exactly, so that the bisection's precision never puts ``tight`` below them). When a lone pipeline needs no
+    reduction (its optimizer layout has ``dp = 1``, ``solo_free``), one more level bounds those
+    plans: ``ρ = 0`` and one pipeline of some scheme ``k`` holding every piece,
+    ``max(Σ_i (w_k(s_i) + c_k·s_i/C_k) + (pp_k − 1)·c_k, max_i h_k(s_i))``. ``F`` and ``G`` are found by
+    bisection, keeping the infeasible end: a bound still.
+
+    **The estimate's bound per reduction level** (:func:`level_bounds`). design §6's estimate of a
+    plan's compute part, ``E = max_p (Σ_j t_j + (pp_p − 1)·max_j t_j)`` (the figure plan-quality
+    targets are stated in), charges a pipeline's fill and drain with its *largest* micro-batch, so it
+    also bounds ``W_p`` through the bubble: ``max_j t_j ≥ c + W_p/v_p`` (the largest is at least the
+    mean), and by the arithmetic–geometric mean ``v·c + (pp − 1)·W/v ≥ 2·√((pp − 1)·W·c)``::
+
+        E ≥ W_p + v_p·c + (pp − 1)·(c + W_p/v_p) ≥ (√W_p + √((pp − 1)·c))²
+        ⇒ W_p ≤ B_k(E) = min(E − pp·c, (√E − √((pp − 1)·c))²)
+
+    ``F`` with room ``B_k(E)`` instead of ``E − pp·c``, with ``G`` and the crossing ``pp·(c + w)``
+    (no hand-offs in ``E``), bounds ``E`` of every plan using only schemes with ``r_k ≤ ρ``: that is
+    ``estimate_ms`` of level ``ρ``; ``compute_ms`` is ``max(F_ρ, G_ρ)`` above (a bound of the exact
+    1F1B, which may end before ``E``). So a plan whose ``E`` is below ``x·pool`` exists only at
+    levels with ``estimate_ms ≤ x·pool``, and none of those plans predicts a step below
+    ``min {ρ + compute_ms : estimate_ms(ρ) ≤ x·pool}``. Worked example: one (1,1,4) pipeline
+    (``w(s) = s``, ``c = 1``, N = 4) and sixteen 1-token pieces: ``E − pp·c`` gives ``E ≥ 20``, the
+    bubble ``(√16 + √3)² = 32.86``; the best plan, 8 micro-batches of 2, has ``E = 16 + 8 + 3·3 = 33``.
+
+    What ``tight`` sees that ``pool`` does not: at 1,024 H100s (LLaMA-32B, 1.6M tokens) five
+    32K sequences finish within 1,000 ms only on (8,8,1) pipelines of 64 devices, and with them the
+    step's work needs more than 1,024 devices — so no plan computes the step in 1,000 ms, while
+    ``pool`` = 775 ms; and every scheme with ``tp·pp < 8`` brings a reduction of ≥ 650 ms.
+
+    Worked example: one sequence of 4,096 tokens, schemes (1,1,2) with ``a = 1.37e-6, b = 0.0946,
+    c = 15`` (D = 2, C = 11,000, r = 300 ms) and (1,2,1) with ``a = 2.05e-6, b = 0.0967, c = 65``
+    (D = 2, C = 20,000, r = 300 ms), N = 4: ``work = min(2·410.5, 2·430.5)/4 = 205.2`` ms,
+    ``longest = min(2·(15 + 410.5), 65 + 430.5) = 495.5`` ms, ``pool = 495.5``; at ``T = 495.5``
+    only (1,2,1) finishes the sequence and needs ``2·430.5/(495.5 − 65) = 2.0 ≤ 4`` devices, so
+    ``F = G = 495.5`` and ``tight = 300 + 495.5 = 795.5`` ms.
+    """
     forms = _Forms.of(lengths, schemes, devices, p2p_ms)
     tight = min((level.reduce_ms + level.compute_ms for level in _levels(forms, estimate=False)), default=np.inf)
     if solo_free:
@@ -149,7 +151,7 @@ def step_bound(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundSchem
 class LevelBound:
     """At reduction level ``reduce_ms`` (plans whose schemes all have ``r_k ≤ reduce_ms``): the
     least compute time of the exact 1F1B (``compute_ms``, :func:`step_bound`'s ``max(F, G)``) and
-    of design §6's estimate ``E`` (``estimate_ms``), module docstring."""
+    of design §6's estimate ``E`` (``estimate_ms``), :func:`step_bound`."""
 
     reduce_ms: float
     compute_ms: float
@@ -200,7 +202,7 @@ class _Forms:
 
 
 def bubble_room(total: float, pp: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``B_k(E) = min(E − pp·c, (√E − √((pp − 1)·c))²)`` of the module docstring, per scheme
+    """``B_k(E) = min(E − pp·c, (√E − √((pp − 1)·c))²)`` of :func:`step_bound`, per scheme
     (≤ 0: none): the most stage work a pipeline does within design §6's estimate ``E``."""
     root = np.maximum(math.sqrt(max(total, 0.0)) - np.sqrt((pp - 1.0) * c), 0.0)
     return np.minimum(total - pp * c, root * root)

@@ -12,38 +12,7 @@ neighbours in another group over the cluster's link ``β_x`` (bf16 activations f
 gradients back, ``4·H`` bytes per token, through the narrower side's ``cp·min(tp_σ, tp_σ')``
 links)::
 
-    B_σ    = E_σ(position) + L_σ·layer   (+ network_hand_off per neighbour when the pipeline's
-                                            devices in g_σ span nodes)
-    t_σ(mb) = c_σ + Σ_i (a_σ·s_i² + b_σ·s_i) + n^x_σ·h_x·Σ_i s_i
-    h_x    = 4·H / (cp·min(tp_σ, tp_σ')·β_x·10⁶)   ms per token
-
-So the layer part is proportional to ``L_σ`` and the embedding (first stage) and output head
-and loss (last stage) come once. A measured space without segments gives per-layer
-coefficients from its plain profile ``(cp, tp_σ, p*)`` of the smallest profiled ``p*``:
-``(a, b, c)/⌈L/p*⌉`` per layer, the embedding and head folded into the layers.
-
-**Pipeline time.** Micro-batch ``j`` takes ``t_σ(mb_j)`` on stage ``σ``: the exact 1F1B
-schedule with per-stage times (:func:`~hydraulis.cost.pipeline.simulate_1f1b_stages`), hand-off
-latency ``d`` the largest ``p2p_ms`` of the groups used. For dispatch, the *bottleneck*
-coefficients ``(max_σ a_σ, max_σ b_σ', max_σ c_σ)`` (``b'`` with the cross-group hand-off):
-every stage's time is at most the bottleneck's, and a 1F1B makespan only grows with its
-operations' durations, so the uniform schedule at the bottleneck is an upper bound of the
-staged one (equal when the stages are balanced).
-
-**Memory per stage**, on its own device (design §6.4 with the stage's own ``tp_σ``, ``L_σ``
-and device, :mod:`hydraulis.cost.memory`), under the cluster-wide optimizer layout (ZeRO-1 over
-all ``N`` devices unless given)::
-
-    states_σ = (L_σ·B_layer·ρ(tp_σ) + n_σ·B_emb/tp_σ)·(1 − α) + (L·B_layer + 2·B_emb)·α/N
-    m_σ      = (p − σ)·kept(B_σ) + transient(B_σ)        (1F1B keeps p − σ micro-batches)
-    S_σ      = ⌊(M_g − safety_g − overhead_g − states_σ) / m_σ⌋,   S = min_σ S_σ
-
-Worked example (``examples/clusters/a100_h100.json``, LLaMA-13B analytic): ``1|8:20@a100>8:20@h100``
-has stage times ``b = 0.0267`` and ``0.0132`` ms per token (the H100's ~2.3× achievable matmul
-rate), so the A100 stage sets the pace; ``1|8:16@a100>8:24@h100`` has ``b = 0.0214`` and
-``0.0157`` and runs 8 micro-batches of 8,192 tokens in 1,853 ms instead of 2,232 ms. Its stages
-hold 16,143 (A100, 2 micro-batches in flight) and 20,817 tokens (H100, 1 in flight).
-"""
+The details: :func:`staged_cost`."""
 
 from __future__ import annotations
 
@@ -85,7 +54,7 @@ class StageMemory:
 
 @dataclass(frozen=True)
 class StagedCost:
-    """What the cost model predicts for one staged pipeline (module docstring)."""
+    """What the cost model predicts for one staged pipeline (:func:`staged_cost`)."""
 
     scheme: Scheme
     stage_times: tuple[TimeCoefficients, ...]
@@ -113,7 +82,40 @@ class StagedCost:
 
 def staged_cost(spaces: ClusterSpaces, scheme: Scheme, layout: OptimizerLayout | None = None) -> StagedCost:
     """Stage times and memory of ``scheme`` (staged; a plain scheme runs on the first group)
-    on ``spaces``' cluster under ``layout`` (default ZeRO-1 over every device)."""
+    on ``spaces``' cluster under ``layout`` (default ZeRO-1 over every device).
+
+        B_σ    = E_σ(position) + L_σ·layer   (+ network_hand_off per neighbour when the pipeline's
+                                                devices in g_σ span nodes)
+        t_σ(mb) = c_σ + Σ_i (a_σ·s_i² + b_σ·s_i) + n^x_σ·h_x·Σ_i s_i
+        h_x    = 4·H / (cp·min(tp_σ, tp_σ')·β_x·10⁶)   ms per token
+
+    So the layer part is proportional to ``L_σ`` and the embedding (first stage) and output head
+    and loss (last stage) come once. A measured space without segments gives per-layer
+    coefficients from its plain profile ``(cp, tp_σ, p*)`` of the smallest profiled ``p*``:
+    ``(a, b, c)/⌈L/p*⌉`` per layer, the embedding and head folded into the layers.
+
+    **Pipeline time.** Micro-batch ``j`` takes ``t_σ(mb_j)`` on stage ``σ``: the exact 1F1B
+    schedule with per-stage times (:func:`~hydraulis.cost.pipeline.simulate_1f1b_stages`), hand-off
+    latency ``d`` the largest ``p2p_ms`` of the groups used. For dispatch, the *bottleneck*
+    coefficients ``(max_σ a_σ, max_σ b_σ', max_σ c_σ)`` (``b'`` with the cross-group hand-off):
+    every stage's time is at most the bottleneck's, and a 1F1B makespan only grows with its
+    operations' durations, so the uniform schedule at the bottleneck is an upper bound of the
+    staged one (equal when the stages are balanced).
+
+    **Memory per stage**, on its own device (design §6.4 with the stage's own ``tp_σ``, ``L_σ``
+    and device, :mod:`hydraulis.cost.memory`), under the cluster-wide optimizer layout (ZeRO-1 over
+    all ``N`` devices unless given)::
+
+        states_σ = (L_σ·B_layer·ρ(tp_σ) + n_σ·B_emb/tp_σ)·(1 − α) + (L·B_layer + 2·B_emb)·α/N
+        m_σ      = (p − σ)·kept(B_σ) + transient(B_σ)        (1F1B keeps p − σ micro-batches)
+        S_σ      = ⌊(M_g − safety_g − overhead_g − states_σ) / m_σ⌋,   S = min_σ S_σ
+
+    Worked example (``examples/clusters/a100_h100.json``, LLaMA-13B analytic): ``1|8:20@a100>8:20@h100``
+    has stage times ``b = 0.0267`` and ``0.0132`` ms per token (the H100's ~2.3× achievable matmul
+    rate), so the A100 stage sets the pace; ``1|8:16@a100>8:24@h100`` has ``b = 0.0214`` and
+    ``0.0157`` and runs 8 micro-batches of 8,192 tokens in 1,853 ms instead of 2,232 ms. Its stages
+    hold 16,143 (A100, 2 micro-batches in flight) and 20,817 tokens (H100, 1 in flight).
+    """
     cluster, model = spaces.cluster, spaces.model
     if not scheme.is_staged:
         scheme = uniform_staged(scheme, cluster.groups[0].name, model.layers)
@@ -147,12 +149,12 @@ def stage_cost(spaces: ClusterSpaces, cp: int, stages: Sequence[Stage], sigma: i
 
 
 HandOffB = Callable[[Stage, Stage], float]
-"""``h_x`` of the module docstring between two stages of different groups, ms per token."""
+"""``h_x`` of :func:`staged_cost` between two stages of different groups, ms per token."""
 
 
 def stage_time(segments: Segments, shape: Scheme, stages: Sequence[Stage], sigma: int, spans_nodes: bool,
                hand_off_b: HandOffB) -> tuple[TimeCoefficients, Block]:
-    """``t_σ`` of the module docstring and the block ``B_σ`` it comes from: stage ``sigma`` of
+    """``t_σ`` of :func:`staged_cost` and the block ``B_σ`` it comes from: stage ``sigma`` of
     ``stages`` composed from ``segments`` as one stage of ``shape`` (its cp, tp_σ, pp and
     recomputation), plus ``hand_off_b`` per neighbour in another group. The one composition of a
     staged stage: the cluster cost model's (:func:`stage_cost`) and a staged scheme's profile's
@@ -195,7 +197,7 @@ def staged_profile(scheme: Scheme, segments_of: Callable[[int, int], Segments | 
 
 
 def staged_time_coefficients(spaces: ClusterSpaces, scheme: Scheme) -> TimeCoefficients:
-    """The bottleneck coefficients of ``scheme`` (module docstring): the per-micro-batch time
+    """The bottleneck coefficients of ``scheme`` (:func:`staged_cost`): the per-micro-batch time
     the dispatcher charges every stage of the pipeline."""
     return staged_cost(spaces, scheme).bottleneck
 
@@ -207,7 +209,7 @@ def uniform_staged(scheme: Scheme, group: str, layers: int) -> Scheme:
 
 def stage_segments(space: SchemeSpace, cp: int, tp: int) -> Segments:
     """The segments of ``(cp, tp)`` without sequence parallelism in ``space``, or per-layer
-    blocks derived from its plain profile of the smallest pipeline degree (module docstring)."""
+    blocks derived from its plain profile of the smallest pipeline degree (:func:`staged_cost`)."""
     segments = space.segments_of(cp, tp, False)
     if segments is not None:
         return segments

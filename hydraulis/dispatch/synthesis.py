@@ -1,48 +1,8 @@
 """A strategy made for every step: plan the step on the proposal, then look for a strategy —
 counts of the proposal's schemes, or of the space's — that runs it faster, switch included
-(design §8 and §8.2; the runtime switches strategies by redistribution, §7).
+(design §8 and §8.2; the runtime switches strategies by redistribution, design §9).
 
-Recipe of :func:`plan_step`:
-
-1. dispatch the step on the proposal (:func:`~hydraulis.dispatch.dispatcher.plan_proposal`):
-   the best proposal strategy's plan is the incumbent, its predicted step time ``T₀``;
-2. the *menu*: the proposal's schemes (``proposal`` mode) or also the space's (``space``), each
-   with its capacity ``C_k``, devices ``D_k`` and reduction ``r_k``; a strategy is a count vector
-   ``n`` over the menu, placeable (:func:`hydraulis.placement.placement_problem`) and holding the
-   longest piece;
-3. the objective of ``n``: the real dispatcher's predicted step time of the step on ``n``
-   (:func:`~hydraulis.dispatch.dispatcher.plan_candidate`: compute and reduction) plus the
-   switch, ``σ(n) = |communicators(n) ∖ known|·t_comm`` (:mod:`hydraulis.placement`; ``known``:
-   the proposal's strategies' communicators and those earlier steps created);
-4. warm starts: the incumbent, the *fluid answers* (below, one per reduction level) and the
-   other proposal strategies;
-5. descents (the moves of :class:`hydraulis.planner.search.CountsSearch`: shift ``Δ`` devices
-   between schemes, ``Δ = N/2, N/4, …``): at each ``Δ`` the neighbours are ranked by a cheap
-   lower bound ``L(n) + σ(n)`` (spread work with fixed costs over ``n``'s devices, the longest
-   piece's crossing, plus the reduction, plus the switch — known before planning) and planned by
-   the dispatcher in that order until the bound reaches the best neighbour found — so the best
-   neighbour is found exactly with few plans, and none is spent on a strategy whose new
-   communicators alone cost more than it could gain; move to it
-   while it gains more than ``ε`` (:data:`hydraulis.planner.search.IMPROVEMENT`), then halve ``Δ``;
-6. keep the synthesised strategy only if it is strictly faster than ``T₀``; the plan records it
-   (:class:`~hydraulis.step_plan.Synthesis`: strategy, reduction, switch, new communicators). Its lower
-   bound is the tight bound over the menu (:func:`hydraulis.cost.step_bound`), which every plan
-   of a menu strategy — the proposal's included — respects.
-
-**Budget.** At most ``evaluations`` dispatcher plans per step (the incumbent's is free), so a
-step's planning is deterministic and bounded; ``wall_limit_ms`` is only a safety stop, and a
-plan it cut short says so in its notes.
-
-**Fluid answer** (:mod:`hydraulis.dispatch.menu`, with what each menu scheme costs on
-the step's pieces): per reduction level, the counts at the least compute time at which every
-piece goes to the scheme with its least device share, pipelines filled to their 1F1B room; the
-active schemes only (below), and schemes whose reduction plus the step's compute floor reaches
-``T₀`` are left out.
-
-**Never slower.** The synthesised plan is returned only when its predicted step time, switch
-included, is below the incumbent's, so ``plan_step`` never predicts a slower step than the best
-proposal strategy (tests/dispatch/test_synthesis.py checks it on random instances).
-"""
+The details: :func:`plan_step`."""
 
 from __future__ import annotations
 
@@ -131,8 +91,50 @@ def plan_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,
               method: BatchingMethod | str = BatchingMethod.DISPATCH_BALANCED_PACKING,
               options: DispatchOptions = DispatchOptions(), synthesis: SynthesisOptions = SynthesisOptions(),
               known: frozenset[Communicator] | None = None) -> StepPlan:
-    """The recipe of the module docstring; ``known`` are the communicators the run has
-    created (None: the proposal's strategies')."""
+    """The recipe of :func:`plan_step`; ``known`` are the communicators the run has
+    created (None: the proposal's strategies').
+
+    Recipe of :func:`plan_step`:
+
+    1. dispatch the step on the proposal (:func:`~hydraulis.dispatch.dispatcher.plan_proposal`):
+       the best proposal strategy's plan is the incumbent, its predicted step time ``T₀``;
+    2. the *menu*: the proposal's schemes (``proposal`` mode) or also the space's (``space``), each
+       with its capacity ``C_k``, devices ``D_k`` and reduction ``r_k``; a strategy is a count vector
+       ``n`` over the menu, placeable (:func:`hydraulis.placement.placement_problem`) and holding the
+       longest piece;
+    3. the objective of ``n``: the real dispatcher's predicted step time of the step on ``n``
+       (:func:`~hydraulis.dispatch.dispatcher.plan_candidate`: compute and reduction) plus the
+       switch, ``σ(n) = |communicators(n) ∖ known|·t_comm`` (:mod:`hydraulis.placement`; ``known``:
+       the proposal's strategies' communicators and those earlier steps created);
+    4. warm starts: the incumbent, the *fluid answers* (below, one per reduction level) and the
+       other proposal strategies;
+    5. descents (the moves of :class:`hydraulis.planner.search.CountsSearch`: shift ``Δ`` devices
+       between schemes, ``Δ = N/2, N/4, …``): at each ``Δ`` the neighbours are ranked by a cheap
+       lower bound ``L(n) + σ(n)`` (spread work with fixed costs over ``n``'s devices, the longest
+       piece's crossing, plus the reduction, plus the switch — known before planning) and planned by
+       the dispatcher in that order until the bound reaches the best neighbour found — so the best
+       neighbour is found exactly with few plans, and none is spent on a strategy whose new
+       communicators alone cost more than it could gain; move to it
+       while it gains more than ``ε`` (:data:`hydraulis.planner.search.IMPROVEMENT`), then halve ``Δ``;
+    6. keep the synthesised strategy only if it is strictly faster than ``T₀``; the plan records it
+       (:class:`~hydraulis.step_plan.Synthesis`: strategy, reduction, switch, new communicators). Its lower
+       bound is the tight bound over the menu (:func:`hydraulis.cost.step_bound`), which every plan
+       of a menu strategy — the proposal's included — respects.
+
+    **Budget.** At most ``evaluations`` dispatcher plans per step (the incumbent's is free), so a
+    step's planning is deterministic and bounded; ``wall_limit_ms`` is only a safety stop, and a
+    plan it cut short says so in its notes.
+
+    **Fluid answer** (:mod:`hydraulis.dispatch.menu`, with what each menu scheme costs on
+    the step's pieces): per reduction level, the counts at the least compute time at which every
+    piece goes to the scheme with its least device share, pipelines filled to their 1F1B room; the
+    active schemes only (below), and schemes whose reduction plus the step's compute floor reaches
+    ``T₀`` are left out.
+
+    **Never slower.** The synthesised plan is returned only when its predicted step time, switch
+    included, is below the incumbent's, so ``plan_step`` never predicts a slower step than the best
+    proposal strategy (tests/dispatch/test_synthesis.py checks it on random instances).
+    """
     started = time.perf_counter()
     method, batch = prepare_dispatch(proposal, lengths, method, options)
     best, lower_bound, notes = plan_proposal(proposal, batch, method, options)
@@ -163,7 +165,7 @@ def strategy_communicators(strategy: Strategy) -> frozenset[Communicator]:
 
 
 class _Search:
-    """The menu, the objective, the starts and the descents of the module docstring for one step."""
+    """The menu, the objective, the starts and the descents of :func:`plan_step` for one step."""
 
     def __init__(self, proposal: Proposal, batch: Batch, method: BatchingMethod, options: DispatchOptions,
                  synthesis: SynthesisOptions, known: frozenset[Communicator], incumbent: StrategyPlan,

@@ -12,42 +12,7 @@ the task of ``J`` that ends last leaves ``≥ min_J q`` after it, so
 
     C_max ≥ LB_d = max_J ( min_{t∈J} r_t + Σ_{t∈J} p_t + min_{t∈J} q_t ).
 
-The maximum over subsets is the makespan of Jackson's preemptive schedule (run, at every
-moment, the released task with the largest ``q``; Carlier 1982), computed in ``O(n log n)``.
-With ``J`` = all of ``d``'s tasks this is *per-device work plus the idle forced at the start
-and the end*; with ``J = {t}`` it is ``t``'s micro-batch's chain, i.e. *each model's own
-critical path* ``S·max_j (f_j + b_j)``.
-
-**2. Heads and tails that see the other devices (ranks).** When every micro-batch of a replica
-is the same, the ``m`` tasks of one chain position ``c`` (one stage, one phase) on ``d`` are
-interchangeable; name them by the order in which they start (on one device this is also the
-order in which they end). The ``j`` micro-batches that start ``c`` first have all run every
-chain position ``x < c`` that lives on another device ``u`` — ``P_u`` of them per micro-batch,
-``j·|P_u|`` tasks on ``u``, one at a time, none before ``min_{P_u} H``. The last of them ends at
-``≥ min_{P_u} H + j·Σ_{P_u} p``, and its micro-batch still needs at least ``min_{x∈P_u}
-gap(x, c)`` (the chain strictly between) before ``c``. Hence the ``j``-th task to start ``c``
-starts at
-
-    r_j = max( H_c, max_u [ min_{P_u} H + j·Σ_{P_u} p + min_{x∈P_u} gap(x, c) ] ),
-
-and symmetrically the ``i``-th from last to end leaves ``q_i = max(Q_c, max_u [min gap(c, x) +
-i·Σ_{P'_u} p + min_{P'_u} Q])`` after it (``P'_u``: positions after ``c`` on ``u``). The
-``j``-th starter is the ``(m − j + 1)``-th from last to end, so it gets ``(r_j, q_{m−j+1})``.
-These are valid heads and tails for every schedule (relabel each group by start order), so
-relaxation 1 over them is still a lower bound. Example: stage ``s`` of a forward model with
-``f`` per stage: ``r_j(F_s) = (s + j − 1)·f`` — the pipeline fills at one micro-batch per
-``f`` at best. Groups whose micro-batches differ keep ``(H, Q)``.
-
-**3. The bound** is ``max_d LB_d``. It is at least the per-device work ``max_d Σ p`` and every
-micro-batch's chain. Worked example: one model, ``S = 2``, ``m = 2``, ``f = 1``, ``b = 2``.
-Device 1 holds ``F_1`` with ``r = (1, 2)`` (each micro-batch's ``F_0`` on device 0 first) and
-``B_1`` with ``r = (2, 3)``; tails: ``F_1``'s ``i``-th from last leaves ``2 + 2i`` (``B_1``,
-then ``i`` backwards on device 0), so its starters get ``q = (6, 4)``, and ``B_1``'s get ``q =
-(4, 2)``. Jackson's schedule: ``min r + Σ p + min q = 1 + 6 + 2 = 9 = (m + S − 1)·(f + b)``,
-1F1B's makespan — tight. Brute force over all active schedules (:mod:`hydraulis.fused.exact`)
-finds the bound tight on the tiny two-model instances of the tests but one, where three stages
-interlock (optimum 9⅓, bound 9).
-"""
+The details: :func:`lower_bound`."""
 
 from __future__ import annotations
 
@@ -77,7 +42,44 @@ class LowerBound:
 
 
 def lower_bound(problem: FusedProblem, graph: TaskGraph) -> LowerBound:
-    """The bound of the module docstring."""
+    """The bound of :func:`lower_bound`.
+
+    The maximum over subsets is the makespan of Jackson's preemptive schedule (run, at every
+    moment, the released task with the largest ``q``; Carlier 1982), computed in ``O(n log n)``.
+    With ``J`` = all of ``d``'s tasks this is *per-device work plus the idle forced at the start
+    and the end*; with ``J = {t}`` it is ``t``'s micro-batch's chain, i.e. *each model's own
+    critical path* ``S·max_j (f_j + b_j)``.
+
+    **2. Heads and tails that see the other devices (ranks).** When every micro-batch of a replica
+    is the same, the ``m`` tasks of one chain position ``c`` (one stage, one phase) on ``d`` are
+    interchangeable; name them by the order in which they start (on one device this is also the
+    order in which they end). The ``j`` micro-batches that start ``c`` first have all run every
+    chain position ``x < c`` that lives on another device ``u`` — ``P_u`` of them per micro-batch,
+    ``j·|P_u|`` tasks on ``u``, one at a time, none before ``min_{P_u} H``. The last of them ends at
+    ``≥ min_{P_u} H + j·Σ_{P_u} p``, and its micro-batch still needs at least ``min_{x∈P_u}
+    gap(x, c)`` (the chain strictly between) before ``c``. Hence the ``j``-th task to start ``c``
+    starts at
+
+        r_j = max( H_c, max_u [ min_{P_u} H + j·Σ_{P_u} p + min_{x∈P_u} gap(x, c) ] ),
+
+    and symmetrically the ``i``-th from last to end leaves ``q_i = max(Q_c, max_u [min gap(c, x) +
+    i·Σ_{P'_u} p + min_{P'_u} Q])`` after it (``P'_u``: positions after ``c`` on ``u``). The
+    ``j``-th starter is the ``(m − j + 1)``-th from last to end, so it gets ``(r_j, q_{m−j+1})``.
+    These are valid heads and tails for every schedule (relabel each group by start order), so
+    relaxation 1 over them is still a lower bound. Example: stage ``s`` of a forward model with
+    ``f`` per stage: ``r_j(F_s) = (s + j − 1)·f`` — the pipeline fills at one micro-batch per
+    ``f`` at best. Groups whose micro-batches differ keep ``(H, Q)``.
+
+    **3. The bound** is ``max_d LB_d``. It is at least the per-device work ``max_d Σ p`` and every
+    micro-batch's chain. Worked example: one model, ``S = 2``, ``m = 2``, ``f = 1``, ``b = 2``.
+    Device 1 holds ``F_1`` with ``r = (1, 2)`` (each micro-batch's ``F_0`` on device 0 first) and
+    ``B_1`` with ``r = (2, 3)``; tails: ``F_1``'s ``i``-th from last leaves ``2 + 2i`` (``B_1``,
+    then ``i`` backwards on device 0), so its starters get ``q = (6, 4)``, and ``B_1``'s get ``q =
+    (4, 2)``. Jackson's schedule: ``min r + Σ p + min q = 1 + 6 + 2 = 9 = (m + S − 1)·(f + b)``,
+    1F1B's makespan — tight. Brute force over all active schedules (:mod:`hydraulis.fused.exact`)
+    finds the bound tight on the tiny two-model instances of the tests but one, where three stages
+    interlock (optimum 9⅓, bound 9).
+    """
     head, tail = chain_heads_tails(graph)
     release, remaining = head.copy(), tail.copy()
     for k, model in enumerate(problem.models):

@@ -8,52 +8,7 @@ Widths per tp rank: ``H`` hidden, ``q = h_q·d/tp`` query,
 vocabulary; ``b`` bytes per element of the compute dtype (2 bf16, 4 fp32). What autograd keeps
 of one decoder layer, bytes per token of ``t`` (:func:`layer_bytes_per_token`)::
 
-    recompute none:
-        2 norms            2·((4H + 4H + 4)/s + b·H)   fp32 input and normalised rows and 1/rms
-                                                       on t/s tokens; the output the block's
-                                                       linears keep (gathered under sp)
-        K and V over cp    cp·2·b·k                    gathered for the attention core
-        attention          2·b·q + 4h                  rotated Q, output; log-sum-exp (fp32)
-        MLP                4·b·F'                      gate, up, silu, their product
-    recompute selective: none's bytes without the log-sum-exp (the core runs again)
-    recompute full:      b·H/s, the layer's input
-
-(rotary embeddings keep nothing per layer: their products with the constant tables need only
-the tables.) The attention core keeps what FlashAttention keeps (Dao 2023): Q, K, V, its output
-and the log-sum-exp of each query row — never the ``s²`` scores. A stage keeps per micro-batch
-(:func:`micro_batch_bytes_per_token`) its layers' bytes; the rotary tables (``8d``: fp32 cos
-and sin, shared by its layers); the output it sent (``b·H/s``) but on the last stage; the input
-it received (``b·H/s``) but on the first stage, in fp32 (where it is the first norm's fp32
-input) or when the first layer recomputes fully (where it is that layer's input); on the first
-stage the embedding's indices and mask (``9``); on the last the final norm (as a layer's) and
-the loss's softmax, label index and masks (``4·V' + 10``). 1F1B keeps ``pp − σ`` micro-batches
-in flight on stage ``σ``. On top of them one micro-batch's working set
-(:func:`transient_bytes_per_token`) is the larger of
-
-* a layer's backward: the larger of the MLP's (``b·(2·F' + H)``: gradients of gate and up and
-  of the block's input) on top of what the layer computes again — the attention core's output
-  and log-sum-exp under ``selective``, all of ``none``'s bytes under ``full`` — and a norm's
-  (``(12 + [b < 4]·2b)·H/s``: fp32 gradients);
-* on the last stage, the loss's forward: the logits, their shifted and exponentiated fp32
-  copies (and the fp32 copy of bf16 logits), ``(b + 8 + [b < 4]·4)·V'``.
-
-So a micro-batch of ``T`` tokens costs stage ``σ``::
-
-    activations(σ, T) = t·((pp − σ)·kept(σ) + transient(σ))
-
-Every term is composable per layer: a stage whose layers recompute differently sums their
-bytes. ``tests/runtime/memory/test_activations.py`` measures the runtime against it on the CPU
-(with a stand-in core that keeps what FlashAttention keeps): what stays allocated after a
-forward to within 1 %, the peak of a 1F1B run to within 10 % (−1.3 to +2.6 % on the
-configurations tried; a last stage was 1.7–5.0 % over while the runtime held the gradient it
-had sent through the next forward).
-
-Worked example, Llama-7B, scheme ``(1,8,1)``, bf16 (``b = 2``), ``T = 4096``: per layer
-``2·((8·4096 + 4) + 2·4096) + 2·2·512 + (2·2·512 + 4·4) + 4·2·1376 = 97,048`` bytes per token;
-32 layers, the tables (1,024), the embedding (9), the final norm (40,964) and the loss
-(``4·4000 + 10``) make ``3,163,543``; the transient is the norm's ``16·4096 = 65,536``
-(the loss's ``14·4000`` is smaller), so ``4096·3,229,079 ≈ 13.2 GB``.
-"""
+The details: :func:`layer_bytes_per_token`."""
 
 from __future__ import annotations
 
@@ -73,7 +28,7 @@ LOSS_BYTES = 10
 
 @dataclass(frozen=True)
 class Widths:
-    """One tp rank's widths of ``model`` under ``scheme`` (module docstring)."""
+    """One tp rank's widths of ``model`` under ``scheme`` (:func:`layer_bytes_per_token`)."""
 
     hidden: int
     query: int
@@ -94,7 +49,54 @@ class Widths:
 
 
 def layer_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int) -> float:
-    """What one decoder layer keeps, bytes per token of the rank (module docstring)."""
+    """What one decoder layer keeps, bytes per token of the rank (:func:`layer_bytes_per_token`).
+
+        recompute none:
+            2 norms            2·((4H + 4H + 4)/s + b·H)   fp32 input and normalised rows and 1/rms
+                                                           on t/s tokens; the output the block's
+                                                           linears keep (gathered under sp)
+            K and V over cp    cp·2·b·k                    gathered for the attention core
+            attention          2·b·q + 4h                  rotated Q, output; log-sum-exp (fp32)
+            MLP                4·b·F'                      gate, up, silu, their product
+        recompute selective: none's bytes without the log-sum-exp (the core runs again)
+        recompute full:      b·H/s, the layer's input
+
+    (rotary embeddings keep nothing per layer: their products with the constant tables need only
+    the tables.) The attention core keeps what FlashAttention keeps (Dao 2023): Q, K, V, its output
+    and the log-sum-exp of each query row — never the ``s²`` scores. A stage keeps per micro-batch
+    (:func:`micro_batch_bytes_per_token`) its layers' bytes; the rotary tables (``8d``: fp32 cos
+    and sin, shared by its layers); the output it sent (``b·H/s``) but on the last stage; the input
+    it received (``b·H/s``) but on the first stage, in fp32 (where it is the first norm's fp32
+    input) or when the first layer recomputes fully (where it is that layer's input); on the first
+    stage the embedding's indices and mask (``9``); on the last the final norm (as a layer's) and
+    the loss's softmax, label index and masks (``4·V' + 10``). 1F1B keeps ``pp − σ`` micro-batches
+    in flight on stage ``σ``. On top of them one micro-batch's working set
+    (:func:`transient_bytes_per_token`) is the larger of
+
+    * a layer's backward: the larger of the MLP's (``b·(2·F' + H)``: gradients of gate and up and
+      of the block's input) on top of what the layer computes again — the attention core's output
+      and log-sum-exp under ``selective``, all of ``none``'s bytes under ``full`` — and a norm's
+      (``(12 + [b < 4]·2b)·H/s``: fp32 gradients);
+    * on the last stage, the loss's forward: the logits, their shifted and exponentiated fp32
+      copies (and the fp32 copy of bf16 logits), ``(b + 8 + [b < 4]·4)·V'``.
+
+    So a micro-batch of ``T`` tokens costs stage ``σ``::
+
+        activations(σ, T) = t·((pp − σ)·kept(σ) + transient(σ))
+
+    Every term is composable per layer: a stage whose layers recompute differently sums their
+    bytes. ``tests/runtime/memory/test_activations.py`` measures the runtime against it on the CPU
+    (with a stand-in core that keeps what FlashAttention keeps): what stays allocated after a
+    forward to within 1 %, the peak of a 1F1B run to within 10 % (−1.3 to +2.6 % on the
+    configurations tried; a last stage was 1.7–5.0 % over while the runtime held the gradient it
+    had sent through the next forward).
+
+    Worked example, Llama-7B, scheme ``(1,8,1)``, bf16 (``b = 2``), ``T = 4096``: per layer
+    ``2·((8·4096 + 4) + 2·4096) + 2·2·512 + (2·2·512 + 4·4) + 4·2·1376 = 97,048`` bytes per token;
+    32 layers, the tables (1,024), the embedding (9), the final norm (40,964) and the loss
+    (``4·4000 + 10``) make ``3,163,543``; the transient is the norm's ``16·4096 = 65,536``
+    (the loss's ``14·4000`` is smaller), so ``4096·3,229,079 ≈ 13.2 GB``.
+    """
     h, b, s = widths.hidden, dtype_bytes, widths.sequence_shards
     if recompute is Recompute.FULL:
         return b * h / s
@@ -122,7 +124,7 @@ def micro_batch_bytes_per_token(widths: Widths, layers: Sequence[Recompute], fir
 
 
 def transient_bytes_per_token(widths: Widths, layers: Sequence[Recompute], last: bool, dtype_bytes: int) -> float:
-    """The working set of one micro-batch on top of what the stage keeps (module docstring): the
+    """The working set of one micro-batch on top of what the stage keeps (:func:`layer_bytes_per_token`): the
     larger of the loss's forward and a layer's backward (on the last stage the latter comes once
     the loss and the final norm have released what they kept)."""
     backward = max(max(layer_backward_bytes_per_token(widths, recompute, dtype_bytes) for recompute in layers),
@@ -157,7 +159,7 @@ def released_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:
 
 def stage_bytes_per_token(model: ModelSpec, scheme: Scheme, layers: Sequence[Recompute], stage: int,
                           dtype_bytes: int) -> float:
-    """``activations(σ, T)/T`` of the module docstring for stage ``stage`` of ``scheme`` whose
+    """``activations(σ, T)/T`` of :func:`layer_bytes_per_token` for stage ``stage`` of ``scheme`` whose
     layers recompute ``layers``: bytes per token of the micro-batch (all cp ranks' tokens)."""
     widths = Widths.of(model, scheme, stage)
     first, last = stage == 0, stage == scheme.pp - 1

@@ -8,46 +8,7 @@ takes, by the 1F1B closed form (cost/pipeline.py, exact for equal micro-batches)
     τ*(W) = (√W + √((p − 1)·c))² + 2(p − 1)·d          (v* ≥ 1)
     τ*(W) = p·(c + W) + 2(p − 1)·d                       (v* < 1, one micro-batch)
 
-``τ*`` is concave, so its tangent at an operating point ``W₀`` bounds it from above:
-``τ(W) = γ·W + β`` with ``γ = 1 + √((p − 1)c/W₀)``, ``β = (p − 1)c + √((p − 1)c·W₀) + 2(p − 1)d``
-(``p = 1``: ``γ = 1, β = c``). ``W₀`` is the work a pipeline would get if the step ran on
-scheme ``k`` alone. A sequence is one micro-batch at least, so the pipeline holding a
-sequence of length ``m`` alone needs ``h_k(m) = p·(c + a·m² + b·m) + 2(p − 1)·d``; for the
-expected step of sampled steps with longest sequences ``m_i`` we use ``h̄_k = mean_i h_k(m_i)``.
-
-**Roles.** With ``p > 1`` the bubble grows with a pipeline's longest micro-batch: its forward
-crosses the ``p − 1`` stages ahead of the last one, ``(p − 1)·φ·(c + w(ℓ))``. So a scheme
-``k`` enters the program in *roles*, each taking sequences up to a reach ``λ`` (the scheme's
-capacity, and for ``p > 1`` also the lengths below which 50/80/95 % of the step's tokens lie)
-with ``β`` raised by that term for the longest class it takes. A pipeline-parallel scheme can
-then serve short sequences at a small bubble without being charged for long ones. Below, ``k``
-ranges over roles.
-
-**Step makespan.** Work class ``j`` of the expected step has work ``W_kj = a_k·Q2_j + b_k·Q1_j``
-on scheme ``k``; a fraction ``f_kj`` of it goes to the ``n_k`` pipelines of ``k`` — only if
-``S_k`` holds the class's longest length, and, sequences being indivisible, only if one
-sequence of the class's mean length ``ℓ_j`` finishes in time: ``h_k(ℓ_j) + ρ ≤ C``. The
-reduction ``ρ`` is that of the least sharded scheme used. With ``u`` the longest length the
-strategy must serve, ``M(n)`` is the least ``C`` such that some routing ``f`` has
-
-    γ_k·Σ_j f_kj·W_kj / n_k + β_k + ρ(n) ≤ C      for every scheme used,
-    h_k(ℓ_j) + ρ(n) ≤ C                          wherever f_kj > 0 and T_j ≥ 1,
-    min_{k: n_k>0, S_k ≥ u} h̄_k + ρ(n) ≤ C       (a pipeline holds the longest sequences),
-    Σ_k n_k·⌊(C − ρ(n) − β_k)/(γ_k·w_k(ℓ_j))⌋ ≥ T_j   for every class j,
-
-where ``T_j`` is the expected count of sequences of class ``j`` or longer, rounded: sequences
-are indivisible, so each of the ``T_j`` a typical step holds needs ``w_k(ℓ_j)`` of one
-pipeline's budget and must finish in time on it (only roles taking class ``j`` in time count).
-Rarer classes (``T_j = 0``) hold the steps' longest sequences, which ``h̄`` accounts for:
-charging every step with them would price the mean step at its rare worst case.
-
-Lower bound (any ``n`` with ``Σ n_k·D_k ≤ N``): from ``n_k·D_k·(C − ρ − β_k) ≥ D_k·γ_k·W_k``
-summed over schemes, ``M ≥ min_k r_k + min_k β_k + Σ_j min_k(D_k·γ_k·W_kj)/N``, and
-``M ≥ min_{S_k ≥ u} (h̄_k + r_k)``. (Both ignore the last two conditions, so they stay bounds.)
-
-Worked example: p = 4, c = 9 ms, d = 0, W₀ = 3,000 ms: ``v* = √(3·3000/9) ≈ 31.6``,
-``τ*(W₀) = (√3000 + √27)² ≈ 3,596`` ms, ``γ ≈ 1.095``, ``β ≈ 27 + 284.6 = 311.6``.
-"""
+The details: :func:`fluid_problem`."""
 
 from __future__ import annotations
 
@@ -113,7 +74,7 @@ class FluidProblem:
 
 
 def pipeline_time_ms(option: SchemeOption, work: np.ndarray | float, model: PipelineModel) -> np.ndarray:
-    """``τ*(W)`` of the module docstring, element-wise."""
+    """``τ*(W)`` of :func:`fluid_problem`, element-wise."""
     w = np.asarray(work, dtype=np.float64)
     p, c = option.scheme.pp, option.time.c
     edge = 2.0 * (p - 1) * model.p2p_ms
@@ -135,7 +96,48 @@ def single_sequence_ms(option: SchemeOption, length: np.ndarray, model: Pipeline
 
 def fluid_problem(options: Sequence[SchemeOption], workload: BucketWorkload, longest: int, devices: int,
                   model: PipelineModel, classes: int) -> FluidProblem:
-    """The fluid problem of ``workload``, to be served by strategies holding ``longest`` tokens."""
+    """The fluid problem of ``workload``, to be served by strategies holding ``longest`` tokens.
+
+    ``τ*`` is concave, so its tangent at an operating point ``W₀`` bounds it from above:
+    ``τ(W) = γ·W + β`` with ``γ = 1 + √((p − 1)c/W₀)``, ``β = (p − 1)c + √((p − 1)c·W₀) + 2(p − 1)d``
+    (``p = 1``: ``γ = 1, β = c``). ``W₀`` is the work a pipeline would get if the step ran on
+    scheme ``k`` alone. A sequence is one micro-batch at least, so the pipeline holding a
+    sequence of length ``m`` alone needs ``h_k(m) = p·(c + a·m² + b·m) + 2(p − 1)·d``; for the
+    expected step of sampled steps with longest sequences ``m_i`` we use ``h̄_k = mean_i h_k(m_i)``.
+
+    **Roles.** With ``p > 1`` the bubble grows with a pipeline's longest micro-batch: its forward
+    crosses the ``p − 1`` stages ahead of the last one, ``(p − 1)·φ·(c + w(ℓ))``. So a scheme
+    ``k`` enters the program in *roles*, each taking sequences up to a reach ``λ`` (the scheme's
+    capacity, and for ``p > 1`` also the lengths below which 50/80/95 % of the step's tokens lie)
+    with ``β`` raised by that term for the longest class it takes. A pipeline-parallel scheme can
+    then serve short sequences at a small bubble without being charged for long ones. Below, ``k``
+    ranges over roles.
+
+    **Step makespan.** Work class ``j`` of the expected step has work ``W_kj = a_k·Q2_j + b_k·Q1_j``
+    on scheme ``k``; a fraction ``f_kj`` of it goes to the ``n_k`` pipelines of ``k`` — only if
+    ``S_k`` holds the class's longest length, and, sequences being indivisible, only if one
+    sequence of the class's mean length ``ℓ_j`` finishes in time: ``h_k(ℓ_j) + ρ ≤ C``. The
+    reduction ``ρ`` is that of the least sharded scheme used. With ``u`` the longest length the
+    strategy must serve, ``M(n)`` is the least ``C`` such that some routing ``f`` has
+
+        γ_k·Σ_j f_kj·W_kj / n_k + β_k + ρ(n) ≤ C      for every scheme used,
+        h_k(ℓ_j) + ρ(n) ≤ C                          wherever f_kj > 0 and T_j ≥ 1,
+        min_{k: n_k>0, S_k ≥ u} h̄_k + ρ(n) ≤ C       (a pipeline holds the longest sequences),
+        Σ_k n_k·⌊(C − ρ(n) − β_k)/(γ_k·w_k(ℓ_j))⌋ ≥ T_j   for every class j,
+
+    where ``T_j`` is the expected count of sequences of class ``j`` or longer, rounded: sequences
+    are indivisible, so each of the ``T_j`` a typical step holds needs ``w_k(ℓ_j)`` of one
+    pipeline's budget and must finish in time on it (only roles taking class ``j`` in time count).
+    Rarer classes (``T_j = 0``) hold the steps' longest sequences, which ``h̄`` accounts for:
+    charging every step with them would price the mean step at its rare worst case.
+
+    Lower bound (any ``n`` with ``Σ n_k·D_k ≤ N``): from ``n_k·D_k·(C − ρ − β_k) ≥ D_k·γ_k·W_k``
+    summed over schemes, ``M ≥ min_k r_k + min_k β_k + Σ_j min_k(D_k·γ_k·W_kj)/N``, and
+    ``M ≥ min_{S_k ≥ u} (h̄_k + r_k)``. (Both ignore the last two conditions, so they stay bounds.)
+
+    Worked example: p = 4, c = 9 ms, d = 0, W₀ = 3,000 ms: ``v* = √(3·3000/9) ≈ 31.6``,
+    ``τ*(W₀) = (√3000 + √27)² ≈ 3,596`` ms, ``γ ≈ 1.095``, ``β ≈ 27 + 284.6 = 311.6``.
+    """
     reaches = _reaches(workload, longest)
     counts, tokens, squares, upper = _work_classes(
         workload, [o.capacity for o in options] + reaches, longest, classes)
@@ -185,7 +187,7 @@ def reduction_levels(options: Sequence[SchemeOption]) -> np.ndarray:
 
 
 def lower_bound_ms(problem: FluidProblem) -> float:
-    """The lower bound of the module docstring."""
+    """The lower bound of :func:`fluid_problem`."""
     spread = np.where(problem.eligible, problem.sizes[:, None] * problem.gamma[:, None] * problem.work, np.inf)
     throughput = problem.reduce.min() + problem.beta.min() + spread.min(axis=0).sum() / problem.devices
     return float(max(throughput, (problem.holder + problem.reduce).min()))
@@ -209,7 +211,7 @@ def homogeneous_incumbent(problem: FluidProblem) -> tuple[tuple[int, ...], float
 
 
 def assignment_makespan(problem: FluidProblem, counts: np.ndarray, fractions: np.ndarray) -> float:
-    """The least ``C`` the three conditions of the module docstring allow for given counts and
+    """The least ``C`` the three conditions of :func:`fluid_problem` allow for given counts and
     a given routing ``fractions[k, j]`` (an upper bound of ``M(n)``)."""
     used = np.asarray(counts) > 0
     if not used.any() or not np.isfinite(problem.holder[used]).any():

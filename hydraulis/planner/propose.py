@@ -1,54 +1,6 @@
 """Propose a few heterogeneous strategies for a length distribution (design §7).
 
-Recipe:
-
-1. plan on the requested cluster; choose the optimizer layout (planner/layout.py);
-2. sample steps filled to the token budget and take their statistics (planner/distribution.py);
-   in a space with variants, add each scheme's fastest variant for each longest sequence the
-   ranges may need (planner/variants.py); the usable schemes (planner/options.py);
-3. find the best homogeneous strategy that holds ``S`` — the baseline every range may fall back to;
-4. split the longest-sequence range ``(0, S]`` into at most ``K`` serving ranges
-   (planner/specialise.py);
-5. per range: integer programs from the homogeneous incumbent (planner/program.py); a local
-   search (planner/search.py) from the best of their answers, the incumbent and the baseline;
-   every start and every end of the search is judged on the range's sampled steps
-   (planner/evaluate.py) and the best is kept;
-6. prune: a strategy that a neighbour replaces on its steps at a loss of at most ``min_gain``
-   (duplicates lose nothing) is dropped and the neighbour serves both ranges — provided the
-   neighbour stays no slower than the baseline there;
-7. complete the proposal for steps that differ (planner/differing.py): while fewer than ``K``,
-   add the strategy that lowers the mean over the sampled steps of their best strategy's time
-   by more than ``min_gain``; it serves the steps it is best on;
-8. predicted step time, reduction, memory headroom and gain per strategy, from the sampled steps.
-
-**Two searches, one judge.** Let ``J(n)`` be the judge's mean step time of counts ``n`` over a
-range's sampled steps ``I`` — what the proposal predicts and is compared by. The integer
-programs solve ``min_{n∈F} M(n)`` for the fluid makespan ``M`` of the range's expected step
-(planner/fluid.py) to a proven gap: fast at any ``N`` (a dozen programs), with a lower bound,
-and on small clusters their answer is usually also the best under ``J``. But ``M`` sees the
-mean number of long sequences, not its spread over steps, so at scale ``argmin M`` can lose to
-simple two-group strategies under ``J``. The local search descends on ``J`` itself from the
-programs' answers and the homogeneous strategies (its first, large moves make two-group
-strategies of them), judging ``J`` on the first ``search_steps`` steps of ``I`` for speed; a
-descent never ends above its start. The range keeps
-
-    n* = argmin_{n ∈ C} J(n),   C = {answers of the programs} ∪ {incumbent, baseline} ∪ {ends of the descents}
-
-judged on all of ``I``, so ``J(n*) ≤ min(J(n_programs), J(n_baseline))``: the search can only
-improve on the programs' answer, and the steps of ``I`` the search did not judge check a
-descent fitted to its subset. (LLaMA-32B analytic, 1,024 H100s, 1.6M tokens: the programs'
-50×(1,8,1) + 9×(2,8,1) + 1×(4,8,1) + 7×(8,8,1) has ``J`` = 1829 ms; the descent from it ends
-at 40×(1,8,1) + 8×(2,8,1) + 9×(8,8,1), 1752 ms.)
-
-Each range keeps the best of candidates that include the baseline, and a merged range keeps
-a strategy no slower than the baseline on it, all judged on the same steps: the proposal's
-mean predicted step time is never above the best homogeneous strategy's that step 3 found.
-
-**Budgets, not clocks.** Every search is bounded by work (planner/config.py: the programs by
-the tolerance and ``solver_nodes``, the local search by ``search_evaluations``); only the safety
-stop ``time_limit_s`` reads the clock, and the proposal's solver status says when it fired. So
-the same inputs and seed give the same proposal on an idle machine and on a loaded one.
-"""
+The details: :func:`propose`."""
 
 from __future__ import annotations
 
@@ -86,7 +38,57 @@ ACTIVE_BY_THROUGHPUT = 4
 
 
 def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: PlannerConfig) -> Proposal:
-    """The proposal of the module docstring for documents of ``lengths`` tokens."""
+    """A proposal for documents of ``lengths`` tokens.
+
+    Recipe:
+
+    1. plan on the requested cluster; choose the optimizer layout (planner/layout.py);
+    2. sample steps filled to the token budget and take their statistics (planner/distribution.py);
+       in a space with variants, add each scheme's fastest variant for each longest sequence the
+       ranges may need (planner/variants.py); the usable schemes (planner/options.py);
+    3. find the best homogeneous strategy that holds ``S`` — the baseline every range may fall back to;
+    4. split the longest-sequence range ``(0, S]`` into at most ``K`` serving ranges
+       (planner/specialise.py);
+    5. per range: integer programs from the homogeneous incumbent (planner/program.py); a local
+       search (planner/search.py) from the best of their answers, the incumbent and the baseline;
+       every start and every end of the search is judged on the range's sampled steps
+       (planner/evaluate.py) and the best is kept;
+    6. prune: a strategy that a neighbour replaces on its steps at a loss of at most ``min_gain``
+       (duplicates lose nothing) is dropped and the neighbour serves both ranges — provided the
+       neighbour stays no slower than the baseline there;
+    7. complete the proposal for steps that differ (planner/differing.py): while fewer than ``K``,
+       add the strategy that lowers the mean over the sampled steps of their best strategy's time
+       by more than ``min_gain``; it serves the steps it is best on;
+    8. predicted step time, reduction, memory headroom and gain per strategy, from the sampled steps.
+
+    **Two searches, one judge.** Let ``J(n)`` be the judge's mean step time of counts ``n`` over a
+    range's sampled steps ``I`` — what the proposal predicts and is compared by. The integer
+    programs solve ``min_{n∈F} M(n)`` for the fluid makespan ``M`` of the range's expected step
+    (planner/fluid.py) to a proven gap: fast at any ``N`` (a dozen programs), with a lower bound,
+    and on small clusters their answer is usually also the best under ``J``. But ``M`` sees the
+    mean number of long sequences, not its spread over steps, so at scale ``argmin M`` can lose to
+    simple two-group strategies under ``J``. The local search descends on ``J`` itself from the
+    programs' answers and the homogeneous strategies (its first, large moves make two-group
+    strategies of them), judging ``J`` on the first ``search_steps`` steps of ``I`` for speed; a
+    descent never ends above its start. The range keeps
+
+        n* = argmin_{n ∈ C} J(n),   C = {answers of the programs} ∪ {incumbent, baseline} ∪ {ends of the descents}
+
+    judged on all of ``I``, so ``J(n*) ≤ min(J(n_programs), J(n_baseline))``: the search can only
+    improve on the programs' answer, and the steps of ``I`` the search did not judge check a
+    descent fitted to its subset. (LLaMA-32B analytic, 1,024 H100s, 1.6M tokens: the programs'
+    50×(1,8,1) + 9×(2,8,1) + 1×(4,8,1) + 7×(8,8,1) has ``J`` = 1829 ms; the descent from it ends
+    at 40×(1,8,1) + 8×(2,8,1) + 9×(8,8,1), 1752 ms.)
+
+    Each range keeps the best of candidates that include the baseline, and a merged range keeps
+    a strategy no slower than the baseline on it, all judged on the same steps: the proposal's
+    mean predicted step time is never above the best homogeneous strategy's that step 3 found.
+
+    **Budgets, not clocks.** Every search is bounded by work (planner/config.py: the programs by
+    the tolerance and ``solver_nodes``, the local search by ``search_evaluations``); only the safety
+    stop ``time_limit_s`` reads the clock, and the proposal's solver status says when it fired. So
+    the same inputs and seed give the same proposal on an idle machine and on a loaded one.
+    """
     started, deadline = time.perf_counter(), time.monotonic() + config.time_limit_s
     space = plain_space(planning_space(space, config.devices, config.devices_per_node), config.variants)
     layout, layout_note = choose_optimizer_layout(space, config.max_seq_len, config.optimizer_layout)

@@ -10,47 +10,7 @@ steps ``I`` (planner/evaluate.py, two-stage dispatch and exact 1F1B):
 
     J(n) = (1/|I|)·Σ_{i∈I} E(n, i)
 
-The integer programs (planner/program.py) minimise the fluid makespan ``M(n)`` over ``F`` —
-provably, within the bisection's tolerance — but ``M`` is a model of ``J``: it sees the
-*expected* step (how many long sequences a step holds on average, not how that count varies),
-and it spreads work fractionally, so ``argmin M`` can lose to simple strategies under ``J``
-(LLaMA-32B, 1024 devices: ``M``'s answer 50×(1,8,1) + 9×(2,8,1) + 1×(4,8,1) + 7×(8,8,1) has
-``J`` = 1829 ms, while 40×(1,8,1) + 8×(2,8,1) + 9×(8,8,1) has ``J`` = 1752 ms: the steps that
-hold more 32K sequences than the seven (8,8,1) pipelines run in time decide the mean). ``J`` has no
-closed form but costs milliseconds per step, so the planner searches ``F`` under ``J`` itself,
-from good starts (planner/propose.py: the integer programs' answers, the screened homogeneous
-strategies).
-
-**Moves.** Shift devices from option ``A`` to option ``B``: with ``f = N − Σ_k n_k·D_k`` idle
-devices,
-
-    n' = n − i·e_A + j·e_B,   i = min(n_A, max(⌈Δ/D_A⌉, ⌈(D_B − f)/D_A⌉)),   j = ⌊(f + i·D_A)/D_B⌋ ≥ 1
-
-— at least ``Δ`` devices, and enough for one pipeline of ``B``, leave ``A``; the freed and the
-idle devices go to ``B`` (``i = 0``: the idle devices alone, when they make a pipeline of
-``B``). ``A`` is an option ``n`` uses, ``B`` an *active* option (those of the starts and a few
-of the highest throughput). Every ``n'`` fits the devices; one outside ``F`` has ``J = ∞`` and
-is never taken.
-
-**Descent** (a pattern search). With ``Δ`` running over ``N/2, N/4, …`` down to the smallest
-pipeline's devices: while some move of size ``Δ`` lowers ``J`` by more than a relative ``ε``,
-take the best one; then halve ``Δ``. The first sizes jump between homogeneous and two-group
-strategies (half the devices to a cheaper scheme), the last ones tune the counts by a
-pipeline. ``J`` falls at every accepted move and ``F`` is finite, so the descent ends, and its
-answer is never worse than its start: ``J(n_end) ≤ J(n_start)``. A search judges at most
-``max_evaluations`` new neighbours over all its descents (each costs ``|I|`` judged steps; ``J``
-is memoised per count vector) and none anew past its deadline (the planner's safety stop,
-which normally never fires: the evaluation budget, not the clock, bounds the search); past
-either, a descent only moves to counts already judged.
-
-Worked example (LLaMA-32B analytic on H100s, 1024 devices, 1.6M tokens, 32K maximum, ``J``
-over the sampled steps; active options (1,8,1), (2,8,1), (4,8,1), (8,8,1) — only (8,8,1) holds
-32K under the runtime's memory accounting, (4,8,1) holds 22,370 tokens — and the recomputing
-(1,4,4), (1,4,8), (1,8,4)): from the programs' 50×(1,8,1) + 9×(2,8,1) + 1×(4,8,1) + 7×(8,8,1),
-``J`` = 1828.9 ms, five moves end at 40×(1,8,1) + 8×(2,8,1) + 9×(8,8,1), 1751.5 ms, having
-judged the whole budget of 120 neighbours; the descent from the homogeneous 16×(8,8,1), 2428.5 ms,
-finds no move within the spent budget (``benchmarks/proposal_time.py`` prints the proposal).
-"""
+The details: :class:`CountsSearch`."""
 
 from __future__ import annotations
 
@@ -81,8 +41,50 @@ class Descent:
 
 
 class CountsSearch:
-    """The moves and descent of the module docstring over options of ``sizes`` devices on
-    ``devices`` devices; ``score`` is ``J`` (∞ outside ``F``), memoised here."""
+    """The moves and descent of :class:`CountsSearch` over options of ``sizes`` devices on
+    ``devices`` devices; ``score`` is ``J`` (∞ outside ``F``), memoised here.
+
+    The integer programs (planner/program.py) minimise the fluid makespan ``M(n)`` over ``F`` —
+    provably, within the bisection's tolerance — but ``M`` is a model of ``J``: it sees the
+    *expected* step (how many long sequences a step holds on average, not how that count varies),
+    and it spreads work fractionally, so ``argmin M`` can lose to simple strategies under ``J``
+    (LLaMA-32B, 1024 devices: ``M``'s answer 50×(1,8,1) + 9×(2,8,1) + 1×(4,8,1) + 7×(8,8,1) has
+    ``J`` = 1829 ms, while 40×(1,8,1) + 8×(2,8,1) + 9×(8,8,1) has ``J`` = 1752 ms: the steps that
+    hold more 32K sequences than the seven (8,8,1) pipelines run in time decide the mean). ``J`` has no
+    closed form but costs milliseconds per step, so the planner searches ``F`` under ``J`` itself,
+    from good starts (planner/propose.py: the integer programs' answers, the screened homogeneous
+    strategies).
+
+    **Moves.** Shift devices from option ``A`` to option ``B``: with ``f = N − Σ_k n_k·D_k`` idle
+    devices,
+
+        n' = n − i·e_A + j·e_B,   i = min(n_A, max(⌈Δ/D_A⌉, ⌈(D_B − f)/D_A⌉)),   j = ⌊(f + i·D_A)/D_B⌋ ≥ 1
+
+    — at least ``Δ`` devices, and enough for one pipeline of ``B``, leave ``A``; the freed and the
+    idle devices go to ``B`` (``i = 0``: the idle devices alone, when they make a pipeline of
+    ``B``). ``A`` is an option ``n`` uses, ``B`` an *active* option (those of the starts and a few
+    of the highest throughput). Every ``n'`` fits the devices; one outside ``F`` has ``J = ∞`` and
+    is never taken.
+
+    **Descent** (a pattern search). With ``Δ`` running over ``N/2, N/4, …`` down to the smallest
+    pipeline's devices: while some move of size ``Δ`` lowers ``J`` by more than a relative ``ε``,
+    take the best one; then halve ``Δ``. The first sizes jump between homogeneous and two-group
+    strategies (half the devices to a cheaper scheme), the last ones tune the counts by a
+    pipeline. ``J`` falls at every accepted move and ``F`` is finite, so the descent ends, and its
+    answer is never worse than its start: ``J(n_end) ≤ J(n_start)``. A search judges at most
+    ``max_evaluations`` new neighbours over all its descents (each costs ``|I|`` judged steps; ``J``
+    is memoised per count vector) and none anew past its deadline (the planner's safety stop,
+    which normally never fires: the evaluation budget, not the clock, bounds the search); past
+    either, a descent only moves to counts already judged.
+
+    Worked example (LLaMA-32B analytic on H100s, 1024 devices, 1.6M tokens, 32K maximum, ``J``
+    over the sampled steps; active options (1,8,1), (2,8,1), (4,8,1), (8,8,1) — only (8,8,1) holds
+    32K under the runtime's memory accounting, (4,8,1) holds 22,370 tokens — and the recomputing
+    (1,4,4), (1,4,8), (1,8,4)): from the programs' 50×(1,8,1) + 9×(2,8,1) + 1×(4,8,1) + 7×(8,8,1),
+    ``J`` = 1828.9 ms, five moves end at 40×(1,8,1) + 8×(2,8,1) + 9×(8,8,1), 1751.5 ms, having
+    judged the whole budget of 120 neighbours; the descent from the homogeneous 16×(8,8,1), 2428.5 ms,
+    finds no move within the spent budget (``benchmarks/proposal_time.py`` prints the proposal).
+    """
 
     def __init__(self, sizes: Sequence[int], devices: int, active: Sequence[int],
                  score: Callable[[tuple[int, ...]], float], max_evaluations: int, deadline: float = math.inf) -> None:
@@ -101,7 +103,7 @@ class CountsSearch:
         return self.memo[counts]
 
     def descend(self, start: Sequence[int]) -> Descent:
-        """The descent of the module docstring from ``start``; the neighbours it judges count
+        """The descent of :class:`CountsSearch` from ``start``; the neighbours it judges count
         against the search's ``max_evaluations`` (shared by all descents), and none is judged
         anew past ``deadline`` (``time.monotonic``)."""
         start = tuple(int(n) for n in start)
@@ -131,7 +133,7 @@ class CountsSearch:
         return sizes or [smallest]
 
     def neighbours(self, counts: tuple[int, ...], delta: int) -> list[tuple[int, ...]]:
-        """Every move of size ``delta`` from ``counts`` (module docstring), in a fixed order."""
+        """Every move of size ``delta`` from ``counts`` (:class:`CountsSearch`), in a fixed order."""
         n = np.asarray(counts, dtype=np.int64)
         idle = self.devices - int(n @ self.sizes)
         found: list[tuple[int, ...]] = []

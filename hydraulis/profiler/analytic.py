@@ -11,59 +11,7 @@ backward per micro-batch:
 
 * a layer's dense work, 6 FLOPs per parameter per token (forward 2, backward 4)::
 
-      b_flop = 6·P_l / (tp·cp·R·η_m)
-
-* its causal attention, ``2·H·s²`` FLOPs forward, ×3.5 with the backward's recompute
-  (FlashAttention-2, Dao 2023)::
-
-      a = 7·H / (tp·cp·R·η_a)
-
-* tensor parallelism with sequence parallelism: two all-gathers and two reduce-scatters of
-  ``2H`` bytes per token forward, as many backward, each moving a share ``(tp−1)/tp``
-  (Korthikanti et al. 2022)::
-
-      b_tp = 16·H·(tp−1)/tp / (cp·β_tp)
-
-* context parallelism as a ring passing K and V (forward) and K, V, dK, dV (backward)::
-
-      b_cp = 12·kv·(cp−1)/cp / (tp·β_cp)
-
-* a layer's fixed cost per micro-batch: ``c = o + λ·(8·[tp>1] + 3·(cp−1))``;
-
-* the ends: the output head on the last stage, ``b = 6·H·V / (tp·cp·R·η_m)``; a pipeline
-  hand-off per neighbour of a stage, ``2H`` bytes per token each way sharded over tp and cp,
-  ``b_pp = 4·H / (tp·cp·β_pp)`` and ``c = 2·λ`` (``β_pp`` the network's when the pipeline
-  spans nodes); the embedding's lookup is free.
-
-A stage of ``L_s = ⌈L/pp⌉`` plain layers on the last stage thus has ``b = 6·(L_s·P_l + H·V)/(tp·cp·R·η_m)
-+ L_s·(b_tp + b_cp) + [pp>1]·b_pp``, ``a = 7·H·L_s/(tp·cp·R·η_a)`` and
-``c = L_s·(o + λ·(8·[tp>1] + 3·(cp−1))) + 2·λ·[pp>1]``; the scheme takes the slowest stage's
-coefficients (:func:`~hydraulis.segments.compose_profile`).
-
-Recomputation (:class:`~hydraulis.scheme.Recompute`) runs forward work again in the backward:
-a ``selective`` layer its attention core (``a``: 7 → 9); a ``full`` layer its whole forward —
-its 2 of the 6 dense FLOPs per parameter (``6·P_l → 8·P_l``), the attention (``a``: 7 → 9) and
-the forward half of its tp and cp traffic and collectives (×3/2 and ×4/3). Sequence
-parallelism changes no time term: its all-gathers and reduce-scatters are the ones assumed
-above. A scheme recomputing ``k_σ`` of its stage's layers in full (``recompute=full:K``) has
-``k_σ`` full layers and ``L_σ − k_σ`` plain ones on stage ``σ``.
-
-Memory is the runtime's own accounting (:mod:`hydraulis.layout.states`, :mod:`hydraulis.layout.activations`), at the precision the
-runtime picks on the device (bf16 on an accelerator, fp32 on the ``cpu`` preset): model states
-of ``w + g`` bytes per parameter in the compute layout (weights and their gradients, 4 under
-bf16) and 16 in the optimizer layout (fp32 master, reduced gradient and Adam moments), so
-``α = 16/20``; a layer keeps what the runtime keeps for it under its option
-(:func:`~hydraulis.layout.activations.layer_bytes_per_token`), the ends of a stage what
-they keep at their position and the working set of a backward
-(:func:`~hydraulis.layout.activations.micro_batch_bytes_per_token`,
-:func:`~hydraulis.layout.activations.transient_bytes_per_token`), so that::
-
-      m_tok = max_σ ((pp − σ)·kept(σ) + transient(σ)) / cp
-
-Worked example, LLaMA-7B on A800 (R = 312 TFLOP/s, η_m = 0.7), scheme (1,1,2):
-``b_flop = 6·(16·202.4M + 131M)/(218.4 T) ≈ 0.0925`` ms per token; the pipeline hand-off over
-NVLink adds ``4·4096 B / 200 GB/s ≈ 0.0001`` ms, so ``b ≈ 0.0926``; the measured pool says 0.0946.
-"""
+The details: :func:`analytic_scheme_space`."""
 
 from __future__ import annotations
 
@@ -116,7 +64,61 @@ def analytic_scheme_space(
     """Every ``(cp, tp, pp)`` from the given degrees that shards ``model`` and fits the cluster,
     under each of ``variants`` (an ``sp`` variant where ``tp > 1``); with ``segments``, the plain
     schemes and the segments of every ``(cp, tp, sp)`` they use, from which the space composes
-    every variant (:class:`~hydraulis.space.SchemeSpace`)."""
+    every variant (:class:`~hydraulis.space.SchemeSpace`).
+
+          b_flop = 6·P_l / (tp·cp·R·η_m)
+
+    * its causal attention, ``2·H·s²`` FLOPs forward, ×3.5 with the backward's recompute
+      (FlashAttention-2, Dao 2023)::
+
+          a = 7·H / (tp·cp·R·η_a)
+
+    * tensor parallelism with sequence parallelism: two all-gathers and two reduce-scatters of
+      ``2H`` bytes per token forward, as many backward, each moving a share ``(tp−1)/tp``
+      (Korthikanti et al. 2022)::
+
+          b_tp = 16·H·(tp−1)/tp / (cp·β_tp)
+
+    * context parallelism as a ring passing K and V (forward) and K, V, dK, dV (backward)::
+
+          b_cp = 12·kv·(cp−1)/cp / (tp·β_cp)
+
+    * a layer's fixed cost per micro-batch: ``c = o + λ·(8·[tp>1] + 3·(cp−1))``;
+
+    * the ends: the output head on the last stage, ``b = 6·H·V / (tp·cp·R·η_m)``; a pipeline
+      hand-off per neighbour of a stage, ``2H`` bytes per token each way sharded over tp and cp,
+      ``b_pp = 4·H / (tp·cp·β_pp)`` and ``c = 2·λ`` (``β_pp`` the network's when the pipeline
+      spans nodes); the embedding's lookup is free.
+
+    A stage of ``L_s = ⌈L/pp⌉`` plain layers on the last stage thus has ``b = 6·(L_s·P_l + H·V)/(tp·cp·R·η_m)
+    + L_s·(b_tp + b_cp) + [pp>1]·b_pp``, ``a = 7·H·L_s/(tp·cp·R·η_a)`` and
+    ``c = L_s·(o + λ·(8·[tp>1] + 3·(cp−1))) + 2·λ·[pp>1]``; the scheme takes the slowest stage's
+    coefficients (:func:`~hydraulis.segments.compose_profile`).
+
+    Recomputation (:class:`~hydraulis.scheme.Recompute`) runs forward work again in the backward:
+    a ``selective`` layer its attention core (``a``: 7 → 9); a ``full`` layer its whole forward —
+    its 2 of the 6 dense FLOPs per parameter (``6·P_l → 8·P_l``), the attention (``a``: 7 → 9) and
+    the forward half of its tp and cp traffic and collectives (×3/2 and ×4/3). Sequence
+    parallelism changes no time term: its all-gathers and reduce-scatters are the ones assumed
+    above. A scheme recomputing ``k_σ`` of its stage's layers in full (``recompute=full:K``) has
+    ``k_σ`` full layers and ``L_σ − k_σ`` plain ones on stage ``σ``.
+
+    Memory is the runtime's own accounting (:mod:`hydraulis.layout.states`, :mod:`hydraulis.layout.activations`), at the precision the
+    runtime picks on the device (bf16 on an accelerator, fp32 on the ``cpu`` preset): model states
+    of ``w + g`` bytes per parameter in the compute layout (weights and their gradients, 4 under
+    bf16) and 16 in the optimizer layout (fp32 master, reduced gradient and Adam moments), so
+    ``α = 16/20``; a layer keeps what the runtime keeps for it under its option
+    (:func:`~hydraulis.layout.activations.layer_bytes_per_token`), the ends of a stage what
+    they keep at their position and the working set of a backward
+    (:func:`~hydraulis.layout.activations.micro_batch_bytes_per_token`,
+    :func:`~hydraulis.layout.activations.transient_bytes_per_token`), so that::
+
+          m_tok = max_σ ((pp − σ)·kept(σ) + transient(σ)) / cp
+
+    Worked example, LLaMA-7B on A800 (R = 312 TFLOP/s, η_m = 0.7), scheme (1,1,2):
+    ``b_flop = 6·(16·202.4M + 131M)/(218.4 T) ≈ 0.0925`` ms per token; the pipeline hand-off over
+    NVLink adds ``4·4096 B / 200 GB/s ≈ 0.0001`` ms, so ``b ≈ 0.0926``; the measured pool says 0.0946.
+    """
     variants = tuple(dict.fromkeys(variants))
     require(not segments or variants == (SchemeOptions(),), "options", [str(v) for v in variants],
             "are all in a space with variants: list none")
@@ -160,14 +162,14 @@ def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_by
 
 
 def analytic_profile(model: ModelSpec, device: DeviceSpec, cluster: Cluster, scheme: Scheme) -> SchemeProfile:
-    """One scheme composed from its analytic segments (module docstring)."""
+    """One scheme composed from its analytic segments (:func:`analytic_scheme_space`)."""
     return compose_profile(analytic_segments(model, device, cluster, scheme.cp, scheme.tp, scheme.sp), model, scheme,
                            cluster.devices_per_node, device.runtime_overhead_bytes)
 
 
 def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp: int, tp: int, sp: bool) -> Segments:
     """The layer of every recompute mode and the ends of a stage at every position, for
-    ``(cp, tp, sp)`` (module docstring)."""
+    ``(cp, tp, sp)`` (:func:`analytic_scheme_space`)."""
     h, kv, v = model.hidden, model.kv_dim, model.vocab
     per_node = cluster.devices_per_node
     rate_ms = device.peak_tflops * 1e12 / 1e3

@@ -5,43 +5,7 @@ takes (design §6, with the representative block of :mod:`hydraulis.profiler.swe
 
     t(d, mb) = (c_E + d·c_U) + (a_E + d·a_U)·Σ s_i² + (b_E + d·b_U)·Σ s_i
 
-``E`` are the stage's ends (embedding, head, loss, fixed costs), ``U`` one decoder layer. The
-six unknowns are fitted **non-negative** (a negative attention or per-token cost has no
-meaning, and an unconstrained fit of noisy points readily returns one for the small ``a`` of
-short sequences) by least squares on the **relative** residuals ``r = (t̂ − t)/t`` — the rows
-are divided by the measured ``t``, so a 5 ms point counts as much as a 5 s one, matching how the
-fit is judged (:func:`relative_nnls`). (Least absolute deviations, tried on the same tiny-CPU
-measurements, gave about the same held-out median errors and larger largest ones.) The stage
-of ``L_s`` layers then has
-
-    a = a_E + L_s·a_U,   b = b_E + L_s·b_U,   c = c_E + L_s·c_U.
-
-With one depth only (the stage itself was measured) the three columns ``1, Σs², Σs`` are fitted
-directly. Non-negative least squares is Lawson & Hanson's active-set method (*Solving Least
-Squares Problems*, 1974, ch. 23) on unit-norm columns: exact for these few unknowns, and it
-needs no scipy.
-
-**Quality** is judged on points held out of the fit (:func:`held_out_split`: for the ``i``-th
-token count of each depth, mix ``i mod #mixes``): ``R² = 1 − Σ(t − t̂)²/Σ(t − t̄)²`` and the
-median and largest ``|t̂ − t|/t`` over them. The full-stage points of a representative block
-give the extrapolation error the same way.
-
-**Memory.** The activation bytes of the most loaded rank grow with the micro-batch's tokens
-``T``: ``m(d, T) = (o_E + d·o_U) + (p_E + d·p_U)·T``, fitted like the time (columns ``1, T``);
-at ``d = L_s``, ``p`` is the scheme's activation bytes per token and ``o`` its fixed part.
-
-Worked example: points ``t = 2 + 1e-4·s² + 0.01·s`` at one depth for ``s = 100, 200, 400``
-(3, 8 and 22 ms) give back ``a = 1e-4, b = 0.01, c = 2`` exactly.
-
-**Reduction.** The cost model's ``T_reduce = 4·P/(tp·pp) / (β·10⁶)`` ms
-(:mod:`hydraulis.cost.step`) for the least sharded pipelines ``(1,1,1)`` is ``4·P/(β·10⁶)``;
-the reduction measured under ``N × (1,1,1)`` (the runtime's ``profiling.reduction``, time
-``t_r``) gives the **effective** bandwidth ``β = 4·P / (t_r·10⁶)`` GB/s (:func:`hydraulis.cost.step.implied_reduce_gbps` of ``(1,1,1)``),
-so that the cost model predicts the measured ``t_r`` for that strategy. It folds latency,
-the optimizer's update and the propagation into one figure: for a small model it is
-latency-bound and holds for that model only. Worked example, ``tiny`` (P = 315,968) with
-``t_r`` = 8 ms: ``β = 1,263,872 / 8e6 ≈ 0.158`` GB/s.
-"""
+The details: :func:`fit_scheme`."""
 
 from __future__ import annotations
 
@@ -57,7 +21,7 @@ from hydraulis.types import FitQuality, Scheme, TimeCoefficients
 
 
 def nnls(matrix: np.ndarray, target: np.ndarray, max_iterations: int = 0) -> np.ndarray:
-    """``argmin_{x ≥ 0} ‖A·x − y‖₂`` by Lawson–Hanson (module docstring)."""
+    """``argmin_{x ≥ 0} ‖A·x − y‖₂`` by Lawson–Hanson (:func:`fit_scheme`)."""
     a = np.asarray(matrix, dtype=np.float64)
     y = np.asarray(target, dtype=np.float64)
     rows, columns = a.shape
@@ -96,7 +60,7 @@ def relative_nnls(columns: np.ndarray, measured: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BlockTime:
-    """``t(d) = ends + d·unit`` (module docstring)."""
+    """``t(d) = ends + d·unit`` (:func:`fit_scheme`)."""
 
     ends: TimeCoefficients
     unit: TimeCoefficients
@@ -154,7 +118,45 @@ class SchemeFit:
 
 
 def fit_scheme(scheme: Scheme, stage_layers: int, measurements: Sequence[Measurement]) -> SchemeFit:
-    """Fit one scheme's successful points (module docstring)."""
+    """Fit one scheme's successful points (:func:`fit_scheme`).
+
+    ``E`` are the stage's ends (embedding, head, loss, fixed costs), ``U`` one decoder layer. The
+    six unknowns are fitted **non-negative** (a negative attention or per-token cost has no
+    meaning, and an unconstrained fit of noisy points readily returns one for the small ``a`` of
+    short sequences) by least squares on the **relative** residuals ``r = (t̂ − t)/t`` — the rows
+    are divided by the measured ``t``, so a 5 ms point counts as much as a 5 s one, matching how the
+    fit is judged (:func:`relative_nnls`). (Least absolute deviations, tried on the same tiny-CPU
+    measurements, gave about the same held-out median errors and larger largest ones.) The stage
+    of ``L_s`` layers then has
+
+        a = a_E + L_s·a_U,   b = b_E + L_s·b_U,   c = c_E + L_s·c_U.
+
+    With one depth only (the stage itself was measured) the three columns ``1, Σs², Σs`` are fitted
+    directly. Non-negative least squares is Lawson & Hanson's active-set method (*Solving Least
+    Squares Problems*, 1974, ch. 23) on unit-norm columns: exact for these few unknowns, and it
+    needs no scipy.
+
+    **Quality** is judged on points held out of the fit (:func:`held_out_split`: for the ``i``-th
+    token count of each depth, mix ``i mod #mixes``): ``R² = 1 − Σ(t − t̂)²/Σ(t − t̄)²`` and the
+    median and largest ``|t̂ − t|/t`` over them. The full-stage points of a representative block
+    give the extrapolation error the same way.
+
+    **Memory.** The activation bytes of the most loaded rank grow with the micro-batch's tokens
+    ``T``: ``m(d, T) = (o_E + d·o_U) + (p_E + d·p_U)·T``, fitted like the time (columns ``1, T``);
+    at ``d = L_s``, ``p`` is the scheme's activation bytes per token and ``o`` its fixed part.
+
+    Worked example: points ``t = 2 + 1e-4·s² + 0.01·s`` at one depth for ``s = 100, 200, 400``
+    (3, 8 and 22 ms) give back ``a = 1e-4, b = 0.01, c = 2`` exactly.
+
+    **Reduction.** The cost model's ``T_reduce = 4·P/(tp·pp) / (β·10⁶)`` ms
+    (:mod:`hydraulis.cost.step`) for the least sharded pipelines ``(1,1,1)`` is ``4·P/(β·10⁶)``;
+    the reduction measured under ``N × (1,1,1)`` (the runtime's ``profiling.reduction``, time
+    ``t_r``) gives the **effective** bandwidth ``β = 4·P / (t_r·10⁶)`` GB/s (:func:`hydraulis.cost.step.implied_reduce_gbps` of ``(1,1,1)``),
+    so that the cost model predicts the measured ``t_r`` for that strategy. It folds latency,
+    the optimizer's update and the propagation into one figure: for a small model it is
+    latency-bound and holds for that model only. Worked example, ``tiny`` (P = 315,968) with
+    ``t_r`` = 8 ms: ``β = 1,263,872 / 8e6 ≈ 0.158`` GB/s.
+    """
     fit_points = [m for m in measurements if m.ok and m.point.role is PointRole.FIT]
     checks = [m for m in measurements if m.ok and m.point.role is PointRole.CHECK]
     require(len(fit_points) >= 4, f"scheme {scheme}", len(fit_points),
@@ -194,7 +196,7 @@ def held_out_split(measurements: Sequence[Measurement]) -> tuple[list[Measuremen
 
 
 def fit_block_time(measurements: Sequence[Measurement]) -> BlockTime:
-    """Non-negative relative least squares of ``t(d, mb)`` (module docstring)."""
+    """Non-negative relative least squares of ``t(d, mb)`` (:func:`fit_scheme`)."""
     depths = np.array([m.point.depth for m in measurements], dtype=np.float64)
     squares = np.array([sum(s * s for s in m.point.lengths) for m in measurements], dtype=np.float64)
     tokens = np.array([m.point.tokens for m in measurements], dtype=np.float64)
@@ -210,7 +212,7 @@ def fit_block_time(measurements: Sequence[Measurement]) -> BlockTime:
 
 
 def fit_block_memory(measurements: Sequence[Measurement]) -> BlockMemory:
-    """Non-negative relative least squares of ``m(d, T)`` (module docstring)."""
+    """Non-negative relative least squares of ``m(d, T)`` (:func:`fit_scheme`)."""
     depths = np.array([m.point.depth for m in measurements], dtype=np.float64)
     tokens = np.array([m.point.tokens for m in measurements], dtype=np.float64)
     used = np.array([m.activation_bytes for m in measurements], dtype=np.float64)

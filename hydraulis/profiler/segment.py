@@ -1,51 +1,7 @@
 """Profiling the repeated segment: one decoder layer per ``(cp, tp, sp, recompute)`` and the ends
 of a stage, fitted, then composed into every stage of every scheme variant (no torch here).
 
-``hydraulis profile --variants all`` measures **stages alone** (:class:`~hydraulis.profiler.sweep.SweepPoint`
-with a ``stage``: ``cp·tp`` ranks, the neighbours' hand-offs stood in for), per ``(cp, tp, sp)``:
-
-===================  ======================  ============  =====  =================================
-block measured       scheme                  stage_layers  stage  holds
-===================  ======================  ============  =====  =================================
-middle, 1 layer      ``(cp,tp,3)`` [mode]    (1, 1, 1)     1      middle ends + one ``mode`` layer,
-                                                                  for mode none, selective, full
-middle, 2 layers     ``(cp,tp,3)``           (1, 2, 1)     1      middle ends + two plain layers
-first                ``(cp,tp,2)``           (1, 1)        0      first ends + one layer
-last                 ``(cp,tp,2)``           (1, 1)        1      last ends + one layer
-only                 ``(cp,tp,1)``           (1,)          0      only ends + one layer
-===================  ======================  ============  =====  =================================
-
-each at every token count in two mixes (one sequence; four quarters — the extremes of ``Σs²``
-at equal ``Σs``). Every point is a sum of the blocks of :mod:`hydraulis.segments` — ``n_E`` ends
-(one of first, middle, last, only) and ``n_m`` layers of each mode::
-
-    t(point) = Σ_blocks n_block·(c_block + a_block·Σs² + b_block·Σs)
-    m(point) = Σ_blocks n_block·(o_block + p_block·T)          (bytes one micro-batch keeps)
-
-and the 21 time and 14 memory unknowns of a ``(cp, tp, sp)`` are fitted together by
-non-negative least squares on relative residuals (:func:`~hydraulis.profiler.fit.relative_nnls`);
-``p_block`` is the block's kept bytes per token. Recomputation adds work and keeps less: a fit
-saying otherwise (noise) is clamped to the plain layer's (:class:`~hydraulis.segments.Segments`).
-
-**Held out, whole stages.** For every scheme ``(cp, tp, pp)`` of the sweep and ``sp``, every
-stage of its even split is measured alone, plain and recomputing ``⌈L_σ/2⌉`` of its layers in
-full, at each token count in one mix in turn (``i mod #mixes``: halves and skewed mixes the fit
-never saw) — none of these points is in the fit. :func:`held_out_errors` reports per scheme the
-median and largest ``|t̂ − t|/t`` of the composed stage (:func:`~hydraulis.segments.stage_block`);
-the profile's figure is the median over schemes of these medians. Fit and held-out points alike
-take the sweep's statistic of their micro-batches (the minimum by default,
-:class:`~hydraulis.profiler.sweep.Statistic`), so the figure measures how well blocks add up to
-a stage, not how much the load on a shared machine moved between two points.
-
-**Profiling time saved** (:func:`profiling_time`). Measuring every scheme × variant as a whole
-stage would take, per ``(cp, tp, pp, sp)``, ``1 + Π_σ (L_σ + 1)`` variants (selective, and every
-count of full layers per stage) × the sweep's points per scheme (every mix of every count);
-its time is estimated at the measured wall time per held-out whole-stage point, against the
-wall time the segment points took. Worked example, ``tiny`` (4 layers), counts 64–512 (4
-counts, 16 points per scheme): scheme ``(1,1,2)`` alone has ``1 + 3·3 = 10`` variants, 160
-whole-stage points; its segments ``(1,1)`` take 7 blocks × 4 counts × 2 mixes = 56 points shared
-with every ``pp``.
-"""
+The details: :func:`segment_plan`."""
 
 from __future__ import annotations
 
@@ -110,10 +66,56 @@ class ProfilingTime:
 
 def segment_plan(config: SweepConfig) -> SweepPlan:
     """Per ``(cp, tp, sp)`` the sweep's schemes use, its fit points and the held-out whole
-    stages of its schemes (module docstring), a stage of one in turn with a stage of the other
+    stages of its schemes (:func:`segment_plan`), a stage of one in turn with a stage of the other
     (the order of a round: the job measures a ``(cp, tp, sp)``'s points in rounds, so a load that
     drifts while they are measured weighs on all alike, the runtime's ``profiling.measure``).
-    Schemes needing more than ``max_procs`` devices are skipped."""
+    Schemes needing more than ``max_procs`` devices are skipped.
+
+    ``hydraulis profile --variants all`` measures **stages alone** (:class:`~hydraulis.profiler.sweep.SweepPoint`
+    with a ``stage``: ``cp·tp`` ranks, the neighbours' hand-offs stood in for), per ``(cp, tp, sp)``:
+
+    ===================  ======================  ============  =====  =================================
+    block measured       scheme                  stage_layers  stage  holds
+    ===================  ======================  ============  =====  =================================
+    middle, 1 layer      ``(cp,tp,3)`` [mode]    (1, 1, 1)     1      middle ends + one ``mode`` layer,
+                                                                      for mode none, selective, full
+    middle, 2 layers     ``(cp,tp,3)``           (1, 2, 1)     1      middle ends + two plain layers
+    first                ``(cp,tp,2)``           (1, 1)        0      first ends + one layer
+    last                 ``(cp,tp,2)``           (1, 1)        1      last ends + one layer
+    only                 ``(cp,tp,1)``           (1,)          0      only ends + one layer
+    ===================  ======================  ============  =====  =================================
+
+    each at every token count in two mixes (one sequence; four quarters — the extremes of ``Σs²``
+    at equal ``Σs``). Every point is a sum of the blocks of :mod:`hydraulis.segments` — ``n_E`` ends
+    (one of first, middle, last, only) and ``n_m`` layers of each mode::
+
+        t(point) = Σ_blocks n_block·(c_block + a_block·Σs² + b_block·Σs)
+        m(point) = Σ_blocks n_block·(o_block + p_block·T)          (bytes one micro-batch keeps)
+
+    and the 21 time and 14 memory unknowns of a ``(cp, tp, sp)`` are fitted together by
+    non-negative least squares on relative residuals (:func:`~hydraulis.profiler.fit.relative_nnls`);
+    ``p_block`` is the block's kept bytes per token. Recomputation adds work and keeps less: a fit
+    saying otherwise (noise) is clamped to the plain layer's (:class:`~hydraulis.segments.Segments`).
+
+    **Held out, whole stages.** For every scheme ``(cp, tp, pp)`` of the sweep and ``sp``, every
+    stage of its even split is measured alone, plain and recomputing ``⌈L_σ/2⌉`` of its layers in
+    full, at each token count in one mix in turn (``i mod #mixes``: halves and skewed mixes the fit
+    never saw) — none of these points is in the fit. :func:`held_out_errors` reports per scheme the
+    median and largest ``|t̂ − t|/t`` of the composed stage (:func:`~hydraulis.segments.stage_block`);
+    the profile's figure is the median over schemes of these medians. Fit and held-out points alike
+    take the sweep's statistic of their micro-batches (the minimum by default,
+    :class:`~hydraulis.profiler.sweep.Statistic`), so the figure measures how well blocks add up to
+    a stage, not how much the load on a shared machine moved between two points.
+
+    **Profiling time saved** (:func:`profiling_time`). Measuring every scheme × variant as a whole
+    stage would take, per ``(cp, tp, pp, sp)``, ``1 + Π_σ (L_σ + 1)`` variants (selective, and every
+    count of full layers per stage) × the sweep's points per scheme (every mix of every count);
+    its time is estimated at the measured wall time per held-out whole-stage point, against the
+    wall time the segment points took. Worked example, ``tiny`` (4 layers), counts 64–512 (4
+    counts, 16 points per scheme): scheme ``(1,1,2)`` alone has ``1 + 3·3 = 10`` variants, 160
+    whole-stage points; its segments ``(1,1)`` take 7 blocks × 4 counts × 2 mixes = 56 points shared
+    with every ``pp``.
+    """
     schemes, skipped = local_schemes(config, (Scheme(cp, tp, pp, sp) for cp, tp, pp in sweep_degrees(config)
                                               for sp in ((False, True) if tp > 1 else (False,))))
     counts = sorted(set(config.token_counts))
@@ -160,7 +162,7 @@ def _check_points(model: ModelSpec, scheme: Scheme, counts: Sequence[int]) -> li
 
 
 def fit_segments(key: tuple[int, int, bool], measurements: Sequence[Measurement]) -> Segments:
-    """The blocks of ``(cp, tp, sp)`` fitted to its stage points (module docstring)."""
+    """The blocks of ``(cp, tp, sp)`` fitted to its stage points (:func:`segment_plan`)."""
     cp, tp, sp = key
     points = [m for m in measurements if m.ok]
     require(len(points) >= 2 * len(BLOCKS), f"segments ({cp},{tp}{',sp' if sp else ''})", len(points),
@@ -224,7 +226,7 @@ def held_out_errors(segments: Sequence[Segments], checks: Sequence[Measurement])
 
 
 def whole_stage_points(config: SweepConfig, schemes: Sequence[Scheme]) -> int:
-    """Points to measure every scheme × variant as whole stages (module docstring)."""
+    """Points to measure every scheme × variant as whole stages (:func:`segment_plan`)."""
     per_scheme = sum(len(length_mixes(tokens)) for tokens in set(config.token_counts))
     variants = sum(1 + math.prod(n + 1 for n in even_split(config.model.layers, s.pp)) for s in schemes)
     return variants * per_scheme
@@ -232,7 +234,7 @@ def whole_stage_points(config: SweepConfig, schemes: Sequence[Scheme]) -> int:
 
 def profiling_time(config: SweepConfig, schemes: Sequence[Scheme], fits: Sequence[Measurement],
                    checks: Sequence[Measurement]) -> ProfilingTime:
-    """The module docstring's comparison from the points' recorded wall times."""
+    """:func:`segment_plan`'s comparison from the points' recorded wall times."""
     timed = [m.wall_s for m in checks if m.wall_s > 0]
     if not timed:
         raise HydraulisError("held-out points", len(checks), "recorded no wall time to estimate from")

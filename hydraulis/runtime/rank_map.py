@@ -9,55 +9,7 @@ tp group stays inside a node)::
 
     rank = r₀ + cp·Σ_{σ'<σ} tp_σ' + cp_rank·tp_σ + tp_rank
 
-``tp_σ`` is the stage's own degree (:meth:`~hydraulis.scheme.Scheme.stage_tp`): every stage's
-``tp`` for an ordinary scheme, where this is ``r₀ + (σ·cp + cp_rank)·tp + tp_rank``; a staged
-scheme's (design §9.2) may differ per stage.
-
-Worked examples, ``1,2,1+1,1,2`` on 4 ranks: pipeline 0 is ranks 0–1 (tp ranks 0, 1 of its one
-stage), pipeline 1 is ranks 2 (stage 0) and 3 (stage 1); ``1,1,1+1,2,1`` puts the two-rank
-pipeline first, on ranks 0–1, and the one-rank pipeline on rank 2. ``1|2:3>1:1+1,1,1`` on 4
-ranks: the staged pipeline (3 devices) is ranks 0–2 — stage 0 (tp 2) ranks 0, 1, stage 1 (tp 1)
-rank 2 — and the plain one rank 3; ``2|1:2>2:2`` (cp 2) has stage 0 on ranks 0 (cp rank 0) and
-1 (cp rank 1), stage 1 on ranks 2, 3 (cp rank 0, tp ranks 0, 1) and 4, 5 (cp rank 1). A strategy
-may use fewer devices than the world: the remaining ranks are idle for that step (no place) but
-still take part in the gradient reduction.
-
-**On a mixed cluster** (``groups``: each device group's rank range) a stage's block of
-``cp·tp_σ`` ranks lies inside its group's range (:func:`hydraulis.placement.stage_offsets`), so a
-pipeline's stages need not be adjacent: ``1|8:16@a100>8:24@h100x2`` with ``a100`` = ranks 0–15
-and ``h100`` = 16–31 puts stage 0 of the pipelines on ranks 0–7 and 8–15 and stage 1 on 16–23
-and 24–31. Inside a stage the order above holds; hand-offs and groups follow the stage blocks.
-
-**Hand-off between stages** (:class:`HandOff`). Without sequence parallelism a stage's output
-is replicated over its tp ranks (the row-parallel all-reduce), and after its backward the
-gradient of its input is complete on every tp rank (the all-reduce of the column-parallel
-entry's backward); cp is uniform within a pipeline, so cp rank ``c`` only talks to cp rank ``c``. A rank
-of tp rank ``x`` in a stage of ``a`` tp ranks therefore takes what it needs from the neighbour
-stage (``b`` tp ranks, same cp rank) from its rank ``x mod b`` and gives what it has to the
-neighbour's ranks ``y ≡ x (mod a)``, ``y < b`` — the same rule both ways, so every ``y`` takes
-from exactly the ``x`` that gives to it: forward, receiver ``j`` of stage ``σ+1`` gets the
-activation from sender ``j mod tp_σ``; backward, sender ``i`` of stage ``σ`` gets the gradient
-from receiver ``i mod tp_{σ+1}``. Equal degrees pair tp rank ``x`` with ``x``. Worked example,
-``1|2:3>1:1`` (stage 0 ranks 0, 1; stage 1 rank 2): rank 0 sends its output to rank 2 and
-rank 1 to no one; rank 2 receives from rank 0 and sends the input gradient to ranks 0 and 1,
-each of which receives it from rank 2. A ``1|1:2>4:2`` hand-off fans out: rank 0 sends to all
-four ranks of stage 1 and receives the gradient from the first of them. Every rank of a stage
-posts its sends and receives in the stage's 1F1B order (:mod:`.parallel.pipeline`), so the pair
-of ranks at either end of a message post it at the same place in their sequences.
-
-Group rank sets: a **pipeline** (all its ranks), a **stage** (the ``cp·tp_σ`` ranks of one
-stage), a **tp group** (one stage, one cp rank) and a **cp group** (one stage, one tp rank).
-:class:`ProcessGroups` finds the torch process groups the runtime communicates over — tp and
-cp groups of more than one rank — in a :class:`GroupCache` keyed by the set of ranks: a group
-is created (``torch.distributed.new_group``, a collective call on every rank, in the same order
-everywhere — every rank sees the same strategies in the same order, so the caches agree) the
-first time its rank set is needed, by any strategy, and reused from then on. Returning to a
-strategy, or a new strategy whose tp and cp groups sit on rank sets seen before, creates no
-communicator; at 1,024 devices with a few strategies the cache holds at most the distinct rank
-sets of those strategies, whatever their placement. Pipelines talk point-to-point between
-neighbouring stages on the world group, and gradients are reduced over the world, so no
-collective runs over pipeline or stage sets and no group is created for them.
-"""
+The details: :class:`RankMap`."""
 
 from __future__ import annotations
 
@@ -93,7 +45,7 @@ class RankPlace:
 
 @dataclass(frozen=True)
 class HandOff:
-    """Whom one rank exchanges hidden states with (module docstring): ``previous`` is the rank of
+    """Whom one rank exchanges hidden states with (:class:`RankMap`): ``previous`` is the rank of
     the previous stage it receives its input from and ``to_previous`` the ranks there it sends
     the input's gradient to (None and empty on the first stage); ``following`` the rank of the
     next stage it receives its output's gradient from and ``to_following`` the ranks there it
@@ -110,7 +62,57 @@ class RankMap:
     """Ranks of a world of ``world_size`` processes laid out for ``pipelines``; with ``groups``
     (a mixed cluster's rank ranges, :meth:`~hydraulis.cluster.ClusterDescription.rank_ranges`)
     every stage's block is allocated inside its device group's ranges
-    (:func:`hydraulis.placement.stage_offsets`)."""
+    (:func:`hydraulis.placement.stage_offsets`).
+
+    ``tp_σ`` is the stage's own degree (:meth:`~hydraulis.scheme.Scheme.stage_tp`): every stage's
+    ``tp`` for an ordinary scheme, where this is ``r₀ + (σ·cp + cp_rank)·tp + tp_rank``; a staged
+    scheme's (design §9.2) may differ per stage.
+
+    Worked examples, ``1,2,1+1,1,2`` on 4 ranks: pipeline 0 is ranks 0–1 (tp ranks 0, 1 of its one
+    stage), pipeline 1 is ranks 2 (stage 0) and 3 (stage 1); ``1,1,1+1,2,1`` puts the two-rank
+    pipeline first, on ranks 0–1, and the one-rank pipeline on rank 2. ``1|2:3>1:1+1,1,1`` on 4
+    ranks: the staged pipeline (3 devices) is ranks 0–2 — stage 0 (tp 2) ranks 0, 1, stage 1 (tp 1)
+    rank 2 — and the plain one rank 3; ``2|1:2>2:2`` (cp 2) has stage 0 on ranks 0 (cp rank 0) and
+    1 (cp rank 1), stage 1 on ranks 2, 3 (cp rank 0, tp ranks 0, 1) and 4, 5 (cp rank 1). A strategy
+    may use fewer devices than the world: the remaining ranks are idle for that step (no place) but
+    still take part in the gradient reduction.
+
+    **On a mixed cluster** (``groups``: each device group's rank range) a stage's block of
+    ``cp·tp_σ`` ranks lies inside its group's range (:func:`hydraulis.placement.stage_offsets`), so a
+    pipeline's stages need not be adjacent: ``1|8:16@a100>8:24@h100x2`` with ``a100`` = ranks 0–15
+    and ``h100`` = 16–31 puts stage 0 of the pipelines on ranks 0–7 and 8–15 and stage 1 on 16–23
+    and 24–31. Inside a stage the order above holds; hand-offs and groups follow the stage blocks.
+
+    **Hand-off between stages** (:class:`HandOff`). Without sequence parallelism a stage's output
+    is replicated over its tp ranks (the row-parallel all-reduce), and after its backward the
+    gradient of its input is complete on every tp rank (the all-reduce of the column-parallel
+    entry's backward); cp is uniform within a pipeline, so cp rank ``c`` only talks to cp rank ``c``. A rank
+    of tp rank ``x`` in a stage of ``a`` tp ranks therefore takes what it needs from the neighbour
+    stage (``b`` tp ranks, same cp rank) from its rank ``x mod b`` and gives what it has to the
+    neighbour's ranks ``y ≡ x (mod a)``, ``y < b`` — the same rule both ways, so every ``y`` takes
+    from exactly the ``x`` that gives to it: forward, receiver ``j`` of stage ``σ+1`` gets the
+    activation from sender ``j mod tp_σ``; backward, sender ``i`` of stage ``σ`` gets the gradient
+    from receiver ``i mod tp_{σ+1}``. Equal degrees pair tp rank ``x`` with ``x``. Worked example,
+    ``1|2:3>1:1`` (stage 0 ranks 0, 1; stage 1 rank 2): rank 0 sends its output to rank 2 and
+    rank 1 to no one; rank 2 receives from rank 0 and sends the input gradient to ranks 0 and 1,
+    each of which receives it from rank 2. A ``1|1:2>4:2`` hand-off fans out: rank 0 sends to all
+    four ranks of stage 1 and receives the gradient from the first of them. Every rank of a stage
+    posts its sends and receives in the stage's 1F1B order (:mod:`.parallel.pipeline`), so the pair
+    of ranks at either end of a message post it at the same place in their sequences.
+
+    Group rank sets: a **pipeline** (all its ranks), a **stage** (the ``cp·tp_σ`` ranks of one
+    stage), a **tp group** (one stage, one cp rank) and a **cp group** (one stage, one tp rank).
+    :class:`ProcessGroups` finds the torch process groups the runtime communicates over — tp and
+    cp groups of more than one rank — in a :class:`GroupCache` keyed by the set of ranks: a group
+    is created (``torch.distributed.new_group``, a collective call on every rank, in the same order
+    everywhere — every rank sees the same strategies in the same order, so the caches agree) the
+    first time its rank set is needed, by any strategy, and reused from then on. Returning to a
+    strategy, or a new strategy whose tp and cp groups sit on rank sets seen before, creates no
+    communicator; at 1,024 devices with a few strategies the cache holds at most the distinct rank
+    sets of those strategies, whatever their placement. Pipelines talk point-to-point between
+    neighbouring stages on the world group, and gradients are reduced over the world, so no
+    collective runs over pipeline or stage sets and no group is created for them.
+    """
 
     pipelines: tuple[PipelineLayout, ...]
     world_size: int
@@ -191,7 +193,7 @@ class RankMap:
                     yield GroupKind.CP, self.cp_ranks(p, stage, t)
 
     def hand_off(self, place: RankPlace) -> HandOff:
-        """The ranks ``place`` exchanges hidden states and their gradients with (module docstring)."""
+        """The ranks ``place`` exchanges hidden states and their gradients with (:class:`RankMap`)."""
         scheme = self.pipelines[place.pipeline].scheme
         tp = scheme.stage_tp(place.stage)
 
@@ -206,7 +208,7 @@ class RankMap:
 
 
 class GroupCache:
-    """Process groups by rank set (module docstring); ``new_group(ranks)`` creates one (None:
+    """Process groups by rank set (:class:`RankMap`); ``new_group(ranks)`` creates one (None:
     a single process, which needs none). ``created`` counts the groups created so far."""
 
     def __init__(self, new_group: Callable[[list[int]], Any] | None) -> None:

@@ -10,38 +10,7 @@ consecutive keys of one document, causal at the bottom right. With a head's scor
 
     O_i = Σ_j softmax_j(S_ij)·V_j,       lse_i = log Σ_j exp(S_ij)         (visible j only)
 
-Work is ``Σ_i s_i²/2`` score entries per head — the ``a·s²`` term of the cost model — never
-``T²`` for a micro-batch of ``T`` tokens, and nothing of size queries × keys is kept. Grouped-query
-attention reads each kv head for its ``H_q/H_kv`` query heads in place (no copies of K and V).
-
-Kernels (:func:`attention_kernel`):
-
-* **varlen** (CUDA, fp16/bf16, ``torch.nn.attention.varlen.varlen_attn``): one FlashAttention
-  call per micro-batch and layer over every segment (:class:`~.segments.VarlenPlan`), causal by
-  ``window_size=(-1, 0)`` (bottom-right aligned), ``enable_gqa``;
-* **cpu_flash** (CPU): the segments' parts in batched calls of ATen's CPU FlashAttention kernel
-  (:class:`~.segments.SegmentPlan`; blocked, it keeps only ``O`` and ``lse``), a handful of calls
-  per micro-batch — one per padded size — whatever the number of documents;
-* **math** (any device, e.g. CUDA in fp32 for checks): the same calls computed with matrix
-  products, in blocks of queries small enough that no score block exceeds
-  :data:`MATH_BLOCK_ELEMENTS`.
-
-A query row whose segment is cut into a diagonal part and a rectangle (context parallelism) gets
-``O_p, lse_p`` from each part ``p``, merged exactly::
-
-    lse = log Σ_p exp(lse_p),     O = Σ_p exp(lse_p − lse)·O_p
-
-and the backward of each part is FlashAttention's backward (Dao 2023, Alg. 2) evaluated with the
-*merged* ``O`` and ``lse``: with ``D_i = Σ_d dO_id·O_id``, ``P_p = exp(S_p − lse)`` and
-``dS_p = P_p ⊙ (dO·V_pᵀ − D)``, the parts' ``dQ = Σ_p dS_p·K_p/√d`` and each part's
-``dK_p = dS_pᵀ·Q/√d``, ``dV_p = P_pᵀ·dO`` are the gradients of the merged output — the same
-identity ring attention uses. Padded query rows are zero rows with ``dO = 0, O = 0, lse = 0``, so
-they contribute nothing. The backward is linear in the tokens: every gradient is accumulated
-into one buffer per tensor (``index_add``), no per-document slices.
-
-Worked example: documents of 3 and 2 tokens, cp = 1 → one call of two parts padded to 16 rows;
-the scores computed are those of two causal 16 × 16 blocks, not of one 5 × 5 masked matrix.
-"""
+The details: :func:`packed_attention`."""
 
 from __future__ import annotations
 
@@ -75,7 +44,7 @@ class KernelKind(str, Enum):
 
 
 def attention_kernel(device: torch.device, dtype: torch.dtype, allow_math: bool = False) -> KernelKind:
-    """The kernel :func:`packed_attention` runs on ``device`` in ``dtype`` (module docstring).
+    """The kernel :func:`packed_attention` runs on ``device`` in ``dtype`` (:func:`packed_attention`).
     On CUDA in fp16/bf16 without ``varlen_attn`` (torch < :data:`VARLEN_TORCH`) it raises,
     naming the version needed — the math kernel is many times slower and keeps fp32 score
     blocks — unless ``allow_math``, which logs a warning naming the cost and runs it."""
@@ -99,7 +68,40 @@ def attention_kernel(device: torch.device, dtype: torch.dtype, allow_math: bool 
 def packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: AttentionPlan,
                      kernel: KernelKind | None = None) -> torch.Tensor:
     """``q: [T_q, H_q, d]``, ``k, v: [T_k, H_kv, d]`` → ``[T_q, H_q·d]`` over the plan's segments;
-    ``kernel`` overrides the dense kernel of a :class:`~.segments.SegmentPlan`."""
+    ``kernel`` overrides the dense kernel of a :class:`~.segments.SegmentPlan`.
+
+    Work is ``Σ_i s_i²/2`` score entries per head — the ``a·s²`` term of the cost model — never
+    ``T²`` for a micro-batch of ``T`` tokens, and nothing of size queries × keys is kept. Grouped-query
+    attention reads each kv head for its ``H_q/H_kv`` query heads in place (no copies of K and V).
+
+    Kernels (:func:`attention_kernel`):
+
+    * **varlen** (CUDA, fp16/bf16, ``torch.nn.attention.varlen.varlen_attn``): one FlashAttention
+      call per micro-batch and layer over every segment (:class:`~.segments.VarlenPlan`), causal by
+      ``window_size=(-1, 0)`` (bottom-right aligned), ``enable_gqa``;
+    * **cpu_flash** (CPU): the segments' parts in batched calls of ATen's CPU FlashAttention kernel
+      (:class:`~.segments.SegmentPlan`; blocked, it keeps only ``O`` and ``lse``), a handful of calls
+      per micro-batch — one per padded size — whatever the number of documents;
+    * **math** (any device, e.g. CUDA in fp32 for checks): the same calls computed with matrix
+      products, in blocks of queries small enough that no score block exceeds
+      :data:`MATH_BLOCK_ELEMENTS`.
+
+    A query row whose segment is cut into a diagonal part and a rectangle (context parallelism) gets
+    ``O_p, lse_p`` from each part ``p``, merged exactly::
+
+        lse = log Σ_p exp(lse_p),     O = Σ_p exp(lse_p − lse)·O_p
+
+    and the backward of each part is FlashAttention's backward (Dao 2023, Alg. 2) evaluated with the
+    *merged* ``O`` and ``lse``: with ``D_i = Σ_d dO_id·O_id``, ``P_p = exp(S_p − lse)`` and
+    ``dS_p = P_p ⊙ (dO·V_pᵀ − D)``, the parts' ``dQ = Σ_p dS_p·K_p/√d`` and each part's
+    ``dK_p = dS_pᵀ·Q/√d``, ``dV_p = P_pᵀ·dO`` are the gradients of the merged output — the same
+    identity ring attention uses. Padded query rows are zero rows with ``dO = 0, O = 0, lse = 0``, so
+    they contribute nothing. The backward is linear in the tokens: every gradient is accumulated
+    into one buffer per tensor (``index_add``), no per-document slices.
+
+    Worked example: documents of 3 and 2 tokens, cp = 1 → one call of two parts padded to 16 rows;
+    the scores computed are those of two causal 16 × 16 blocks, not of one 5 × 5 masked matrix.
+    """
     tokens, heads, dim = q.shape
     if isinstance(plan, VarlenPlan):
         if plan.key_index is not None:
@@ -125,7 +127,7 @@ class DenseKernel(Protocol):
 
 
 class _SegmentAttention(torch.autograd.Function):
-    """The calls of a :class:`~.segments.SegmentPlan`, merged by log-sum-exp (module docstring)."""
+    """The calls of a :class:`~.segments.SegmentPlan`, merged by log-sum-exp (:func:`packed_attention`)."""
 
     @staticmethod
     def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: SegmentPlan,
@@ -190,7 +192,7 @@ def _as_rows(x: torch.Tensor) -> torch.Tensor:
 
 def _merge(out: torch.Tensor, lse: torch.Tensor, part_out: torch.Tensor,
            part_lse: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(O, lse)`` of rows so far merged with a part's (module docstring); rows without any
+    """``(O, lse)`` of rows so far merged with a part's (:func:`packed_attention`); rows without any
     part yet have ``lse = −∞`` and take the part's."""
     merged = torch.logaddexp(lse, part_lse)
     return (out * torch.exp(lse - merged).unsqueeze(-1) + part_out * torch.exp(part_lse - merged).unsqueeze(-1),

@@ -8,74 +8,7 @@ few strided blocks (:func:`~hydraulis.layout.ranges.overlap`). A :class:`RoutePl
 lists them, built once per strategy from the layouts alone — no communication, no per-element
 array:
 
-* **held**: for each shard ``k`` of ``r`` and each owner ``o`` of a part of its parameter,
-  the blocks (offset in the shard, count, length, stride);
-* **owned**: for each region of ``r``'s buffer and each rank ``h`` holding a shard of its
-  parameter (every pipeline, tp rank and cp rank), the blocks (offset in the buffer, …).
-
-Each holder's shard is cut by the tp of the stage holding the parameter, so pipelines of
-different tp, and stages of one staged pipeline with different tp (design §9.2), meet the
-optimizer layout alike.
-
-**Buckets.** Every block carries the bucket of the holder's shard (:mod:`hydraulis.layout.buckets`:
-the holder's shards in reverse order of use, cut by size), and each exchange is one
-``all_to_all_single`` per bucket, ``K`` of them per step, so a bucket's exchange can start
-as soon as the backward has produced it and a bucket's weights be waited for where the forward
-needs them (:mod:`.exchange`). Under 1F1B a pipeline's last stage finishes its backward first
-and its first stage last, so buckets are numbered by position from the pipeline's end: the
-holders ``q`` stages before their pipeline's last share the numbers ``O_q … O_q + K_q − 1``
-(``K_q`` the most buckets such a holder cuts, ``O_0 = 0``, ``O_{q+1} = O_q + K_q``, ``K`` the
-sum). A rank sends nothing in the buckets of other positions and issues them as soon as its
-compute starts, so an exchange waits only for the ranks that hold its gradients. Worked
-example, ``1,1,2x2`` with four buckets per holder: the last stages' gradients travel in
-buckets 0–3, the first stages' in 4–7; a first stage's rank issues 0–3 empty when its compute
-starts, and they complete as the last stages produce them. Both sides order a bucket's blocks by (peer, parameter, offset in
-the shard), so a sender packs and a receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
-(:attr:`~hydraulis.layout.sharding.Shard.contributes`, the RMSNorm weights) is left
-out of the reduction and still receives weights.
-
-**Reduce** (every step, after the backward passes): rank ``r`` packs its shards' gradients
-(fp32) block by block, peer by peer, and sends them with one ``all_to_all_single``; each owner
-zeroes its gradient buffer and adds the incoming blocks bucket by bucket, source by source in
-rank order (one source never sends an element twice, so each source's adds are disjoint and the
-sum is deterministic on every device). The buffer then holds, for each element, the sum over every
-pipeline, cp rank, tp rank and micro-batch that computed it — the single-device gradient up to
-the order of the sums (:mod:`..model.loss` normalises by the whole batch). A reduce-scatter in
-effect, for any mix of layouts.
-
-**Propagate** (every step, before the forward passes, for the step's strategy): the reverse
-exchange — each owner packs its blocks of ``θ`` in the compute dtype and sends them; rank ``r``
-copies what it receives into its shards. A strategy switch between steps is therefore just
-another route: no restart, no full copy of the model anywhere.
-
-**Size of a route**: ``O(shards × owners crossed + regions × holders)`` blocks of 7 integers.
-Each (shard, owner region) pair shares at most nine blocks (:mod:`.ranges`); in practice one
-(parameters cut along rows) or one strided block per dp-chunk boundary crossed (along
-columns). Worked example, Llama-7B under ``1,8,1x8`` on 64 ranks with the optimizer layout
-``64,1,1``: a rank's 291 shards meet ≈ 2 owners each, its buffer of ``P/64`` elements ≈ 3
-parameters × 8 pipelines × 8 tp ranks — a few thousand blocks, tens of kilobytes, where one
-int64 per element held and owned took ``8·(P/8 + P/64) ≈ 7.6 GB``.
-
-**Communication volume per step.** Let ``h(x)`` be the number of ranks that hold element ``x``
-under the step's strategy (``Σ_pipelines cp`` for a parameter every pipeline shards by tp; × tp
-for the norm weights, replicated over tp). Rank ``r`` sends its ``n_r`` contributed gradient
-values and receives ``Σ_{x owned by r} h(x)`` (norm weights once per pipeline and cp rank), then
-the reverse for the weights; summed over ranks both directions move ``≈ Σ_x h(x)`` values.
-With 4-byte gradients and ``b``-byte weights (4 fp32, 2 bf16)::
-
-    per rank  ≈ (4 + b) · P · h / N     bytes sent and the same received   (h = mean h(x))
-
-minus the part a rank owns itself. For a homogeneous strategy of ``d`` pipelines of
-``(cp, tp, pp)`` on ``N = d·cp·tp·pp`` ranks, ``h = d·cp`` and this is ``(4 + b)·P/(tp·pp)`` —
-the bytes of a ring reduce-scatter of the ``P/(tp·pp)`` gradients of a rank's shard over its
-``d·cp`` replicas plus the all-gather of its updated weights (ZeRO-1), up to the ring's
-``(d·cp − 1)/(d·cp)``. Worked example, ``tiny`` (P = 315,968) on 4 ranks under ``1,2,1+1,1,2``
-(h = 2 for almost every element) in fp32: ``8·315,968·2/4 ≈ 1.26 MB`` per rank per step each way,
-where the canonical all-reduce it replaces moved ``2·¾·4·P ≈ 1.9 MB``. The exchange is
-point-to-point (every rank talks to the ranks it shares elements with), so its latency grows
-with the number of partners rather than ``log N``. Its buffers (the packed blocks, sent and
-received) exist only during the exchange.
-"""
+The details: :func:`route_plan`."""
 
 from __future__ import annotations
 
@@ -100,7 +33,7 @@ peer's shard, the order both sides agree on)."""
 
 @dataclass(frozen=True)
 class RoutePlan:
-    """One rank's blocks under one strategy (module docstring): ``held`` and ``owned`` are
+    """One rank's blocks under one strategy (:func:`route_plan`): ``held`` and ``owned`` are
     int64 tables with the columns :data:`HELD` and :data:`OWNED`, rows in exchange order."""
 
     rank: int
@@ -136,8 +69,77 @@ class RoutePlan:
 
 def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
                bucket_elements: tuple[int, int] | None = None) -> RoutePlan:
-    """The blocks of ``rank`` under the strategy of ``rank_map`` (module docstring), in buckets
-    of ``bucket_elements`` ``(capacity, first)`` elements (None: one bucket per rank)."""
+    """The blocks of ``rank`` under the strategy of ``rank_map`` (:func:`route_plan`), in buckets
+    of ``bucket_elements`` ``(capacity, first)`` elements (None: one bucket per rank).
+
+    * **held**: for each shard ``k`` of ``r`` and each owner ``o`` of a part of its parameter,
+      the blocks (offset in the shard, count, length, stride);
+    * **owned**: for each region of ``r``'s buffer and each rank ``h`` holding a shard of its
+      parameter (every pipeline, tp rank and cp rank), the blocks (offset in the buffer, …).
+
+    Each holder's shard is cut by the tp of the stage holding the parameter, so pipelines of
+    different tp, and stages of one staged pipeline with different tp (design §9.2), meet the
+    optimizer layout alike.
+
+    **Buckets.** Every block carries the bucket of the holder's shard (:mod:`hydraulis.layout.buckets`:
+    the holder's shards in reverse order of use, cut by size), and each exchange is one
+    ``all_to_all_single`` per bucket, ``K`` of them per step, so a bucket's exchange can start
+    as soon as the backward has produced it and a bucket's weights be waited for where the forward
+    needs them (:mod:`.exchange`). Under 1F1B a pipeline's last stage finishes its backward first
+    and its first stage last, so buckets are numbered by position from the pipeline's end: the
+    holders ``q`` stages before their pipeline's last share the numbers ``O_q … O_q + K_q − 1``
+    (``K_q`` the most buckets such a holder cuts, ``O_0 = 0``, ``O_{q+1} = O_q + K_q``, ``K`` the
+    sum). A rank sends nothing in the buckets of other positions and issues them as soon as its
+    compute starts, so an exchange waits only for the ranks that hold its gradients. Worked
+    example, ``1,1,2x2`` with four buckets per holder: the last stages' gradients travel in
+    buckets 0–3, the first stages' in 4–7; a first stage's rank issues 0–3 empty when its compute
+    starts, and they complete as the last stages produce them. Both sides order a bucket's blocks by (peer, parameter, offset in
+    the shard), so a sender packs and a receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
+    (:attr:`~hydraulis.layout.sharding.Shard.contributes`, the RMSNorm weights) is left
+    out of the reduction and still receives weights.
+
+    **Reduce** (every step, after the backward passes): rank ``r`` packs its shards' gradients
+    (fp32) block by block, peer by peer, and sends them with one ``all_to_all_single``; each owner
+    zeroes its gradient buffer and adds the incoming blocks bucket by bucket, source by source in
+    rank order (one source never sends an element twice, so each source's adds are disjoint and the
+    sum is deterministic on every device). The buffer then holds, for each element, the sum over every
+    pipeline, cp rank, tp rank and micro-batch that computed it — the single-device gradient up to
+    the order of the sums (:mod:`..model.loss` normalises by the whole batch). A reduce-scatter in
+    effect, for any mix of layouts.
+
+    **Propagate** (every step, before the forward passes, for the step's strategy): the reverse
+    exchange — each owner packs its blocks of ``θ`` in the compute dtype and sends them; rank ``r``
+    copies what it receives into its shards. A strategy switch between steps is therefore just
+    another route: no restart, no full copy of the model anywhere.
+
+    **Size of a route**: ``O(shards × owners crossed + regions × holders)`` blocks of 7 integers.
+    Each (shard, owner region) pair shares at most nine blocks (:mod:`.ranges`); in practice one
+    (parameters cut along rows) or one strided block per dp-chunk boundary crossed (along
+    columns). Worked example, Llama-7B under ``1,8,1x8`` on 64 ranks with the optimizer layout
+    ``64,1,1``: a rank's 291 shards meet ≈ 2 owners each, its buffer of ``P/64`` elements ≈ 3
+    parameters × 8 pipelines × 8 tp ranks — a few thousand blocks, tens of kilobytes, where one
+    int64 per element held and owned took ``8·(P/8 + P/64) ≈ 7.6 GB``.
+
+    **Communication volume per step.** Let ``h(x)`` be the number of ranks that hold element ``x``
+    under the step's strategy (``Σ_pipelines cp`` for a parameter every pipeline shards by tp; × tp
+    for the norm weights, replicated over tp). Rank ``r`` sends its ``n_r`` contributed gradient
+    values and receives ``Σ_{x owned by r} h(x)`` (norm weights once per pipeline and cp rank), then
+    the reverse for the weights; summed over ranks both directions move ``≈ Σ_x h(x)`` values.
+    With 4-byte gradients and ``b``-byte weights (4 fp32, 2 bf16)::
+
+        per rank  ≈ (4 + b) · P · h / N     bytes sent and the same received   (h = mean h(x))
+
+    minus the part a rank owns itself. For a homogeneous strategy of ``d`` pipelines of
+    ``(cp, tp, pp)`` on ``N = d·cp·tp·pp`` ranks, ``h = d·cp`` and this is ``(4 + b)·P/(tp·pp)`` —
+    the bytes of a ring reduce-scatter of the ``P/(tp·pp)`` gradients of a rank's shard over its
+    ``d·cp`` replicas plus the all-gather of its updated weights (ZeRO-1), up to the ring's
+    ``(d·cp − 1)/(d·cp)``. Worked example, ``tiny`` (P = 315,968) on 4 ranks under ``1,2,1+1,1,2``
+    (h = 2 for almost every element) in fp32: ``8·315,968·2/4 ≈ 1.26 MB`` per rank per step each way,
+    where the canonical all-reduce it replaces moved ``2·¾·4·P ≈ 1.9 MB``. The exchange is
+    point-to-point (every rank talks to the ranks it shares elements with), so its latency grows
+    with the number of partners rather than ``log N``. Its buffers (the packed blocks, sent and
+    received) exist only during the exchange.
+    """
     place = rank_map.place(rank)
     cut = _BucketCut(placement, rank_map, bucket_elements)
     shards = () if place is None else cut.shards(place)
@@ -161,7 +163,7 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
 
 
 class _BucketCut:
-    """Every holder's buckets under one strategy (module docstring), computed once per
+    """Every holder's buckets under one strategy (:func:`route_plan`), computed once per
     (pipeline, stage, tp rank): its own cut (:func:`~hydraulis.layout.buckets.shard_buckets`)
     numbered after the buckets of every stage nearer its pipeline's end."""
 
@@ -209,7 +211,7 @@ class _BucketCut:
 
 
 class Route:
-    """A :class:`RoutePlan` run over the group ``world`` (every rank; module docstring). Each
+    """A :class:`RoutePlan` run over the group ``world`` (every rank; :func:`route_plan`). Each
     bucket's exchange is a pack, one all-to-all and an unpack; the parts are methods of their own
     (:mod:`.exchange` runs them asynchronously)."""
 
