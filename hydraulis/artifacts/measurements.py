@@ -1,38 +1,6 @@
 """The profiler's measurement cache: one JSON line per finished point, appended as it finishes.
 
-A killed sweep keeps every line it completed; rerunning the same command reads them back and
-measures only the rest. A line is the point's **key** — everything that changes its result:
-the model's shape (not its layer count: the stage depth is part of the key), scheme, depth,
-lengths, the statistic of its samples, repeats, warm-up runs, device, torch version, precision,
-threads, clock and whether the node was filled with replicas — and its result::
-
-    {"schema_version": 1, "kind": "profile_measurement",
-     "key": {"model": {...}, "scheme": [cp, tp, pp], "options": [...], "stage", "stage_layers": [...],
-             "depth", "lengths": [...], "statistic", "repeats", "warmup", "device_kind", "device", "torch", "precision",
-             "threads", "clock", "fill_node"},
-     "status": "ok" | "out_of_memory", "time_ms", "forward_ms", "activation_bytes",
-     "samples_ms": [...], "wall_s", "handoff_ms"}
-
-The reduction (:class:`~hydraulis.profiler.measurement.ReductionMeasurement`) is one more line,
-its key the same settings with the whole model (its layer count sets the parameters moved) and
-the number of devices instead of a point::
-
-    {"schema_version": 1, "kind": "profile_reduction",
-     "key": {"model": {...}, "reduction_devices", "repeats", "warmup", "device_kind", ...},
-     "time_ms", "propagate_ms", "reduce_ms", "samples_ms": [...], "communicator_ms", "overlap"}
-
-``options`` (the scheme's non-default options, e.g. ``["sp", "recompute=full"]``) is left out
-for a scheme without any, ``stage``, ``stage_layers`` for a point that runs a whole
-pipeline, and ``statistic`` (:class:`~hydraulis.profiler.sweep.Statistic`, default
-``min``) when it is ``median``, so lines written before options, stage points and the choice of
-statistic existed keep their keys (they hold the median of the repeats); ``communicator_ms``
-and ``overlap`` (``ω``; absent in older reduction lines: not measured, the space takes the
-device preset's); ``wall_s``
-(absent in older lines: 0) is the point's share of the wall time spent measuring it;
-``handoff_ms`` (the pipeline hand-off ``d`` of a whole pipeline of ``pp > 1`` on the wall clock,
-:mod:`hydraulis.profiler.handoff`) is absent for other points and in older lines. A last line cut short by a kill is skipped with a warning; a line that parses but is not a
-measurement is an error naming the line.
-"""
+The details: :class:`MeasurementCache`."""
 
 from __future__ import annotations
 
@@ -80,7 +48,41 @@ def _settings_key(settings: MeasureSettings) -> dict:
 
 
 class MeasurementCache:
-    """The lines of ``folder/measurements.jsonl``, keyed by :func:`point_key`."""
+    """The lines of ``folder/measurements.jsonl``, keyed by :func:`point_key`.
+
+    A killed sweep keeps every line it completed; rerunning the same command reads them back and
+    measures only the rest. A line is the point's **key** — everything that changes its result:
+    the model's shape (not its layer count: the stage depth is part of the key), scheme, depth,
+    lengths, the statistic of its samples, repeats, warm-up runs, device, torch version, precision,
+    threads, clock and whether the node was filled with replicas — and its result::
+
+        {"schema_version": 1, "kind": "profile_measurement",
+         "key": {"model": {...}, "scheme": [cp, tp, pp], "options": [...], "stage", "stage_layers": [...],
+                 "depth", "lengths": [...], "statistic", "repeats", "warmup", "device_kind", "device", "torch", "precision",
+                 "threads", "clock", "fill_node"},
+         "status": "ok" | "out_of_memory", "time_ms", "forward_ms", "activation_bytes",
+         "samples_ms": [...], "wall_s", "handoff_ms"}
+
+    The reduction (:class:`~hydraulis.profiler.measurement.ReductionMeasurement`) is one more line,
+    its key the same settings with the whole model (its layer count sets the parameters moved) and
+    the number of devices instead of a point::
+
+        {"schema_version": 1, "kind": "profile_reduction",
+         "key": {"model": {...}, "reduction_devices", "repeats", "warmup", "device_kind", ...},
+         "time_ms", "propagate_ms", "reduce_ms", "samples_ms": [...], "communicator_ms", "overlap"}
+
+    ``options`` (the scheme's non-default options, e.g. ``["sp", "recompute=full"]``) is left out
+    for a scheme without any, ``stage``, ``stage_layers`` for a point that runs a whole
+    pipeline, and ``statistic`` (:class:`~hydraulis.profiler.sweep.Statistic`, default
+    ``min``) when it is ``median``, so lines written before options, stage points and the choice of
+    statistic existed keep their keys (they hold the median of the repeats); ``communicator_ms``
+    and ``overlap`` (``ω``; absent in older reduction lines: not measured, the space takes the
+    device preset's); ``wall_s``
+    (absent in older lines: 0) is the point's share of the wall time spent measuring it;
+    ``handoff_ms`` (the pipeline hand-off ``d`` of a whole pipeline of ``pp > 1`` on the wall clock,
+    :mod:`hydraulis.profiler.handoff`) is absent for other points and in older lines. A last line cut short by a kill is skipped with a warning; a line that parses but is not a
+    measurement is an error naming the line.
+    """
 
     def __init__(self, folder: str | Path) -> None:
         self.path = Path(folder) / FILE_NAME

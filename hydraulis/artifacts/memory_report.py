@@ -12,18 +12,7 @@ Layout (``schema_version`` 1)::
      "groups": [{"name", "device", "ranks", "capacity_bytes", "max_total_bytes", "max_predicted_bytes",
                  "fits"}]}                                        (with a cluster description only)
 
-``ranks[r]`` is rank ``r`` (``pipeline`` and ``stage`` null when the strategy leaves it idle),
-``total_bytes`` the sum of its five parts and ``predicted_bytes`` the cost model's total for it;
-``tokens[p]`` the micro-batch tokens of pipeline ``p``; ``classes`` the ranks that build the
-same objects (:mod:`hydraulis.runtime.memory.report`), in order of their first rank;
-``capacity_bytes`` what the device leaves to states and activations (its memory less the
-runtime's fixed overhead and the safety margin, which neither total counts); ``groups`` (with
-``--cluster``) the ranks judged on each device group's device and whether the largest fits it.
-
-Worked example: ``hydraulis memory --model llama-7b --strategy 1,8,1x8 --devices 64 --format json``
-has 64 ``ranks``, one class per tp rank (8 ``classes`` of 8 ranks) and ``capacity_bytes`` =
-80 GiB − overhead − margin of the ``h100-80g`` preset.
-"""
+The details: :func:`memory_report_to_dict`."""
 
 from __future__ import annotations
 
@@ -40,6 +29,18 @@ SCHEMA_VERSION = 1
 
 
 def memory_report_to_dict(report: MemoryReport) -> dict:
+    """``ranks[r]`` is rank ``r`` (``pipeline`` and ``stage`` null when the strategy leaves it idle),
+    ``total_bytes`` the sum of its five parts and ``predicted_bytes`` the cost model's total for it;
+    ``tokens[p]`` the micro-batch tokens of pipeline ``p``; ``classes`` the ranks that build the
+    same objects (:mod:`hydraulis.runtime.memory.report`), in order of their first rank;
+    ``capacity_bytes`` what the device leaves to states and activations (its memory less the
+    runtime's fixed overhead and the safety margin, which neither total counts); ``groups`` (with
+    ``--cluster``) the ranks judged on each device group's device and whether the largest fits it.
+
+    Worked example: ``hydraulis memory --model llama-7b --strategy 1,8,1x8 --devices 64 --format json``
+    has 64 ``ranks``, one class per tp rank (8 ``classes`` of 8 ranks) and ``capacity_bytes`` =
+    80 GiB − overhead − margin of the ``h100-80g`` preset.
+    """
     config = report.config
     document = {
         "schema_version": SCHEMA_VERSION,

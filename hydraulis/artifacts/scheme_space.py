@@ -1,41 +1,6 @@
 """The scheme-space artifact: versioned JSON, validated on load.
 
-Layout (``schema_version`` 3)::
-
-    {"schema_version": 3, "kind": "scheme_space",
-     "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-               "rope_theta", "norm_eps"},            (the last two only when not 10000 and 1e-5)
-     "cluster": {"devices", "devices_per_node", "device"},
-     "memory": {"device_memory_bytes", "safety_margin_bytes", "layer_state_bytes",
-                "embedding_state_bytes", "sharded_state_fraction"},
-     "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms", "reduce_overlap",
-     "grad_reduce_bytes",
-     "provenance": {"source", "device", "created", "tool_version", "command", "software"},
-     "schemes": [{"cp", "tp", "pp", "sp", "recompute", "recompute_layers", "a", "b", "c",
-                  "activation_bytes_per_token", "overhead_bytes", "utilization_tokens",
-                  "fit": null | {"r2", "median_rel_error", "max_rel_error", "points"}}],
-     "segments": [{"cp", "tp", "sp", "layer", "selective", "full", "first", "middle", "last", "only",
-                   "network_hand_off": {"a", "b", "c"}}]}          (a space with variants only)
-
-each block of ``segments`` (:class:`~hydraulis.segments.Block`) being
-``{"a", "b", "c", "kept_bytes_per_token", "transient_bytes_per_token"}`` and, for the ends of a
-stage where not zero, ``"input_bytes_per_token"`` and ``"released_bytes_per_token"``.
-
-A scheme's options (:class:`~hydraulis.scheme.SchemeOptions`) are written only when they are not
-the defaults: ``"sp": true`` (sequence parallelism), ``"recompute": "selective" | "full"`` and
-``"recompute_layers": [K, …]`` (full recomputation of the first K layers of each stage); the
-same degrees with other options are another entry of ``schemes``. Version 2 added the options,
-version 3 the segments (:mod:`hydraulis.segments`) of a space whose variants are composed
-rather than listed. A version-1 file still loads, every scheme with the defaults (no sp, no
-recomputation), which is what the runtime of version 1 ran; a version-2 file loads without
-segments. ``provenance.software`` and ``communicator_ms`` are optional (absent: empty, 0);
-``reduce_overlap`` (``ω``, design §6.3: measured by the profiler's reduction job) too — absent,
-the cluster's device preset's (:func:`~hydraulis.presets.device_preset`; 0 for a device
-without one); ``grad_reduce_bytes`` (the bytes per gradient the reduction sends: a new space
-holds the runtime's default on its device, :meth:`~hydraulis.layout.kinds.ReduceDtype.element_bytes`,
-4 on ``cpu``, 2 elsewhere) too — absent, 2: a file written before the field fitted its
-``reduce_gbps`` to 2-byte gradients, and its predictions stay what they were.
-"""
+The details: :func:`scheme_space_from_dict`."""
 
 from __future__ import annotations
 
@@ -90,6 +55,42 @@ def scheme_space_to_dict(space: SchemeSpace) -> dict:
 
 
 def scheme_space_from_dict(document: object) -> SchemeSpace:
+    """Layout (``schema_version`` 3)::
+
+        {"schema_version": 3, "kind": "scheme_space",
+         "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
+                   "rope_theta", "norm_eps"},            (the last two only when not 10000 and 1e-5)
+         "cluster": {"devices", "devices_per_node", "device"},
+         "memory": {"device_memory_bytes", "safety_margin_bytes", "layer_state_bytes",
+                    "embedding_state_bytes", "sharded_state_fraction"},
+         "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms", "reduce_overlap",
+         "grad_reduce_bytes",
+         "provenance": {"source", "device", "created", "tool_version", "command", "software"},
+         "schemes": [{"cp", "tp", "pp", "sp", "recompute", "recompute_layers", "a", "b", "c",
+                      "activation_bytes_per_token", "overhead_bytes", "utilization_tokens",
+                      "fit": null | {"r2", "median_rel_error", "max_rel_error", "points"}}],
+         "segments": [{"cp", "tp", "sp", "layer", "selective", "full", "first", "middle", "last", "only",
+                       "network_hand_off": {"a", "b", "c"}}]}          (a space with variants only)
+
+    each block of ``segments`` (:class:`~hydraulis.segments.Block`) being
+    ``{"a", "b", "c", "kept_bytes_per_token", "transient_bytes_per_token"}`` and, for the ends of a
+    stage where not zero, ``"input_bytes_per_token"`` and ``"released_bytes_per_token"``.
+
+    A scheme's options (:class:`~hydraulis.scheme.SchemeOptions`) are written only when they are not
+    the defaults: ``"sp": true`` (sequence parallelism), ``"recompute": "selective" | "full"`` and
+    ``"recompute_layers": [K, …]`` (full recomputation of the first K layers of each stage); the
+    same degrees with other options are another entry of ``schemes``. Version 2 added the options,
+    version 3 the segments (:mod:`hydraulis.segments`) of a space whose variants are composed
+    rather than listed. A version-1 file still loads, every scheme with the defaults (no sp, no
+    recomputation), which is what the runtime of version 1 ran; a version-2 file loads without
+    segments. ``provenance.software`` and ``communicator_ms`` are optional (absent: empty, 0);
+    ``reduce_overlap`` (``ω``, design §6.3: measured by the profiler's reduction job) too — absent,
+    the cluster's device preset's (:func:`~hydraulis.presets.device_preset`; 0 for a device
+    without one); ``grad_reduce_bytes`` (the bytes per gradient the reduction sends: a new space
+    holds the runtime's default on its device, :meth:`~hydraulis.layout.kinds.ReduceDtype.element_bytes`,
+    4 on ``cpu``, 2 elsewhere) too — absent, 2: a file written before the field fitted its
+    ``reduce_gbps`` to 2-byte gradients, and its predictions stay what they were.
+    """
     record = Record(document)
     check_header(record, KIND, READABLE_VERSIONS)
     model = model_from_record(record.sub("model"))

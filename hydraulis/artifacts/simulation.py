@@ -1,31 +1,6 @@
 """The simulation artifacts written by ``hydraulis simulate`` into one directory.
 
-* ``simulation.json`` (``schema_version`` 1)::
-
-      {"schema_version": 1, "kind": "simulation", "config": {<resolved configuration and inputs>},
-       "proposal_wall_s", "proposal": "proposal.json",
-       "contenders": [{"name", "label", "family", "method", "strategy", "candidates", "proposal",
-                       "summary": {"mean_ms", "median_ms", "median_ratio", "p90_ratio",
-                                   "median_work_ratio", "planning_median_ms", "planning_p90_ms",
-                                   "speedup", "chosen": [...]}}],
-       "steps": [{"sequences", "tokens", "longest", "work_bound_ms", "longest_bound_ms",
-                  "tight_bound_ms",
-                  "plans": {<contender>: {"strategy_index", "predicted_ms", "lower_bound_ms",
-                                          "planning_ms"}},
-                  "gap": {<term>: ms}}],
-       "communicators": {"proposal", "run", "bound"},
-       "bounds": {"pool_ms", "tight_ms", "predicted_over_pool", "compute_over_pool",
-                  "predicted_over_tight", "gap": {<term>: median ms}},
-       "created", "tool_version", "command"}
-
-  ``speedup`` is Hydraulis' over the contender (:mod:`hydraulis.simulation.summary`);
-  ``strategy_index`` −1 is a strategy synthesised for the step; ``gap`` is Hydraulis' plan's
-  (:mod:`hydraulis.dispatch.gap`), ``communicators`` and ``bounds`` are over Hydraulis' steps.
-* ``steps.csv`` — one row per step and contender (the same numbers, with both ratios);
-* ``summary.csv`` — one row per contender;
-* ``proposal.json`` — the proposal (:mod:`.proposal`); ``baselines/<contender>.json`` — the
-  one-strategy proposal each static or homogeneous contender ran, readable by ``plan-step``.
-"""
+The details: :func:`write_simulation`."""
 
 from __future__ import annotations
 
@@ -90,7 +65,34 @@ def simulation_to_dict(simulation: Simulation, summaries: tuple[ContenderSummary
 
 def write_simulation(directory: str | Path, simulation: Simulation, summaries: tuple[ContenderSummary, ...],
                      config: dict, *, created: str, tool_version: str, command: str = "") -> SimulationFiles:
-    """Write every file of the module docstring into ``directory`` (created if needed)."""
+    """Write every file of :func:`write_simulation` into ``directory`` (created if needed).
+
+    * ``simulation.json`` (``schema_version`` 1)::
+
+          {"schema_version": 1, "kind": "simulation", "config": {<resolved configuration and inputs>},
+           "proposal_wall_s", "proposal": "proposal.json",
+           "contenders": [{"name", "label", "family", "method", "strategy", "candidates", "proposal",
+                           "summary": {"mean_ms", "median_ms", "median_ratio", "p90_ratio",
+                                       "median_work_ratio", "planning_median_ms", "planning_p90_ms",
+                                       "speedup", "chosen": [...]}}],
+           "steps": [{"sequences", "tokens", "longest", "work_bound_ms", "longest_bound_ms",
+                      "tight_bound_ms",
+                      "plans": {<contender>: {"strategy_index", "predicted_ms", "lower_bound_ms",
+                                              "planning_ms"}},
+                      "gap": {<term>: ms}}],
+           "communicators": {"proposal", "run", "bound"},
+           "bounds": {"pool_ms", "tight_ms", "predicted_over_pool", "compute_over_pool",
+                      "predicted_over_tight", "gap": {<term>: median ms}},
+           "created", "tool_version", "command"}
+
+      ``speedup`` is Hydraulis' over the contender (:mod:`hydraulis.simulation.summary`);
+      ``strategy_index`` −1 is a strategy synthesised for the step; ``gap`` is Hydraulis' plan's
+      (:mod:`hydraulis.dispatch.gap`), ``communicators`` and ``bounds`` are over Hydraulis' steps.
+    * ``steps.csv`` — one row per step and contender (the same numbers, with both ratios);
+    * ``summary.csv`` — one row per contender;
+    * ``proposal.json`` — the proposal (:mod:`.proposal`); ``baselines/<contender>.json`` — the
+      one-strategy proposal each static or homogeneous contender ran, readable by ``plan-step``.
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     proposals = [directory / "proposal.json"]

@@ -11,20 +11,7 @@ sequence's layers it runs there. With ``f_ig`` the share of sequence ``i`` run o
 
     T ≥ W* = min_f max_g Σ_i f_ig·w_g(s_i) / N_g
 
-With two groups an optimal ``f`` runs the sequences in decreasing order of
-``w_1(s)/w_2(s)`` on group 2 up to one split sequence and the rest on group 1 (the linear
-program has two load rows, so an optimal basic solution splits at most one sequence, and
-exchanging shares by that ratio never raises the larger load): ``W*`` is where the two loads
-cross. With more groups we use the weaker ``Σ_i min_g w_g(s_i) / N``.
-
-**The longest sequence** must cross every stage of one pipeline forward and backward:
-``T ≥ min_k Σ_σ t_{k,σ}(s_max) + 2(p_k − 1)·d`` over the candidate pipelines ``k`` that hold it
-(on the cost model's pipelines, not every conceivable one).
-
-``bound = max(W*, longest)``. Worked example: two groups, ``N = (1, 1)``, one sequence with
-``w = (4, 2)``: it is split ``f = (1/3, 2/3)`` and ``W* = 4/3``; the longest-sequence term of
-a pipeline of one stage of time 2 is 2, so the bound is 2.
-"""
+The details: :func:`mixed_bound`."""
 
 from __future__ import annotations
 
@@ -63,8 +50,23 @@ def layer_work_coefficients(spaces: ClusterSpaces) -> list[list[tuple[float, flo
 
 def mixed_bound(coefficients: Sequence[Sequence[tuple[float, float]]], devices: Sequence[int],
                 lengths: Sequence[int] | np.ndarray, longest: Sequence[StagedCost]) -> MixedBound:
-    """The bound of the module docstring for one step of ``lengths``; ``coefficients`` from
-    :func:`layer_work_coefficients`, ``longest`` the candidate pipelines holding its longest."""
+    """The bound of :func:`mixed_bound` for one step of ``lengths``; ``coefficients`` from
+    :func:`layer_work_coefficients`, ``longest`` the candidate pipelines holding its longest.
+
+    With two groups an optimal ``f`` runs the sequences in decreasing order of
+    ``w_1(s)/w_2(s)`` on group 2 up to one split sequence and the rest on group 1 (the linear
+    program has two load rows, so an optimal basic solution splits at most one sequence, and
+    exchanging shares by that ratio never raises the larger load): ``W*`` is where the two loads
+    cross. With more groups we use the weaker ``Σ_i min_g w_g(s_i) / N``.
+
+    **The longest sequence** must cross every stage of one pipeline forward and backward:
+    ``T ≥ min_k Σ_σ t_{k,σ}(s_max) + 2(p_k − 1)·d`` over the candidate pipelines ``k`` that hold it
+    (on the cost model's pipelines, not every conceivable one).
+
+    ``bound = max(W*, longest)``. Worked example: two groups, ``N = (1, 1)``, one sequence with
+    ``w = (4, 2)``: it is split ``f = (1/3, 2/3)`` and ``W* = 4/3``; the longest-sequence term of
+    a pipeline of one stage of time 2 is 2, so the bound is 2.
+    """
     s = np.asarray(lengths, dtype=np.float64)
     work = np.array([[min(a * x * x + b * x for a, b in group) for x in s] for group in coefficients])
     n = np.asarray(devices, dtype=np.float64)
@@ -79,7 +81,7 @@ def mixed_bound(coefficients: Sequence[Sequence[tuple[float, float]]], devices: 
 
 
 def _two_groups(work: np.ndarray, n: np.ndarray) -> float:
-    """``W*`` for two groups (module docstring): sequences by decreasing ``w_1/w_2`` go to group 2."""
+    """``W*`` for two groups (:func:`mixed_bound`): sequences by decreasing ``w_1/w_2`` go to group 2."""
     order = np.argsort(-(work[0] / np.maximum(work[1], 1e-300)), kind="stable")
     w1, w2 = work[0][order], work[1][order]
     on_second = np.concatenate(([0.0], np.cumsum(w2))) / n[1]

@@ -3,31 +3,7 @@
 **One stage** (``p = 1``): ``T = Σ_j (c + W_j) = W + v·c``, so the fewest micro-batches win;
 first-fit decreasing, optimal when it reaches ``v = ⌈n/C⌉``.
 
-**Several stages.** Under 1F1B with micro-batch times ``t_1 … t_v`` the exact time is about
-``Σ_j t_j + (p − 1)·(fill and drain)``; the fill/drain shrinks when micro-batches are small at
-both ends and large in the middle (with ``p = 2`` the last stage stalls by about
-``φ·t_{j+1} + (1 − φ)·t_{j−1} − t_j`` whenever that is positive, so times may rise freely but
-must fall gently), while every extra micro-batch costs ``c``. Candidates:
-
-* ``v`` around the estimate's ``v* = √(κ·(p − 1)·W/c)`` (:mod:`hydraulis.dispatch.estimate`),
-  from ``⌈n/C⌉`` up to the number of pieces;
-* target shapes ``ρ_j = min(1, α + (1 − α)·min(j, v − 1 − j)/r)``: flat (``r = 0``), a ramp
-  over ``r = p`` micro-batches from ``α = 0.35``, a ramp over ``r = 2p`` from ``α = 0.2``;
-  targets ``τ_j = W·ρ_j/Σρ``;
-* for each, pieces longest first into the micro-batch furthest below its target that has room
-  (``tokens + s ≤ C``), then the micro-batches in "organ" order: sorted by time, the smallest
-  last, the next smallest first, and so on inwards (the largest in the middle);
-* first-fit decreasing in its own order and in organ order, so balanced packing is never worse
-  than fixed-capacity packing.
-
-All candidates of all pipelines are packed together (numpy over candidates) and timed by the
-exact 1F1B simulation, many at once (:func:`hydraulis.cost.pipeline_times_1f1b`); each
-pipeline keeps its fastest candidate.
-
-Worked example (``p = 2``, φ = 1/3): times ``(10, 10, 10, 10, 10, 10)`` take 70 ms; the same
-60 ms of work as ``(2, 5, 8, 10, 10, 10, 8, 5, 2)`` takes 64.7 ms (plus ``3·c`` for the three
-extra micro-batches).
-"""
+The details: :func:`balanced_packings`."""
 
 from __future__ import annotations
 
@@ -49,7 +25,33 @@ SPREAD = 2
 def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens: np.ndarray,
                       work: np.ndarray, kappa: float) -> list[Packing]:
     """The fastest packing found for every pipeline; ``pieces_of[p]`` lists pipeline ``p``'s
-    piece positions, longest first."""
+    piece positions, longest first.
+
+    **Several stages.** Under 1F1B with micro-batch times ``t_1 … t_v`` the exact time is about
+    ``Σ_j t_j + (p − 1)·(fill and drain)``; the fill/drain shrinks when micro-batches are small at
+    both ends and large in the middle (with ``p = 2`` the last stage stalls by about
+    ``φ·t_{j+1} + (1 − φ)·t_{j−1} − t_j`` whenever that is positive, so times may rise freely but
+    must fall gently), while every extra micro-batch costs ``c``. Candidates:
+
+    * ``v`` around the estimate's ``v* = √(κ·(p − 1)·W/c)`` (:mod:`hydraulis.dispatch.estimate`),
+      from ``⌈n/C⌉`` up to the number of pieces;
+    * target shapes ``ρ_j = min(1, α + (1 − α)·min(j, v − 1 − j)/r)``: flat (``r = 0``), a ramp
+      over ``r = p`` micro-batches from ``α = 0.35``, a ramp over ``r = 2p`` from ``α = 0.2``;
+      targets ``τ_j = W·ρ_j/Σρ``;
+    * for each, pieces longest first into the micro-batch furthest below its target that has room
+      (``tokens + s ≤ C``), then the micro-batches in "organ" order: sorted by time, the smallest
+      last, the next smallest first, and so on inwards (the largest in the middle);
+    * first-fit decreasing in its own order and in organ order, so balanced packing is never worse
+      than fixed-capacity packing.
+
+    All candidates of all pipelines are packed together (numpy over candidates) and timed by the
+    exact 1F1B simulation, many at once (:func:`hydraulis.cost.pipeline_times_1f1b`); each
+    pipeline keeps its fastest candidate.
+
+    Worked example (``p = 2``, φ = 1/3): times ``(10, 10, 10, 10, 10, 10)`` take 70 ms; the same
+    60 ms of work as ``(2, 5, 8, 10, 10, 10, 8, 5, 2)`` takes 64.7 ms (plus ``3·c`` for the three
+    extra micro-batches).
+    """
     packings: list[Packing | None] = [None] * table.pipelines
     staged: list[int] = []
     pp, capacities, c = table.pp.tolist(), table.capacity.tolist(), table.c.tolist()

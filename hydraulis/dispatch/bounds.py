@@ -8,24 +8,7 @@ weights ``λ_g ≥ 0`` with ``Σ_g n_g·λ_g = 1`` (``n_g`` pipelines in group `
 
     max_p T_p ≥ Σ_g λ_g Σ_{p∈g} T_p ≥ Σ_i min_{g: C_g ≥ s_i} λ_g·w'_g(s_i)
 
-(the first step: a weighted average never exceeds the maximum; the second: each piece runs on
-some group that can hold it). These are the dual solutions of the fractional assignment
-``min T`` s.t. ``Σ_g y_ig = 1``, ``Σ_i w'_g(s_i)·y_ig ≤ n_g·T``; we take the best ``λ`` on a
-grid of the simplex, and ``λ_g = D_g/Σ_h n_h·D_h`` (``D_g`` devices per pipeline), which gives
-the perfectly spread work ``Σ_i min_g D_g·w'_g(s_i)/D``. With one group the bound is the mean
-load ``Σ_i w'(s_i)/n``.
-
-**Crossing.** The longest piece's micro-batch runs forward through all ``p_g`` stages and
-backward through them again, one after the other: ``p_g·(c_g + w_g(s_1)) + 2·(p_g − 1)·d``
-on the best pipeline that can hold it. Worked example (7B pool): a 32,768-token piece on
-(1,16,1) (``c = 65.2``, ``a = 3.02e-7``, ``b = 0.0292``) crosses in
-``65.2 + 324.1 + 957.9 = 1347`` ms.
-
-Worked example of the balance bound: groups A (1 pipeline) and B (1 pipeline), two pieces
-costing (A, B) = (10, 20) and (10, 20): spread over equal devices gives ``(10 + 10)/2 = 10``;
-``λ = (2/3, 1/3)`` gives ``min(6.7, 6.7)·2 = 13.3`` — indeed the best plan takes 20 (both on
-A) or 20 (one each), and the fractional optimum is 13.3.
-"""
+The details: :func:`strategy_bound`."""
 
 from __future__ import annotations
 
@@ -45,9 +28,28 @@ GRID_POINTS = 64
 
 
 def strategy_bound(table: PipelineTable, tokens: np.ndarray, work: np.ndarray) -> float:
-    """``max(balance, crossing)`` of the module docstring for pieces ``tokens`` (sorted
+    """``max(balance, crossing)`` of :func:`strategy_bound` for pieces ``tokens`` (sorted
     descending; ``work`` from :meth:`PipelineTable.work`); ∞ when the strategy cannot hold
-    the longest piece."""
+    the longest piece.
+
+    (the first step: a weighted average never exceeds the maximum; the second: each piece runs on
+    some group that can hold it). These are the dual solutions of the fractional assignment
+    ``min T`` s.t. ``Σ_g y_ig = 1``, ``Σ_i w'_g(s_i)·y_ig ≤ n_g·T``; we take the best ``λ`` on a
+    grid of the simplex, and ``λ_g = D_g/Σ_h n_h·D_h`` (``D_g`` devices per pipeline), which gives
+    the perfectly spread work ``Σ_i min_g D_g·w'_g(s_i)/D``. With one group the bound is the mean
+    load ``Σ_i w'(s_i)/n``.
+
+    **Crossing.** The longest piece's micro-batch runs forward through all ``p_g`` stages and
+    backward through them again, one after the other: ``p_g·(c_g + w_g(s_1)) + 2·(p_g − 1)·d``
+    on the best pipeline that can hold it. Worked example (7B pool): a 32,768-token piece on
+    (1,16,1) (``c = 65.2``, ``a = 3.02e-7``, ``b = 0.0292``) crosses in
+    ``65.2 + 324.1 + 957.9 = 1347`` ms.
+
+    Worked example of the balance bound: groups A (1 pipeline) and B (1 pipeline), two pieces
+    costing (A, B) = (10, 20) and (10, 20): spread over equal devices gives ``(10 + 10)/2 = 10``;
+    ``λ = (2/3, 1/3)`` gives ``min(6.7, 6.7)·2 = 13.3`` — indeed the best plan takes 20 (both on
+    A) or 20 (one each), and the fractional optimum is 13.3.
+    """
     fits = tokens[None, :] <= table.capacity[:, None]
     if not fits[:, 0].any():
         return float("inf")

@@ -1,37 +1,7 @@
 """Dispatch one global batch: choose a strategy of the proposal, give its pipelines their
 sequences, pack them into micro-batches (design §8).
 
-Recipe of :func:`dispatch`:
-
-1. check the method, the proposal and the lengths; align, and truncate or split sequences no
-   pipeline can hold if asked to (:mod:`.batch`);
-2. bound every strategy from below (``B_k``, :func:`~hydraulis.dispatch.bounds.strategy_bound`
-   plus its reduction); a strategy that cannot hold the longest piece is skipped;
-3. plan strategies in increasing ``B_k`` with the batching method — for Hydraulis stage 1
-   (:mod:`.assign`) then stage 2 (:mod:`.balanced_packing`) — and stop as soon as ``B_k``
-   reaches the best predicted step time so far (that strategy and all after it cannot win);
-4. keep the strategy with the lowest predicted step time ``max_p T_p + T_reduce``;
-5. for Hydraulis, let an integer program try to speed up its slowest pipeline (:mod:`.ilp`)
-   when given a node budget (``ilp_nodes``);
-6. write the step plan, with the lower bound ``min_k B_k`` of the batch under the proposal.
-
-**The plan's lower bound.** Every plan of the batch runs one strategy ``k`` of the proposal,
-so its step time is at least ``B_k = max(balance_k, crossing_k) + T_reduce(k)``
-(:mod:`.bounds`), and ``LB = min_k B_k`` bounds every plan dispatch could make. It is never
-below design §6's work bound ``Σ_i min_k D_k·w_k(s_i)/N``
-(:func:`~hydraulis.dispatch.bounds.work_lower_bound_ms`): ``balance_k`` is at least strategy
-``k``'s perfectly spread work, which uses only its own schemes and devices (``≤ N``). The two
-differ where no plan can reach the work bound: the reduction, a strategy's less efficient
-pipelines, and a long sequence that one pipeline must carry through all its stages (7B,
-64 devices, 200K tokens: a 32K sequence takes ≥ 1.35 s on the fastest (1,16,1) pipeline while
-the work bound is ≈ 0.7 s).
-
-**Determinism.** Nothing here is random but the order of equal-length sequences, which the
-seed fixes, and nothing is bounded by time but the integer programs' safety stop: their work
-is bounded by ``ilp_nodes`` nodes each (hydraulis/solver.py), so the same inputs, seed and
-budget give the same plan on any machine. Should the safety stop fire, the pipeline's status
-(``ilp_time_limit``) and the notes say so.
-"""
+The details: :func:`dispatch`."""
 
 from __future__ import annotations
 
@@ -70,7 +40,39 @@ def dispatch(
     options: DispatchOptions = DispatchOptions(),
 ) -> StepPlan:
     """The step plan of the batch ``lengths`` (one length per sequence, in tokens) under
-    ``proposal`` with ``method``; :class:`~hydraulis.errors.HydraulisError` on bad input."""
+    ``proposal`` with ``method``; :class:`~hydraulis.errors.HydraulisError` on bad input.
+
+    Recipe of :func:`dispatch`:
+
+    1. check the method, the proposal and the lengths; align, and truncate or split sequences no
+       pipeline can hold if asked to (:mod:`.batch`);
+    2. bound every strategy from below (``B_k``, :func:`~hydraulis.dispatch.bounds.strategy_bound`
+       plus its reduction); a strategy that cannot hold the longest piece is skipped;
+    3. plan strategies in increasing ``B_k`` with the batching method — for Hydraulis stage 1
+       (:mod:`.assign`) then stage 2 (:mod:`.balanced_packing`) — and stop as soon as ``B_k``
+       reaches the best predicted step time so far (that strategy and all after it cannot win);
+    4. keep the strategy with the lowest predicted step time ``max_p T_p + T_reduce``;
+    5. for Hydraulis, let an integer program try to speed up its slowest pipeline (:mod:`.ilp`)
+       when given a node budget (``ilp_nodes``);
+    6. write the step plan, with the lower bound ``min_k B_k`` of the batch under the proposal.
+
+    **The plan's lower bound.** Every plan of the batch runs one strategy ``k`` of the proposal,
+    so its step time is at least ``B_k = max(balance_k, crossing_k) + T_reduce(k)``
+    (:mod:`.bounds`), and ``LB = min_k B_k`` bounds every plan dispatch could make. It is never
+    below design §6's work bound ``Σ_i min_k D_k·w_k(s_i)/N``
+    (:func:`~hydraulis.dispatch.bounds.work_lower_bound_ms`): ``balance_k`` is at least strategy
+    ``k``'s perfectly spread work, which uses only its own schemes and devices (``≤ N``). The two
+    differ where no plan can reach the work bound: the reduction, a strategy's less efficient
+    pipelines, and a long sequence that one pipeline must carry through all its stages (7B,
+    64 devices, 200K tokens: a 32K sequence takes ≥ 1.35 s on the fastest (1,16,1) pipeline while
+    the work bound is ≈ 0.7 s).
+
+    **Determinism.** Nothing here is random but the order of equal-length sequences, which the
+    seed fixes, and nothing is bounded by time but the integer programs' safety stop: their work
+    is bounded by ``ilp_nodes`` nodes each (hydraulis/solver.py), so the same inputs, seed and
+    budget give the same plan on any machine. Should the safety stop fire, the pipeline's status
+    (``ilp_time_limit``) and the notes say so.
+    """
     started = time.perf_counter()
     method, batch = prepare_dispatch(proposal, lengths, method, options)
     best, lower_bound, notes = plan_proposal(proposal, batch, method, options)

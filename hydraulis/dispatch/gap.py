@@ -8,29 +8,7 @@ schemes (the scheme space's, or the proposal's) and ``S`` the plan's strategy::
     predicted = work + strategy set + off-cheapest + fixed costs + imbalance + bubbles
                 + reduction + switch
 
-    work          = Σ_i min_{k∈K} D_k·w_k(s_i) / N              design §6's work bound
-    strategy set  = Σ_i min_{k∈S} D_k·w_k(s_i) / N − work        the strategy's schemes are dearer
-    off-cheapest  = Σ_p D_p·W_p / N − Σ_i min_{k∈S} D_k·w_k(s_i) / N
-                                                                 pieces not on their strategy's cheapest scheme
-    fixed costs   = Σ_p D_p·v_p·c_p / N                         per-micro-batch overheads
-    imbalance     = max_p B_p − Σ_p D_p·B_p / N                 the busiest pipeline over the mean
-                                                                 (idle devices included)
-    bubbles       = max_p T_p − max_p B_p                        1F1B fill and drain
-    reduction, switch                                            the plan's (switch: new communicators)
-
-The first six add up to the compute part ``max_p T_p``, term by term (each sum telescopes).
-Every term is ≥ 0 but the first two when ``K`` lacks a scheme of ``S``. ``imbalance`` also
-carries a long sequence that its pipeline must run alone: compare with the longest-sequence
-bound (:mod:`hydraulis.cost.bound`).
-
-:func:`level_compute` says how far the compute part is from what *any* plan at the same
-reduction level needs (design §8.2): the closed form and the linear program of
-:mod:`hydraulis.dispatch.device_bound`.
-
-Worked example: two (1,1,1) pipelines (``w(s) = s``, ``c = 1``) on N = 2, pieces (3) and (1):
-work = (3 + 1)/2 = 2, fixed = (1 + 1)/2 = 1, busy (4, 2): imbalance = 4 − 3 = 1, no bubbles:
-2 + 0 + 0 + 1 + 1 + 0 = 4 = the slower pipeline.
-"""
+The details: :func:`gap_breakdown`."""
 
 from __future__ import annotations
 
@@ -48,7 +26,7 @@ from hydraulis.types import PipelineGroup, Proposal, StepPlan
 
 @dataclass(frozen=True)
 class GapBreakdown:
-    """The terms of the module docstring, in ms; they add up to ``predicted_ms``."""
+    """The terms of :func:`gap_breakdown`, in ms; they add up to ``predicted_ms``."""
 
     work_ms: float
     strategy_set_ms: float
@@ -64,7 +42,7 @@ class GapBreakdown:
         return sum(getattr(self, f.name) for f in fields(self))
 
     def parts(self) -> tuple[tuple[str, float], ...]:
-        """``(name, ms)`` per term, in the module docstring's order."""
+        """``(name, ms)`` per term, in :func:`gap_breakdown`'s order."""
         return tuple((f.name.removesuffix("_ms").replace("_", " "), getattr(self, f.name)) for f in fields(self))
 
 
@@ -76,7 +54,31 @@ def bound_schemes(proposal: Proposal, schemes: Sequence[PipelineGroup] = ()) -> 
 
 
 def gap_breakdown(plan: StepPlan, proposal: Proposal, pool: Sequence[BoundScheme]) -> GapBreakdown:
-    """The breakdown of ``plan`` (made under ``proposal``) against the schemes ``pool``."""
+    """The breakdown of ``plan`` (made under ``proposal``) against the schemes ``pool``.
+
+        work          = Σ_i min_{k∈K} D_k·w_k(s_i) / N              design §6's work bound
+        strategy set  = Σ_i min_{k∈S} D_k·w_k(s_i) / N − work        the strategy's schemes are dearer
+        off-cheapest  = Σ_p D_p·W_p / N − Σ_i min_{k∈S} D_k·w_k(s_i) / N
+                                                                     pieces not on their strategy's cheapest scheme
+        fixed costs   = Σ_p D_p·v_p·c_p / N                         per-micro-batch overheads
+        imbalance     = max_p B_p − Σ_p D_p·B_p / N                 the busiest pipeline over the mean
+                                                                     (idle devices included)
+        bubbles       = max_p T_p − max_p B_p                        1F1B fill and drain
+        reduction, switch                                            the plan's (switch: new communicators)
+
+    The first six add up to the compute part ``max_p T_p``, term by term (each sum telescopes).
+    Every term is ≥ 0 but the first two when ``K`` lacks a scheme of ``S``. ``imbalance`` also
+    carries a long sequence that its pipeline must run alone: compare with the longest-sequence
+    bound (:mod:`hydraulis.cost.bound`).
+
+    :func:`level_compute` says how far the compute part is from what *any* plan at the same
+    reduction level needs (design §8.2): the closed form and the linear program of
+    :mod:`hydraulis.dispatch.device_bound`.
+
+    Worked example: two (1,1,1) pipelines (``w(s) = s``, ``c = 1``) on N = 2, pieces (3) and (1):
+    work = (3 + 1)/2 = 2, fixed = (1 + 1)/2 = 1, busy (4, 2): imbalance = 4 − 3 = 1, no bubbles:
+    2 + 0 + 0 + 1 + 1 + 0 = 4 = the slower pipeline.
+    """
     strategy = plan.strategy(proposal)
     groups = strategy.expanded()
     devices = proposal.devices

@@ -1,33 +1,6 @@
 """The integer program that tries to speed up the slowest pipeline's packing (PuLP; CBC or HiGHS).
 
-Only the slowest pipeline decides the step time, so only it is worth a solver (then the next
-one, if it became the slowest: at most one program per pipeline); a pipeline whose greedy
-packing is provably optimal, or with more than ``ilp_max_sequences`` pieces, is left as it is. Binary ``x_ij`` puts piece ``i`` (``s_i`` tokens, work ``w_i``) in micro-batch ``j``:
-
-* one stage (``T = W + v·c``): fewest micro-batches — ``min Σ_j y_j`` s.t. ``Σ_j x_ij = 1``,
-  ``Σ_i s_i·x_ij ≤ C·y_j``, ``y_j ≥ y_{j+1}``, over the greedy's ``v`` micro-batches;
-* several stages: the exact 1F1B time itself. With the greedy's ``v`` micro-batches, ``j`` is
-  the execution position; micro-batch ``j`` takes ``t_j = c + Σ_i w_i·x_ij`` on every stage,
-  each 1F1B operation ``o`` (forward or backward of position ``j(o)`` on a stage, see
-  :class:`hydraulis.cost.pipeline.ScheduleGraph`) lasts ``δ_o = φ_o·t_{j(o)}`` and ends at
-  ``E_o``:
-
-      min M  s.t.  Σ_j x_ij = 1,   Σ_i s_i·x_ij ≤ C,   Σ_i x_ij ≥ 1,
-                   E_o ≥ E_prev(o) + δ_o,   E_o ≥ E_dep(o) + d_o + δ_o,   M ≥ E_o
-
-  For fixed ``x`` the smallest feasible ``M`` is the longest path through the schedule, i.e.
-  exactly the simulated time, so the program chooses packing and order together.
-
-Both start from the greedy answer (CBC warm start) and run within ``ilp_nodes``
-branch-and-bound nodes (hydraulis/solver.py: a budget of work, so the plan does not depend on
-the machine's speed); ``ilp_time_limit_s`` is only a safety stop over the step's programs. The
-answer is timed by the exact 1F1B simulation and kept only if faster, so the result is never
-worse than greedy; ``solver_status`` says what happened (:class:`PackingStatus`) — a proven
-optimum, a better answer from a stopped program, the greedy packing proven optimal or merely
-kept — and the plan's notes add the program's outcome and, with HiGHS, its gap. A pipeline's
-``proven_ms`` is a proven lower bound on its time for its micro-batch count: its time when
-proven optimal, the solver's bound when it reports one (HiGHS, several stages).
-"""
+The details: :func:`improve_slowest`."""
 
 from __future__ import annotations
 
@@ -46,7 +19,36 @@ from hydraulis.solver import Outcome, Solved, solve
 def improve_slowest(table: PipelineTable, packings: list[Packing], tokens: np.ndarray, work: np.ndarray,
                     options: DispatchOptions) -> tuple[list[Packing], list[str]]:
     """``packings`` with the slowest pipeline's packing improved where the solver could, then
-    the next slowest if it became the slowest; notes for the plan."""
+    the next slowest if it became the slowest; notes for the plan.
+
+    Only the slowest pipeline decides the step time, so only it is worth a solver (then the next
+    one, if it became the slowest: at most one program per pipeline); a pipeline whose greedy
+    packing is provably optimal, or with more than ``ilp_max_sequences`` pieces, is left as it is. Binary ``x_ij`` puts piece ``i`` (``s_i`` tokens, work ``w_i``) in micro-batch ``j``:
+
+    * one stage (``T = W + v·c``): fewest micro-batches — ``min Σ_j y_j`` s.t. ``Σ_j x_ij = 1``,
+      ``Σ_i s_i·x_ij ≤ C·y_j``, ``y_j ≥ y_{j+1}``, over the greedy's ``v`` micro-batches;
+    * several stages: the exact 1F1B time itself. With the greedy's ``v`` micro-batches, ``j`` is
+      the execution position; micro-batch ``j`` takes ``t_j = c + Σ_i w_i·x_ij`` on every stage,
+      each 1F1B operation ``o`` (forward or backward of position ``j(o)`` on a stage, see
+      :class:`hydraulis.cost.pipeline.ScheduleGraph`) lasts ``δ_o = φ_o·t_{j(o)}`` and ends at
+      ``E_o``:
+
+          min M  s.t.  Σ_j x_ij = 1,   Σ_i s_i·x_ij ≤ C,   Σ_i x_ij ≥ 1,
+                       E_o ≥ E_prev(o) + δ_o,   E_o ≥ E_dep(o) + d_o + δ_o,   M ≥ E_o
+
+      For fixed ``x`` the smallest feasible ``M`` is the longest path through the schedule, i.e.
+      exactly the simulated time, so the program chooses packing and order together.
+
+    Both start from the greedy answer (CBC warm start) and run within ``ilp_nodes``
+    branch-and-bound nodes (hydraulis/solver.py: a budget of work, so the plan does not depend on
+    the machine's speed); ``ilp_time_limit_s`` is only a safety stop over the step's programs. The
+    answer is timed by the exact 1F1B simulation and kept only if faster, so the result is never
+    worse than greedy; ``solver_status`` says what happened (:class:`PackingStatus`) — a proven
+    optimum, a better answer from a stopped program, the greedy packing proven optimal or merely
+    kept — and the plan's notes add the program's outcome and, with HiGHS, its gap. A pipeline's
+    ``proven_ms`` is a proven lower bound on its time for its micro-batch count: its time when
+    proven optimal, the solver's bound when it reports one (HiGHS, several stages).
+    """
     deadline = time.monotonic() + options.ilp_time_limit_s
     result, notes, tried = list(packings), [], set()
     while True:
@@ -126,7 +128,7 @@ def _solve(packing: Packing, tokens: np.ndarray, work: np.ndarray, table: Pipeli
 def _proven_ms(solved: Solved, work: float, c: float, pp: int) -> float | None:
     """A lower bound on the pipeline's time from the program's bound: on several stages the
     objective is the time itself; on one stage it is the number of micro-batches ``v``, and the
-    time ``W + v·c`` (module docstring)."""
+    time ``W + v·c`` (:func:`improve_slowest`)."""
     if solved.bound is None:
         return None
     return solved.bound if pp > 1 else work + np.ceil(solved.bound - 1e-6) * c

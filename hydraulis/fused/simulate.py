@@ -8,28 +8,7 @@ ended (a *semi-active* schedule: nothing waits longer than it must):
 The orders are *invalid* when these equations have no solution: a cycle through chain and
 device edges (a deadlock, e.g. a backward ordered before its own forward on a device).
 
-**Algorithm** (:func:`propagate`, compiled with numba). Each device keeps a pointer to its
-next unscheduled task; a device advances while the chain predecessor of its next task is done
-(a task is done iff it lies before its device's pointer). Finishing a task pushes the device of
-its chain successor when that successor is the device's next task. Every task is scheduled
-once and every push follows a finish, so a full evaluation costs ``O(T + N)``; orders are
-valid iff every pointer reaches its device's end.
-
-**Incremental re-evaluation.** A move that reorders device ``d`` from position ``i`` on
-changes only tasks that start at or after ``τ = end(order_d[i − 1])`` (``0`` for ``i = 0``):
-every task at or after position ``i`` starts at ``≥ τ``, so do all of its descendants, and any
-task whose new start depends on a moved task was, before the move, a descendant of one of them
-(only edges into moved tasks changed). :func:`rewind` therefore rewinds every device's
-pointer to its first task starting at ``≥ τ`` (binary search: starts are sorted along a
-device's order) and propagates from there — on average about half the work of a full pass.
-
-Memory is a function of the orders alone: while task ``t`` runs on device ``d``, ``d`` holds
-``Σ μ`` over micro-batches whose forward on ``d`` has started and whose backward on ``d`` has
-not ended. A device's peak is the largest such sum right after one of its forwards starts.
-
-Worked example: one model, S = 2, m = 1, f = 1, b = 2 ms: ``F_0 [0, 1]`` on device 0,
-``F_1 [1, 2]`` and ``B_1 [2, 4]`` on device 1, ``B_0 [4, 6]`` on device 0: makespan 6 ms.
-"""
+The details: :class:`Simulator`."""
 
 from __future__ import annotations
 
@@ -168,7 +147,30 @@ class Timeline:
 
 
 class Simulator:
-    """Reusable buffers for evaluating many orders of one task graph."""
+    """Reusable buffers for evaluating many orders of one task graph.
+
+    **Algorithm** (:func:`propagate`, compiled with numba). Each device keeps a pointer to its
+    next unscheduled task; a device advances while the chain predecessor of its next task is done
+    (a task is done iff it lies before its device's pointer). Finishing a task pushes the device of
+    its chain successor when that successor is the device's next task. Every task is scheduled
+    once and every push follows a finish, so a full evaluation costs ``O(T + N)``; orders are
+    valid iff every pointer reaches its device's end.
+
+    **Incremental re-evaluation.** A move that reorders device ``d`` from position ``i`` on
+    changes only tasks that start at or after ``τ = end(order_d[i − 1])`` (``0`` for ``i = 0``):
+    every task at or after position ``i`` starts at ``≥ τ``, so do all of its descendants, and any
+    task whose new start depends on a moved task was, before the move, a descendant of one of them
+    (only edges into moved tasks changed). :func:`rewind` therefore rewinds every device's
+    pointer to its first task starting at ``≥ τ`` (binary search: starts are sorted along a
+    device's order) and propagates from there — on average about half the work of a full pass.
+
+    Memory is a function of the orders alone: while task ``t`` runs on device ``d``, ``d`` holds
+    ``Σ μ`` over micro-batches whose forward on ``d`` has started and whose backward on ``d`` has
+    not ended. A device's peak is the largest such sum right after one of its forwards starts.
+
+    Worked example: one model, S = 2, m = 1, f = 1, b = 2 ms: ``F_0 [0, 1]`` on device 0,
+    ``F_1 [1, 2]`` and ``B_1 [2, 4]`` on device 1, ``B_0 [4, 6]`` on device 0: makespan 6 ms.
+    """
 
     def __init__(self, graph: TaskGraph) -> None:
         self.graph = graph

@@ -8,27 +8,7 @@ runs with context-parallel size ``k`` on them, and the ranks meet at a barrier a
 
     T = Σ_g max_r Σ_{i ∈ groups[g][r]} t_{k_i}(s_i),       t_k(s) = c_k + a_k·s² + b_k·s
 
-— the fixed cost ``c`` once per sub-sample, as Megatron's schedule runs them (``fixed =
-subsample``), or once per rank and group (``fixed = group``: ``max_r (c + Σ_i w_{k_i}(s_i))``).
-Worked example: one group, rank 0 runs a 4K sample alone, ranks 1–2 share an 8K one (``k = 2``):
-``T = max(t_1(4K), t_2(8K))``.
-
-**Planning** (:func:`plan_cp_groups`): one group, so no barrier is paid, whose ranks form blocks
-of ``k`` consecutive ranks (blocks in decreasing ``k`` from rank 0, so a block of ``k`` starts at
-a multiple of ``k``, the aligned groups Megatron creates). A block of ``k`` ranks is a one-stage
-pipeline of scheme ``(k, tp, 1)`` whose micro-batches are single samples, so its time is exactly
-``Σ_i t_k(s_i)``: dispatch stage 1 (:func:`~hydraulis.dispatch.assign.assign_pieces`, longest
-first to the block that would finish first, capacity classes, then moves off the slowest block)
-with the work ``w_k(s) + c_k`` per sample gives every block its samples. Which blocks — the
-counts ``n_k`` with ``Σ_k k·n_k = n`` — is searched by the planner's pattern search
-(:class:`~hydraulis.planner.search.CountsSearch`) under that exact time, from the homogeneous
-counts that hold the longest sample and from the *demand* counts: with ``k_i`` the smallest
-option holding sample ``i``, ``D_k = Σ_{i: k_i = k} k·t_k(s_i)`` and ``T₀ = Σ_k D_k/n``,
-``n_k = ⌈D_k/(k·T₀)⌉`` for the larger ``k`` and the rest of the ranks in blocks of the smallest.
-Counts that leave a block without a sample are out (every rank must run at least one sample).
-Only the step's useful sizes are searched (:meth:`~hydraulis.integrations.cp_ranks.CPRanks.useful`:
-up to the first ``k`` on which the longest sample takes no longer than the mean rank load).
-"""
+The details: :func:`plan_cp_groups`."""
 
 from __future__ import annotations
 
@@ -52,7 +32,7 @@ SEARCH_EVALUATIONS = 48
 
 
 class FixedCost(str, Enum):
-    """Where the fixed cost ``c`` of the module docstring is paid."""
+    """Where the fixed cost ``c`` of :func:`plan_cp_groups` is paid."""
 
     SUBSAMPLE = "subsample"
     GROUP = "group"
@@ -85,7 +65,7 @@ class CPGroups:
 
 def cp_step_ms(plan: CPGroups, lengths: Sequence[int] | np.ndarray, ranks: CPRanks,
                fixed: FixedCost = FixedCost.SUBSAMPLE) -> float:
-    """``T`` of the module docstring; every sample's ``k`` must be an option of ``ranks``."""
+    """``T`` of :func:`plan_cp_groups`; every sample's ``k`` must be an option of ``ranks``."""
     lengths = np.asarray(lengths, dtype=np.int64)
     total = 0.0
     for g, group in enumerate(plan.groups):
@@ -105,7 +85,29 @@ def cp_step_ms(plan: CPGroups, lengths: Sequence[int] | np.ndarray, ranks: CPRan
 
 def plan_cp_groups(ranks: CPRanks, lengths: Sequence[int] | np.ndarray,
                    max_evaluations: int = SEARCH_EVALUATIONS) -> CPGroups:
-    """One group of the module docstring for samples of ``lengths`` (index = sample)."""
+    """One group of :func:`plan_cp_groups` for samples of ``lengths`` (index = sample).
+
+    — the fixed cost ``c`` once per sub-sample, as Megatron's schedule runs them (``fixed =
+    subsample``), or once per rank and group (``fixed = group``: ``max_r (c + Σ_i w_{k_i}(s_i))``).
+    Worked example: one group, rank 0 runs a 4K sample alone, ranks 1–2 share an 8K one (``k = 2``):
+    ``T = max(t_1(4K), t_2(8K))``.
+
+    **Planning** (:func:`plan_cp_groups`): one group, so no barrier is paid, whose ranks form blocks
+    of ``k`` consecutive ranks (blocks in decreasing ``k`` from rank 0, so a block of ``k`` starts at
+    a multiple of ``k``, the aligned groups Megatron creates). A block of ``k`` ranks is a one-stage
+    pipeline of scheme ``(k, tp, 1)`` whose micro-batches are single samples, so its time is exactly
+    ``Σ_i t_k(s_i)``: dispatch stage 1 (:func:`~hydraulis.dispatch.assign.assign_pieces`, longest
+    first to the block that would finish first, capacity classes, then moves off the slowest block)
+    with the work ``w_k(s) + c_k`` per sample gives every block its samples. Which blocks — the
+    counts ``n_k`` with ``Σ_k k·n_k = n`` — is searched by the planner's pattern search
+    (:class:`~hydraulis.planner.search.CountsSearch`) under that exact time, from the homogeneous
+    counts that hold the longest sample and from the *demand* counts: with ``k_i`` the smallest
+    option holding sample ``i``, ``D_k = Σ_{i: k_i = k} k·t_k(s_i)`` and ``T₀ = Σ_k D_k/n``,
+    ``n_k = ⌈D_k/(k·T₀)⌉`` for the larger ``k`` and the rest of the ranks in blocks of the smallest.
+    Counts that leave a block without a sample are out (every rank must run at least one sample).
+    Only the step's useful sizes are searched (:meth:`~hydraulis.integrations.cp_ranks.CPRanks.useful`:
+    up to the first ``k`` on which the longest sample takes no longer than the mean rank load).
+    """
     require_int(max_evaluations, "max_evaluations", minimum=0)
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
     ranks.check_lengths(lengths)
@@ -125,7 +127,7 @@ def plan_cp_groups(ranks: CPRanks, lengths: Sequence[int] | np.ndarray,
 
 
 class _BlockPlanner:
-    """Stage 1 of the module docstring on counts of blocks."""
+    """Stage 1 of :func:`plan_cp_groups` on counts of blocks."""
 
     def __init__(self, ranks: CPRanks, lengths: np.ndarray) -> None:
         self.ranks = ranks

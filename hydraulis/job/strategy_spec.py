@@ -10,32 +10,7 @@ Grammar (whitespace ignored)::
     OPTIONS  := '[' OPTION (',' OPTION)* ']'
     OPTION   := 'sp' | 'recompute=' ('none' | 'selective' | 'full' [':' K ('/' K)*])
 
-``1,2,1+1,1,2`` is one pipeline of scheme (cp 1, tp 2, pp 1) beside one of (1, 1, 2);
-``1,1,2x2`` two pipelines of (1, 1, 2); ``1,1,2:3/1`` one pipeline whose first stage holds
-3 layers and second 1 (default: the even split of :func:`~hydraulis.stages.even_split`).
-Options in brackets (:class:`~hydraulis.scheme.SchemeOptions`) make another scheme:
-``1,4,1[sp]x2`` two pipelines of tp 4 with sequence parallelism,
-``2,2,1[sp,recompute=full]+1,1,2:3/1[recompute=selective]`` one pipeline recomputing whole
-layers beside one recomputing the attention core (:mod:`hydraulis.runtime.model.decoder`);
-``1,1,2[recompute=full:1]`` recomputes the first layer of each stage in full, ``1,1,2[recompute=full:2/1]``
-the first two of stage 0 and the first of stage 1 (:class:`~hydraulis.scheme.Scheme`). The
-brackets may also come before the split (``1,1,2[sp]:3/1``); a layout prints them after it.
-
-A STAGED pipeline (:mod:`hydraulis.stages`, design §9.2) gives each stage its own tensor-parallel
-degree and layer count (cp is uniform within a pipeline): ``1|2:3>1:1+1,1,1`` is one pipeline
-whose first stage runs 3 layers on 2 tp ranks and whose second runs 1 layer on one rank (3
-devices), beside a one-device pipeline; ``1|2:1>1:3x2`` two such pipelines of 1 and 3 layers.
-Its options are recomputation only (``1|2:3>1:1[recompute=full:1]``): sequence parallelism is
-not combined with per-stage tp. A ``@GROUP`` names the cluster's device group of the stage
-(the runtime runs every stage on the devices it is given; the planner and ``hydraulis memory
---cluster`` read the groups). ``x`` followed by digits at the end is always the count.
-
-A parsed SPEC becomes a :class:`~hydraulis.layout.pipeline.StrategyLayout` with
-:func:`strategy_layout`, which also attaches each scheme's time coefficients (for predicted
-times) — from a scheme space when one is given, else from the analytic model of the ``cpu``
-device preset (:mod:`hydraulis.profiler.analytic`); a staged scheme's from the segments of each
-stage's tp (:mod:`hydraulis.job.staged_profile`).
-"""
+The details: :func:`parse_strategy_spec`."""
 
 from __future__ import annotations
 
@@ -79,7 +54,34 @@ class SpecGroup:
 
 
 def parse_strategy_spec(text: str, field: str = "strategy") -> tuple[SpecGroup, ...]:
-    """The groups of a SPEC, in order; an error naming the offending pipeline otherwise."""
+    """The groups of a SPEC, in order; an error naming the offending pipeline otherwise.
+
+    ``1,2,1+1,1,2`` is one pipeline of scheme (cp 1, tp 2, pp 1) beside one of (1, 1, 2);
+    ``1,1,2x2`` two pipelines of (1, 1, 2); ``1,1,2:3/1`` one pipeline whose first stage holds
+    3 layers and second 1 (default: the even split of :func:`~hydraulis.stages.even_split`).
+    Options in brackets (:class:`~hydraulis.scheme.SchemeOptions`) make another scheme:
+    ``1,4,1[sp]x2`` two pipelines of tp 4 with sequence parallelism,
+    ``2,2,1[sp,recompute=full]+1,1,2:3/1[recompute=selective]`` one pipeline recomputing whole
+    layers beside one recomputing the attention core (:mod:`hydraulis.runtime.model.decoder`);
+    ``1,1,2[recompute=full:1]`` recomputes the first layer of each stage in full, ``1,1,2[recompute=full:2/1]``
+    the first two of stage 0 and the first of stage 1 (:class:`~hydraulis.scheme.Scheme`). The
+    brackets may also come before the split (``1,1,2[sp]:3/1``); a layout prints them after it.
+
+    A STAGED pipeline (:mod:`hydraulis.stages`, design §9.2) gives each stage its own tensor-parallel
+    degree and layer count (cp is uniform within a pipeline): ``1|2:3>1:1+1,1,1`` is one pipeline
+    whose first stage runs 3 layers on 2 tp ranks and whose second runs 1 layer on one rank (3
+    devices), beside a one-device pipeline; ``1|2:1>1:3x2`` two such pipelines of 1 and 3 layers.
+    Its options are recomputation only (``1|2:3>1:1[recompute=full:1]``): sequence parallelism is
+    not combined with per-stage tp. A ``@GROUP`` names the cluster's device group of the stage
+    (the runtime runs every stage on the devices it is given; the planner and ``hydraulis memory
+    --cluster`` read the groups). ``x`` followed by digits at the end is always the count.
+
+    A parsed SPEC becomes a :class:`~hydraulis.layout.pipeline.StrategyLayout` with
+    :func:`strategy_layout`, which also attaches each scheme's time coefficients (for predicted
+    times) — from a scheme space when one is given, else from the analytic model of the ``cpu``
+    device preset (:mod:`hydraulis.profiler.analytic`); a staged scheme's from the segments of each
+    stage's tp (:mod:`hydraulis.job.staged_profile`).
+    """
     if not isinstance(text, str) or not text.strip():
         raise HydraulisError(field, text, f"must be pipelines joined by '+', each {_FORM}")
     groups = []

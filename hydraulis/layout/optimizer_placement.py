@@ -6,34 +6,7 @@ homogeneous strategy (tp fastest, then dp, then the stage, Megatron-LM's order):
 
     owner rank = (s·dp_o + d)·tp_o + t        s < pp_o, d < dp_o, t < tp_o
 
-Ranks from ``dp_o·tp_o·pp_o`` on (when the layout is smaller than the world; its size must
-divide the world) own nothing. Rank ``(s, d, t)`` owns:
-
-1. **stage** ``s``: the parameters of the layers of the even split of ``L`` layers into
-   ``pp_o`` stages (:func:`~hydraulis.stages.even_split`), the embedding on stage 0, the
-   final norm and the head on the last;
-2. **tp slice** ``t``: of each such parameter, the tensor-parallel slice of
-   :mod:`hydraulis.layout.sharding` — except that every element has exactly one owner: a
-   parameter without a tp dimension (RMSNorm weights) belongs to ``t = 0``, and a kv head that
-   ``tp_o/U`` ranks would share (``U`` heads < ``tp_o``) to the first of them;
-3. **dp chunk** ``d`` (ZeRO-1): the stage's tp slices of rank ``t``, flattened and
-   concatenated in canonical order, ``Q`` elements, are cut into ``dp_o`` contiguous chunks
-   ``[⌊d·Q/dp_o⌋, ⌊(d+1)·Q/dp_o⌋)``; the chunk is the rank's **buffer** (master weights,
-   gradient and moments are flat tensors of its length).
-
-So every element of every parameter has exactly one owner and one position in its buffer, and
-the buffers hold ``≈ P/(dp_o·tp_o·pp_o)`` elements each. Worked example, ``tiny`` (L = 4,
-H = 64, V = 1024, P = 315,968) under ``dp2·tp1·pp2`` on 4 ranks: stage 0 holds the embedding and
-layers 0–1 (65,536 + 2·46,208 = 157,952 elements), rank 0 the first 78,976 of them, rank 1 the
-rest; ranks 2 and 3 split layers 2–3, the final norm and the head (158,016 elements) into
-79,008 each.
-
-An owner's part of one parameter is a :class:`~hydraulis.layout.ranges.Region` (its tp
-slice cut to its dp chunk): :meth:`OptimizerPlacement.owned_regions` lists a buffer's regions,
-:meth:`OptimizerPlacement.owner_regions` every owner's region of one parameter — ``O(tp_o + chunks
-crossed)`` entries, never one per element. Maps to other holders (compute shards, another
-layout's buffers, canonical tensors) are their regions' overlaps (:mod:`.ranges`).
-"""
+The details: :class:`OptimizerPlacement`."""
 
 from __future__ import annotations
 
@@ -69,7 +42,36 @@ class _Slice:
 
 
 class OptimizerPlacement:
-    """The optimizer layout ``layout`` of ``model`` on a world of ``world_size`` ranks."""
+    """The optimizer layout ``layout`` of ``model`` on a world of ``world_size`` ranks.
+
+    Ranks from ``dp_o·tp_o·pp_o`` on (when the layout is smaller than the world; its size must
+    divide the world) own nothing. Rank ``(s, d, t)`` owns:
+
+    1. **stage** ``s``: the parameters of the layers of the even split of ``L`` layers into
+       ``pp_o`` stages (:func:`~hydraulis.stages.even_split`), the embedding on stage 0, the
+       final norm and the head on the last;
+    2. **tp slice** ``t``: of each such parameter, the tensor-parallel slice of
+       :mod:`hydraulis.layout.sharding` — except that every element has exactly one owner: a
+       parameter without a tp dimension (RMSNorm weights) belongs to ``t = 0``, and a kv head that
+       ``tp_o/U`` ranks would share (``U`` heads < ``tp_o``) to the first of them;
+    3. **dp chunk** ``d`` (ZeRO-1): the stage's tp slices of rank ``t``, flattened and
+       concatenated in canonical order, ``Q`` elements, are cut into ``dp_o`` contiguous chunks
+       ``[⌊d·Q/dp_o⌋, ⌊(d+1)·Q/dp_o⌋)``; the chunk is the rank's **buffer** (master weights,
+       gradient and moments are flat tensors of its length).
+
+    So every element of every parameter has exactly one owner and one position in its buffer, and
+    the buffers hold ``≈ P/(dp_o·tp_o·pp_o)`` elements each. Worked example, ``tiny`` (L = 4,
+    H = 64, V = 1024, P = 315,968) under ``dp2·tp1·pp2`` on 4 ranks: stage 0 holds the embedding and
+    layers 0–1 (65,536 + 2·46,208 = 157,952 elements), rank 0 the first 78,976 of them, rank 1 the
+    rest; ranks 2 and 3 split layers 2–3, the final norm and the head (158,016 elements) into
+    79,008 each.
+
+    An owner's part of one parameter is a :class:`~hydraulis.layout.ranges.Region` (its tp
+    slice cut to its dp chunk): :meth:`OptimizerPlacement.owned_regions` lists a buffer's regions,
+    :meth:`OptimizerPlacement.owner_regions` every owner's region of one parameter — ``O(tp_o + chunks
+    crossed)`` entries, never one per element. Maps to other holders (compute shards, another
+    layout's buffers, canonical tensors) are their regions' overlaps (:mod:`.ranges`).
+    """
 
     def __init__(self, model: ModelSpec, layout: OptimizerLayout, world_size: int) -> None:
         layout.check(model, world_size)

@@ -12,23 +12,7 @@ parameter without one along the rows, whole). The slice ``[s, s + l)`` flattens 
 
 A region keeps the flattened positions ``[lo, hi)`` of its slice, position ``p`` at ``offset + p``.
 
-Two regions ``A`` and ``B`` of one parameter share the elements of the slices' intersection
-``[s, e)`` within both intervals: a few **blocks** — ``count`` runs of ``length`` elements, run
-``i`` at ``a + i·a_stride`` in ``A``'s memory and ``b + i·b_stride`` in ``B``'s
-(:func:`overlap`). Along rows the shared elements are one run; along columns one run per row
-(``R`` runs, strides ``l_A`` and ``l_B``), and each interval cuts a strided block into at most
-three: a partial first run, whole runs, a partial last run. So two regions share at most nine
-blocks whatever their sizes, and a map between two layouts is ``O(regions)``.
-
-Worked example: a ``4 × 6`` matrix sliced along columns; ``A`` holds columns 0–2 whole
-(``l_A = 3``), ``B`` columns 2–5 (``l_B = 4``) but only the positions ``[2, 10)`` of its
-flattening. They share column 2: runs at ``a = 2 + 3·i``, ``b = 0 + 4·i``; ``B``'s interval
-keeps rows 1 and 2 (positions 4 and 8) — one block ``a = 5, b = 4, count = 2, length = 1,
-a_stride = 3, b_stride = 4``.
-
-A block addresses a flat contiguous tensor as a ``count × length`` strided view
-(:meth:`Block.a_view`, :meth:`Block.b_view`, no copy), so a whole block moves with one copy.
-"""
+The details: :class:`Region`."""
 
 from __future__ import annotations
 
@@ -40,7 +24,25 @@ from hydraulis.layout.sharding import ParameterSpec, Shard
 @dataclass(frozen=True)
 class Region:
     """Positions ``[lo, hi)`` of the slice ``[start, start + length)`` of ``spec`` (module
-    docstring), position ``p`` at ``offset + p`` in its holder's flat memory."""
+    docstring), position ``p`` at ``offset + p`` in its holder's flat memory.
+
+    Two regions ``A`` and ``B`` of one parameter share the elements of the slices' intersection
+    ``[s, e)`` within both intervals: a few **blocks** — ``count`` runs of ``length`` elements, run
+    ``i`` at ``a + i·a_stride`` in ``A``'s memory and ``b + i·b_stride`` in ``B``'s
+    (:func:`overlap`). Along rows the shared elements are one run; along columns one run per row
+    (``R`` runs, strides ``l_A`` and ``l_B``), and each interval cuts a strided block into at most
+    three: a partial first run, whole runs, a partial last run. So two regions share at most nine
+    blocks whatever their sizes, and a map between two layouts is ``O(regions)``.
+
+    Worked example: a ``4 × 6`` matrix sliced along columns; ``A`` holds columns 0–2 whole
+    (``l_A = 3``), ``B`` columns 2–5 (``l_B = 4``) but only the positions ``[2, 10)`` of its
+    flattening. They share column 2: runs at ``a = 2 + 3·i``, ``b = 0 + 4·i``; ``B``'s interval
+    keeps rows 1 and 2 (positions 4 and 8) — one block ``a = 5, b = 4, count = 2, length = 1,
+    a_stride = 3, b_stride = 4``.
+
+    A block addresses a flat contiguous tensor as a ``count × length`` strided view
+    (:meth:`Block.a_view`, :meth:`Block.b_view`, no copy), so a whole block moves with one copy.
+    """
 
     spec: ParameterSpec
     start: int
@@ -131,7 +133,7 @@ class Block:
 
 
 def grid(spec: ParameterSpec) -> tuple[int, int, int]:
-    """``(R, C, d)``: ``spec`` as a matrix and the dimension its slices cut (module docstring)."""
+    """``(R, C, d)``: ``spec`` as a matrix and the dimension its slices cut (:class:`Region`)."""
     rows, columns = spec.shape if len(spec.shape) == 2 else (1, spec.shape[0])
     return rows, columns, spec.tp_dim or 0
 

@@ -11,19 +11,7 @@ the MLP and the vocabulary), ``tp`` ranks, rank ``r`` (``tp`` the stage's own de
 
     first unit = ⌊r·U/tp⌋,   units held = max(U/tp, 1)
 
-When ``tp`` divides ``U`` the ranks hold disjoint blocks; when ``U`` divides ``tp`` (grouped-query
-attention with fewer kv heads than tp ranks) ``tp/U`` consecutive ranks hold the same kv head.
-Worked example, ``kv_heads = 2``, ``tp = 4``: ranks 0, 1 hold kv head 0, ranks 2, 3 kv head 1 —
-and rank ``r``'s query heads ``r·H_q/4 …`` all map to exactly that kv head.
-
-Gradient contributions. The gradient of a parameter is the sum of its shards' gradients over
-all pipelines, with one exception: a parameter that every tp rank holds whole and computes from
-the same replicated activations (the RMSNorm weights) has the *same* gradient on every tp rank,
-so only tp rank 0 contributes it (:attr:`Shard.contributes`) — unless the pipeline runs sequence
-parallelism (:mod:`hydraulis.runtime.parallel.sequence`): each tp rank then normalises its own
-tokens and every tp rank contributes its partial gradient. Replicated kv heads receive
-different partial gradients (from different query heads) and all contribute.
-"""
+The details: :func:`parameter_specs`."""
 
 from __future__ import annotations
 
@@ -97,13 +85,27 @@ class Shard:
 
 
 def unit_range(units: int, size: int, rank: int) -> tuple[int, int]:
-    """``(first unit, units held)`` of tp rank ``rank`` among ``size`` (module docstring)."""
+    """``(first unit, units held)`` of tp rank ``rank`` among ``size`` (:func:`parameter_specs`)."""
     return rank * units // size, max(units // size, 1)
 
 
 @lru_cache(maxsize=16)
 def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
-    """All parameters in canonical order: embedding, layers 0…L−1, final norm, head."""
+    """All parameters in canonical order: embedding, layers 0…L−1, final norm, head.
+
+    When ``tp`` divides ``U`` the ranks hold disjoint blocks; when ``U`` divides ``tp`` (grouped-query
+    attention with fewer kv heads than tp ranks) ``tp/U`` consecutive ranks hold the same kv head.
+    Worked example, ``kv_heads = 2``, ``tp = 4``: ranks 0, 1 hold kv head 0, ranks 2, 3 kv head 1 —
+    and rank ``r``'s query heads ``r·H_q/4 …`` all map to exactly that kv head.
+
+    Gradient contributions. The gradient of a parameter is the sum of its shards' gradients over
+    all pipelines, with one exception: a parameter that every tp rank holds whole and computes from
+    the same replicated activations (the RMSNorm weights) has the *same* gradient on every tp rank,
+    so only tp rank 0 contributes it (:attr:`Shard.contributes`) — unless the pipeline runs sequence
+    parallelism (:mod:`hydraulis.runtime.parallel.sequence`): each tp rank then normalises its own
+    tokens and every tp rank contributes its partial gradient. Replicated kv heads receive
+    different partial gradients (from different query heads) and all contribute.
+    """
     h, hd, f, v = model.hidden, model.head_dim, model.ffn_hidden, model.vocab
     specs = [ParameterSpec("embed.weight", (v, h), Holder.EMBEDDING, tp_dim=0)]
     for i in range(model.layers):

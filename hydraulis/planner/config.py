@@ -3,29 +3,7 @@
 A :class:`PlannerConfig` is validated at construction; the CLI saves it (resolved) into the
 proposal's ``config`` so a proposal says what it was made from.
 
-**Budgets, not clocks.** The proposal depends only on the inputs, the seed and these work
-budgets, never on how fast the machine is:
-
-==========================  =====================================================  =========
-budget                      bounds                                                 default
-==========================  =====================================================  =========
-``tolerance``               the makespan bisection of each range: it stops when    0.002
-                            ``hi − lo ≤ tolerance·hi``, so at most
-                            ``⌈log₂((hi₀ − lo₀)/(tolerance·lo₀))⌉ + 1`` programs
-``solver_nodes``            each integer program: branch-and-bound nodes (CBC      1000
-                            ``maxNodes``, HiGHS ``mip_max_nodes``)
-``search_evaluations``      the local search of each range: distinct strategies    120
-                            judged, each on ``search_steps`` sampled steps
-``time_limit_s``            nothing, normally: a wall-clock safety stop over all   300 s
-                            programs and searches; when it fires the proposal's
-                            solver status is ``time_limit`` and the answer is the
-                            best found so far
-==========================  =====================================================  =========
-
-With these defaults the programs of the bundled settings finish at their root node and the
-proposals take what they took under the former 20 s deadline (``benchmarks/proposal_time.py``):
-the safety stop is far above them.
-"""
+The details: :class:`PlannerConfig`."""
 
 from __future__ import annotations
 
@@ -69,11 +47,34 @@ class PlannerConfig:
     ``bucket_width`` the histogram bucket in tokens; ``steps`` how many steps are sampled
     (by ``seed``) to specialise and predict; ``tolerance`` is the relative gap at which the
     makespan bisection stops, ``solver_nodes`` the branch-and-bound nodes of each integer
-    program; ``time_limit_s`` is the safety stop (module docstring); ``min_gain`` the relative step-time gain a strategy must bring over its neighbour on the
+    program; ``time_limit_s`` is the safety stop (:class:`PlannerConfig`); ``min_gain`` the relative step-time gain a strategy must bring over its neighbour on the
     steps it serves to be kept; ``work_classes`` caps the length classes an integer program
     sees; ``search_steps`` is how many of a range's sampled steps the local search judges
     strategies on and ``search_evaluations`` how many distinct strategies it may judge per
     range (0: no local search); ``optimizer_layout`` fixes the layout instead of choosing it.
+
+    **Budgets, not clocks.** The proposal depends only on the inputs, the seed and these work
+    budgets, never on how fast the machine is:
+
+    ==========================  =====================================================  =========
+    budget                      bounds                                                 default
+    ==========================  =====================================================  =========
+    ``tolerance``               the makespan bisection of each range: it stops when    0.002
+                                ``hi − lo ≤ tolerance·hi``, so at most
+                                ``⌈log₂((hi₀ − lo₀)/(tolerance·lo₀))⌉ + 1`` programs
+    ``solver_nodes``            each integer program: branch-and-bound nodes (CBC      1000
+                                ``maxNodes``, HiGHS ``mip_max_nodes``)
+    ``search_evaluations``      the local search of each range: distinct strategies    120
+                                judged, each on ``search_steps`` sampled steps
+    ``time_limit_s``            nothing, normally: a wall-clock safety stop over all   300 s
+                                programs and searches; when it fires the proposal's
+                                solver status is ``time_limit`` and the answer is the
+                                best found so far
+    ==========================  =====================================================  =========
+
+    With these defaults the programs of the bundled settings finish at their root node and the
+    proposals take what they took under the former 20 s deadline (``benchmarks/proposal_time.py``):
+    the safety stop is far above them.
     """
 
     devices: int

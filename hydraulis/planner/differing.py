@@ -12,21 +12,7 @@ mixes the proposal's schemes) picks per step, so the proposal is worth
 over the sampled steps ``I`` (``J``: the judge's step time, planner/evaluate.py) — a strategy
 best on a few steps earns its place even when the range's mean would not choose it.
 
-Recipe of :func:`complete_proposal` (while fewer than ``K`` strategies):
-
-1. ``best_i = min_{s∈P} J(s, i)``; the *complement* score of a strategy ``e`` is
-   ``Σ_{i∈I'} min(J(e, i), best_i)`` on a spread subset ``I'`` of ``search_steps`` steps;
-2. starts: every kept strategy with one pipeline of a *holder* swapped in — a scheme that
-   finishes some step's longest sequence fastest among those that hold it — and the kept
-   strategies themselves; a local search (planner/search.py) descends on the complement score,
-   its active options those of the starts and the holders;
-3. the best end ``e`` joins ``P`` if ``V(P ∪ {e}) < (1 − min_gain)·V(P)`` on all of ``I``, and
-   serves the steps it is best on; else stop.
-
-``V`` falls at every added strategy and the proposal's strategies are kept: the proposal is
-never worse than before. :func:`gains` says, per strategy, what it saves on the steps it is
-best on over the next best strategy — what ``propose --explain`` prints.
-"""
+The details: :func:`complete_proposal`."""
 
 from __future__ import annotations
 
@@ -51,7 +37,23 @@ def complete_proposal(kept: list[Strategy], stats: StepStatistics, options: Sequ
                       counts_of: Callable[[Strategy], tuple[int, ...]],
                       deadline: float = math.inf) -> list[tuple[Strategy, np.ndarray, float]]:
     """The strategies the recipe adds to ``kept``, each with the steps it is best on and its
-    relative gain ``1 − V(P ∪ {e})/V(P)``."""
+    relative gain ``1 − V(P ∪ {e})/V(P)``.
+
+    Recipe of :func:`complete_proposal` (while fewer than ``K`` strategies):
+
+    1. ``best_i = min_{s∈P} J(s, i)``; the *complement* score of a strategy ``e`` is
+       ``Σ_{i∈I'} min(J(e, i), best_i)`` on a spread subset ``I'`` of ``search_steps`` steps;
+    2. starts: every kept strategy with one pipeline of a *holder* swapped in — a scheme that
+       finishes some step's longest sequence fastest among those that hold it — and the kept
+       strategies themselves; a local search (planner/search.py) descends on the complement score,
+       its active options those of the starts and the holders;
+    3. the best end ``e`` joins ``P`` if ``V(P ∪ {e}) < (1 − min_gain)·V(P)`` on all of ``I``, and
+       serves the steps it is best on; else stop.
+
+    ``V`` falls at every added strategy and the proposal's strategies are kept: the proposal is
+    never worse than before. :func:`gains` says, per strategy, what it saves on the steps it is
+    best on over the next best strategy — what ``propose --explain`` prints.
+    """
     everything = np.arange(len(stats.maxima))
     probe = everything[::max(1, len(everything) // search_steps)]
     holders = _holders(stats, options)

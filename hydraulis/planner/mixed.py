@@ -6,38 +6,7 @@ groups), feasible when every group's devices suffice,
 
     Σ_k n_k·u_k[g] ≤ N_g   for every group g,
 
-and judged, like the one-type planner (:mod:`hydraulis.planner.search`), by ``J(n)``: the mean
-over sampled steps of the step time under the planner's two-stage dispatch and the exact 1F1B
-schedule (:func:`hydraulis.planner.evaluate.estimate_step`), each pipeline with its own
-bottleneck coefficients and capacity. A strategy that cannot hold some step's longest sequence
-has ``J = ∞``: long sequences go to the pipelines that can hold them, and a strategy must
-have some.
-
-Every option's parts tile its groups' nodes with power-of-two sizes, so any count vector within
-the budgets can be placed: each group by buddy placement, largest parts first.
-
-**Ranges.** Steps differ: about half of the long-tailed workload's 200K-token steps hold a 32K
-piece, the others need no pipeline that holds one. As in the one-type planner (design §7.1), the
-proposal keeps a strategy per serving range of the step's longest sequence — ``(0, S]`` and
-``(0, S/2]`` by default (:func:`plan_mixed_ranges`) — and dispatch runs each step on the best
-strategy that holds it.
-
-**Search.** The options are first screened: per per-group usage, those on the front of
-capacity against the bottleneck time of a reference micro-batch (``S/8`` tokens), at most
-``per_usage`` of them, and those the given starts use. Starts: from each option holding the target length alone, a greedy fill
-(add the option that lowers ``J`` most while one fits), and the ``starts`` given (e.g. the
-type-segregated answer, so the mixed plan is never judged slower than it), each followed by a
-descent. Descent: moves
-remove one pipeline of an option in use and add as many of another as the freed and idle
-devices take; the best move that lowers ``J`` by more than ``ε`` is taken, until none does or
-``evaluations`` count vectors have been judged (memoised). The best end wins.
-
-Worked example (LLaMA-13B, 16 A100 + 16 H100, 200K tokens, 32K; ``paper_exp/mixed``): for
-``(0, 32K]`` the type-segregated search ends at ``2×(2|2:20@a100>2:20@a100) + 1×(4|4:40@h100)``,
-the 32K sequences all on the one H100 pipeline; the mixed search at ``2×(4|2:13@a100>2:27@h100)``,
-two cross-type pipelines that each hold 32K, their H100 stages taking 27 of the 40 layers. For
-``(0, 16K]`` both keep ``1×(2|4:20@a100>4:20@a100) + 1×(2|4:20@h100>4:20@h100)``.
-"""
+The details: :func:`plan_mixed`."""
 
 from __future__ import annotations
 
@@ -110,7 +79,40 @@ def strategy_of(options: Sequence[MixedOption], counts: Sequence[int]) -> Strate
 
 def plan_mixed(spaces: ClusterSpaces, options: Sequence[MixedOption], steps: Sequence[np.ndarray],
                config: MixedSearchConfig, starts: Sequence[Strategy] = ()) -> MixedPlan:
-    """The search of the module docstring over ``options`` judged on ``steps``."""
+    """The search of :func:`plan_mixed` over ``options`` judged on ``steps``.
+
+    and judged, like the one-type planner (:mod:`hydraulis.planner.search`), by ``J(n)``: the mean
+    over sampled steps of the step time under the planner's two-stage dispatch and the exact 1F1B
+    schedule (:func:`hydraulis.planner.evaluate.estimate_step`), each pipeline with its own
+    bottleneck coefficients and capacity. A strategy that cannot hold some step's longest sequence
+    has ``J = ∞``: long sequences go to the pipelines that can hold them, and a strategy must
+    have some.
+
+    Every option's parts tile its groups' nodes with power-of-two sizes, so any count vector within
+    the budgets can be placed: each group by buddy placement, largest parts first.
+
+    **Ranges.** Steps differ: about half of the long-tailed workload's 200K-token steps hold a 32K
+    piece, the others need no pipeline that holds one. As in the one-type planner (design §7.1), the
+    proposal keeps a strategy per serving range of the step's longest sequence — ``(0, S]`` and
+    ``(0, S/2]`` by default (:func:`plan_mixed_ranges`) — and dispatch runs each step on the best
+    strategy that holds it.
+
+    **Search.** The options are first screened: per per-group usage, those on the front of
+    capacity against the bottleneck time of a reference micro-batch (``S/8`` tokens), at most
+    ``per_usage`` of them, and those the given starts use. Starts: from each option holding the target length alone, a greedy fill
+    (add the option that lowers ``J`` most while one fits), and the ``starts`` given (e.g. the
+    type-segregated answer, so the mixed plan is never judged slower than it), each followed by a
+    descent. Descent: moves
+    remove one pipeline of an option in use and add as many of another as the freed and idle
+    devices take; the best move that lowers ``J`` by more than ``ε`` is taken, until none does or
+    ``evaluations`` count vectors have been judged (memoised). The best end wins.
+
+    Worked example (LLaMA-13B, 16 A100 + 16 H100, 200K tokens, 32K; ``paper_exp/mixed``): for
+    ``(0, 32K]`` the type-segregated search ends at ``2×(2|2:20@a100>2:20@a100) + 1×(4|4:40@h100)``,
+    the 32K sequences all on the one H100 pipeline; the mixed search at ``2×(4|2:13@a100>2:27@h100)``,
+    two cross-type pipelines that each hold 32K, their H100 stages taking 27 of the 40 layers. For
+    ``(0, 16K]`` both keep ``1×(2|4:20@a100>4:20@a100) + 1×(2|4:20@h100>4:20@h100)``.
+    """
     started = {g.scheme for s in starts for g in s.pipelines}
     kept = screen(options, config)
     options = kept + tuple(o for o in options if o.scheme in started and o not in kept)
@@ -169,7 +171,7 @@ def mixed_proposal(spaces: ClusterSpaces, strategies: Sequence[Strategy], token_
 
 
 def screen(options: Sequence[MixedOption], config: MixedSearchConfig) -> tuple[MixedOption, ...]:
-    """Per usage, the front of capacity against the reference micro-batch's time (module docstring)."""
+    """Per usage, the front of capacity against the reference micro-batch's time (:func:`plan_mixed`)."""
     reference = max(1, config.target // 8)
     by_usage: dict[tuple[int, ...], list[MixedOption]] = {}
     for option in options:

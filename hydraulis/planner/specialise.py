@@ -6,26 +6,7 @@ its steps: steps with a short ``m`` run on a layout provisioned for the long one
 the range lets short-``m`` steps use layouts that are faster for them (more, smaller pipelines;
 schemes that cannot hold ``u_j``); each extra strategy is one more layout to switch to.
 
-We choose the boundaries to minimise the expected step time under a proxy that is cheap and
-exact for one scheme in the fluid model (planner/fluid.py): the best *homogeneous* strategy
-for the range — ``⌊N/D_k⌋`` pipelines of one scheme ``k`` that holds ``u_j``, sharing each
-step's work ``W_k(i)`` — judged on the range's sampled steps:
-
-    v_k(i) = r_k + max(τ*_k(W_k(i)/⌊N/D_k⌋), h_k(m_i))
-    cost(u_{j−1}, u_j) = min_{k: S_k ≥ u_j} Σ_{i: m_i ∈ (u_{j−1}, u_j]} v_k(i)
-
-The best partition into ``j`` ranges is a 1-D segmentation, solved exactly by dynamic
-programming over candidate boundaries — quantiles of the sampled ``m`` (where the step mix
-changes) and the schemes' capacities below ``S`` (where the set of holders changes) — for
-every ``j ≤ K``; every range holds at least one sampled step and the last ends at ``S``. We take
-the fewest ranges whose cost is within ``min_gain`` of the best ``K``-range cost: a range that
-cannot pay for itself in the proxy is not worth a strategy. The integer programs then design
-each range's heterogeneous strategy, and pruning (planner/propose.py) merges ranges whose
-designed strategies gain too little.
-
-Worked example: maxima (2k, 3k, 30k); 8 pipelines of a 4-device scheme are fastest for the two
-short steps, 4 of an 8-device scheme for the long one: ranges (0, 3k] and (3k, 32k] beat one.
-"""
+The details: :func:`serving_ranges`."""
 
 from __future__ import annotations
 
@@ -43,7 +24,28 @@ QUANTILES_PER_STRATEGY = 4
 
 def serving_ranges(stats: StepStatistics, options: Sequence[SchemeOption], devices: int,
                    model: PipelineModel, strategies: int, min_gain: float) -> list[tuple[int, int]]:
-    """At most ``strategies`` ranges ``(lo, hi]`` covering ``(0, S]`` (module docstring)."""
+    """At most ``strategies`` ranges ``(lo, hi]`` covering ``(0, S]`` (:func:`serving_ranges`).
+
+    We choose the boundaries to minimise the expected step time under a proxy that is cheap and
+    exact for one scheme in the fluid model (planner/fluid.py): the best *homogeneous* strategy
+    for the range — ``⌊N/D_k⌋`` pipelines of one scheme ``k`` that holds ``u_j``, sharing each
+    step's work ``W_k(i)`` — judged on the range's sampled steps:
+
+        v_k(i) = r_k + max(τ*_k(W_k(i)/⌊N/D_k⌋), h_k(m_i))
+        cost(u_{j−1}, u_j) = min_{k: S_k ≥ u_j} Σ_{i: m_i ∈ (u_{j−1}, u_j]} v_k(i)
+
+    The best partition into ``j`` ranges is a 1-D segmentation, solved exactly by dynamic
+    programming over candidate boundaries — quantiles of the sampled ``m`` (where the step mix
+    changes) and the schemes' capacities below ``S`` (where the set of holders changes) — for
+    every ``j ≤ K``; every range holds at least one sampled step and the last ends at ``S``. We take
+    the fewest ranges whose cost is within ``min_gain`` of the best ``K``-range cost: a range that
+    cannot pay for itself in the proxy is not worth a strategy. The integer programs then design
+    each range's heterogeneous strategy, and pruning (planner/propose.py) merges ranges whose
+    designed strategies gain too little.
+
+    Worked example: maxima (2k, 3k, 30k); 8 pipelines of a 4-device scheme are fastest for the two
+    short steps, 4 of an 8-device scheme for the long one: ranges (0, 3k] and (3k, 32k] beat one.
+    """
     points = _candidate_points(stats, options, strategies)
     order = np.argsort(stats.maxima, kind="stable")
     value = homogeneous_step_ms(stats, options, devices, model)[:, order]

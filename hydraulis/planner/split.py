@@ -8,26 +8,7 @@ sequence of ``S`` tokens), choose for each group a tensor-parallel degree ``tp_g
 
     minimise  max_σ t_σ(L_σ)(r)     subject to  S_σ(L_σ) ≥ S  for every σ
 
-where ``t_σ`` and ``S_σ`` are the staged cost model's stage time and longest sequence
-(:func:`~hydraulis.cost.staged.stage_cost`); stage time, model states and activation bytes per
-token are affine in ``L_σ`` (a layer adds the same block; the working set is a maximum over
-blocks, not a sum), so two evaluations per stage, at ``L_σ = 1`` and 2, price every ``L_σ``. Both depend on ``L_σ`` and on what is fixed once the
-``tp_g`` are: the stage's group and tp, its position (first, middle, last; ``pp − σ``
-micro-batches in flight), its neighbours' tp and groups — not on the other stages' layers.
-
-**Dynamic program**, per candidate ``(tp_g)_g``: with ``F_σ(l)`` the least bottleneck of stages
-``0 … σ`` holding the first ``l`` layers,
-
-    F_0(l) = t_0(l)                                   if S_0(l) ≥ S, else ∞
-    F_σ(l) = min_{1 ≤ k < l} max(F_{σ−1}(l − k), t_σ(k))   over k with S_σ(k) ≥ S
-
-and the answer ``F_{pp−1}(L)``, the split read back from the minimising ``k``; ``O(pp·L²)`` per
-candidate. The best candidate over all ``(tp_g)`` wins (ties: fewer stages, then the first found).
-Worked example: LLaMA-13B analytic, ``cp = 1``, 8 A100s then 8 H100s, ``S = 8192``, tp 8 on
-both: ``1|8:13@a100>8:27@h100`` (an 8K sequence is attention-heavy, where the H100 gains most;
-the even split's A100 stage would take 1.5× as long). tests/planner/test_split.py checks the DP
-against brute force over every tp choice and composition of the layers on small cases.
-"""
+The details: :func:`split_pipeline`."""
 
 from __future__ import annotations
 
@@ -57,7 +38,7 @@ class GroupBudget:
 
 @dataclass(frozen=True)
 class SplitRequest:
-    """One pipeline to split (module docstring); ``reference`` empty = one sequence of ``target``."""
+    """One pipeline to split (:func:`split_pipeline`); ``reference`` empty = one sequence of ``target``."""
 
     cp: int
     budgets: tuple[GroupBudget, ...]
@@ -85,7 +66,28 @@ class Split:
 
 
 def split_pipeline(spaces: ClusterSpaces, request: SplitRequest) -> Split | None:
-    """The best split of the module docstring, or None when no candidate holds ``target``."""
+    """The best split of :func:`split_pipeline`, or None when no candidate holds ``target``.
+
+    where ``t_σ`` and ``S_σ`` are the staged cost model's stage time and longest sequence
+    (:func:`~hydraulis.cost.staged.stage_cost`); stage time, model states and activation bytes per
+    token are affine in ``L_σ`` (a layer adds the same block; the working set is a maximum over
+    blocks, not a sum), so two evaluations per stage, at ``L_σ = 1`` and 2, price every ``L_σ``. Both depend on ``L_σ`` and on what is fixed once the
+    ``tp_g`` are: the stage's group and tp, its position (first, middle, last; ``pp − σ``
+    micro-batches in flight), its neighbours' tp and groups — not on the other stages' layers.
+
+    **Dynamic program**, per candidate ``(tp_g)_g``: with ``F_σ(l)`` the least bottleneck of stages
+    ``0 … σ`` holding the first ``l`` layers,
+
+        F_0(l) = t_0(l)                                   if S_0(l) ≥ S, else ∞
+        F_σ(l) = min_{1 ≤ k < l} max(F_{σ−1}(l − k), t_σ(k))   over k with S_σ(k) ≥ S
+
+    and the answer ``F_{pp−1}(L)``, the split read back from the minimising ``k``; ``O(pp·L²)`` per
+    candidate. The best candidate over all ``(tp_g)`` wins (ties: fewer stages, then the first found).
+    Worked example: LLaMA-13B analytic, ``cp = 1``, 8 A100s then 8 H100s, ``S = 8192``, tp 8 on
+    both: ``1|8:13@a100>8:27@h100`` (an 8K sequence is attention-heavy, where the H100 gains most;
+    the even split's A100 stage would take 1.5× as long). tests/planner/test_split.py checks the DP
+    against brute force over every tp choice and composition of the layers on small cases.
+    """
     options = split_options(spaces, request)
     return options[-1] if options else None
 
@@ -127,7 +129,7 @@ def candidate_stages(spaces: ClusterSpaces, request: SplitRequest) -> list[tuple
 
 def _best_layers(spaces: ClusterSpaces, request: SplitRequest,
                  stages: tuple[Stage, ...]) -> tuple[float, tuple[int, ...]] | None:
-    """``F_{pp−1}(L)`` and its layers (module docstring), or None when infeasible."""
+    """``F_{pp−1}(L)`` and its layers (:func:`split_pipeline`), or None when infeasible."""
     layers, pp = spaces.model.layers, len(stages)
     most = layers - pp + 1
     time = [[math.inf] * (most + 1) for _ in range(pp)]

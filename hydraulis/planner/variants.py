@@ -10,33 +10,7 @@ micro-batches: time ``W(t) = a·Σs² + b·Σs + c·n``) the planner wants
 
     v*(h) = argmin { W(t_v) : variant v of the scheme with S_v ≥ h }
 
-where ``S_v = ⌊free / m_v⌋`` (free: the device's memory less states, overhead and margin under
-the optimizer layout, the same for every variant) and ``t_v``, ``m_v`` the composed profile's
-time and bytes per token — the slowest stage's coefficients and the largest ``m_σ``.
-
-**The choice is exact and small** (:func:`choose_variant`). For each ``sp`` and each mode
-(none with ``k`` full layers per stage, or selective), ``S_v ≥ h`` splits into one condition per
-stage, ``m_σ(k_σ) ≤ free/h``, and ``m_σ`` falls linearly as ``k_σ`` grows while every time
-coefficient of the stage rises (recomputation adds work and keeps less, :class:`~hydraulis.segments.Segments`).
-The profile's coefficients are maxima over stages, each non-decreasing in every ``k_σ``; so the
-smallest ``k_σ`` that fits, stage by stage, is best for every ``W`` at once —
-``k_σ = ⌈(m_σ(0) − free/h) / (m_σ(0) − m_σ(1))⌉`` clamped to ``[0, L_σ]``, infeasible beyond.
-Then each stage recomputes as many more layers as keep its coefficients within the slowest
-stage's: that recomputation hides under the pipeline's pace, costs no time and lets the
-variant hold longer sequences (the first stage, with the cheap embedding instead of the
-head, often recomputes several layers for free).
-That leaves at most four candidates, ``{no sp, sp} × {k, selective}``, compared on ``W``. A
-brute force over every ``(sp, mode, k_0 … k_{pp−1})`` agrees (tests/planner/test_variants.py).
-
-Worked example, LLaMA-7B analytic on A800, scheme (1,8,1), layout dp64: the plain scheme holds
-about 19K tokens; at ``h = 32,768`` sequence parallelism alone does not suffice and the choice
-is ``(1,8,1)[sp,recompute=full:K]`` with the fewest ``K`` that fit.
-
-**For the planner** (:func:`choose_variants`): the longest sequences its serving ranges may
-need — the sampled steps' longest at the quantiles ``j/K`` and ``S`` — each with the mean work
-of the steps up to it (:func:`variant_targets`); every scheme's chosen variants join the space
-as schemes of their own, each with its own ``a, b, c`` and longest sequence.
-"""
+The details: :func:`choose_variants`."""
 
 from __future__ import annotations
 
@@ -116,7 +90,7 @@ class VariantChoice:
 
 def choose_variant(space: SchemeSpace, layout: OptimizerLayout, plain: SchemeProfile, longest: int,
                    work: Work) -> VariantChoice | None:
-    """``v*(longest)`` of the module docstring for ``plain``'s degrees, None when no variant
+    """``v*(longest)`` of :func:`choose_variants` for ``plain``'s degrees, None when no variant
     holds ``longest`` (or the space has no segments for them)."""
     free = memory_breakdown(space.memory, space.model, plain, layout).free_for_activations
     if free <= 0:
@@ -144,7 +118,7 @@ def capacity(free: float, profile: SchemeProfile) -> int:
 
 def _candidates(space: SchemeSpace, segments: Segments, plain: Scheme, free: float, longest: int) -> list[Scheme]:
     """The (at most two) variants with ``segments``' sp that hold ``longest``: the fewest full
-    layers per stage, and selective recomputation (module docstring)."""
+    layers per stage, and selective recomputation (:func:`choose_variants`)."""
     split = even_split(space.model.layers, plain.pp)
     budget = free / longest
     per_node = space.cluster.devices_per_node
@@ -261,7 +235,35 @@ def plain_space(space: SchemeSpace, variants: Variants) -> SchemeSpace:
 def choose_variants(space: SchemeSpace, layout: OptimizerLayout,
                     targets: Sequence[tuple[int, Work]]) -> tuple[SchemeSpace, tuple[VariantChoice, ...]]:
     """Every plain scheme's chosen variant for each target that differs from the plain scheme,
-    added to ``space`` as schemes of their own (none without segments)."""
+    added to ``space`` as schemes of their own (none without segments).
+
+    where ``S_v = ⌊free / m_v⌋`` (free: the device's memory less states, overhead and margin under
+    the optimizer layout, the same for every variant) and ``t_v``, ``m_v`` the composed profile's
+    time and bytes per token — the slowest stage's coefficients and the largest ``m_σ``.
+
+    **The choice is exact and small** (:func:`choose_variant`). For each ``sp`` and each mode
+    (none with ``k`` full layers per stage, or selective), ``S_v ≥ h`` splits into one condition per
+    stage, ``m_σ(k_σ) ≤ free/h``, and ``m_σ`` falls linearly as ``k_σ`` grows while every time
+    coefficient of the stage rises (recomputation adds work and keeps less, :class:`~hydraulis.segments.Segments`).
+    The profile's coefficients are maxima over stages, each non-decreasing in every ``k_σ``; so the
+    smallest ``k_σ`` that fits, stage by stage, is best for every ``W`` at once —
+    ``k_σ = ⌈(m_σ(0) − free/h) / (m_σ(0) − m_σ(1))⌉`` clamped to ``[0, L_σ]``, infeasible beyond.
+    Then each stage recomputes as many more layers as keep its coefficients within the slowest
+    stage's: that recomputation hides under the pipeline's pace, costs no time and lets the
+    variant hold longer sequences (the first stage, with the cheap embedding instead of the
+    head, often recomputes several layers for free).
+    That leaves at most four candidates, ``{no sp, sp} × {k, selective}``, compared on ``W``. A
+    brute force over every ``(sp, mode, k_0 … k_{pp−1})`` agrees (tests/planner/test_variants.py).
+
+    Worked example, LLaMA-7B analytic on A800, scheme (1,8,1), layout dp64: the plain scheme holds
+    about 19K tokens; at ``h = 32,768`` sequence parallelism alone does not suffice and the choice
+    is ``(1,8,1)[sp,recompute=full:K]`` with the fewest ``K`` that fit.
+
+    **For the planner** (:func:`choose_variants`): the longest sequences its serving ranges may
+    need — the sampled steps' longest at the quantiles ``j/K`` and ``S`` — each with the mean work
+    of the steps up to it (:func:`variant_targets`); every scheme's chosen variants join the space
+    as schemes of their own, each with its own ``a, b, c`` and longest sequence.
+    """
     if not space.has_variants:
         return space, ()
     listed = {p.scheme for p in space.profiles}

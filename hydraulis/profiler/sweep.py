@@ -11,20 +11,7 @@ count ``T`` of the sweep is measured as these mixes (:data:`MIXES`)::
     skewed    (T/2, T/4, T/8, T/8)     Σs² ≈ 0.34·T²
     quarters  (T/4, T/4, T/4, T/4)     Σs² = T²/4
 
-(a mix whose shortest piece would be under :data:`MIN_PIECE` tokens is left out).
-
-**Representative block.** A stage of ``L_s = ⌈L/pp⌉`` layers is a repeated unit (one decoder
-layer) plus its ends (embedding, final norm, head, loss, fixed costs). Instead of the whole
-stage the profiler measures stages of ``K`` and ``2K`` layers (``K = block_layers``) and fits
-``t(d) = t_ends + d·t_unit`` (:mod:`hydraulis.profiler.fit`), extrapolated to ``d = L_s``;
-when ``L_s ≤ 2K`` it measures the stage itself. With ``check_full_stage`` it also measures the
-full stage — one mix per token count, in turn, held out of every fit — to report the
-extrapolation error.
-
-Worked example, ``tiny`` (L = 4), K = 1, token counts (64, 128): scheme (1,1,1) measures depths
-1 and 2 (4 mixes × 2 counts each) and, checking, depth 4 (``one`` at 64, ``halves`` at 128);
-scheme (1,1,2) has ``L_s = 2 ≤ 2K`` and measures depth 2 only.
-"""
+The details: :func:`sweep_plan`."""
 
 from __future__ import annotations
 
@@ -179,8 +166,23 @@ class SweepPlan:
 
 
 def sweep_plan(config: SweepConfig) -> SweepPlan:
-    """The points of ``config`` (module docstring); schemes needing more than ``max_procs``
-    processes are skipped. Raises when none is left."""
+    """The points of ``config`` (:func:`sweep_plan`); schemes needing more than ``max_procs``
+    processes are skipped. Raises when none is left.
+
+    (a mix whose shortest piece would be under :data:`MIN_PIECE` tokens is left out).
+
+    **Representative block.** A stage of ``L_s = ⌈L/pp⌉`` layers is a repeated unit (one decoder
+    layer) plus its ends (embedding, final norm, head, loss, fixed costs). Instead of the whole
+    stage the profiler measures stages of ``K`` and ``2K`` layers (``K = block_layers``) and fits
+    ``t(d) = t_ends + d·t_unit`` (:mod:`hydraulis.profiler.fit`), extrapolated to ``d = L_s``;
+    when ``L_s ≤ 2K`` it measures the stage itself. With ``check_full_stage`` it also measures the
+    full stage — one mix per token count, in turn, held out of every fit — to report the
+    extrapolation error.
+
+    Worked example, ``tiny`` (L = 4), K = 1, token counts (64, 128): scheme (1,1,1) measures depths
+    1 and 2 (4 mixes × 2 counts each) and, checking, depth 4 (``one`` at 64, ``halves`` at 128);
+    scheme (1,1,2) has ``L_s = 2 ≤ 2K`` and measures depth 2 only.
+    """
     schemes, skipped = local_schemes(config, (variant.scheme(cp, tp, pp) for cp, tp, pp in sweep_degrees(config)
                                               for variant in dict.fromkeys(config.variants) if tp > 1 or not variant.sp))
     points = []

@@ -12,18 +12,7 @@ answered 504: work past its deadline is cancelled, not abandoned in a thread tha
 busy. The same happens when the client goes away while its work runs. A worker that dies (out of
 memory, a crash) is replaced and its request answered 500.
 
-**Processes.** Workers are forked from a fork server that has imported the planning code once
-(:mod:`hydraulis.service.work`), so a replacement starts in milliseconds (where the platform has
-no fork server, they are spawned). Each worker leads a process group of its own, and a worker is
-stopped by killing its group: the solver it started (CBC runs as a child process) ends with it,
-also when the worker itself died first. A worker that dies is logged with its exit status or
-signal. Each talks to the
-service over a pipe: ``(function, body, settings)`` in, ``(outcome, …)`` out, where ``function``
-is a module-level function (pickled by name) whose JSON value the worker encodes.
-
-Worked example: 2 workers and a queue of 8 admit 10 requests; the 11th gets 503 with
-``Retry-After: 1`` when the mean service time is 0.2 s (``⌈10 · 0.2 / 2⌉ = 1``).
-"""
+The details: :class:`WorkerPool`."""
 
 from __future__ import annotations
 
@@ -109,7 +98,20 @@ class _Worker:
 
 
 class WorkerPool:
-    """``workers`` worker processes and room for ``queue`` requests waiting for one."""
+    """``workers`` worker processes and room for ``queue`` requests waiting for one.
+
+    **Processes.** Workers are forked from a fork server that has imported the planning code once
+    (:mod:`hydraulis.service.work`), so a replacement starts in milliseconds (where the platform has
+    no fork server, they are spawned). Each worker leads a process group of its own, and a worker is
+    stopped by killing its group: the solver it started (CBC runs as a child process) ends with it,
+    also when the worker itself died first. A worker that dies is logged with its exit status or
+    signal. Each talks to the
+    service over a pipe: ``(function, body, settings)`` in, ``(outcome, …)`` out, where ``function``
+    is a module-level function (pickled by name) whose JSON value the worker encodes.
+
+    Worked example: 2 workers and a queue of 8 admit 10 requests; the 11th gets 503 with
+    ``Retry-After: 1`` when the mean service time is 0.2 s (``⌈10 · 0.2 / 2⌉ = 1``).
+    """
 
     def __init__(self, workers: int, queue: int) -> None:
         self.workers, self.queue = workers, queue

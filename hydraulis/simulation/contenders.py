@@ -1,32 +1,6 @@
 """The systems a simulation compares, all on the same cost model and the same steps.
 
-=====================================  ========================  ==========================
-contender                              plans every step with      strategies it may use
-=====================================  ========================  ==========================
-``hydraulis``                          dispatch_balanced_packing  the proposal (chosen per step) or a
-                                                                 strategy synthesised for the step
-``proposal_balanced_packing``          dispatch_balanced_packing  the proposal (chosen per step)
-``proposal_dispatch_fixed_packing``    dispatch_fixed_packing     the proposal (chosen per step)
-``proposal_fixed_packing``             fixed_packing              the proposal (chosen per step)
-``proposal_padding``                   padding                    the proposal (chosen per step)
-``static_heterogeneous``               dispatch_balanced_packing  one proposal strategy, always
-``homogeneous_balanced_packing``       dispatch_balanced_packing  one homogeneous strategy
-``homogeneous_fixed_packing``          fixed_packing              one homogeneous strategy
-``homogeneous_padding``                padding                    one homogeneous strategy
-=====================================  ========================  ==========================
-
-``homogeneous_fixed_packing`` is the Megatron-LM-style baseline (design §13): one layout for
-every replica, sequences packed to the context length and dealt round-robin.
-
-A *homogeneous strategy* is ``⌊N/D_k⌋`` pipelines of one scheme ``k`` that holds the maximum
-length ``S`` under the proposal's optimizer layout — one per usable scheme
-(:func:`hydraulis.planner.options.scheme_options`: fits memory, tiles nodes, not dominated).
-The *static heterogeneous* candidates are the proposal's strategies that hold ``S``, each used
-alone on every step (one may itself be homogeneous, when the planner found nothing better for
-its range). For each contender the simulation keeps the candidate with the lowest
-mean predicted step time over the simulated steps — the strongest baseline of its kind, chosen
-with hindsight.
-"""
+The details: :func:`contender_families`."""
 
 from __future__ import annotations
 
@@ -48,7 +22,7 @@ class Family(str, Enum):
 
 
 class Contender(str, Enum):
-    """A named system of the comparison (module docstring)."""
+    """A named system of the comparison (:func:`contender_families`)."""
 
     HYDRAULIS = "hydraulis"
     PROPOSAL_BALANCED_PACKING = "proposal_balanced_packing"
@@ -98,7 +72,35 @@ _TABLE = {
 def contender_families(space: SchemeSpace, proposal: Proposal,
                        options: tuple[SchemeOption, ...]) -> dict[Family, tuple[Proposal, ...]]:
     """The candidates of each family: the proposal; each proposal strategy holding ``S`` alone
-    (static); each usable homogeneous strategy holding ``S``."""
+    (static); each usable homogeneous strategy holding ``S``.
+
+    =====================================  ========================  ==========================
+    contender                              plans every step with      strategies it may use
+    =====================================  ========================  ==========================
+    ``hydraulis``                          dispatch_balanced_packing  the proposal (chosen per step) or a
+                                                                     strategy synthesised for the step
+    ``proposal_balanced_packing``          dispatch_balanced_packing  the proposal (chosen per step)
+    ``proposal_dispatch_fixed_packing``    dispatch_fixed_packing     the proposal (chosen per step)
+    ``proposal_fixed_packing``             fixed_packing              the proposal (chosen per step)
+    ``proposal_padding``                   padding                    the proposal (chosen per step)
+    ``static_heterogeneous``               dispatch_balanced_packing  one proposal strategy, always
+    ``homogeneous_balanced_packing``       dispatch_balanced_packing  one homogeneous strategy
+    ``homogeneous_fixed_packing``          fixed_packing              one homogeneous strategy
+    ``homogeneous_padding``                padding                    one homogeneous strategy
+    =====================================  ========================  ==========================
+
+    ``homogeneous_fixed_packing`` is the Megatron-LM-style baseline (design §13): one layout for
+    every replica, sequences packed to the context length and dealt round-robin.
+
+    A *homogeneous strategy* is ``⌊N/D_k⌋`` pipelines of one scheme ``k`` that holds the maximum
+    length ``S`` under the proposal's optimizer layout — one per usable scheme
+    (:func:`hydraulis.planner.options.scheme_options`: fits memory, tiles nodes, not dominated).
+    The *static heterogeneous* candidates are the proposal's strategies that hold ``S``, each used
+    alone on every step (one may itself be homogeneous, when the planner found nothing better for
+    its range). For each contender the simulation keeps the candidate with the lowest
+    mean predicted step time over the simulated steps — the strongest baseline of its kind, chosen
+    with hindsight.
+    """
     return {
         Family.PROPOSAL: (proposal,),
         Family.STATIC: static_candidates(proposal),

@@ -1,34 +1,6 @@
 """Simulate training on a mixed cluster: four systems on the same cost model and steps (design §6.7).
 
-==========================  ======================================  ========================
-contender                   pipelines                               batching
-==========================  ======================================  ========================
-``mixed_planner``           the mixed planner's strategies (one     dispatch + balanced
-                            per serving range): plain and            packing (Hydraulis),
-                            cross-type staged pipelines              best strategy per step
-``type_segregated``         the same search over plain schemes      dispatch + balanced
-                            only: each pipeline on one device type   packing, per step
-``flashflex``               ``n`` copies of one cross-type staged    fixed packing to the
-                            pipeline with per-stage tp holding       context length, dealt
-                            ``S`` (as many as the groups take)       round-robin
-``homogeneous_fastest``     ``⌊N_g/D⌋`` copies of one plain scheme   dispatch + balanced
-                            holding ``S`` on the fastest group,      packing
-                            the other groups idle
-==========================  ======================================  ========================
-
-The two planners search on ``planner_steps`` sampled steps (the mixed one also from the
-type-segregated answer and from every FlashFlex-style candidate, so its ``J`` is never above
-theirs); every contender is then planned
-by the real dispatcher (:func:`hydraulis.dispatch.dispatch`) on the same held-out steps
-(another seed), each pipeline with its own bottleneck coefficients and capacity
-(:func:`hydraulis.planner.mixed.mixed_proposal`), which charges every stage the pipeline's
-bottleneck; the same plans are also timed by the exact staged schedule (each stage at its own
-time, :meth:`hydraulis.cost.staged.StagedCost.pipeline_ms`). The FlashFlex-style and homogeneous
-contenders keep, with hindsight, their candidate with the lowest mean step. The *fastest group*
-is the one whose cheapest layer costs the fewest device-ms per token of a reference sequence of
-``S/8`` tokens. Every step is also bounded from below (:mod:`hydraulis.cost.mixed_bound`);
-a contender's ratio is its mean step over the mean bound.
-"""
+The details: :func:`simulate_mixed`."""
 
 from __future__ import annotations
 
@@ -52,7 +24,7 @@ from hydraulis.workload import sample_batches
 
 
 class MixedContender(str, Enum):
-    """A system of the comparison (module docstring)."""
+    """A system of the comparison (:func:`simulate_mixed`)."""
 
     PLANNER = "mixed_planner"
     SEGREGATED = "type_segregated"
@@ -123,7 +95,37 @@ class MixedSimulation:
 
 def simulate_mixed(spaces: ClusterSpaces, documents: np.ndarray, config: MixedSimulationConfig) -> MixedSimulation:
     """Plan with both planners, list the baselines' candidates, plan every held-out step with
-    every candidate and bound it (module docstring)."""
+    every candidate and bound it (:func:`simulate_mixed`).
+
+    ==========================  ======================================  ========================
+    contender                   pipelines                               batching
+    ==========================  ======================================  ========================
+    ``mixed_planner``           the mixed planner's strategies (one     dispatch + balanced
+                                per serving range): plain and            packing (Hydraulis),
+                                cross-type staged pipelines              best strategy per step
+    ``type_segregated``         the same search over plain schemes      dispatch + balanced
+                                only: each pipeline on one device type   packing, per step
+    ``flashflex``               ``n`` copies of one cross-type staged    fixed packing to the
+                                pipeline with per-stage tp holding       context length, dealt
+                                ``S`` (as many as the groups take)       round-robin
+    ``homogeneous_fastest``     ``⌊N_g/D⌋`` copies of one plain scheme   dispatch + balanced
+                                holding ``S`` on the fastest group,      packing
+                                the other groups idle
+    ==========================  ======================================  ========================
+
+    The two planners search on ``planner_steps`` sampled steps (the mixed one also from the
+    type-segregated answer and from every FlashFlex-style candidate, so its ``J`` is never above
+    theirs); every contender is then planned
+    by the real dispatcher (:func:`hydraulis.dispatch.dispatch`) on the same held-out steps
+    (another seed), each pipeline with its own bottleneck coefficients and capacity
+    (:func:`hydraulis.planner.mixed.mixed_proposal`), which charges every stage the pipeline's
+    bottleneck; the same plans are also timed by the exact staged schedule (each stage at its own
+    time, :meth:`hydraulis.cost.staged.StagedCost.pipeline_ms`). The FlashFlex-style and homogeneous
+    contenders keep, with hindsight, their candidate with the lowest mean step. The *fastest group*
+    is the one whose cheapest layer costs the fewest device-ms per token of a reference sequence of
+    ``S/8`` tokens. Every step is also bounded from below (:mod:`hydraulis.cost.mixed_bound`);
+    a contender's ratio is its mean step over the mean bound.
+    """
     planner = config.planner
     budget, limit = planner.token_budget, planner.max_seq_len
     planner_steps = sample_batches(documents, budget, planner.steps, limit, planner.seed)

@@ -1,30 +1,7 @@
 """Simulate training at scale on the cost model: propose once, then plan every step with every
 contender (:mod:`.contenders`) and record what each predicts.
 
-Recipe of :func:`simulate`:
-
-1. propose strategies for the documents (:func:`hydraulis.planner.propose`), timed;
-2. draw ``steps`` global batches from the same documents, filled to the token budget, with a
-   seed the planner did not use (held-out steps, :attr:`SimulationConfig.step_seed`);
-3. list the candidates of each family: the proposal; each proposal strategy holding ``S``
-   alone (static); each usable homogeneous strategy holding ``S``;
-4. for every step: its bounds over every usable scheme (design §6's work and longest sequence,
-   the tight bound, :func:`hydraulis.cost.step_bound`), then every candidate of every contender
-   planned with the contender's batching method (:func:`hydraulis.dispatch.dispatch`; Hydraulis
-   with per-step synthesis, :func:`hydraulis.dispatch.synthesis.plan_step`, the communicators
-   earlier steps created known): chosen strategy, predicted step time, the plan's own lower
-   bound and the planning wall time; Hydraulis' gap, term by term (:mod:`hydraulis.dispatch.gap`);
-5. per contender, keep the candidate with the lowest mean predicted step time;
-6. count the distinct communicators Hydraulis' steps used (the proposal's, warmed before the
-   first step, included) against the bound of aligned placement (:mod:`hydraulis.placement`).
-
-Pure apart from the clock and an optional progress bar: no file I/O (``hydraulis simulate``
-reads the inputs and writes the outputs, :mod:`hydraulis.simulation.inputs`,
-:mod:`hydraulis.artifacts.simulation`, :mod:`hydraulis.viz.simulation`).
-
-Worked example of step 5: two homogeneous candidates predicting (100, 120) ms and (110, 105) ms
-on two steps have means 110 and 107.5 ms; the second is the homogeneous baseline.
-"""
+The details: :func:`simulate`."""
 
 from __future__ import annotations
 
@@ -142,7 +119,32 @@ class Simulation:
 
 def simulate(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: SimulationConfig,
              progress: bool = False) -> Simulation:
-    """The recipe of the module docstring for documents of ``lengths`` tokens."""
+    """The recipe of :func:`simulate` for documents of ``lengths`` tokens.
+
+    Recipe of :func:`simulate`:
+
+    1. propose strategies for the documents (:func:`hydraulis.planner.propose`), timed;
+    2. draw ``steps`` global batches from the same documents, filled to the token budget, with a
+       seed the planner did not use (held-out steps, :attr:`SimulationConfig.step_seed`);
+    3. list the candidates of each family: the proposal; each proposal strategy holding ``S``
+       alone (static); each usable homogeneous strategy holding ``S``;
+    4. for every step: its bounds over every usable scheme (design §6's work and longest sequence,
+       the tight bound, :func:`hydraulis.cost.step_bound`), then every candidate of every contender
+       planned with the contender's batching method (:func:`hydraulis.dispatch.dispatch`; Hydraulis
+       with per-step synthesis, :func:`hydraulis.dispatch.synthesis.plan_step`, the communicators
+       earlier steps created known): chosen strategy, predicted step time, the plan's own lower
+       bound and the planning wall time; Hydraulis' gap, term by term (:mod:`hydraulis.dispatch.gap`);
+    5. per contender, keep the candidate with the lowest mean predicted step time;
+    6. count the distinct communicators Hydraulis' steps used (the proposal's, warmed before the
+       first step, included) against the bound of aligned placement (:mod:`hydraulis.placement`).
+
+    Pure apart from the clock and an optional progress bar: no file I/O (``hydraulis simulate``
+    reads the inputs and writes the outputs, :mod:`hydraulis.simulation.inputs`,
+    :mod:`hydraulis.artifacts.simulation`, :mod:`hydraulis.viz.simulation`).
+
+    Worked example of step 5: two homogeneous candidates predicting (100, 120) ms and (110, 105) ms
+    on two steps have means 110 and 107.5 ms; the second is the homogeneous baseline.
+    """
     planner = config.planner
     started = time.perf_counter()
     proposal = propose(space, lengths, planner)

@@ -1,42 +1,7 @@
 """Our decoder ⇄ Hugging Face ``transformers``' ``LlamaForCausalLM``: config fields and tensor
 names (no torch here: the launching process reads configs before any rank starts).
 
-Config fields (``config.json`` of a ``LlamaConfig``)::
-
-    ModelSpec    LlamaConfig
-    layers       num_hidden_layers
-    hidden       hidden_size
-    heads        num_attention_heads
-    kv_heads     num_key_value_heads          (absent: = num_attention_heads)
-    ffn_hidden   intermediate_size
-    vocab        vocab_size
-    rope_theta   rope_theta                   (transformers ≥ 5: rope_parameters.rope_theta)
-    norm_eps     rms_norm_eps
-
-What our architecture fixes is checked on import: ``model_type`` ``llama``, ``hidden_act``
-``silu``, no attention or MLP biases, ``head_dim = hidden_size / num_attention_heads``, an
-output head of its own (``tie_word_embeddings`` false) and plain rotary positions (rope type
-``default``, no scaling).
-
-Tensor names, ``i`` the layer::
-
-    embed.weight                    model.embed_tokens.weight
-    layers.i.attn_norm.weight       model.layers.i.input_layernorm.weight
-    layers.i.attn.wq.weight         model.layers.i.self_attn.q_proj.weight
-    layers.i.attn.wk.weight         model.layers.i.self_attn.k_proj.weight
-    layers.i.attn.wv.weight         model.layers.i.self_attn.v_proj.weight
-    layers.i.attn.wo.weight         model.layers.i.self_attn.o_proj.weight
-    layers.i.mlp_norm.weight        model.layers.i.post_attention_layernorm.weight
-    layers.i.mlp.gate.weight        model.layers.i.mlp.gate_proj.weight
-    layers.i.mlp.up.weight          model.layers.i.mlp.up_proj.weight
-    layers.i.mlp.down.weight        model.layers.i.mlp.down_proj.weight
-    norm.weight                     model.norm.weight
-    head.weight                     lm_head.weight
-
-Every tensor maps one to one, unchanged: both sides store ``[out, in]`` matrices and rotate
-queries and keys in the rotate-half form on the same row order (Hugging Face's Llama
-checkpoints were permuted from Meta's interleaved form once, when they were converted).
-"""
+The details: :func:`hf_name`."""
 
 from __future__ import annotations
 
@@ -60,7 +25,44 @@ IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)
 
 
 def hf_name(name: str) -> str:
-    """The Hugging Face name of our parameter ``name`` (table of the module docstring)."""
+    """The Hugging Face name of our parameter ``name`` (table of :func:`hf_name`).
+
+    Config fields (``config.json`` of a ``LlamaConfig``)::
+
+        ModelSpec    LlamaConfig
+        layers       num_hidden_layers
+        hidden       hidden_size
+        heads        num_attention_heads
+        kv_heads     num_key_value_heads          (absent: = num_attention_heads)
+        ffn_hidden   intermediate_size
+        vocab        vocab_size
+        rope_theta   rope_theta                   (transformers ≥ 5: rope_parameters.rope_theta)
+        norm_eps     rms_norm_eps
+
+    What our architecture fixes is checked on import: ``model_type`` ``llama``, ``hidden_act``
+    ``silu``, no attention or MLP biases, ``head_dim = hidden_size / num_attention_heads``, an
+    output head of its own (``tie_word_embeddings`` false) and plain rotary positions (rope type
+    ``default``, no scaling).
+
+    Tensor names, ``i`` the layer::
+
+        embed.weight                    model.embed_tokens.weight
+        layers.i.attn_norm.weight       model.layers.i.input_layernorm.weight
+        layers.i.attn.wq.weight         model.layers.i.self_attn.q_proj.weight
+        layers.i.attn.wk.weight         model.layers.i.self_attn.k_proj.weight
+        layers.i.attn.wv.weight         model.layers.i.self_attn.v_proj.weight
+        layers.i.attn.wo.weight         model.layers.i.self_attn.o_proj.weight
+        layers.i.mlp_norm.weight        model.layers.i.post_attention_layernorm.weight
+        layers.i.mlp.gate.weight        model.layers.i.mlp.gate_proj.weight
+        layers.i.mlp.up.weight          model.layers.i.mlp.up_proj.weight
+        layers.i.mlp.down.weight        model.layers.i.mlp.down_proj.weight
+        norm.weight                     model.norm.weight
+        head.weight                     lm_head.weight
+
+    Every tensor maps one to one, unchanged: both sides store ``[out, in]`` matrices and rotate
+    queries and keys in the rotate-half form on the same row order (Hugging Face's Llama
+    checkpoints were permuted from Meta's interleaved form once, when they were converted).
+    """
     if name in _GLOBAL:
         return _GLOBAL[name]
     _, layer, suffix = name.split(".", 2)

@@ -6,33 +6,7 @@ under the checkpoint root, with the manifest, one shard file per owner of the op
 every file's size and SHA-256 in the manifest. The compute layout appears nowhere: weights of
 the compute shards are copies that the next step propagates from the buffers anyway.
 
-**Commit protocol** (every backend; :mod:`hydraulis.runtime.checkpoint.writer` runs it in the
-background): every rank writes its files into ``step-00000003.partial/`` (creating the folder
-itself if it is first, so no file is written before its folder exists), fsyncs them and hashes
-them (:func:`write_rank_files`); the digests travel to rank 0 over a host-synchronised gloo
-group (a gather no rank passes before every rank has sent); rank 0 then checks every listed
-file's size and checksum on disk, writes the manifest (atomically) and renames the folder to
-``step-00000003`` — one ``rename``, atomic on a POSIX file system (the root must be one file
-system that every rank sees, e.g. a shared mount for many nodes) — and removes all but the newest
-``keep`` checkpoints (:func:`commit`). A job that dies while writing leaves a ``.partial`` folder
-that is never read; resuming verifies every file against the manifest and falls back to the
-previous complete checkpoint when one does not match (:mod:`hydraulis.runtime.checkpoint.resume`).
-
-**Resuming** (:func:`restore`): each rank of the new job takes, for every element of its new
-buffer, the value at that element's old owner and position — block by block, where its new
-regions overlap the old owners' (:meth:`~hydraulis.layout.optimizer_placement.OptimizerPlacement.owner_regions`,
-:func:`~hydraulis.layout.ranges.overlap`) — reading only the shard files it needs
-(memory-mapped, ``weights_only``: a file that holds anything but tensors is refused). So the
-new job may run another proposal, other
-strategies, another batching method or planner, another number of processes — and even
-another optimizer layout, at the price that a rank then reads parts of several shard files.
-What must stay: the model, the optimizer kind (the moments must exist), the data (corpus and
-tokenizer, or synthetic lengths) and the loader's token budget, maximum length and seed — the
-loader position means nothing on other batches. The learning rate may change. Ranks restore
-the random states of the old rank with their number, when there was one (training draws no
-random numbers after initialisation — no dropout, data order and dispatch ties come from
-seeds — so this only matters to code that adds randomness).
-"""
+The details: :func:`commit`."""
 
 from __future__ import annotations
 
@@ -128,7 +102,35 @@ def write_shard(path: Path, tensors: dict[str, torch.Tensor]) -> None:
 def commit(root: str | Path, manifest: CheckpointManifest, digests: tuple[FileDigest, ...], keep: int) -> Path:
     """Rank 0, once every rank's files are written: check each listed file's size and checksum,
     write the manifest, rename the folder into place, keep the newest ``keep`` checkpoints; the
-    committed folder."""
+    committed folder.
+
+    **Commit protocol** (every backend; :mod:`hydraulis.runtime.checkpoint.writer` runs it in the
+    background): every rank writes its files into ``step-00000003.partial/`` (creating the folder
+    itself if it is first, so no file is written before its folder exists), fsyncs them and hashes
+    them (:func:`write_rank_files`); the digests travel to rank 0 over a host-synchronised gloo
+    group (a gather no rank passes before every rank has sent); rank 0 then checks every listed
+    file's size and checksum on disk, writes the manifest (atomically) and renames the folder to
+    ``step-00000003`` — one ``rename``, atomic on a POSIX file system (the root must be one file
+    system that every rank sees, e.g. a shared mount for many nodes) — and removes all but the newest
+    ``keep`` checkpoints (:func:`commit`). A job that dies while writing leaves a ``.partial`` folder
+    that is never read; resuming verifies every file against the manifest and falls back to the
+    previous complete checkpoint when one does not match (:mod:`hydraulis.runtime.checkpoint.resume`).
+
+    **Resuming** (:func:`restore`): each rank of the new job takes, for every element of its new
+    buffer, the value at that element's old owner and position — block by block, where its new
+    regions overlap the old owners' (:meth:`~hydraulis.layout.optimizer_placement.OptimizerPlacement.owner_regions`,
+    :func:`~hydraulis.layout.ranges.overlap`) — reading only the shard files it needs
+    (memory-mapped, ``weights_only``: a file that holds anything but tensors is refused). So the
+    new job may run another proposal, other
+    strategies, another batching method or planner, another number of processes — and even
+    another optimizer layout, at the price that a rank then reads parts of several shard files.
+    What must stay: the model, the optimizer kind (the moments must exist), the data (corpus and
+    tokenizer, or synthetic lengths) and the loader's token budget, maximum length and seed — the
+    loader position means nothing on other batches. The learning rate may change. Ranks restore
+    the random states of the old rank with their number, when there was one (training draws no
+    random numbers after initialisation — no dropout, data order and dispatch ties come from
+    seeds — so this only matters to code that adds randomness).
+    """
     partial = partial_folder(root, manifest.step)
     for digest in digests:
         found = file_problem(partial, digest)
@@ -162,7 +164,7 @@ def clear_partial(root: str | Path, everything: bool = False) -> None:
 
 
 def restore(folder: str | Path, manifest: CheckpointManifest, shard: OptimizerShard, rank: int) -> None:
-    """Fill this rank's buffer from the checkpoint (module docstring) and restore its random states."""
+    """Fill this rank's buffer from the checkpoint (:func:`commit`) and restore its random states."""
     folder = Path(folder)
     old = OptimizerPlacement(manifest.model, manifest.optimizer_layout, manifest.world_size)
     files = {s.rank: s for s in manifest.shards}

@@ -5,30 +5,7 @@ every rank knows every rank's peak (it travels in the step's one all-gather) and
 above ``M``, every rank raises the same error naming the step, the rank and the bytes — no rank
 is left waiting in a collective for a peer that stopped.
 
-How the peak is measured:
-
-* **CPU** — the runtime's own count of tensor storage, not the process's resident size. A CPU
-  process holds the interpreter, torch's libraries and allocator caches (hundreds of MB that
-  vary from run to run and that glibc returns late), so its RSS cannot tell whether a step's
-  tensors fit a budget of a few MB. Instead::
-
-      peak = held + max over the step of live
-
-  ``held``: the bytes of the tensors the rank keeps across steps, counted when the step starts
-  (its compute weights, its gradient buffers, its optimizer buffer: master weights, moments,
-  reduced gradients); ``live``: every storage an operation creates during the step (a
-  ``TorchDispatchMode`` sees each operation, its forward, backward, communication and the
-  optimizer's), counted from its creation until it is freed (``weakref.finalize`` on the
-  storage). Views and in-place results, which share an input's storage, are not new storage.
-  The count is exact for tensor bytes; it adds Python work to every operation (:class:`LiveBytes`).
-* **CUDA** — the caching allocator's own statistic, ``torch.cuda.max_memory_allocated`` since
-  the step began (reset at its start); it already holds the rank's kept tensors.
-
-Worked example: a rank holding 4.2 MB of states whose step peaks at 30.1 MB of new storage has
-``peak = 34.3 MB``; under ``--device-memory 32000000`` step 3 fails on every rank with
-``device_memory: 32000000 is exceeded at step 3 by rank 1: peak 34300000 bytes (held 4200000 +
-step 30100000)``.
-"""
+The details: :class:`PeakMemory`."""
 
 from __future__ import annotations
 
@@ -46,7 +23,7 @@ from hydraulis.errors import HydraulisError
 
 class LiveBytes(TorchDispatchMode):
     """Counts the bytes of every storage an operation creates until it is freed: ``live`` now,
-    ``peak`` so far (module docstring)."""
+    ``peak`` so far (:class:`PeakMemory`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -71,8 +48,33 @@ class LiveBytes(TorchDispatchMode):
 
 
 class PeakMemory:
-    """One step's peak bytes on one rank (module docstring): ``with meter.step(held):`` around
-    the step, then ``meter.peak``."""
+    """One step's peak bytes on one rank (:class:`PeakMemory`): ``with meter.step(held):`` around
+    the step, then ``meter.peak``.
+
+    How the peak is measured:
+
+    * **CPU** — the runtime's own count of tensor storage, not the process's resident size. A CPU
+      process holds the interpreter, torch's libraries and allocator caches (hundreds of MB that
+      vary from run to run and that glibc returns late), so its RSS cannot tell whether a step's
+      tensors fit a budget of a few MB. Instead::
+
+          peak = held + max over the step of live
+
+      ``held``: the bytes of the tensors the rank keeps across steps, counted when the step starts
+      (its compute weights, its gradient buffers, its optimizer buffer: master weights, moments,
+      reduced gradients); ``live``: every storage an operation creates during the step (a
+      ``TorchDispatchMode`` sees each operation, its forward, backward, communication and the
+      optimizer's), counted from its creation until it is freed (``weakref.finalize`` on the
+      storage). Views and in-place results, which share an input's storage, are not new storage.
+      The count is exact for tensor bytes; it adds Python work to every operation (:class:`LiveBytes`).
+    * **CUDA** — the caching allocator's own statistic, ``torch.cuda.max_memory_allocated`` since
+      the step began (reset at its start); it already holds the rank's kept tensors.
+
+    Worked example: a rank holding 4.2 MB of states whose step peaks at 30.1 MB of new storage has
+    ``peak = 34.3 MB``; under ``--device-memory 32000000`` step 3 fails on every rank with
+    ``device_memory: 32000000 is exceeded at step 3 by rank 1: peak 34300000 bytes (held 4200000 +
+    step 30100000)``.
+    """
 
     def __init__(self, device: torch.device) -> None:
         self.cuda = device.type == "cuda"

@@ -1,40 +1,6 @@
 """``hydraulis memory``: every rank's bytes under a strategy, from its own objects on the meta device.
 
-Recipe (:func:`memory_report`):
-
-1. parse the strategy SPEC for the model, check that it fits the devices and that the
-   optimizer layout (default ZeRO-1 over all devices, ``N,1,1``) divides them;
-2. group the ranks into **classes** — same pipeline layout, stage, cp rank and tp rank, and
-   same optimizer stage and tp rank of the buffer they own (or idle / owning nothing) — and
-   compute each class once, on its first rank (its other ranks' buffers and routes differ by
-   an element or a block);
-3. per class, build what the runtime builds, on the ``meta`` device (nothing allocated, no
-   process group): the rank's :class:`~hydraulis.runtime.model.decoder.StageModel` (weights),
-   its gradient buffers, its :class:`~hydraulis.runtime.optimizer.master.OptimizerShard` and its
-   :class:`~hydraulis.runtime.optimizer.routes.RoutePlan` (host memory); add the activation bytes
-   of the runtime's accounting (:mod:`.activations`) for micro-batches of ``T`` tokens;
-4. beside each, the cost model's prediction for that device (:func:`hydraulis.cost.memory.device_memory`)
-   on an analytic scheme space of the device kind.
-
-A staged pipeline (design §9.2) builds each stage with its own tp and layers. With a cluster
-description (``--cluster``, :mod:`hydraulis.cluster`), the ranks are placed as the runtime places
-them (:func:`hydraulis.placement.stage_offsets`: each stage's block inside the rank range of its
-``@GROUP``, the cluster's first group for a stage without one and for ordinary pipelines), and
-every rank is judged on the device of the group whose range holds it (idle ranks too) — with
-that device's precision, analytic space and capacity; the report adds per group the ranks, their
-largest total and whether it fits; ``T`` defaults to the longest micro-batch every rank of the
-pipeline holds on its own device. A strategy needing more devices of a group than the cluster
-has is refused, naming the group.
-
-``T`` defaults to the longest sequence the cost model lets the pipeline's scheme hold on that
-device, so ``total`` is what a step of such micro-batches needs. Neither side counts the
-runtime's fixed overhead (CUDA context, communicator buffers) or the safety margin. The
-precision is the runtime's automatic one on the device kind (bf16 on an accelerator, fp32 on
-``cpu``), the optimizer Adam.
-
-Worked example: Llama-70B under ``1,8,4x32`` on 1,024 devices has 1,024 ranks but 32 classes
-(4 stages × 8 tp ranks, every rank owning a buffer of the one optimizer stage).
-"""
+The details: :func:`memory_report`."""
 
 from __future__ import annotations
 
@@ -81,7 +47,43 @@ class Judge:
 
 
 def memory_report(config: MemoryConfig) -> MemoryReport:
-    """Steps 1–4 of the module docstring."""
+    """Steps 1–4 of :func:`memory_report`.
+
+    Recipe (:func:`memory_report`):
+
+    1. parse the strategy SPEC for the model, check that it fits the devices and that the
+       optimizer layout (default ZeRO-1 over all devices, ``N,1,1``) divides them;
+    2. group the ranks into **classes** — same pipeline layout, stage, cp rank and tp rank, and
+       same optimizer stage and tp rank of the buffer they own (or idle / owning nothing) — and
+       compute each class once, on its first rank (its other ranks' buffers and routes differ by
+       an element or a block);
+    3. per class, build what the runtime builds, on the ``meta`` device (nothing allocated, no
+       process group): the rank's :class:`~hydraulis.runtime.model.decoder.StageModel` (weights),
+       its gradient buffers, its :class:`~hydraulis.runtime.optimizer.master.OptimizerShard` and its
+       :class:`~hydraulis.runtime.optimizer.routes.RoutePlan` (host memory); add the activation bytes
+       of the runtime's accounting (:mod:`.activations`) for micro-batches of ``T`` tokens;
+    4. beside each, the cost model's prediction for that device (:func:`hydraulis.cost.memory.device_memory`)
+       on an analytic scheme space of the device kind.
+
+    A staged pipeline (design §9.2) builds each stage with its own tp and layers. With a cluster
+    description (``--cluster``, :mod:`hydraulis.cluster`), the ranks are placed as the runtime places
+    them (:func:`hydraulis.placement.stage_offsets`: each stage's block inside the rank range of its
+    ``@GROUP``, the cluster's first group for a stage without one and for ordinary pipelines), and
+    every rank is judged on the device of the group whose range holds it (idle ranks too) — with
+    that device's precision, analytic space and capacity; the report adds per group the ranks, their
+    largest total and whether it fits; ``T`` defaults to the longest micro-batch every rank of the
+    pipeline holds on its own device. A strategy needing more devices of a group than the cluster
+    has is refused, naming the group.
+
+    ``T`` defaults to the longest sequence the cost model lets the pipeline's scheme hold on that
+    device, so ``total`` is what a step of such micro-batches needs. Neither side counts the
+    runtime's fixed overhead (CUDA context, communicator buffers) or the safety margin. The
+    precision is the runtime's automatic one on the device kind (bf16 on an accelerator, fp32 on
+    ``cpu``), the optimizer Adam.
+
+    Worked example: Llama-70B under ``1,8,4x32`` on 1,024 devices has 1,024 ranks but 32 classes
+    (4 stages × 8 tp ranks, every rank owning a buffer of the one optimizer stage).
+    """
     model, layout = config.model, config.layout
     strategy = parse_strategy(config.strategy, model, lambda scheme: TimeCoefficients(0.0, 0.0, 0.0), 1)
     require(strategy.devices <= config.devices, "strategy", config.strategy,

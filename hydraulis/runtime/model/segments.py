@@ -10,31 +10,7 @@ rank's chunk ``k`` of a document of chunks of ``c`` tokens is one segment with `
 row in the keys this rank holds, the cp group's gathered K and V (rank-major; the rows of
 every cp rank, :func:`~hydraulis.runtime.parallel.context.start_gather_from_context`).
 
-Two ways to run segments, built once per micro-batch when it is packed (shared by all layers):
-
-* :class:`VarlenPlan` — one variable-length kernel call (CUDA, ``varlen_attn``): queries stay
-  in their rows (segments are consecutive), ``cu_seqlens_q`` marks them; each segment's keys are
-  copied out in order (``key_index``, ``Σ n`` rows — under cp a document's key rows once per
-  chunk on this rank: ``(2·cp + 1)/(2·cp)`` of its length), ``cu_seqlens_k`` marks them;
-* :class:`SegmentPlan` — batched calls of a dense kernel (CPU), each segment cut into a
-  **diagonal part** (its ``m`` queries against its last ``m`` keys, causal, square) and, when
-  ``n > m``, a **rectangle part** (the same queries against the first ``n − m`` keys, all
-  visible). Parts of similar sizes share a call: sizes are rounded up to :func:`padded_length`
-  (at most 1/8 more) and the rows padded with a zero row. Padded keys sit after a diagonal
-  part's real keys, where causality hides them; a rectangle's are masked (``key_mask``). The
-  calls' outputs are merged per query row by their log-sum-exp
-  (:mod:`hydraulis.runtime.model.attention`).
-
-Everything here is linear in the tokens: index vectors of the padded parts, a key mask of
-``parts × keys`` entries per rectangle call; no ``queries × keys`` tensor.
-
-Worked example, cp = 1, documents of 18 and 17 tokens: segments of rows 0–17 (keys 0–17) and
-18–34 (keys 18–34); both diagonal parts are padded to 18 and share one call, query rows
-``[0 … 17 | 18 … 34 ∅]``, key rows the same. Under cp = 2 a document of 8 tokens (chunks of 2)
-on rank 0 holds chunks 0 and 3 as its rows 0–1 and 2–3: segments of 2 queries against keys
-0–1, and of 2 queries against keys 0–7 — three parts: two diagonals (one call of two 16-row
-parts) and the rectangle of chunk 3's queries against the 6 keys of chunks 0–2.
-"""
+The details: :func:`segment_plan`."""
 
 from __future__ import annotations
 
@@ -125,7 +101,33 @@ def padded_length(length: int) -> int:
 
 
 def segment_plan(segments: Sequence[Segment], queries: int, keys: int, device: torch.device) -> SegmentPlan:
-    """Diagonal and rectangle parts of ``segments`` grouped into calls by padded sizes."""
+    """Diagonal and rectangle parts of ``segments`` grouped into calls by padded sizes.
+
+    Two ways to run segments, built once per micro-batch when it is packed (shared by all layers):
+
+    * :class:`VarlenPlan` — one variable-length kernel call (CUDA, ``varlen_attn``): queries stay
+      in their rows (segments are consecutive), ``cu_seqlens_q`` marks them; each segment's keys are
+      copied out in order (``key_index``, ``Σ n`` rows — under cp a document's key rows once per
+      chunk on this rank: ``(2·cp + 1)/(2·cp)`` of its length), ``cu_seqlens_k`` marks them;
+    * :class:`SegmentPlan` — batched calls of a dense kernel (CPU), each segment cut into a
+      **diagonal part** (its ``m`` queries against its last ``m`` keys, causal, square) and, when
+      ``n > m``, a **rectangle part** (the same queries against the first ``n − m`` keys, all
+      visible). Parts of similar sizes share a call: sizes are rounded up to :func:`padded_length`
+      (at most 1/8 more) and the rows padded with a zero row. Padded keys sit after a diagonal
+      part's real keys, where causality hides them; a rectangle's are masked (``key_mask``). The
+      calls' outputs are merged per query row by their log-sum-exp
+      (:mod:`hydraulis.runtime.model.attention`).
+
+    Everything here is linear in the tokens: index vectors of the padded parts, a key mask of
+    ``parts × keys`` entries per rectangle call; no ``queries × keys`` tensor.
+
+    Worked example, cp = 1, documents of 18 and 17 tokens: segments of rows 0–17 (keys 0–17) and
+    18–34 (keys 18–34); both diagonal parts are padded to 18 and share one call, query rows
+    ``[0 … 17 | 18 … 34 ∅]``, key rows the same. Under cp = 2 a document of 8 tokens (chunks of 2)
+    on rank 0 holds chunks 0 and 3 as its rows 0–1 and 2–3: segments of 2 queries against keys
+    0–1, and of 2 queries against keys 0–7 — three parts: two diagonals (one call of two 16-row
+    parts) and the rectangle of chunk 3's queries against the 6 keys of chunks 0–2.
+    """
     groups: dict[tuple[bool, int, int], list[tuple[int, int, np.ndarray]]] = {}
     for segment in segments:
         diagonal = segment.key_rows[segment.keys - segment.queries:]

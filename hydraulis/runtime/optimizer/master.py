@@ -6,36 +6,7 @@ tensors of the master weights ``θ``, of the reduced gradient ``g`` and, for Ada
 whatever strategy computes the step (the compute layout's weights are copies in the compute
 dtype, refreshed every step by :mod:`.routes`).
 
-Every step, after the reduction, the global gradient norm ``‖g‖`` (:mod:`.clipping`, one all-reduce)
-decides: non-finite on any rank, every rank **skips** the update (weights and moments untouched,
-the step count unchanged, a counter of skipped steps incremented); else the gradient is clipped
-to ``clip_grad_norm`` and the update ``k = steps`` (counting from 0) runs at the schedule's
-learning rate ``η = η_k`` (:mod:`hydraulis.job.schedule`); then ``steps`` counts it. Update rules
-(``k + 1`` in the bias corrections)::
-
-    SGD:    θ ← θ − (g·η)
-    Adam:   m ← m·β₁ + g·(1 − β₁)                              β₁ = 0.9, β₂ = 0.999, ε = 1e-8
-            v ← v·β₂ + (g·g)·(1 − β₂)
-            θ ← θ − (m/(1 − β₁ᵏ⁺¹)) / (√(v/(1 − β₂ᵏ⁺¹)) + ε) · η
-    AdamW:  θ ← θ·(1 − η·λ)                                    λ = weight_decay on decayed parameters, else 0
-            then Adam's update with the job's β₁, β₂, ε   (Loshchilov & Hutter 2019)
-
-AdamW runs PyTorch's own kernels — the functional ``torch.optim.adamw.adamw``, ``foreach`` on the
-CPU and ``fused`` on CUDA — on views of the flat buffers, one list per parameter group (decayed
-or not, :func:`decays`), one view per region of the buffer: no temporaries of the buffer's size
-beyond the kernels' own. SGD and Adam are computed by hand, every operation a separate, correctly
-rounded elementwise operation (no fused multiply-add, no ``lerp``/``addcdiv``), so an element's
-update depends on its own values only — not on the length of the buffer or where the element
-sits in it: a distributed run and the single-device reference given equal gradients compute
-bit-identical updates, and what differs between them is the order in which partial gradients
-were summed (the equivalence measurements of :mod:`hydraulis.runtime.equivalence` rest on it).
-PyTorch's AdamW differs from the same formula by rounding only.
-
-Initialisation is a function of the seed only, so every layout and the single-device reference
-start equal: norm weights 1, every matrix ``N(0, 0.02²)`` (GPT-2 / Llama) drawn on the CPU from a
-generator seeded by ``(seed, parameter index)``; a rank draws the parameters it owns part of and
-keeps its part.
-"""
+The details: :class:`OptimizerShard`."""
 
 from __future__ import annotations
 
@@ -78,7 +49,38 @@ class Update:
 
 class OptimizerShard:
     """This rank's buffer: ``master`` (θ), ``grad`` (g) and the optimizer's moments, flat fp32;
-    ``initialise`` False leaves the weights unset (e.g. to count bytes on the ``meta`` device)."""
+    ``initialise`` False leaves the weights unset (e.g. to count bytes on the ``meta`` device).
+
+    Every step, after the reduction, the global gradient norm ``‖g‖`` (:mod:`.clipping`, one all-reduce)
+    decides: non-finite on any rank, every rank **skips** the update (weights and moments untouched,
+    the step count unchanged, a counter of skipped steps incremented); else the gradient is clipped
+    to ``clip_grad_norm`` and the update ``k = steps`` (counting from 0) runs at the schedule's
+    learning rate ``η = η_k`` (:mod:`hydraulis.job.schedule`); then ``steps`` counts it. Update rules
+    (``k + 1`` in the bias corrections)::
+
+        SGD:    θ ← θ − (g·η)
+        Adam:   m ← m·β₁ + g·(1 − β₁)                              β₁ = 0.9, β₂ = 0.999, ε = 1e-8
+                v ← v·β₂ + (g·g)·(1 − β₂)
+                θ ← θ − (m/(1 − β₁ᵏ⁺¹)) / (√(v/(1 − β₂ᵏ⁺¹)) + ε) · η
+        AdamW:  θ ← θ·(1 − η·λ)                                    λ = weight_decay on decayed parameters, else 0
+                then Adam's update with the job's β₁, β₂, ε   (Loshchilov & Hutter 2019)
+
+    AdamW runs PyTorch's own kernels — the functional ``torch.optim.adamw.adamw``, ``foreach`` on the
+    CPU and ``fused`` on CUDA — on views of the flat buffers, one list per parameter group (decayed
+    or not, :func:`decays`), one view per region of the buffer: no temporaries of the buffer's size
+    beyond the kernels' own. SGD and Adam are computed by hand, every operation a separate, correctly
+    rounded elementwise operation (no fused multiply-add, no ``lerp``/``addcdiv``), so an element's
+    update depends on its own values only — not on the length of the buffer or where the element
+    sits in it: a distributed run and the single-device reference given equal gradients compute
+    bit-identical updates, and what differs between them is the order in which partial gradients
+    were summed (the equivalence measurements of :mod:`hydraulis.runtime.equivalence` rest on it).
+    PyTorch's AdamW differs from the same formula by rounding only.
+
+    Initialisation is a function of the seed only, so every layout and the single-device reference
+    start equal: norm weights 1, every matrix ``N(0, 0.02²)`` (GPT-2 / Llama) drawn on the CPU from a
+    generator seeded by ``(seed, parameter index)``; a rank draws the parameters it owns part of and
+    keeps its part.
+    """
 
     def __init__(self, placement: OptimizerPlacement, rank: int, options: RuntimeOptions,
                  device: torch.device, initialise: bool = True) -> None:
@@ -109,7 +111,7 @@ class OptimizerShard:
         return self.grad if name == "grad" else self.tensors[name]
 
     def step(self, grad_norm: torch.Tensor, schedule: LrSchedule) -> Update:
-        """Skip, or clip and update ``master`` with ``grad`` (module docstring); ``grad_norm`` is
+        """Skip, or clip and update ``master`` with ``grad`` (:class:`OptimizerShard`); ``grad_norm`` is
         the global norm of :mod:`.clipping` (reading it is where the host waits for the reduction)."""
         norm, lr = float(grad_norm), schedule.lr_at(self.steps)
         if not math.isfinite(norm):

@@ -12,22 +12,7 @@ shards ``W_i``. Given the gradients ``G_i = ∂L/∂Y_i``, the backward needs::
     ∂L/∂X  = all-reduce(P)          (sequence parallelism: reduce-scatter(P), this rank's rows)
     ∂L/∂W_i = G_iᵀ·X̂                the weight gradients, which need neither
 
-so it computes ``P``, **starts** its collective (``async_op``), computes the weight gradients
-while the collective runs, and only then waits. Separate autograd nodes would run the weight
-gradients inside each linear's backward, before the entry's collective could begin, and leave
-the collective exposed. On CUDA the collective runs on the communicator's stream beside the
-weight-gradient products on the compute stream; with gloo on the CPU, on gloo's thread.
-
-Worked example, tp = 2, attention with ``H = 4``, one query head and one kv head of ``d = 2``
-per rank, ``T = 4`` tokens: each rank holds ``W_q, W_k, W_v`` of ``2 × 4``, ``P = G_q·W_q +
-G_k·W_k + G_v·W_v`` is ``4 × 4``; its all-reduce (16 values) runs while the rank computes the
-three ``2 × 4`` weight gradients from ``G_i`` (``4 × 2``) and ``X̂`` (``4 × 4``). Under sequence
-parallelism rank 0 holds tokens 0–1 and rank 1 tokens 2–3, ``X̂`` is all 4 tokens on both, and
-the reduce-scatter returns each rank its 2 rows of ``P_0 + P_1``.
-
-What the function keeps for the backward is what the separate linears kept: ``X̂`` (the
-gathered rows under sequence parallelism) and the weights.
-"""
+The details: :func:`column_parallel`."""
 
 from __future__ import annotations
 
@@ -71,10 +56,27 @@ class _ColumnParallel(torch.autograd.Function):
 
 def column_parallel(x: torch.Tensor, weights: Sequence[torch.Tensor], group: ParallelGroup,
                     sequence_parallel: bool) -> tuple[torch.Tensor, ...]:
-    """``enter(x)·W_iᵀ`` for every weight shard ``W_i`` of a block (module docstring): ``x`` this
+    """``enter(x)·W_iᵀ`` for every weight shard ``W_i`` of a block (:func:`column_parallel`): ``x`` this
     rank's rows of the residual stream, every output all ``T`` rows of its shard's columns.
     Without a tensor-parallel group there is nothing to reduce: plain linears, autograd's own
-    backward."""
+    backward.
+
+    so it computes ``P``, **starts** its collective (``async_op``), computes the weight gradients
+    while the collective runs, and only then waits. Separate autograd nodes would run the weight
+    gradients inside each linear's backward, before the entry's collective could begin, and leave
+    the collective exposed. On CUDA the collective runs on the communicator's stream beside the
+    weight-gradient products on the compute stream; with gloo on the CPU, on gloo's thread.
+
+    Worked example, tp = 2, attention with ``H = 4``, one query head and one kv head of ``d = 2``
+    per rank, ``T = 4`` tokens: each rank holds ``W_q, W_k, W_v`` of ``2 × 4``, ``P = G_q·W_q +
+    G_k·W_k + G_v·W_v`` is ``4 × 4``; its all-reduce (16 values) runs while the rank computes the
+    three ``2 × 4`` weight gradients from ``G_i`` (``4 × 2``) and ``X̂`` (``4 × 4``). Under sequence
+    parallelism rank 0 holds tokens 0–1 and rank 1 tokens 2–3, ``X̂`` is all 4 tokens on both, and
+    the reduce-scatter returns each rank its 2 rows of ``P_0 + P_1``.
+
+    What the function keeps for the backward is what the separate linears kept: ``X̂`` (the
+    gathered rows under sequence parallelism) and the weights.
+    """
     if group.trivial:
         return tuple(F.linear(x, weight) for weight in weights)
     return _ColumnParallel.apply(x, group, sequence_parallel, *weights)

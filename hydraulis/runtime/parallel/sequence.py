@@ -12,18 +12,7 @@ backward) and left with ``g`` (all-reduce forward). With it tp rank ``r`` holds 
 
 (the entry fused with the block's column-parallel linears, :mod:`.columns`).
 
-An all-reduce is a reduce-scatter followed by an all-gather, so a layer moves the same bytes as
-without sequence parallelism, but the norms, the residual additions, the dropout-free glue
-between blocks and the activations they keep shrink by ``tp``. Worked example, tp = 2, T = 6:
-rank 0 holds tokens 0–2, rank 1 tokens 3–5; entering attention both gather all 6 tokens, the
-row-parallel output projection's partial sums are reduce-scattered back to 3 tokens each.
-
-The vocabulary-parallel embedding leaves with ``scatter_sequence`` as well; the output head
-enters with the all-gather, so the loss is computed on all ``T`` tokens by every tp rank as
-without sequence parallelism. The norm weights then receive a different partial gradient on
-every tp rank (each from its own tokens), so all tp ranks contribute them to the reduction
-(:attr:`~hydraulis.layout.sharding.Shard.contributes`).
-"""
+The details: :func:`scatter_sequence`."""
 
 from __future__ import annotations
 
@@ -33,5 +22,18 @@ from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
 
 
 def scatter_sequence(x: torch.Tensor, group: ParallelGroup) -> torch.Tensor:
-    """This rank's rows of the sum over tp ranks of ``x``; backward: all-gather of the gradient."""
+    """This rank's rows of the sum over tp ranks of ``x``; backward: all-gather of the gradient.
+
+    An all-reduce is a reduce-scatter followed by an all-gather, so a layer moves the same bytes as
+    without sequence parallelism, but the norms, the residual additions, the dropout-free glue
+    between blocks and the activations they keep shrink by ``tp``. Worked example, tp = 2, T = 6:
+    rank 0 holds tokens 0–2, rank 1 tokens 3–5; entering attention both gather all 6 tokens, the
+    row-parallel output projection's partial sums are reduce-scattered back to 3 tokens each.
+
+    The vocabulary-parallel embedding leaves with ``scatter_sequence`` as well; the output head
+    enters with the all-gather, so the loss is computed on all ``T`` tokens by every tp rank as
+    without sequence parallelism. The norm weights then receive a different partial gradient on
+    every tp rank (each from its own tokens), so all tp ranks contribute them to the reduction
+    (:attr:`~hydraulis.layout.sharding.Shard.contributes`).
+    """
     return x if group.trivial else conjugate(x, group.reduce_scatter, group.all_gather)

@@ -11,26 +11,7 @@ layout) and the trainer's default optimizer: a step plan that gives every pipeli
 micro-batch (:data:`REDUCTION_WARMUP` discarded steps, then :data:`REDUCTION_STEPS` timed ones;
 medians of the slowest rank's figures).
 
-The profile fits the cost model's bandwidth to it (:func:`hydraulis.cost.step.implied_reduce_gbps`).
-
-**Communicators.** A step whose strategy needs a rank set no earlier step used creates its
-process group then (the runtime's ``GroupCache``: ``torch.distributed.new_group``, a call on
-every rank in the same order) and pays its first use (NCCL builds the communicator at the
-first collective). The same job times that :data:`COMMUNICATOR_SAMPLES` times on pairs of ranks
-— ``new_group``, one all-reduce on its members, the device synchronised — and keeps the median
-of the slowest rank's times: the space's ``communicator_ms``, what synthesis charges per new
-communicator (:mod:`hydraulis.dispatch.synthesis`). On the CPU (gloo on loopback) that is a
-few milliseconds; the presets' 200 ms for GPUs is the order of an NCCL initialisation.
-
-**Overlap.** The cost model hides a share ``ω`` of the reduction behind the backward (design
-§6.3). The job measures it: an all-to-all of the reduction's bytes per rank (the model's
-gradient in the ``grad_reduce_dtype``, at most :data:`OVERLAP_BYTES`) alone, ``t_e``; a chain of
-square matrix products in the compute dtype sized to last about as long, alone, ``t_c``; both
-together, the exchange issued asynchronously before the products, ``t_both`` — each the median
-over :data:`OVERLAP_SAMPLES` of the slowest rank's time — and
-``ω = (t_e + t_c − t_both) / min(t_e, t_c)`` clipped to [0, 1]
-(:func:`~hydraulis.profiler.measurement.overlap_share`): the space's ``reduce_overlap``.
-"""
+The details: :func:`measure_reduction`."""
 
 from __future__ import annotations
 
@@ -64,7 +45,28 @@ OVERLAP_MATRIX = 512
 
 def measure_reduction(context: RankContext, model: ModelSpec, options: RuntimeOptions,
                       devices: int) -> ReductionMeasurement:
-    """The module docstring's measurement on ``devices`` pipelines of one rank each."""
+    """:func:`measure_reduction`'s measurement on ``devices`` pipelines of one rank each.
+
+    The profile fits the cost model's bandwidth to it (:func:`hydraulis.cost.step.implied_reduce_gbps`).
+
+    **Communicators.** A step whose strategy needs a rank set no earlier step used creates its
+    process group then (the runtime's ``GroupCache``: ``torch.distributed.new_group``, a call on
+    every rank in the same order) and pays its first use (NCCL builds the communicator at the
+    first collective). The same job times that :data:`COMMUNICATOR_SAMPLES` times on pairs of ranks
+    — ``new_group``, one all-reduce on its members, the device synchronised — and keeps the median
+    of the slowest rank's times: the space's ``communicator_ms``, what synthesis charges per new
+    communicator (:mod:`hydraulis.dispatch.synthesis`). On the CPU (gloo on loopback) that is a
+    few milliseconds; the presets' 200 ms for GPUs is the order of an NCCL initialisation.
+
+    **Overlap.** The cost model hides a share ``ω`` of the reduction behind the backward (design
+    §6.3). The job measures it: an all-to-all of the reduction's bytes per rank (the model's
+    gradient in the ``grad_reduce_dtype``, at most :data:`OVERLAP_BYTES`) alone, ``t_e``; a chain of
+    square matrix products in the compute dtype sized to last about as long, alone, ``t_c``; both
+    together, the exchange issued asynchronously before the products, ``t_both`` — each the median
+    over :data:`OVERLAP_SAMPLES` of the slowest rank's time — and
+    ``ω = (t_e + t_c − t_both) / min(t_e, t_c)`` clipped to [0, 1]
+    (:func:`~hydraulis.profiler.measurement.overlap_share`): the space's ``reduce_overlap``.
+    """
     layout = strategy_layout((SpecGroup(LEAST_SHARDED, devices),), model, lambda _: TimeCoefficients(0.0, 0.0, 0.0),
                              max_seq_len=1)
     runner = StepRunner(model, context, options, OptimizerLayout(context.world_size, 1, 1),
@@ -81,7 +83,7 @@ def measure_reduction(context: RankContext, model: ModelSpec, options: RuntimeOp
 
 
 def measure_overlap(context: RankContext, elements: int, dtype: torch.dtype) -> float:
-    """``ω`` of the module docstring: an exchange of ``elements`` values in ``dtype`` per rank
+    """``ω`` of :func:`measure_reduction`: an exchange of ``elements`` values in ``dtype`` per rank
     against matrix products in the compute dtype, on every rank of ``context``."""
     world, device = context.world, context.device
     per = max(1, min(elements, OVERLAP_BYTES // dtype.itemsize) // world.size)
@@ -120,7 +122,7 @@ def _median_ms(context: RankContext, run) -> float:
 
 
 def measure_communicator_ms(context: RankContext, devices: int) -> float:
-    """The module docstring's communicator time on ranks ``0 … devices − 1`` (at least 2): the
+    """:func:`measure_reduction`'s communicator time on ranks ``0 … devices − 1`` (at least 2): the
     median over pairs ``(j, j + 1 mod devices)`` of the slowest rank's milliseconds for
     ``new_group`` and one all-reduce on it."""
     flag = torch.ones(1, device=context.device)
