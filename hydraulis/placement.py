@@ -64,46 +64,46 @@ def stage_offsets(schemes: Sequence[Scheme], groups: Sequence[RankRange],
     """The first rank of every stage of every pipeline of ``schemes`` on a world partitioned into
     ``groups`` (:func:`communicators`, "Placement on a mixed cluster"): one tuple per pipeline.
     ``strategy`` is the SPEC an error names (default: the schemes joined by ``+``)."""
-    segments = _segments(schemes, groups)
+    runs = _group_runs(schemes, groups)
     starts = [[0] * scheme.pp for scheme in schemes]
     for index, group in enumerate(groups):
-        mine = [segment for segment in segments if segment.group == index]
-        needed = sum(segment.size for segment in mine)
+        mine = [run for run in runs if run.group == index]
+        needed = sum(run.size for run in mine)
         if needed > group.size:
             raise HydraulisError("strategy", strategy or "+".join(str(s) for s in schemes),
                                  f"needs {needed} devices of group {group.name}, which has {group.size}")
-        for segment, offset in zip(mine, pipeline_offsets([segment.size for segment in mine])):
+        for run, offset in zip(mine, pipeline_offsets([run.size for run in mine])):
             start = group.start + offset
-            for stage in segment.stages:
-                starts[segment.pipeline][stage] = start
-                start += _stage_size(schemes[segment.pipeline], stage)
+            for stage in run.stages:
+                starts[run.pipeline][stage] = start
+                start += _stage_size(schemes[run.pipeline], stage)
     return tuple(tuple(pipeline) for pipeline in starts)
 
 
 @dataclass
-class _Segment:
+class _GroupRun:
     pipeline: int
     group: int
     stages: list[int]
     size: int
 
 
-def _segments(schemes: Sequence[Scheme], groups: Sequence[RankRange]) -> list[_Segment]:
+def _group_runs(schemes: Sequence[Scheme], groups: Sequence[RankRange]) -> list[_GroupRun]:
     """Every pipeline's runs of consecutive stages in one group, pipeline by pipeline."""
     names = [group.name for group in groups]
-    segments: list[_Segment] = []
+    runs: list[_GroupRun] = []
     for p, scheme in enumerate(schemes):
         for stage in range(scheme.pp):
             name = scheme.stages[stage].group if scheme.is_staged else ""
             if name and name not in names:
                 raise HydraulisError("group", name, f"is not a device group of the cluster ({', '.join(names)})")
             group = names.index(name) if name else 0
-            if segments and segments[-1].pipeline == p and segments[-1].group == group:
-                segments[-1].stages.append(stage)
-                segments[-1].size += _stage_size(scheme, stage)
+            if runs and runs[-1].pipeline == p and runs[-1].group == group:
+                runs[-1].stages.append(stage)
+                runs[-1].size += _stage_size(scheme, stage)
             else:
-                segments.append(_Segment(p, group, [stage], _stage_size(scheme, stage)))
-    return segments
+                runs.append(_GroupRun(p, group, [stage], _stage_size(scheme, stage)))
+    return runs
 
 
 def _stage_size(scheme: Scheme, stage: int) -> int:
@@ -173,12 +173,12 @@ def communicators(schemes: Sequence[Scheme]) -> frozenset[Communicator]:
     ``[start_g, start_g + size_g)`` (:class:`RankRange`, in the cluster description's group order,
     :meth:`hydraulis.cluster.ClusterDescription.rank_ranges`). Each stage ``σ`` of a pipeline belongs to a group — its
     ``@GROUP``, else the first group (every stage of an ordinary pipeline, and a staged stage
-    without a group). A pipeline's consecutive stages of one group form a **segment** of
-    ``cp·Σ tp_σ`` ranks; inside each group the segments are placed as pipelines are above —
-    largest first, contiguous from ``start_g``, ties in pipeline order — and a segment's stages take
+    without a group). A pipeline's consecutive stages of one group form a **group run** of
+    ``cp·Σ tp_σ`` ranks; inside each group the group runs are placed as pipelines are above —
+    largest first, contiguous from ``start_g``, ties in pipeline order — and a group run's stages take
     consecutive blocks. So a one-group cluster places exactly as :func:`pipeline_offsets` does, and
-    a segment of ``2^k`` ranks sits at ``start_g + m·2^k`` (aligned when groups are whole nodes of a
-    power of two). Every rank is used at most once; a group whose segments need more ranks than it
+    a group run of ``2^k`` ranks sits at ``start_g + m·2^k`` (aligned when groups are whole nodes of a
+    power of two). Every rank is used at most once; a group whose group runs need more ranks than it
     owns is refused, naming the strategy and the group. Worked example, ``1|8:16@a100>8:24@h100x2``
     on ``a100`` = ranks 0–15, ``h100`` = ranks 16–31: stage 0 of the two pipelines on ranks 0–7 and
     8–15, stage 1 on ranks 16–23 and 24–31.

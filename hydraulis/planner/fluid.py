@@ -272,18 +272,18 @@ def _work_classes(workload: BucketWorkload, capacities: Sequence[int], longest: 
                   classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Counts, tokens, squares and longest length of each class: non-empty buckets merged into
     at most ``classes`` classes (more only when the capacities cut the lengths into more
-    segments). A class never spans a capacity, so each scheme holds all of a class or none of
-    it; within a segment classes carry about equal tokens."""
+    bands). A class never spans a capacity, so each scheme holds all of a class or none of
+    it; within a band classes carry about equal tokens."""
     upper = np.minimum(workload.upper, longest)
     present = np.flatnonzero(workload.counts > 0)
     cuts = np.unique(np.asarray(capacities))
-    segment = np.searchsorted(cuts, upper[present], side="left")
-    segments = np.unique(segment)
-    mass = np.array([workload.tokens[present[segment == s]].sum() for s in segments])
+    band = np.searchsorted(cuts, upper[present], side="left")
+    bands = np.unique(band)
+    mass = np.array([workload.tokens[present[band == s]].sum() for s in bands])
     shares = np.maximum(1, np.floor(classes * mass / mass.sum()).astype(int))
     classes_of = []
-    for s, share in zip(segments, shares):
-        members = present[segment == s]
+    for s, share in zip(bands, shares):
+        members = present[band == s]
         cumulative = np.cumsum(workload.tokens[members])
         group = np.minimum((share * (cumulative - workload.tokens[members]) / cumulative[-1]).astype(int), share - 1)
         classes_of += [members[group == g] for g in np.unique(group)]
