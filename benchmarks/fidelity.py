@@ -21,7 +21,7 @@ times are inflated (the header prints the load average before and after). On a s
 example and the cycle ``R`` times (each into ``OUT/repeat-K``), pools every repeat's steps in
 the tables and adds each repeat's median step error per run.
 
-The committed space was measured on one reference machine; ``--profile DIR`` first measures
+The committed space was measured on one machine; ``--profile DIR`` first measures
 this one (``examples/profile_all_parallel_schemes.sh tiny DIR --statistic median``, ~4 minutes
 on 2 cores) and predicts with it. The median of a point's micro-batches, not the profiler's
 default minimum: the minimum is the right statistic for composing stages under interference

@@ -1,7 +1,7 @@
 """One pipeline across device groups: per-stage tp and layer counts (design §7.4).
 
 **Problem.** Given ``cp``, an ordered list of device groups with a device budget ``D_g`` each,
-the longest sequence ``S`` every stage must hold and a reference micro-batch ``r`` (default one
+the longest sequence ``S`` every stage must hold and a probe micro-batch ``r`` (default one
 sequence of ``S`` tokens), choose for each group a tensor-parallel degree ``tp_g`` (its
 ``n_g = D_g/(cp·tp_g)`` stages) and for each stage ``σ`` its layer count ``L_σ ≥ 1``,
 ``Σ_σ L_σ = L``, to
@@ -59,7 +59,7 @@ class SplitRequest:
 
 @dataclass(frozen=True)
 class Split:
-    """The chosen staged scheme and its bottleneck stage time on the reference micro-batch."""
+    """The chosen staged scheme and its bottleneck stage time on the probe micro-batch (``reference``)."""
 
     scheme: Scheme
     bottleneck_ms: float
