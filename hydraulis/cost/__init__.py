@@ -6,7 +6,8 @@
 * :mod:`.memory` — memory per device and the longest sequence a scheme can hold;
 * :mod:`.step` — a strategy's step time and the gradient reduction into the optimizer layout;
 * :mod:`.bound` — lower bounds of any plan of a batch: design §6's ``LB``, a tighter one
-  with fixed costs and the reduction, and per reduction level the least compute part.
+  with fixed costs and the reduction, and per reduction level the least compute part;
+* :mod:`.staged`, :mod:`.mixed_bound` — staged pipelines on mixed clusters and their bound (design §6.7).
 """
 
 from hydraulis.cost.bound import BoundScheme, LevelBound, StepBound, level_bounds, lower_bound_ms, step_bound

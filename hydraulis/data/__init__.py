@@ -12,6 +12,8 @@ module             concept
 ``analysis``       length statistics: percentiles, shares per bucket, per-step maxima
 ``report``         PNG plots, the lengths file the planner reads, a markdown summary
 ``synth``          synthetic long tail: lognormal body + Pareto tail
+``measure``        a corpus measured in tokens (load, tokenizer, tokenize)
+``fingerprint``    a corpus' content hash
 =================  ==========================================================================
 
 Importing this package is cheap: ``datasets``, ``tokenizers`` and ``matplotlib`` are imported

@@ -4,8 +4,8 @@ directions so each fills the other's bubbles (RLHF actor/critic training; design
 problem (:mod:`.problem`) → task graph (:mod:`.tasks`) → lower bound (:mod:`.bound`),
 baselines (:mod:`.baselines`), starting schedules (:mod:`.construct`) → annealing
 (:mod:`.anneal`, :mod:`.search`) over the exact simulator (:mod:`.simulate`) → schedule
-(:mod:`.schedule`), judged by the independent checker (:mod:`.check`). Pure: no file I/O,
-no torch.
+(:mod:`.schedule`), judged by the independent checker (:mod:`.check`); :mod:`.from_plans` builds
+a problem from two step plans. Pure: no file I/O, no torch.
 """
 
 from hydraulis.fused.bound import LowerBound, lower_bound

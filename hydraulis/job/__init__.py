@@ -9,5 +9,8 @@ module              concept
 ``staged_profile``  a SPEC's time coefficients: analytic, or from a scheme space
 ``records``         step records, the log line, the table and the summary
 ``manifest``        what a checkpoint holds
+``schedule``        learning-rate schedules, keyed by updates applied
+``overlap``         how much of a step's reduction ran under the same rank's backward
+``memory_report``   what ``hydraulis memory`` reports
 ==================  ===========================================================================
 """

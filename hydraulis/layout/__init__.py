@@ -12,6 +12,7 @@ module                   concept
 ``optimizer_placement``  who owns which region of which parameter in the optimizer layout
 ``states``               model-state bytes and elements per rank, by role
 ``activations``          what a stage keeps per token for its backward; micro-batches in flight
+``buckets``              a stage's gradient shards grouped for the overlapped reduction
 =======================  ======================================================================
 
 How layers split over stages is :func:`hydraulis.stages.even_split` (one owner, below this

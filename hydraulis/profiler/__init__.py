@@ -14,5 +14,9 @@ module               concept
 ``analytic``         a scheme space from device and model figures
 ``reference_pool``   import of the original system's strategy pools
 ``report``           a scheme space as rows
+``segment``          segments: the points of stages measured alone, their fit and composition
+``handoff``          the pipeline hand-off ``d`` from measured makespans
+``budget``           a measured space under a device memory budget
+``cluster``          one scheme space per device group of a mixed cluster
 ===================  ====================================================================
 """

@@ -6,7 +6,8 @@ bar; :mod:`.inputs` reads the inputs the CLI names.
 * :mod:`.contenders` — the compared systems and their candidate strategies;
 * :mod:`.simulate` — :func:`simulate`, the recipe;
 * :mod:`.summary` — per-contender figures and Hydraulis' speed-up over each;
-* :mod:`.compare` — one sampled step under every contender, with Hydraulis' 1F1B timelines.
+* :mod:`.compare` — one sampled step under every contender, with Hydraulis' 1F1B timelines;
+* :mod:`.mixed` — the same on a mixed cluster (design §6.7).
 """
 
 from hydraulis.simulation.compare import ContenderStep, StepComparison, compare_step
