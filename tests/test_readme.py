@@ -45,3 +45,10 @@ def test_ci_installs_chromium_for_the_browser_tests_before_the_test_command():
     lines = (ROOT / ".ci" / "run").read_text().splitlines()
     install = next(i for i, line in enumerate(lines) if "apt-get install" in line and "chromium" in line)
     assert install < lines.index(readme_commands()[1])
+
+
+def test_ci_lints_with_ruff_before_the_test_command():
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    lint = next(i for i, line in enumerate(lines) if ".venv/bin/python -m ruff check ." in line)
+    assert lint < lines.index(readme_commands()[1])
+    assert "[tool.ruff.lint]" in (ROOT / "pyproject.toml").read_text()
