@@ -10,8 +10,9 @@ Two ways in, one per-rank body (:func:`_rank_main`):
   :func:`launched_by_torchrun` sees the variables and :func:`run_job` runs this process as
   its rank (``env://`` rendezvous, its keys under a prefix per torchrun attempt, so
   ``--max-restarts`` restarts meet reliably: design §10).
-* **local**: ``--nproc N`` without torchrun spawns ``N`` processes on this machine
-  (``torch.multiprocessing``, start method ``spawn``) that meet through a file store in a
+* **local**: ``--nproc N`` without torchrun starts ``N`` processes on this machine
+  (``torch.multiprocessing``, start method ``forkserver``: one server imports torch and the
+  runtime once, every rank is forked from it) that meet through a file store in a
   fresh temporary folder — no port to pick. If any rank fails, the others are ended (``SIGKILL``
   after :data:`GRACE_S` twice, so a stopped rank too) and the first failure is raised as
   :class:`RankFailure`.
@@ -28,6 +29,7 @@ line of a failed job names the rank that died or hung, not the neighbour that no
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import tempfile
 from collections.abc import Callable
@@ -53,6 +55,8 @@ RESTART_VARIABLE = "TORCHELASTIC_RESTART_COUNT"
 GRACE_S = 1.0
 """Seconds the local launcher gives the other ranks to end once one failed (then ``SIGTERM``,
 and after as long again ``SIGKILL``: a stopped rank cannot handle ``SIGTERM``)."""
+PRELOAD = ("torch", "hydraulis.runtime.trainer")
+"""What the forkserver imports once before forking local ranks: torch and the runtime's jobs."""
 DTYPES = {Precision.FP32: torch.float32, Precision.BF16: torch.bfloat16}
 
 
@@ -88,7 +92,7 @@ class RankContext:
 
 
 Job = Callable[..., None]
-"""``job(context, *args)``, run on every rank; a module-level function (spawn pickles it)."""
+"""``job(context, *args)``, run on every rank; a module-level function (the launcher pickles it)."""
 
 
 def launched_by_torchrun() -> bool:
@@ -125,7 +129,7 @@ def _spawn(world: int, job: Job, args: tuple, options: RuntimeOptions, log_level
     with tempfile.TemporaryDirectory(prefix="hydraulis-") as folder:
         store = f"file://{Path(folder) / 'store'}"
         processes = mp.start_processes(_spawned, args=(world, store, job, args, options, log_level), nprocs=world,
-                                       join=False, start_method="spawn")
+                                       join=False, start_method=_start_method())
         try:
             while not processes.join(grace_period=GRACE_S):
                 pass
@@ -133,6 +137,17 @@ def _spawn(world: int, job: Job, args: tuple, options: RuntimeOptions, log_level
             raise RankFailure(_reported(error.error_index, _last_line(str(error)))) from None
         except mp.ProcessExitedException as error:
             raise RankFailure(f"rank {error.error_index} exited with status {error.exit_code}") from None
+
+
+def _start_method() -> str:
+    """``forkserver`` where the platform has it: the server imports :data:`PRELOAD` once per
+    launching process, so a rank starts in milliseconds instead of importing torch anew (seconds
+    per rank, and a job's ranks import at once on the same cores); else ``spawn``. The server
+    starts with the launching process's environment, which its ranks then inherit."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    multiprocessing.set_forkserver_preload(list(PRELOAD))
+    return "forkserver"
 
 
 def _reported(index: int, line: str) -> str:

@@ -12,6 +12,7 @@ REPORT = ("summary.md", "lengths.txt", "analysis.json", "length_histogram.png", 
           "square_share.png", "step_max.png")
 
 
+@pytest.mark.slow
 def test_corpus_with_a_tiny_model_vocabulary(tmp_path):
     code_corpus = write_code_corpus(tmp_path / "code.jsonl")
     result = hydraulis("analyze", "--corpus", str(code_corpus), "--vocab-size", "1024", "--cache-dir",
