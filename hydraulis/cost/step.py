@@ -101,7 +101,7 @@ def exposed_reduce_ms(params: int, pipelines: Sequence[PipelineGroup], layout: O
 
 def _exposed_pipeline_ms(params: int, group: PipelineGroup, model: ReductionModel) -> float:
     phi, d = model.pipeline_model.forward_fraction, model.pipeline_model.p2p_ms
-    full = group.time.c + group.time.b * group.max_seq_len
+    full = group.time.moments_ms(0.0, group.max_seq_len)
     backward, forward = (1.0 - phi) * full, phi * full
     totals, gradient, weights = [], [], []
     for stage, shard in enumerate(stage_shardings(group.scheme)):

@@ -50,6 +50,7 @@ import pulp
 from hydraulis.cost import BoundScheme
 from hydraulis.cost.bound import bubble_room
 from hydraulis.errors import require
+from hydraulis.scheme_profile import sequence_work_ms
 from hydraulis.solver import Outcome, SolverName, solve
 
 GRID = 64
@@ -82,7 +83,7 @@ def devices_needed(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundS
     pp = np.array([k.scheme.pp for k in usable], dtype=np.float64)
     a, b, c = (np.array([getattr(k.time, name) for k in usable]) for name in ("a", "b", "c"))
     capacity = np.array([k.capacity for k in usable], dtype=np.float64)
-    work = a[:, None] * s * s + b[:, None] * s
+    work = sequence_work_ms(a[:, None], b[:, None], s)
     room = bubble_room(compute_ms, pp, c) if form is ComputeForm.ESTIMATE else compute_ms - pp * c
     batched = compute_ms - (pp - 1.0) * c
     allowed = ((s[None, :] <= capacity[:, None]) & (pp[:, None] * (c[:, None] + work) <= compute_ms)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hydraulis.cost import exposed_reduce_ms, reduction_model
+from hydraulis.scheme_profile import sequence_work_ms
 from hydraulis.types import PipelineGroup, Proposal
 
 FLUID_BISECTIONS = 12
@@ -82,7 +83,7 @@ class MenuCosts:
         capacity = np.array([g.max_seq_len for g in menu], dtype=np.float64)
         a = np.array([g.time.a for g in menu])[:, None]
         b = np.array([g.time.b for g in menu])[:, None]
-        work = a * tokens * tokens + b * tokens
+        work = sequence_work_ms(a, b, tokens)
         fits = tokens[None, :] <= capacity[:, None]
         spread = np.where(fits, size[:, None] * (work + c[:, None] * tokens / capacity[:, None]), np.inf)
         crossing = pp[:, None] * (c[:, None] + work) + 2.0 * (pp[:, None] - 1.0) * p2p_ms
