@@ -57,6 +57,7 @@ from functools import cached_property
 
 import numpy as np
 
+from hydraulis.bisection import threshold_bracket
 from hydraulis.cost.step import sharding
 from hydraulis.planner.distribution import BucketWorkload
 from hydraulis.planner.options import SchemeOption
@@ -244,13 +245,7 @@ def count_makespan(problem: FluidProblem, counts: np.ndarray, start: float) -> f
 
     if not short(start):
         return start
-    lo, hi = start, 2.0 * start
-    while short(hi):
-        lo, hi = hi, 2.0 * hi
-    for _ in range(COUNT_BISECTIONS):
-        middle = 0.5 * (lo + hi)
-        lo, hi = (middle, hi) if short(middle) else (lo, middle)
-    return hi
+    return threshold_bracket(lambda makespan: not short(makespan), start, halvings=COUNT_BISECTIONS)[1]
 
 
 def _tangent(option: SchemeOption, work: float, model: PipelineModel) -> tuple[float, float]:
