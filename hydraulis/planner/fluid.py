@@ -61,7 +61,7 @@ from hydraulis.bisection import threshold_bracket
 from hydraulis.cost.step import sharding
 from hydraulis.planner.distribution import BucketWorkload
 from hydraulis.planner.options import SchemeOption
-from hydraulis.scheme_profile import sequence_work_ms
+from hydraulis.scheme_profile import sequence_work_ms, time_ms
 from hydraulis.types import PipelineModel
 
 ROUTED = 1e-9
@@ -148,7 +148,7 @@ def fluid_problem(options: Sequence[SchemeOption], workload: BucketWorkload, lon
     reach = np.array([r for _, r in roles])
     a = np.array([o.time.a for o in options])[origin, None]
     b = np.array([o.time.b for o in options])[origin, None]
-    work = a * squares[None, :] + b * tokens[None, :]
+    work = time_ms(a, b, 0.0, squares[None, :], tokens[None, :], 0)
     eligible = reach[:, None] >= upper[None, :]
     tangents = [_tangent(options[k], w / (devices // options[k].devices), model)
                 for k, w in zip(origin, work.sum(axis=1))]
