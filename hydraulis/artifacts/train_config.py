@@ -111,8 +111,9 @@ def _decoded(record: Record, leaf: Leaf) -> object:
         default = None
     if default is MISSING:
         return record.int(name)
-    if record.raw(name, default) is None:
-        return math.inf if leaf.kind is Kind.NUMBER and not leaf.optional else None
+    value = record.raw(name, default)
+    if value is None and (leaf.optional or leaf.kind is Kind.NUMBER):
+        return None if leaf.optional else math.inf
     if leaf.kind is Kind.INTEGER:
         return record.int(name, default)
     if leaf.kind is Kind.NUMBER:
