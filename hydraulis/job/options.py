@@ -13,6 +13,7 @@ field with its ``option(...)``. A switch that is off by default is ``--KEY``; on
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, dataclass
@@ -99,10 +100,11 @@ def option(section: Section, help: str, **details) -> dict[str, Option]:
     return {"option": Option(section, help, **details)}
 
 
-def job_options(root: type) -> Iterator[Leaf]:
+@functools.cache
+def job_options(root: type) -> tuple[Leaf, ...]:
     """Every option under the dataclass ``root``, depth first, in field order; a field whose type
     is a dataclass without an :class:`Option` is a branch of the tree."""
-    yield from _walk(root, ())
+    return tuple(_walk(root, ()))
 
 
 def nested_values(values: dict[tuple[str, ...], object]) -> dict[str, object]:
