@@ -15,7 +15,6 @@ from dataclasses import replace
 import numpy as np
 
 from hydraulis.cli.output import table
-from hydraulis.cost import microbatch_time_ms
 from hydraulis.presets import device_preset, model_matching, pool_location
 from hydraulis.profiler.analytic import analytic_profile
 from hydraulis.profiler.reference_pool import pool_shape
@@ -35,8 +34,8 @@ def compare(pool_name: str) -> None:
         ratios_a.append(analytic.a / measured.a)
         ratios_b.append(analytic.b / measured.b)
         rows.append([str(scheme), analytic.a / measured.a, analytic.b / measured.b, analytic.c / measured.c,
-                     microbatch_time_ms(analytic, [4096]) / microbatch_time_ms(measured, [4096]),
-                     microbatch_time_ms(analytic, [16384]) / microbatch_time_ms(measured, [16384])])
+                     analytic.microbatch_ms([4096]) / measured.microbatch_ms([4096]),
+                     analytic.microbatch_ms([16384]) / measured.microbatch_ms([16384])])
     print(f"\n{model.name} (pool {pool_name}), analytic on a800-80g / measured")
     print(table(["scheme", "a ratio", "b ratio", "c ratio", "t(4K) ratio", "t(16K) ratio"], rows))
     print(f"geometric mean: a {np.exp(np.mean(np.log(ratios_a))):.2f}, b {np.exp(np.mean(np.log(ratios_b))):.2f}")

@@ -46,7 +46,7 @@ from tqdm import tqdm
 
 from hydraulis.artifacts import read_lengths
 from hydraulis.cli.output import table
-from hydraulis.cost import BoundScheme, level_bounds, microbatch_time_ms, step_bound
+from hydraulis.cost import BoundScheme, level_bounds, step_bound
 from hydraulis.dispatch.device_bound import ComputeForm, devices_needed, least_compute_ms
 from hydraulis.dispatch.gap import bound_at_level, plan_level_ms
 from hydraulis.dispatch.menu import menu
@@ -204,7 +204,7 @@ def _compute_part(plan, proposal) -> float:
     """``max_p (Σ_j t_j + (pp − 1)·max_j t_j)`` from the plan's pipelines and micro-batches."""
     worst = 0.0
     for group, pipeline in zip(plan.strategy(proposal).expanded(), plan.pipelines):
-        times = [microbatch_time_ms(group.time, mb.lengths) for mb in pipeline.micro_batches]
+        times = [group.time.microbatch_ms(mb.lengths) for mb in pipeline.micro_batches]
         if times:
             worst = max(worst, sum(times) + (group.scheme.pp - 1) * max(times))
     return worst

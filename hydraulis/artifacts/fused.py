@@ -24,12 +24,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
-from hydraulis.fused.problem import FusedModel, FusedProblem, Phase, PerMicroBatch, fused_model
+from hydraulis.cost.order import Phase
+from hydraulis.errors import HydraulisError
+from hydraulis.fused.problem import FusedModel, FusedProblem, PerMicroBatch, fused_model
 from hydraulis.fused.schedule import FusedSchedule, ScheduledTask
 
 PROBLEM_KIND = "fused_problem"
 SCHEDULE_KIND = "fused_schedule"
 SCHEMA_VERSION = 1
+PHASE_NAMES = {Phase.FORWARD: "forward", Phase.BACKWARD: "backward"}
+"""How a task's phase is written."""
 
 
 def fused_problem_from_dict(document: object) -> FusedProblem:
@@ -67,7 +71,7 @@ def fused_schedule_to_dict(schedule: FusedSchedule, config: dict | None = None) 
         "evaluations": schedule.evaluations,
         "config": config or {},
         "tasks": [{"device": t.device, "model": t.model, "replica": t.replica, "micro_batch": t.micro_batch,
-                   "stage": t.stage, "phase": t.phase.value, "start_ms": t.start_ms, "end_ms": t.end_ms}
+                   "stage": t.stage, "phase": PHASE_NAMES[t.phase], "start_ms": t.start_ms, "end_ms": t.end_ms}
                   for t in schedule.tasks],
     }
 
@@ -76,7 +80,7 @@ def fused_schedule_from_dict(document: object) -> FusedSchedule:
     record = Record(document)
     check_header(record, SCHEDULE_KIND, (SCHEMA_VERSION,))
     tasks = tuple(ScheduledTask(r.int("device"), r.int("model"), r.int("replica"), r.int("micro_batch"),
-                                r.int("stage"), r.enum("phase", Phase), r.float("start_ms"), r.float("end_ms"))
+                                r.int("stage"), _phase(r), r.float("start_ms"), r.float("end_ms"))
                   for r in record.records("tasks"))
     return FusedSchedule(record.float("makespan_ms"), record.float("lower_bound_ms"), record.float("sequential_ms"),
                          record.float("greedy_ms"), record.float("interleaved_ms", 0.0), record.float("peak_memory"),
@@ -116,3 +120,11 @@ def _compact(values: PerMicroBatch) -> float | list:
     if len(set(values)) == 1:
         return list(values[0])
     return [list(row) for row in values]
+
+
+def _phase(record: Record) -> Phase:
+    name = record.str("phase")
+    phases = {text: phase for phase, text in PHASE_NAMES.items()}
+    if name not in phases:
+        raise HydraulisError(f"{record.path}.phase", name, f"must be one of {', '.join(phases)}")
+    return phases[name]

@@ -26,73 +26,50 @@ are optional in every version)::
                  "clip_grad_norm": 1.0 | null (never clip), "lr_schedule": "cosine",
                  "warmup_steps": 0, "min_lr": 0.0}}
 
+Every field is derived from the job's option tree (:mod:`hydraulis.job.options`): the
+``TrainConfig`` options at the top, the ``RuntimeOptions`` ones under ``runtime``, each under
+its field's name; a field missing from the file takes its default, so older versions read.
 ``hydraulis train --config`` also reads a TOML job file (:mod:`.job_file`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+import math
+from dataclasses import MISSING
 from enum import Enum
 from pathlib import Path
-import math
 
-from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
-from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
-from hydraulis.errors import HydraulisError
+from hydraulis.artifacts.record import (
+    Record,
+    build,
+    check_header,
+    read_json,
+    write_json,
+)
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-from hydraulis.job.schedule import LrScheduleKind
-from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
-from hydraulis.types import BatchingMethod, OptimizerLayout
+from hydraulis.job.options import Kind, Leaf, job_options, nested_values
+from hydraulis.types import OptimizerLayout
 
 KIND = "train_config"
 SCHEMA_VERSION = 4
-_OPTIONAL_STRINGS = ("lengths_file", "space_file", "proposal_file", "planner_url", "corpus", "tokenizer", "cache_dir",
-                     "checkpoint_dir", "resume", "init_from", "tensorboard_dir", "cluster_file")
-_ENUMS = {"device": DeviceKind, "precision": Precision, "grad_reduce_dtype": ReduceDtype, "optimizer": OptimizerKind,
-          "lr_schedule": LrScheduleKind}
 
 
 def train_config_to_dict(config: TrainConfig) -> dict:
-    document = {"schema_version": SCHEMA_VERSION, "kind": KIND, **asdict(config)}
-    document["strategies"] = list(config.strategies)
-    document["method"] = config.method.value
-    document["synthesise"] = config.synthesise.value
-    document["runtime"] = {k: v.value if isinstance(v, Enum) else v for k, v in asdict(config.runtime).items()}
-    document["runtime"]["betas"] = list(config.runtime.betas)
-    if math.isinf(config.runtime.clip_grad_norm):
-        document["runtime"]["clip_grad_norm"] = None
-    return document
+    values = {leaf.path: _encoded(leaf, _value_at(config, leaf.path)) for leaf in job_options(TrainConfig)}
+    return {"schema_version": SCHEMA_VERSION, "kind": KIND, **nested_values(values)}
 
 
 def train_config_from_dict(document: object) -> TrainConfig:
     record = Record(document)
     check_header(record, KIND, (1, 2, 3, SCHEMA_VERSION))
-    runtime, layout = record.optional_sub("runtime"), record.optional_sub("optimizer_layout")
-    method = record.str("method", BatchingMethod.DISPATCH_BALANCED_PACKING.value)
-    try:
-        batching = BatchingMethod(method)
-    except ValueError:
-        raise HydraulisError("method", method, f"must be one of {[m.value for m in BatchingMethod]}") from None
-    return build("", TrainConfig,
-        model=_optional_str(record, "model"),
-        strategies=record.strs("strategies", []),
-        steps=record.int("steps"),
-        token_budget=_optional_int(record, "token_budget"),
-        max_seq_len=_optional_int(record, "max_seq_len"),
-        micro_batch_tokens=_optional_int(record, "micro_batch_tokens"),
-        nproc=record.int("nproc", 0),
-        method=batching,
-        optimizer_layout=None if layout is None else build(layout.path, OptimizerLayout, dp=layout.int("dp"),
-                                                           tp=layout.int("tp"), pp=layout.int("pp")),
-        checkpoint_every=record.int("checkpoint_every", 0),
-        keep_checkpoints=record.int("keep_checkpoints", 2),
-        fresh=record.bool("fresh", False),
-        overwrite=record.bool("overwrite", False),
-        synthesise=record.enum("synthesise", Synthesise, Synthesise.PROPOSAL),
-        synthesis_evaluations=record.int("synthesis_evaluations", SynthesisOptions.evaluations),
-        runtime=RuntimeOptions() if runtime is None else _runtime_from_record(runtime),
-        **{key: _optional_str(record, key) for key in _OPTIONAL_STRINGS},
-    )
+    runtime = record.optional_sub("runtime")
+    top, nested = {}, {}
+    for leaf in job_options(TrainConfig):
+        if len(leaf.path) == 1:
+            top[leaf.name] = _decoded(record, leaf)
+        elif runtime is not None:
+            nested[leaf.name] = _decoded(runtime, leaf)
+    return build("", TrainConfig, **top, runtime=build("runtime", RuntimeOptions, **nested))
 
 
 def read_train_config(path: str | Path) -> TrainConfig:
@@ -103,36 +80,53 @@ def write_train_config(path: str | Path, config: TrainConfig) -> None:
     write_json(path, train_config_to_dict(config))
 
 
-def _runtime_from_record(record: Record) -> RuntimeOptions:
-    defaults = RuntimeOptions()
-    values = {}
-    for spec in fields(RuntimeOptions):
-        default = getattr(defaults, spec.name)
-        if spec.name in _ENUMS:
-            text = record.str(spec.name, default.value)
-            try:
-                values[spec.name] = _ENUMS[spec.name](text)
-            except ValueError:
-                raise HydraulisError(f"{record.path}.{spec.name}", text,
-                                     f"must be one of {[e.value for e in _ENUMS[spec.name]]}") from None
-        elif default is None:
-            values[spec.name] = _optional_int(record, spec.name)
-        elif spec.name == "betas":
-            values[spec.name] = tuple(record.floats(spec.name, list(default)))
-        elif spec.name == "clip_grad_norm":
-            values[spec.name] = math.inf if record.raw(spec.name, default) is None else record.float(spec.name, default)
-        elif isinstance(default, bool):
-            values[spec.name] = record.bool(spec.name, default)
-        elif isinstance(default, float):
-            values[spec.name] = record.float(spec.name, default)
-        else:
-            values[spec.name] = record.int(spec.name, default)
-    return build(record.path, RuntimeOptions, **values)
+def _value_at(config: object, path: tuple[str, ...]) -> object:
+    for name in path:
+        config = getattr(config, name)
+    return config
 
 
-def _optional_int(record: Record, key: str) -> int | None:
-    return None if record.raw(key, None) is None else record.int(key)
+def _encoded(leaf: Leaf, value: object) -> object:
+    """The field's value as JSON holds it: an enum's value, a list for a tuple, the layout's
+    degrees, null for an infinite number (``clip_grad_norm``: never clip)."""
+    if value is None:
+        return None
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, OptimizerLayout):
+        return {"dp": value.dp, "tp": value.tp, "pp": value.pp}
+    if isinstance(value, float) and math.isinf(value):
+        return None
+    return value
 
 
-def _optional_str(record: Record, key: str) -> str | None:
-    return None if record.raw(key, None) is None else record.str(key)
+def _decoded(record: Record, leaf: Leaf) -> object:
+    """The field from ``record``, its default when missing (a required field, ``steps``, is an integer)."""
+    name, default = leaf.name, leaf.default
+    if default is MISSING and leaf.kind is Kind.TEXTS:
+        default = ()
+    elif default is MISSING and leaf.optional:
+        default = None
+    if default is MISSING:
+        return record.int(name)
+    value = record.raw(name, default)
+    if value is None and (leaf.optional or leaf.kind is Kind.NUMBER):
+        return None if leaf.optional else math.inf
+    if leaf.kind is Kind.INTEGER:
+        return record.int(name, default)
+    if leaf.kind is Kind.NUMBER:
+        return record.float(name, default)
+    if leaf.kind is Kind.SWITCH:
+        return record.bool(name, default)
+    if leaf.kind is Kind.TEXT:
+        return record.str(name, default)
+    if leaf.kind is Kind.CHOICE:
+        return record.enum(name, leaf.enum, default)
+    if leaf.kind is Kind.TEXTS:
+        return record.strs(name, list(default))
+    if leaf.kind is Kind.PAIR:
+        return record.floats(name, list(default))
+    layout = record.sub(name)
+    return build(layout.path, OptimizerLayout, dp=layout.int("dp"), tp=layout.int("tp"), pp=layout.int("pp"))

@@ -39,7 +39,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "PyTorch loop: torch.optim.AdamW, torch.nn.utils.clip_grad_norm_ and "
                     "torch.optim.lr_scheduler.LambdaLR, and the per-step learning rates and gradient norms are "
                     "compared too.")
-    add_training_arguments(check)
+    add_training_arguments(check, train=False)
     check.add_argument("--tolerance", type=Bounded(limits.TOLERANCE),
                        help="largest accepted max_rel_diff (default 1e-5, with --precision bf16 5e-2: the distributed "
                             "side computes in bf16, the reference in fp32; see hydraulis.runtime.equivalence)")

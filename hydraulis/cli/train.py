@@ -12,7 +12,7 @@ from hydraulis.artifacts import read_train_config, write_train_config
 from hydraulis.artifacts.job_file import read_job_file
 from hydraulis.cli.arguments import FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit
-from hydraulis.cli.training_args import add_checkpoint_arguments, add_training_arguments, training_config
+from hydraulis.cli.training_args import add_training_arguments, training_config
 from hydraulis.job.config import TrainConfig
 from hydraulis.job.manifest import CheckpointManifest
 from hydraulis.runtime.run import resolve_run
@@ -45,13 +45,6 @@ def register(commands: argparse._SubParsersAction) -> None:
                             "tiny.toml; see hydraulis.artifacts.job_file), or the JSON train_config.json an "
                             "--output-dir holds; flags override it")
     add_training_arguments(train)
-    add_checkpoint_arguments(train)
-    train.add_argument("--tensorboard", metavar="DIR", type=OutputPath(),
-                       help="write TensorBoard event files here (rank 0, every step: loss, tokens/s, measured and "
-                            "predicted step time and their error, the slowest pipeline, propagation and "
-                            "exposed reduction ms, the hidden fraction with --record-operations, strategy "
-                            "index, planning and wait ms; the proposal as text); watch with: tensorboard "
-                            "--logdir DIR")
     train.add_argument("--output-dir", type=OutputPath(),
                        help="folder for the resolved config (train_config.json) and the step "
                             "records (train_log.json)")
@@ -65,8 +58,8 @@ def _train(args: argparse.Namespace) -> None:
     if writer:
         write_train_config(Path(args.output_dir) / "train_config.json", config)
     from hydraulis.artifacts.train_log import write_train_log
-    from hydraulis.runtime.launch import RankFailure
     from hydraulis.job.records import summarize, summary_line
+    from hydraulis.runtime.launch import RankFailure
     from hydraulis.runtime.trainer import run_training
 
     try:

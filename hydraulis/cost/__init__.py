@@ -1,6 +1,6 @@
 """The cost model (design §6): pure functions of numbers, numpy only.
 
-* :mod:`.time` — micro-batch time ``t_k(mb) = c_k + Σ_i (a_k·s_i² + b_k·s_i)``;
+* :mod:`.order` — the one 1F1B order of a stage, which the runtime executes;
 * :mod:`.pipeline` — a pipeline's time under 1F1B, closed form and exact event simulation
   (one schedule, or many at once);
 * :mod:`.memory` — memory per device and the longest sequence a scheme can hold;
@@ -21,7 +21,6 @@ from hydraulis.cost.pipeline import (
     simulate_1f1b_stages,
 )
 from hydraulis.cost.step import ReductionModel, exposed_reduce_ms, reduce_ms, reduction_model, step_time_ms
-from hydraulis.cost.time import microbatch_time_ms, sequence_time_ms
 
 __all__ = [
     "BoundScheme",
@@ -35,7 +34,6 @@ __all__ = [
     "level_bounds",
     "lower_bound_ms",
     "memory_breakdown",
-    "microbatch_time_ms",
     "pipeline_time_closed_form",
     "pipeline_times_1f1b",
     "reduce_ms",
@@ -43,7 +41,6 @@ __all__ = [
     "ReductionModel",
     "reduction_model",
     "scheme_capacities",
-    "sequence_time_ms",
     "simulate_1f1b",
     "simulate_1f1b_stages",
     "step_bound",

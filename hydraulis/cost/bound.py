@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hydraulis.errors import HydraulisError, require
+from hydraulis.scheme_profile import sequence_work_ms
 from hydraulis.types import Scheme, TimeCoefficients
 
 
@@ -192,7 +193,7 @@ class _Forms:
         capacity = np.array([k.capacity for k in schemes], dtype=np.float64)[:, None]
         fits = s[None, :] <= capacity
         _check_held(s, fits, capacity)
-        work = a * s * s + b * s
+        work = sequence_work_ms(a, b, s)
         crossing = pp * (c + work)
         return cls(s, devices, size, pp, c, capacity, np.array([k.reduce_ms for k in schemes]), fits, work,
                    crossing, crossing + 2.0 * (pp - 1.0) * p2p_ms)

@@ -22,6 +22,7 @@ import numpy as np
 
 from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost.staged import StagedCost
+from hydraulis.scheme_profile import sequence_work_ms
 from hydraulis.types import SchemeSpace
 
 
@@ -68,14 +69,15 @@ def mixed_bound(coefficients: Sequence[Sequence[tuple[float, float]]], devices: 
     a pipeline of one stage of time 2 is 2, so the bound is 2.
     """
     s = np.asarray(lengths, dtype=np.float64)
-    work = np.array([[min(a * x * x + b * x for a, b in group) for x in s] for group in coefficients])
+    work = np.array([sequence_work_ms(np.array(group)[:, :1], np.array(group)[:, 1:], s).min(axis=0)
+                     for group in coefficients])
     n = np.asarray(devices, dtype=np.float64)
     if len(n) == 2:
         work_ms = _two_groups(work, n)
     else:
         work_ms = float(work.min(axis=0).sum() / n.sum())
     top = float(s.max())
-    crossing = [sum(t.c + t.a * top * top + t.b * top for t in cost.stage_times)
+    crossing = [sum(t.sequence_ms(top) for t in cost.stage_times)
                 + 2 * (cost.scheme.pp - 1) * cost.pipeline_model.p2p_ms for cost in longest]
     return MixedBound(work_ms, min(crossing, default=0.0))
 

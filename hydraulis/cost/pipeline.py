@@ -5,10 +5,9 @@ every stage, split into a forward part ``f_j = φ·t_j`` and a backward part
 ``b_j = (1 − φ)·t_j`` (φ = 1/3 by default: backward ≈ 2 × forward). A hand-off between stages
 costs ``d`` ms.
 
-**Exact event simulation** (:func:`simulate_1f1b`). Stage ``s`` of ``p`` runs, in order,
-``w_s = min(p − 1 − s, v)`` warm-up forwards, then alternates one forward and one backward,
-then drains the remaining backwards (Narayanan et al. 2021, PipeDream-Flush / Megatron-LM).
-An operation starts when its stage is free and its input has arrived:
+**Exact event simulation** (:func:`simulate_1f1b`). Stage ``s`` of ``p`` runs its operations
+in 1F1B order (:func:`hydraulis.cost.order.one_f_one_b`: ``min(p − 1 − s, v)`` warm-up
+forwards, one forward and one backward alternating, the remaining backwards). An operation starts when its stage is free and its input has arrived:
 
     start(F_j, s) = max(free_s, end(F_j, s − 1) + d)
     start(B_j, s) = max(free_s, end(B_j, s + 1) + d)      (B_j on the last stage follows F_j)
@@ -43,18 +42,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from functools import lru_cache
 
 import numpy as np
 
+from hydraulis.cost.order import Phase, one_f_one_b
 from hydraulis.errors import require, require_int
 from hydraulis.types import PipelineModel
-
-
-class Phase(str, Enum):
-    FORWARD = "F"
-    BACKWARD = "B"
 
 
 @dataclass(frozen=True)
@@ -116,7 +110,7 @@ def simulate_1f1b_phases(forward: Sequence[Sequence[float]], backward: Sequence[
     ``forward[σ][j]`` and ``backward[σ][j]`` ms (measured ones, to replay a recorded schedule),
     hand-offs of ``p2p_ms``."""
     pp, v, d = len(forward), len(forward[0]), p2p_ms
-    orders = [_stage_order(pp, s, v) for s in range(pp)]
+    orders = [one_f_one_b(v, pp, s) for s in range(pp)]
     fwd_end = [[0.0] * v for _ in range(pp)]
     bwd_end = [[0.0] * v for _ in range(pp)]
     done_f = [[False] * v for _ in range(pp)]
@@ -130,7 +124,7 @@ def simulate_1f1b_phases(forward: Sequence[Sequence[float]], backward: Sequence[
         for s in range(pp):
             order = orders[s]
             while cursor[s] < len(order):
-                phase, j = order[cursor[s]]
+                phase, j = order[cursor[s]].phase, order[cursor[s]].micro_batch
                 if phase is Phase.FORWARD:
                     if s > 0 and not done_f[s - 1][j]:
                         break
@@ -218,11 +212,11 @@ class ScheduleGraph:
 @lru_cache(maxsize=256)
 def schedule_graph(pp: int, v: int) -> ScheduleGraph:
     """The graph of :class:`ScheduleGraph` for ``pp`` stages and ``v`` micro-batches (cached)."""
-    orders = [_stage_order(pp, s, v) for s in range(pp)]
+    orders = [one_f_one_b(v, pp, s) for s in range(pp)]
     index = {}
     for s, order in enumerate(orders):
-        for phase, j in order:
-            index[(s, phase, j)] = len(index)
+        for op in order:
+            index[(s, op.phase, op.micro_batch)] = len(index)
     n = len(index)
     micro_batch = np.empty(n, dtype=np.int64)
     forward = np.empty(n, dtype=bool)
@@ -238,7 +232,7 @@ def schedule_graph(pp: int, v: int) -> ScheduleGraph:
         elif phase is Phase.BACKWARD:
             dependency[op] = index[(s, Phase.FORWARD, j)]
     for s, order in enumerate(orders):
-        ops = [index[(s, phase, j)] for phase, j in order]
+        ops = [index[(s, op.phase, op.micro_batch)] for op in order]
         previous[ops[1:]] = ops[:-1]
     depth = np.full(n + 1, -1, dtype=np.int64)
     depth[n] = 0
@@ -252,17 +246,6 @@ def schedule_graph(pp: int, v: int) -> ScheduleGraph:
         pending = pending[~known]
     levels = tuple(np.flatnonzero(depth[:n] == level) for level in range(1, int(depth.max()) + 1))
     return ScheduleGraph(micro_batch, forward, previous, dependency, remote, levels)
-
-
-def _stage_order(pp: int, stage: int, v: int) -> list[tuple[Phase, int]]:
-    """Operations of ``stage`` in 1F1B order: warm-up forwards, steady 1F1B, cool-down."""
-    warmup = min(pp - 1 - stage, v)
-    order = [(Phase.FORWARD, j) for j in range(warmup)]
-    for i in range(v - warmup):
-        order.append((Phase.FORWARD, warmup + i))
-        order.append((Phase.BACKWARD, i))
-    order.extend((Phase.BACKWARD, j) for j in range(v - warmup, v))
-    return order
 
 
 def _check(times: Sequence[float], pp: int) -> None:

@@ -73,7 +73,7 @@ class StagedCost:
 
     def micro_batch_times(self, micro_batches: Sequence[Sequence[int]]) -> list[list[float]]:
         """``t_σ(mb_j)`` for every stage ``σ`` and micro-batch ``j`` (lengths per micro-batch)."""
-        return [[t.c + sum(t.a * s * s + t.b * s for s in mb) for mb in micro_batches] for t in self.stage_times]
+        return [[t.microbatch_ms(mb) for mb in micro_batches] for t in self.stage_times]
 
     def pipeline_ms(self, micro_batches: Sequence[Sequence[int]]) -> float:
         """The exact 1F1B time of ``micro_batches`` (execution order) on this pipeline."""

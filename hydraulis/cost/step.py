@@ -23,7 +23,9 @@ stages). One pipeline whose layout is the optimizer layout's (``dp_o = 1``) need
 sends a stage's gradients in buckets of ``B`` bytes, in reverse order of use, each as soon as the
 last micro-batch's backward has accumulated it, and brings the weights back per bucket, each
 waited for where the next forward needs it. Stage ``σ`` of a pipeline (its device's gradients
-``R_g,σ = g·P/sh_σ/(β·10⁶)`` ms, weights ``R_w,σ = 2·P/sh_σ/(β·10⁶)``, ``n_σ = ⌈g·P/sh_σ / B⌉`` buckets) runs
+``R_g,σ = g·P/sh_σ/(β·10⁶)`` ms, weights ``R_w,σ = 2·P/sh_σ/(β·10⁶)``, ``n_σ`` buckets as the runtime
+cuts its ``P/sh_σ`` elements: :func:`hydraulis.layout.buckets.bucket_count`, a first bucket of at most
+1 MiB, then ``B`` each, at least four) runs
 a full micro-batch in ``t = c + b·S`` (``S`` its ``max_seq_len``, attention left out: the
 lightest full micro-batch), backward ``β_t = (1 − φ)·t``, forward ``φ·t``. Bucket ``i`` is ready
 at ``i·β_t/n`` into the stage's last backward and the link sends one bucket in ``R_g/n``, so the
@@ -41,10 +43,10 @@ profiler's reduction job, the runtime's ``profiling.reduction``; a device preset
 ``reduce_overlap`` for analytic spaces): ``ω = 0`` charges the full reduction ``R`` as before,
 ``ω = 1`` only what the backward that follows a bucket cannot hide. Worked example: the
 (1,4,1) pipeline above (it decides) with ``g = 2``, ``t = 600`` ms, φ = 1/3, d = 0, ω = 0.9, B = 25 MiB:
-``R_g = R_w = 135`` ms, ``n = ⌈3.37e9/2.62e7⌉ = 129``; ``β_t = 400 ≥ R_g`` so ``E_g = 135/129 ≈
-1.05`` ms, ``φ·t = 200 ≥ R_w`` so ``E_w ≈ 1.05`` ms; ``X = 0.1·270 + 0.9·2.1 ≈ 28.8`` ms instead
-of 270. In fp32 (``g = 4``) the same pipeline has ``R_g = 270`` ms in ``n = 258`` buckets: ``R = 405``,
-``E_g = 270/258 ≈ 1.05``, ``E_w = 135/258 ≈ 0.52``, ``X = 0.1·405 + 0.9·1.57 ≈ 41.9`` ms.
+``R_g = R_w = 135`` ms, ``n = 1 + ⌈(1.685e9 − 2^19)/(25·2^19)⌉ = 130``; ``β_t = 400 ≥ R_g`` so
+``E_g = 135/130 ≈ 1.04`` ms, ``φ·t = 200 ≥ R_w`` so ``E_w ≈ 1.04`` ms; ``X = 0.1·270 + 0.9·2.1 ≈ 28.8`` ms instead
+of 270. In fp32 (``g = 4``) the same pipeline has ``R_g = 270`` ms in ``n = 259`` buckets: ``R = 405``,
+``E_g = 270/259 ≈ 1.04``, ``E_w = 135/259 ≈ 0.52``, ``X = 0.1·405 + 0.9·1.57 ≈ 41.9`` ms.
 """
 
 from __future__ import annotations
@@ -54,31 +56,30 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from hydraulis.errors import require, require_number
+from hydraulis.layout.buckets import BUCKET_MB, bucket_count, bucket_elements
 from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme
 
 WEIGHT_BYTES = 2
 """Bytes per weight propagated back (bf16)."""
 GRADIENT_BYTES = 2
 """``g``, bytes per gradient sent, by default: bf16, the runtime's on CUDA."""
-BUCKET_BYTES = 25 * 2**20
-"""The runtime's default bucket (PyTorch DDP's ``bucket_cap_mb`` = 25)."""
 
 
 @dataclass(frozen=True)
 class ReductionModel:
     """What prices a step's reduction (module docstring): ``gbps`` ``β``, ``overlap`` ``ω``,
-    ``bucket_bytes`` ``B``, the pipeline model's ``φ`` and ``d`` and ``gradient_bytes`` ``g``."""
+    ``bucket_mb`` ``B`` (in MiB), the pipeline model's ``φ`` and ``d`` and ``gradient_bytes`` ``g``."""
 
     gbps: float
     overlap: float = 0.0
-    bucket_bytes: float = BUCKET_BYTES
+    bucket_mb: float = BUCKET_MB
     pipeline_model: PipelineModel = PipelineModel()
     gradient_bytes: int = GRADIENT_BYTES
 
     def __post_init__(self) -> None:
         require_number(self.gbps, "reduce_gbps", minimum=0.0)
         require_number(self.overlap, "reduce_overlap", 0.0, 1.0)
-        require(require_number(self.bucket_bytes, "bucket_bytes") > 0, "bucket_bytes", self.bucket_bytes, "must be > 0")
+        require(require_number(self.bucket_mb, "bucket_mb") > 0, "bucket_mb", self.bucket_mb, "must be > 0")
         require(self.gradient_bytes in (2, 4), "grad_reduce_bytes", self.gradient_bytes, "must be 2 or 4")
 
 
@@ -101,14 +102,14 @@ def exposed_reduce_ms(params: int, pipelines: Sequence[PipelineGroup], layout: O
 
 def _exposed_pipeline_ms(params: int, group: PipelineGroup, model: ReductionModel) -> float:
     phi, d = model.pipeline_model.forward_fraction, model.pipeline_model.p2p_ms
-    full = group.time.c + group.time.b * group.max_seq_len
+    full = group.time.moments_ms(0.0, group.max_seq_len)
     backward, forward = (1.0 - phi) * full, phi * full
     totals, gradient, weights = [], [], []
     for stage, shard in enumerate(stage_shardings(group.scheme)):
         held = params / shard
         r_g = model.gradient_bytes * held / (model.gbps * 1e6)
         r_w = WEIGHT_BYTES * held / (model.gbps * 1e6)
-        buckets = max(1, math.ceil(model.gradient_bytes * held / model.bucket_bytes))
+        buckets = bucket_count(math.ceil(held), *bucket_elements(model.bucket_mb, model.gradient_bytes))
         totals.append(r_g + r_w)
         gradient.append(max(0.0, max(r_g - backward, 0.0) + min(r_g, backward) / buckets - stage * (backward + d)))
         weights.append(max(0.0, max(r_w - forward, 0.0) + min(r_w, forward) / buckets - stage * (forward + d)))

@@ -47,9 +47,11 @@ from enum import Enum
 import numpy as np
 import pulp
 
+from hydraulis.bisection import threshold_bracket
 from hydraulis.cost import BoundScheme
 from hydraulis.cost.bound import bubble_room
 from hydraulis.errors import require
+from hydraulis.scheme_profile import sequence_work_ms
 from hydraulis.solver import Outcome, SolverName, solve
 
 GRID = 64
@@ -82,7 +84,7 @@ def devices_needed(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundS
     pp = np.array([k.scheme.pp for k in usable], dtype=np.float64)
     a, b, c = (np.array([getattr(k.time, name) for k in usable]) for name in ("a", "b", "c"))
     capacity = np.array([k.capacity for k in usable], dtype=np.float64)
-    work = a[:, None] * s * s + b[:, None] * s
+    work = sequence_work_ms(a[:, None], b[:, None], s)
     room = bubble_room(compute_ms, pp, c) if form is ComputeForm.ESTIMATE else compute_ms - pp * c
     batched = compute_ms - (pp - 1.0) * c
     allowed = ((s[None, :] <= capacity[:, None]) & (pp[:, None] * (c[:, None] + work) <= compute_ms)
@@ -99,19 +101,13 @@ def least_compute_ms(lengths: Sequence[int] | np.ndarray, schemes: Sequence[Boun
     ``[start_ms, …]`` (``start_ms``: a known bound, e.g. :func:`hydraulis.cost.level_bounds`'),
     returning the interval's infeasible end: a lower bound still (``start_ms`` when the program
     already fits at a millisecond or at ``start_ms``)."""
+    def fits(compute_ms: float) -> bool:
+        return devices_needed(lengths, schemes, compute_ms, reduce_at_most_ms, form, solver) <= devices
+
     lo = max(start_ms, 1e-3)
-    if devices_needed(lengths, schemes, lo, reduce_at_most_ms, form, solver) <= devices:
+    if fits(lo):
         return start_ms
-    hi = 2.0 * lo
-    while devices_needed(lengths, schemes, hi, reduce_at_most_ms, form, solver) > devices:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(BISECTIONS):
-        middle = 0.5 * (lo + hi)
-        if devices_needed(lengths, schemes, middle, reduce_at_most_ms, form, solver) <= devices:
-            hi = middle
-        else:
-            lo = middle
-    return lo
+    return threshold_bracket(fits, lo, halvings=BISECTIONS)[0]
 
 
 def _rounded(lengths: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:

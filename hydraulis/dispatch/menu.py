@@ -32,7 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hydraulis.bisection import threshold_bracket
 from hydraulis.cost import exposed_reduce_ms, reduction_model
+from hydraulis.scheme_profile import sequence_work_ms
 from hydraulis.types import PipelineGroup, Proposal
 
 FLUID_BISECTIONS = 12
@@ -82,7 +84,7 @@ class MenuCosts:
         capacity = np.array([g.max_seq_len for g in menu], dtype=np.float64)
         a = np.array([g.time.a for g in menu])[:, None]
         b = np.array([g.time.b for g in menu])[:, None]
-        work = a * tokens * tokens + b * tokens
+        work = sequence_work_ms(a, b, tokens)
         fits = tokens[None, :] <= capacity[:, None]
         spread = np.where(fits, size[:, None] * (work + c[:, None] * tokens / capacity[:, None]), np.inf)
         crossing = pp[:, None] * (c[:, None] + work) + 2.0 * (pp[:, None] - 1.0) * p2p_ms
@@ -105,9 +107,8 @@ def fluid_answers(costs: MenuCosts, active: np.ndarray, floor_ms: float, incumbe
         lo, hi = floor_ms, incumbent_ms - level
         if hi <= lo or fluid_counts(costs, use, hi, devices) is None:
             continue
-        for _ in range(FLUID_BISECTIONS):
-            middle = 0.5 * (lo + hi)
-            lo, hi = (lo, middle) if fluid_counts(costs, use, middle, devices) is not None else (middle, hi)
+        _, hi = threshold_bracket(lambda t, use=use: fluid_counts(costs, use, t, devices) is not None, lo, hi,
+                                  FLUID_BISECTIONS)
         answers.append((fluid_counts(costs, use, hi, devices), f"fluid answer at reduction {level:.0f} ms"))
     return answers
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hydraulis.cost import pipeline_times_1f1b
+from hydraulis.scheme_profile import sequence_work_ms
 from hydraulis.types import PipelineModel, Strategy
 
 
@@ -55,8 +56,7 @@ class PipelineTable:
 
     def work(self, tokens: np.ndarray) -> np.ndarray:
         """``w_g(s)`` for every group (rows) and piece (columns), ms per stage."""
-        s = tokens.astype(np.float64)
-        return self.a[:, None] * s * s + self.b[:, None] * s
+        return sequence_work_ms(self.a[:, None], self.b[:, None], tokens)
 
 
 def pipeline_makespans(times: Sequence[np.ndarray], pp: Sequence[int], model: PipelineModel) -> np.ndarray:

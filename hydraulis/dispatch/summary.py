@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from hydraulis.cost import PipelineTimeline, microbatch_time_ms, simulate_1f1b
+from hydraulis.cost import PipelineTimeline, simulate_1f1b
 from hydraulis.dispatch.bounds import work_lower_bound_ms
 from hydraulis.dispatch.dispatcher import dispatch
 from hydraulis.dispatch.options import DispatchOptions
@@ -95,7 +95,7 @@ def micro_batch_times_ms(plan: StepPlan, strategy: Strategy) -> list[list[float]
     if plan.method is BatchingMethod.PADDING:
         longest = max(s for pipeline in aligned for mb in pipeline for s in mb)
         aligned = [[[longest] * len(mb) for mb in pipeline] for pipeline in aligned]
-    return [[microbatch_time_ms(group.time, mb) for mb in pipeline] for group, pipeline in zip(groups, aligned)]
+    return [[group.time.microbatch_ms(mb) for mb in pipeline] for group, pipeline in zip(groups, aligned)]
 
 
 def pipeline_timelines(plan: StepPlan, proposal: Proposal) -> tuple[PipelineTimeline, ...]:

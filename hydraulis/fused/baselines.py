@@ -9,11 +9,8 @@
 * **interleaved** — list scheduling that alternates: an idle device runs the next 1F1B task of
   the model it did not run last when that is ready, otherwise whichever is ready.
 
-1F1B order of a stage ``s`` of ``S`` with ``m`` micro-batches (Narayanan et al. 2021):
-``w = min(S − 1 − s, m)`` warm-up forwards, then ``F_w, B_0, F_{w+1}, B_1, …``, then the
-remaining backwards. As sort keys: ``F_j ↦ j`` for ``j < w``, else ``w + 2(j − w)``;
-``B_j ↦ w + 2j + 1`` for ``j < m − w``, else ``m + j``. Example ``S = 2, s = 0, m = 3``:
-``F_0, F_1, B_0, F_2, B_1, B_2``.
+A model's tasks on a device are sorted by their position in the one 1F1B order of their stage
+(:func:`hydraulis.cost.order.one_f_one_b_position`), the order the runtime executes.
 
 The list scheduler is non-delay with respect to what its rule allows: whenever a device is
 idle it starts the task its rule picks among the tasks whose chain predecessor has ended. It
@@ -30,6 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from hydraulis.cost.order import one_f_one_b_position
 from hydraulis.fused.problem import FusedProblem
 from hydraulis.fused.tasks import TaskGraph
 
@@ -44,11 +42,7 @@ def one_f_one_b_keys(problem: FusedProblem, graph: TaskGraph) -> np.ndarray:
     counts = np.array([m.micro_batches[r] for m in problem.models for r in range(m.replicas)])
     first = np.cumsum([0] + [m.replicas for m in problem.models])[:-1]
     m = counts[first[graph.model] + graph.replica]
-    w = np.minimum(stages - 1 - graph.stage, m)
-    j = graph.micro_batch
-    forward_key = np.where(j < w, j, w + 2 * (j - w))
-    backward_key = np.where(j < m - w, w + 2 * j + 1, m + j)
-    return np.where(graph.forward, forward_key, backward_key)
+    return one_f_one_b_position(graph.stage, stages, m, graph.micro_batch, graph.forward)
 
 
 def sequential_order(problem: FusedProblem, graph: TaskGraph) -> np.ndarray:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hydraulis.fused.problem import FusedProblem, Phase
+from hydraulis.cost.order import Phase
+from hydraulis.fused.problem import FusedProblem
 from hydraulis.fused.schedule import ScheduledTask
 
 TOLERANCE = 1e-6

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hydraulis.cost.time import microbatch_time_ms
 from hydraulis.errors import require
 from hydraulis.fused.problem import FusedModel, FusedProblem, Placement, fused_model
 from hydraulis.types import SchemeSpace, StepPlan
@@ -47,7 +46,7 @@ def _model(index: int, plan: StepPlan, space: SchemeSpace, placement: Placement,
         require(len(pipeline.micro_batches) > 0, f"{field}.pipelines[{r}].micro_batches", 0, "must not be empty")
         profile = space.profile(pipeline.scheme)
         lengths = [[-(-s // plan.alignment) * plan.alignment for s in mb.lengths] for mb in pipeline.micro_batches]
-        times = [microbatch_time_ms(profile.time, mb) for mb in lengths]
+        times = [profile.time.microbatch_ms(mb) for mb in lengths]
         forward.append([phi * t for t in times])
         backward.append([(1.0 - phi) * t for t in times])
         memory.append([profile.activation_bytes_per_token * sum(mb) / pp for mb in lengths])

@@ -46,11 +46,6 @@ class Placement(str, Enum):
     """Stage ``s`` of replica ``r`` on device ``r·S + S − 1 − s``."""
 
 
-class Phase(str, Enum):
-    FORWARD = "forward"
-    BACKWARD = "backward"
-
-
 @dataclass(frozen=True)
 class FusedModel:
     """One model of a fused problem; per-micro-batch values are normalised to ``[r][j]``."""

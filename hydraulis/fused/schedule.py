@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hydraulis.fused.problem import Phase
+from hydraulis.cost.order import Phase
 from hydraulis.fused.search import FusedResult
 from hydraulis.fused.simulate import Timeline
 from hydraulis.fused.tasks import TaskGraph

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.fused.problem import FusedProblem, Phase
+from hydraulis.cost.order import Phase
+from hydraulis.fused.problem import FusedProblem
 
 
 @dataclass(frozen=True, eq=False)

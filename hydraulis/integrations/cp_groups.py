@@ -25,6 +25,7 @@ from hydraulis.dispatch.pipelines import PipelineTable
 from hydraulis.errors import HydraulisError, require, require_int
 from hydraulis.integrations.cp_ranks import CPRanks
 from hydraulis.planner.search import CountsSearch
+from hydraulis.scheme_profile import time_ms
 from hydraulis.types import PipelineModel
 
 SEARCH_EVALUATIONS = 48
@@ -175,7 +176,7 @@ class _BlockPlanner:
         starts = [tuple(n // k if j == i else 0 for j in range(len(sizes)))
                   for i, k in enumerate(sizes) if self.capacity[i] >= self.tokens[0]]
         needs = np.searchsorted(np.maximum.accumulate(self.capacity), self.tokens)
-        ms = self.a[needs] * self.tokens ** 2.0 + self.b[needs] * self.tokens + self.c[needs]
+        ms = time_ms(self.a[needs], self.b[needs], self.c[needs], self.tokens ** 2.0, self.tokens)
         demand = np.bincount(needs, weights=self.sizes[needs] * ms, minlength=len(sizes))
         level = max(demand.sum() / n, float(ms.max()))
         counts, left = [0] * len(sizes), n

@@ -34,7 +34,7 @@ class CPOption:
 
     def ms(self, length: int) -> float:
         """``t_k(s)`` of :func:`cp_ranks`."""
-        return self.time.c + self.time.a * length * length + self.time.b * length
+        return self.time.sequence_ms(length)
 
 
 @dataclass(frozen=True)

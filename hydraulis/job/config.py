@@ -1,19 +1,27 @@
 """Configuration of a training job (``hydraulis train``, ``hydraulis check-equivalence``).
 
 Frozen and validated at construction; no torch here, so configs can be read, checked and
-written (``hydraulis/artifacts/train_config.py``) without starting the runtime.
+written (``hydraulis/artifacts/train_config.py``) without starting the runtime. Every field is
+an option of the job's tree (:mod:`hydraulis.job.options`): its ``option(...)`` metadata names
+its section, help and limit, from which the flags, the TOML keys and the saved JSON are derived.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
+from hydraulis import limits
 from hydraulis.errors import require, require_http_url, require_int, require_number
-from hydraulis.layout.buckets import BUCKET_MB
+from hydraulis.job.options import Section, option
 from hydraulis.job.schedule import LrSchedule, LrScheduleKind
+from hydraulis.layout.buckets import BUCKET_MB
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
-from hydraulis.limits import KEEP_CHECKPOINTS, SYNTHESIS_EVALUATIONS
+from hydraulis.presets import model_names
 from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, OptimizerLayout, Synthesise
+
+MODEL, TRAINING, PARALLELISM, OPTIMIZER, LR_SCHEDULER, RUNTIME, CHECKPOINT, METRICS = Section
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -40,27 +48,156 @@ class RuntimeOptions:
     learning rate following ``lr_schedule`` from ``lr`` down to ``min_lr`` after
     ``warmup_steps`` updates (:mod:`hydraulis.job.schedule`)."""
 
-    device: DeviceKind = DeviceKind.AUTO
-    precision: Precision = Precision.AUTO
-    optimizer: OptimizerKind = OptimizerKind.ADAMW
-    lr: float = 1e-3
-    seed: int = 0
-    timeout_s: float = 60.0
-    threads: int = 1
-    grad_reduce_dtype: ReduceDtype = ReduceDtype.AUTO
-    record_operations: bool = False
-    device_memory: int | None = None
-    overlap_reduction: bool = True
-    bucket_mb: float = BUCKET_MB
-    allow_math_attention: bool = False
-    betas: tuple[float, float] = (0.9, 0.95)
-    eps: float = 1e-8
-    weight_decay: float = 0.1
-    decay_embeddings: bool = True
-    clip_grad_norm: float = 1.0
-    lr_schedule: LrScheduleKind = LrScheduleKind.COSINE
-    warmup_steps: int = 0
-    min_lr: float = 0.0
+    device: DeviceKind = field(default=DeviceKind.AUTO, metadata=option(RUNTIME, "default auto: cuda if available"))
+    precision: Precision = field(
+        default=Precision.AUTO,
+        metadata=option(
+            RUNTIME,
+            "default auto: bf16 on CUDA, fp32 on the CPU; bf16 computes in bf16 and accumulates gradients across "
+            "micro-batches in fp32, with fp32 master weights and moments",
+        ),
+    )
+    optimizer: OptimizerKind = field(
+        default=OptimizerKind.ADAMW,
+        metadata=option(
+            OPTIMIZER,
+            "adamw (default; train: PyTorch's AdamW with --betas, --eps, --weight-decay), adam (fixed betas "
+            "0.9/0.999, no decay; check-equivalence's default) or sgd",
+        ),
+    )
+    lr: float = field(
+        default=1e-3,
+        metadata=option(
+            OPTIMIZER, "peak learning rate (default 1e-3; check-equivalence: 1e-4)", limit=limits.LEARNING_RATE
+        ),
+    )
+    seed: int = field(
+        default=0,
+        metadata=option(TRAINING, "initial weights, data order, dispatch ties (default 0)", limit=limits.SEED),
+    )
+    timeout_s: float = field(
+        default=60.0,
+        metadata=option(RUNTIME, "seconds a rank waits for a peer before failing (default 60)", limit=limits.TIMEOUT_S),
+    )
+    threads: int = field(
+        default=1, metadata=option(RUNTIME, "CPU threads per process (default 1)", limit=limits.THREADS)
+    )
+    grad_reduce_dtype: ReduceDtype = field(
+        default=ReduceDtype.AUTO,
+        metadata=option(
+            RUNTIME,
+            "dtype of the gradients sent to the optimizer layout, summed there in fp32 (default auto: bf16 on "
+            "CUDA, fp32 on the CPU, as the cost model prices it by default; bf16 halves the reduction's bytes)",
+        ),
+    )
+    record_operations: bool = field(
+        default=False,
+        metadata=option(
+            METRICS,
+            "record every stage's forwards and backwards, in order, with their times, and time every bucket "
+            "of the overlapped reduction, in the train log (benchmarks/fidelity.py compares them with the "
+            "cost model)",
+        ),
+    )
+    device_memory: int | None = field(
+        default=None,
+        metadata=option(
+            RUNTIME,
+            "memory budget of every process: a step whose measured peak (CPU: the tensor storage the rank "
+            "holds and creates; CUDA: the allocator's peak) exceeds it on a rank fails, naming the step, the "
+            "rank and the bytes (default: no budget)",
+            limit=limits.DEVICE_MEMORY,
+            metavar="BYTES",
+        ),
+    )
+    overlap_reduction: bool = field(
+        default=True,
+        metadata=option(
+            RUNTIME,
+            "exchange gradients and weights with the optimizer layout in buckets overlapped with the backward "
+            "and the forward (default); --no-overlap-reduction: whole, after the backward and before the "
+            "forward (design §9.4)",
+        ),
+    )
+    bucket_mb: float = field(
+        default=BUCKET_MB,
+        metadata=option(
+            RUNTIME,
+            "size of the overlapped reduction's buckets, in MiB of the reduction's dtype (default 25, as "
+            "PyTorch DDP; a bucket also holds at most a quarter of its stage's gradients, so a small model's "
+            "stage has several)",
+            limit=limits.BUCKET_MB,
+            metavar="MIB",
+        ),
+    )
+    allow_math_attention: bool = field(
+        default=False,
+        metadata=option(
+            RUNTIME,
+            "on CUDA with a torch without varlen_attn (< 2.12), run attention on the blocked fp32 math kernel "
+            "with a warning instead of failing (several times slower)",
+        ),
+    )
+    betas: tuple[float, float] = field(
+        default=(0.9, 0.95),
+        metadata=option(
+            OPTIMIZER,
+            "AdamW's moment decay rates, each in [0, 1) (default 0.9 0.95)",
+            limit=limits.SHARE,
+            metavar=("BETA1", "BETA2"),
+        ),
+    )
+    eps: float = field(
+        default=1e-8, metadata=option(OPTIMIZER, "AdamW's epsilon, > 0 (default 1e-8)", limit=limits.ADAM_EPSILON)
+    )
+    weight_decay: float = field(
+        default=0.1,
+        metadata=option(
+            OPTIMIZER,
+            "AdamW's decoupled weight decay, >= 0, on matrices only: never on norms and other 1-D "
+            "parameters (default 0.1)",
+            limit=limits.WEIGHT_DECAY,
+        ),
+    )
+    decay_embeddings: bool = field(
+        default=True,
+        metadata=option(OPTIMIZER, "whether the token embedding and the output head are decayed too (default yes)"),
+    )
+    clip_grad_norm: float = field(
+        default=1.0,
+        metadata=option(
+            OPTIMIZER,
+            "clip the gradient to this global norm, > 0, computed once per step in the optimizer layout "
+            "(inf: never clip); a step whose norm is not finite is skipped on every rank (default 1.0; "
+            "check-equivalence: inf)",
+            limit=limits.GRAD_NORM,
+            metavar="NORM",
+        ),
+    )
+    lr_schedule: LrScheduleKind = field(
+        default=LrScheduleKind.COSINE,
+        metadata=option(
+            LR_SCHEDULER,
+            "learning rate per update after warmup: constant, linear or cosine decay from --lr to "
+            "--min-lr over --steps (default cosine; check-equivalence: constant)",
+        ),
+    )
+    warmup_steps: int = field(
+        default=0,
+        metadata=option(
+            LR_SCHEDULER,
+            "updates of linear warmup to --lr (default 0); more than --steps are cut to --steps, with a warning",
+            limit=limits.TRAINING_STEPS,
+        ),
+    )
+    min_lr: float = field(
+        default=0.0,
+        metadata=option(
+            LR_SCHEDULER,
+            "learning rate the decay ends at, between 0 and --lr (default 0)",
+            limit=limits.MIN_LEARNING_RATE,
+        ),
+    )
 
     def __post_init__(self) -> None:
         require(isinstance(self.device, DeviceKind), "device", self.device,
@@ -134,33 +271,234 @@ class TrainConfig:
     pipeline on its ``@GROUP``'s ranks (design §9.2).
     """
 
-    model: str | None
-    strategies: tuple[str, ...]
-    steps: int
-    token_budget: int | None = None
-    max_seq_len: int | None = None
-    micro_batch_tokens: int | None = None
-    nproc: int = 0
-    lengths_file: str | None = None
-    space_file: str | None = None
-    proposal_file: str | None = None
-    method: BatchingMethod = BatchingMethod.DISPATCH_BALANCED_PACKING
-    planner_url: str | None = None
-    corpus: str | None = None
-    tokenizer: str | None = None
-    cache_dir: str | None = None
-    optimizer_layout: OptimizerLayout | None = None
-    checkpoint_dir: str | None = None
-    checkpoint_every: int = 0
-    keep_checkpoints: int = 2
-    fresh: bool = False
-    overwrite: bool = False
-    resume: str | None = None
-    init_from: str | None = None
-    synthesise: Synthesise = Synthesise.PROPOSAL
-    synthesis_evaluations: int = SYNTHESIS_EVALUATIONS_DEFAULT
-    tensorboard_dir: str | None = None
-    cluster_file: str | None = None
+    model: str | None = field(
+        metadata=option(
+            MODEL, "model preset, e.g. tiny (train: or the model of --init-from or --resume)", choices=model_names
+        )
+    )
+    strategies: tuple[str, ...] = field(
+        metadata=option(
+            PARALLELISM,
+            "strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][[OPTIONS]][xCOUNT] with "
+            "OPTIONS sp (sequence parallelism, tp > 1) and recompute=none|selective|full (full:K: the first "
+            "K layers of each stage, full:K1/K2/…: per stage), e.g. 1,2,1+1,1,2, 1,1,2x2 or "
+            "1,4,1[sp,recompute=full]x2; repeat to cycle strategies per step",
+            key="strategy",
+            metavar="SPEC",
+        )
+    )
+    steps: int = field(
+        metadata=option(
+            TRAINING, "training steps (with --resume: the step count to reach)", limit=limits.TRAINING_STEPS
+        )
+    )
+    token_budget: int | None = field(
+        default=None,
+        metadata=option(
+            TRAINING, "tokens per global batch (default: the proposal's, else 256)", limit=limits.TOKEN_BUDGET
+        ),
+    )
+    max_seq_len: int | None = field(
+        default=None,
+        metadata=option(
+            TRAINING,
+            "longest piece, longer documents are cut (default: the proposal's, else 64)",
+            limit=limits.MAX_SEQ_LEN,
+        ),
+    )
+    micro_batch_tokens: int | None = field(
+        default=None,
+        metadata=option(
+            TRAINING,
+            "micro-batch capacity of --strategy pipelines (default 1.5 × max-seq-len)",
+            limit=limits.TOKEN_BUDGET,
+        ),
+    )
+    nproc: int = field(
+        default=0,
+        metadata=option(
+            PARALLELISM,
+            "local processes (default: the fewest the strategies and the optimizer layout need); under "
+            "torchrun, its WORLD_SIZE",
+            limit=limits.PROCESSES,
+        ),
+    )
+    lengths_file: str | None = field(
+        default=None,
+        metadata=option(
+            TRAINING,
+            "lengths file of synthetic documents (default: a synthetic long tail)",
+            key="lengths",
+            reads="lengths",
+        ),
+    )
+    space_file: str | None = field(
+        default=None,
+        metadata=option(
+            PARALLELISM,
+            "scheme space for the predicted times of --strategy (default: analytic cpu)",
+            key="space",
+            reads="scheme_space",
+        ),
+    )
+    proposal_file: str | None = field(
+        default=None,
+        metadata=option(
+            PARALLELISM,
+            "proposal JSON (hydraulis propose): dispatch picks one of its strategies every step (instead "
+            "of --strategy)",
+            key="proposal",
+            reads="proposal",
+        ),
+    )
+    method: BatchingMethod = field(
+        default=BatchingMethod.DISPATCH_BALANCED_PACKING,
+        metadata=option(PARALLELISM, "batching method (default dispatch_balanced_packing, Hydraulis)"),
+    )
+    planner_url: str | None = field(
+        default=None,
+        metadata=option(
+            PARALLELISM, "ask a running 'hydraulis serve' at this URL for step plans (default: dispatch in-process)"
+        ),
+    )
+    corpus: str | None = field(
+        default=None,
+        metadata=option(TRAINING, "train on this corpus (e.g. hydraulis data build-stdlib's JSONL)", reads="corpus"),
+    )
+    tokenizer: str | None = field(
+        default=None,
+        metadata=option(
+            TRAINING,
+            "tokenizer.json for --corpus (default: a byte-level BPE of the model's vocabulary, trained on the "
+            "corpus and cached)",
+            reads="tokenizer",
+        ),
+    )
+    cache_dir: str | None = field(
+        default=None,
+        metadata=option(TRAINING, "trained tokenizers and datasets' cache (default ~/.cache/hydraulis)", writes=True),
+    )
+    optimizer_layout: OptimizerLayout | None = field(
+        default=None,
+        metadata=option(
+            PARALLELISM,
+            "layout of master weights and Adam moments (default: the proposal's, else DP = ranks)",
+            metavar="DP,TP,PP",
+        ),
+    )
+    checkpoint_dir: str | None = field(
+        default=None,
+        metadata=option(
+            CHECKPOINT,
+            "write checkpoints (from the optimizer layout) under this folder; a job continues from the "
+            "newest usable checkpoint there by itself (so torchrun --max-restarts N restarts go on where "
+            "they stopped), logging which",
+            writes=True,
+            train_only=True,
+        ),
+    )
+    checkpoint_every: int = field(
+        default=0,
+        metadata=option(
+            CHECKPOINT,
+            "steps between checkpoints (default 0: at the end only)",
+            limit=limits.CHECKPOINT_EVERY,
+            train_only=True,
+        ),
+    )
+    keep_checkpoints: int = field(
+        default=2,
+        metadata=option(
+            CHECKPOINT,
+            "keep the newest K complete checkpoints, older ones are removed; a corrupted newest one falls "
+            "back to the previous (default 2)",
+            limit=limits.KEEP_CHECKPOINTS,
+            metavar="K",
+            train_only=True,
+        ),
+    )
+    fresh: bool = field(
+        default=False,
+        metadata=option(
+            CHECKPOINT,
+            "start from step 0 even when --checkpoint-dir holds checkpoints (refused unless --overwrite-checkpoints)",
+            key="no_resume",
+            train_only=True,
+        ),
+    )
+    overwrite: bool = field(
+        default=False,
+        metadata=option(
+            CHECKPOINT,
+            "with --no-resume: remove the checkpoints already in --checkpoint-dir",
+            key="overwrite_checkpoints",
+            train_only=True,
+        ),
+    )
+    resume: str | None = field(
+        default=None,
+        metadata=option(
+            CHECKPOINT,
+            "continue from this checkpoint folder, or the newest complete one under this root; strategy, "
+            "proposal, method and process count may differ",
+            reads="checkpoint",
+            train_only=True,
+        ),
+    )
+    init_from: str | None = field(
+        default=None,
+        metadata=option(
+            MODEL,
+            "start from a Hugging Face Llama directory (config.json and model.safetensors or a sharded index): "
+            "the model comes from its config.json, each rank reads only the weights it owns; with --steps 0 "
+            "--checkpoint-dir C it writes C/step-00000000 (a conversion)",
+            reads="hf_model",
+            metavar="HF_DIR",
+            train_only=True,
+        ),
+    )
+    synthesise: Synthesise = field(
+        default=Synthesise.PROPOSAL,
+        metadata=option(
+            PARALLELISM,
+            "with --proposal: make a strategy for a step when it beats the proposal's, switch included, "
+            "from the proposal's schemes (default proposal), --space's (space) or never (off)",
+        ),
+    )
+    synthesis_evaluations: int = field(
+        default=SYNTHESIS_EVALUATIONS_DEFAULT,
+        metadata=option(
+            PARALLELISM,
+            f"strategies dispatch may plan per step while synthesising (default {SYNTHESIS_EVALUATIONS_DEFAULT})",
+            limit=limits.SYNTHESIS_EVALUATIONS,
+            metavar="N",
+        ),
+    )
+    tensorboard_dir: str | None = field(
+        default=None,
+        metadata=option(
+            METRICS,
+            "write TensorBoard event files here (rank 0, every step: loss, tokens/s, measured and predicted "
+            "step time and their error, the slowest pipeline, propagation and exposed reduction ms, the hidden "
+            "fraction with --record-operations, strategy index, planning and wait ms; the proposal as text); "
+            "watch with: tensorboard --logdir DIR",
+            key="tensorboard",
+            writes=True,
+            metavar="DIR",
+            train_only=True,
+        ),
+    )
+    cluster_file: str | None = field(
+        default=None,
+        metadata=option(
+            PARALLELISM,
+            "mixed cluster description JSON (examples/clusters/a100_h100.json): one process per device, "
+            "numbered group by group; each stage of a staged pipeline runs on its @GROUP's ranks, other "
+            "stages on the first group's",
+            key="cluster",
+            reads="cluster",
+        ),
+    )
     runtime: RuntimeOptions = field(default_factory=RuntimeOptions)
 
     def __post_init__(self) -> None:
@@ -194,15 +532,28 @@ class TrainConfig:
                 f"must be one of {[m.value for m in Synthesise]}")
         require(self.synthesise is not Synthesise.SPACE or self.space_file is not None, "synthesise",
                 self.synthesise.value, "needs the scheme space: give space_file (--space)")
-        SYNTHESIS_EVALUATIONS.check(self.synthesis_evaluations, "synthesis_evaluations")
+        limits.SYNTHESIS_EVALUATIONS.check(self.synthesis_evaluations, "synthesis_evaluations")
         require_int(self.checkpoint_every, "checkpoint_every", minimum=0)
         require(self.checkpoint_every == 0 or self.checkpoint_dir is not None, "checkpoint_every",
                 self.checkpoint_every, "needs a checkpoint_dir")
-        KEEP_CHECKPOINTS.check(self.keep_checkpoints, "keep_checkpoints")
+        limits.KEEP_CHECKPOINTS.check(self.keep_checkpoints, "keep_checkpoints")
         require(isinstance(self.fresh, bool) and isinstance(self.overwrite, bool), "fresh", self.fresh,
                 "and overwrite must be true or false")
         require(not self.fresh or self.resume is None, "fresh", self.fresh, "starts from step 0: give no resume")
         require(not self.overwrite or self.fresh, "overwrite", self.overwrite,
                 "removes the checkpoints of checkpoint_dir: only with fresh (--no-resume)")
         require(self.steps == 0 or self.runtime.warmup_steps <= self.steps, "warmup_steps", self.runtime.warmup_steps,
-                f"must be at most steps = {self.steps}")
+                f"must be at most steps = {self.steps} (a flag or job file cuts it, with a warning)")
+
+
+def warmup_within_steps(values: dict[str, object], base: TrainConfig | None) -> dict[str, object]:
+    """``values`` (nested, as :func:`hydraulis.job.options.nested_values` gives them, applied over
+    ``base``) with a warm-up longer than the job's steps cut to the steps, with a warning: a job
+    file smoke-tested with ``--steps 2`` runs its schedule compressed instead of being refused."""
+    runtime = values.get("runtime", {})
+    steps = values.get("steps", base.steps if base else 0)
+    warmup = runtime.get("warmup_steps", base.runtime.warmup_steps if base else 0)
+    if not (isinstance(steps, int) and isinstance(warmup, int)) or not 0 < steps < warmup:
+        return values
+    logger.warning("warmup_steps = %d is longer than steps = %d: the warm-up is cut to %d steps", warmup, steps, steps)
+    return {**values, "runtime": {**runtime, "warmup_steps": steps}}

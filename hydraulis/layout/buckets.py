@@ -10,7 +10,8 @@ at most ``⌈E / parts⌉`` of the holder's ``E`` gradient elements: the runtime
 in at least :data:`STAGE_BUCKETS` buckets, so a small model's stage (the CPU examples: ``tiny``'s
 stages hold 0.3–0.6 MB of fp32 gradients, under DDP's first bucket) still sends its last layers while the backward
 computes its first ones; a large model's stage is cut by ``capacity`` alone. Both ends of an
-exchange compute a holder's buckets from its shards alone, so they agree without talking.
+exchange compute a holder's buckets from its shards alone, so they agree without talking; the
+cost model counts a stage's buckets by the same rule (:func:`bucket_count`), from its elements.
 
 Worked example: shards of 300, 500, 200 and 700 elements (in order of use), ``first = 400``,
 ``capacity = 900``: reversed, 700 fills bucket 0 (it exceeds ``first`` alone), 200 opens
@@ -40,12 +41,9 @@ hides 0.1 of the reduction with one bucket per stage, 0.4–0.5 with four, no mo
 def shard_buckets(shards: Sequence[Shard], capacity: int, first: int, parts: int = 1) -> tuple[int, ...]:
     """The bucket of every shard of ``shards`` (module docstring), in the shards' order, the
     capacity at most ``⌈Σ elements / parts⌉``."""
-    require_int(capacity, "bucket_elements", minimum=1)
-    require_int(first, "first_bucket_elements", minimum=1)
-    require_int(parts, "stage_buckets", minimum=1)
-    capacity = min(capacity, max(1, -(-sum(map(shard_numel, shards)) // parts)))
+    first, capacity = bucket_caps(sum(map(shard_numel, shards)), capacity, first, parts)
     buckets = [0] * len(shards)
-    bucket, filled, cap = 0, 0, min(first, capacity)
+    bucket, filled, cap = 0, 0, first
     for index in reversed(range(len(shards))):
         size = shard_numel(shards[index])
         if filled and filled + size > cap:
@@ -55,6 +53,25 @@ def shard_buckets(shards: Sequence[Shard], capacity: int, first: int, parts: int
         if filled >= cap:
             bucket, filled, cap = bucket + 1, 0, capacity
     return tuple(buckets)
+
+
+def bucket_caps(elements: int, capacity: int, first: int, parts: int = STAGE_BUCKETS) -> tuple[int, int]:
+    """``(first, capacity)`` of a holder of ``elements`` gradient elements: the capacity at most
+    ``⌈elements / parts⌉``, the first bucket at most the capacity (the rule of the module docstring)."""
+    require_int(capacity, "bucket_elements", minimum=1)
+    require_int(first, "first_bucket_elements", minimum=1)
+    require_int(parts, "stage_buckets", minimum=1)
+    capacity = min(capacity, max(1, -(-elements // parts)))
+    return min(first, capacity), capacity
+
+
+def bucket_count(elements: int, capacity: int, first: int, parts: int = STAGE_BUCKETS) -> int:
+    """The buckets :func:`shard_buckets` cuts ``elements`` gradient elements into when every shard
+    is small beside a bucket: ``1 + ⌈(E − first) / capacity⌉`` with the caps of
+    :func:`bucket_caps` — what the cost model prices (:func:`hydraulis.cost.step.exposed_reduce_ms`).
+    E.g. 1,000 elements in buckets of 900 (first 400), ``parts = 4``: caps 250 and 250, 4 buckets."""
+    first, capacity = bucket_caps(elements, capacity, first, parts)
+    return 1 + -(-max(0, elements - first) // capacity)
 
 
 def forward_order(counts: Sequence[int]) -> tuple[int, ...]:

@@ -109,7 +109,7 @@ def _holders(stats: StepStatistics, options: Sequence[SchemeOption]) -> list[int
     """Options that finish some step's longest sequence fastest among those that hold it."""
     found = set()
     for m in np.unique(stats.maxima):
-        crossing = [o.scheme.pp * (o.time.c + o.time.a * m * m + o.time.b * m) if o.capacity >= m else math.inf
+        crossing = [o.scheme.pp * o.time.sequence_ms(float(m)) if o.capacity >= m else math.inf
                     for o in options]
         if np.isfinite(min(crossing)):
             found.add(int(np.argmin(crossing)))

@@ -77,7 +77,7 @@ def _dispatch(groups: tuple[PipelineGroup, ...], order: np.ndarray) -> list[list
     heaps = [[(0.0, i) for i in range(g.count)] for g in groups]
     shares: list[list[list[int]]] = [[[] for _ in range(g.count)] for g in groups]
     columns = [(gi, g.max_seq_len, g.scheme.pp - 1, g.scheme.pp * g.time.c, heaps[gi], shares[gi],
-                (g.time.a * s * s + g.time.b * s).tolist()) for gi, g in enumerate(groups)]
+                g.time.work_ms(s).tolist()) for gi, g in enumerate(groups)]
     for index, length in enumerate(order.tolist()):
         best, best_estimate = -1, math.inf
         for gi, capacity, bubble, fixed, heap, share, work in columns:
@@ -105,7 +105,7 @@ def _pipelines(group: PipelineGroup, shares: list[list[int]], model: PipelineMod
     timed, candidates = [], []
     for lengths in shares:
         s = np.asarray(lengths, dtype=np.float64)
-        work = (group.time.a * s * s + group.time.b * s).tolist()
+        work = group.time.work_ms(s).tolist()
         packings = [_first_fit(lengths, group.max_seq_len)]
         if pp == 1:
             timed.append((c * len(packings[0]) + sum(work), max(sum(lengths[i] for i in b) for b in packings[0])))

@@ -18,9 +18,11 @@ from functools import cached_property
 
 import numpy as np
 
+from hydraulis.bisection import threshold_bracket
 from hydraulis.cost.step import sharding
 from hydraulis.planner.distribution import BucketWorkload
 from hydraulis.planner.options import SchemeOption
+from hydraulis.scheme_profile import sequence_work_ms, time_ms
 from hydraulis.types import PipelineModel
 
 ROUTED = 1e-9
@@ -91,7 +93,7 @@ def single_sequence_ms(option: SchemeOption, length: np.ndarray, model: Pipeline
     """``h_k(m)``: the pipeline running one sequence of ``m`` tokens as one micro-batch, element-wise."""
     p, t = option.scheme.pp, option.time
     m = np.asarray(length, dtype=np.float64)
-    return p * (t.c + t.a * m * m + t.b * m) + 2.0 * (p - 1) * model.p2p_ms
+    return p * t.sequence_ms(m) + 2.0 * (p - 1) * model.p2p_ms
 
 
 def fluid_problem(options: Sequence[SchemeOption], workload: BucketWorkload, longest: int, devices: int,
@@ -148,7 +150,7 @@ def fluid_problem(options: Sequence[SchemeOption], workload: BucketWorkload, lon
     reach = np.array([r for _, r in roles])
     a = np.array([o.time.a for o in options])[origin, None]
     b = np.array([o.time.b for o in options])[origin, None]
-    work = a * squares[None, :] + b * tokens[None, :]
+    work = time_ms(a, b, 0.0, squares[None, :], tokens[None, :], 0)
     eligible = reach[:, None] >= upper[None, :]
     tangents = [_tangent(options[k], w / (devices // options[k].devices), model)
                 for k, w in zip(origin, work.sum(axis=1))]
@@ -158,7 +160,7 @@ def fluid_problem(options: Sequence[SchemeOption], workload: BucketWorkload, lon
         options=tuple(options), origin=origin, reach=reach, devices=devices, longest=longest, work=work,
         eligible=eligible,
         single=np.array([single_sequence_ms(options[k], mean_length, model) for k in origin]),
-        sequence_work=a * mean_length[None, :] ** 2 + b * mean_length[None, :],
+        sequence_work=sequence_work_ms(a, b, mean_length[None, :]),
         tail=np.rint(np.cumsum(counts[::-1])[::-1]),
         gamma=np.array([slope for slope, _ in tangents]),
         beta=np.array([fixed for _, fixed in tangents]) + np.array(bubble),
@@ -245,13 +247,7 @@ def count_makespan(problem: FluidProblem, counts: np.ndarray, start: float) -> f
 
     if not short(start):
         return start
-    lo, hi = start, 2.0 * start
-    while short(hi):
-        lo, hi = hi, 2.0 * hi
-    for _ in range(COUNT_BISECTIONS):
-        middle = 0.5 * (lo + hi)
-        lo, hi = (middle, hi) if short(middle) else (lo, middle)
-    return hi
+    return threshold_bracket(lambda makespan: not short(makespan), start, halvings=COUNT_BISECTIONS)[1]
 
 
 def _tangent(option: SchemeOption, work: float, model: PipelineModel) -> tuple[float, float]:
@@ -311,4 +307,4 @@ def _first_forward(option: SchemeOption, length: float, model: PipelineModel) ->
     """``(p − 1)·φ·(c + a·ℓ² + b·ℓ)``: the forward of a role's longest micro-batch crossing the
     stages ahead of the last one."""
     t = option.time
-    return (option.scheme.pp - 1) * model.forward_fraction * (t.c + t.a * length * length + t.b * length)
+    return (option.scheme.pp - 1) * model.forward_fraction * t.sequence_ms(length)

@@ -277,8 +277,7 @@ def _counts_of(options: Sequence[MixedOption], strategy: Strategy) -> tuple[int,
 
 
 def _reference_ms(option: MixedOption, tokens: int) -> float:
-    t = option.time
-    return t.c + t.a * tokens * tokens + t.b * tokens
+    return option.time.sequence_ms(tokens)
 
 
 def _spread(front: list[MixedOption], count: int) -> list[MixedOption]:

@@ -93,7 +93,7 @@ def spread_step_ms(stats: StepStatistics, options: Sequence[SchemeOption], devic
     """``r_k + τ*_k(W_k(i)/⌊N/D_k⌋)``: step ``i``'s work spread evenly over ``⌊N/D_k⌋`` pipelines of
     option ``k``, whatever their capacity — the throughput side of the proxy."""
     q1, q2 = stats.tokens.sum(axis=1), stats.squares.sum(axis=1)
-    return np.array([option.reduce_ms + pipeline_time_ms(option, (option.time.a * q2 + option.time.b * q1)
+    return np.array([option.reduce_ms + pipeline_time_ms(option, option.time.moments_ms(q2, q1, 0)
                                                          / (devices // option.devices), model)
                      for option in options])
 

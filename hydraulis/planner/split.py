@@ -138,8 +138,8 @@ def _best_layers(spaces: ClusterSpaces, request: SplitRequest,
         (t1, m1), (t2, m2) = (stage_cost(spaces, request.cp, stages[:sigma] + (Stage(stages[sigma].tp, k,
                                                                                      stages[sigma].group),)
                                          + stages[sigma + 1:], sigma) for k in (1, 2))
-        one = t1.c + t1.a * squares + t1.b * tokens
-        per_layer = (t2.c + t2.a * squares + t2.b * tokens) - one
+        one = t1.moments_ms(squares, tokens)
+        per_layer = t2.moments_ms(squares, tokens) - one
         for k in range(1, most + 1):
             memory = replace(m1, states_bytes=m1.states_bytes + (k - 1) * (m2.states_bytes - m1.states_bytes),
                              activation_bytes_per_token=m1.activation_bytes_per_token

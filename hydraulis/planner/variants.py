@@ -51,7 +51,7 @@ class Work:
         return cls(float(length) ** 2, float(length), 1.0)
 
     def ms(self, time: TimeCoefficients) -> float:
-        return time.a * self.squares + time.b * self.tokens + time.c * self.micro_batches
+        return time.moments_ms(self.squares, self.tokens, self.micro_batches)
 
 
 @dataclass(frozen=True)

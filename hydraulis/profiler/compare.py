@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hydraulis.cost import microbatch_time_ms
 from hydraulis.errors import require, require_int
 from hydraulis.types import Scheme, SchemeSpace
 
@@ -56,8 +55,8 @@ def compare_spaces(space_a: SchemeSpace, space_b: SchemeSpace, lengths: Sequence
     rows = tuple(
         SchemeComparison(
             scheme, lengths,
-            tuple(microbatch_time_ms(space_a.profile(scheme).time, [s]) for s in lengths),
-            tuple(microbatch_time_ms(space_b.profile(scheme).time, [s]) for s in lengths),
+            tuple(space_a.profile(scheme).time.microbatch_ms([s]) for s in lengths),
+            tuple(space_b.profile(scheme).time.microbatch_ms([s]) for s in lengths),
         )
         for scheme in common
     )

@@ -70,9 +70,7 @@ class BlockTime:
                                 c=self.ends.c + depth * self.unit.c)
 
     def predict(self, depth: int, lengths: Sequence[int]) -> float:
-        time = self.at(depth)
-        s = np.asarray(lengths, dtype=np.float64)
-        return float(time.c + time.a * (s * s).sum() + time.b * s.sum())
+        return self.at(depth).microbatch_ms(lengths)
 
 
 @dataclass(frozen=True)

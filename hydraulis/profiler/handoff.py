@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hydraulis.bisection import threshold_bracket
 from hydraulis.cost.pipeline import simulate_1f1b_phases
 from hydraulis.errors import require
 
@@ -44,11 +45,7 @@ def handoff_ms(forward: Sequence[Sequence[float]], backward: Sequence[Sequence[f
 
     if replay(0.0) >= makespan_ms:
         return 0.0
-    low, high = 0.0, makespan_ms
-    for _ in range(BISECTIONS):
-        middle = (low + high) / 2
-        low, high = (middle, high) if replay(middle) < makespan_ms else (low, middle)
-    return high
+    return threshold_bracket(lambda d: replay(d) >= makespan_ms, 0.0, makespan_ms, BISECTIONS)[1]
 
 
 def point_handoff(samples: np.ndarray, makespans: np.ndarray, stage_of: np.ndarray, pp: int) -> float:

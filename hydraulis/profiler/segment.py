@@ -200,9 +200,7 @@ def _recomputing(block: Block, layer: Block) -> Block:
 
 def composed_ms(segments: Segments, point: SweepPoint) -> float:
     """The composed time of ``point``'s stage on its micro-batch."""
-    time = stage_block(segments, point.scheme, point.stage, point.depth).time
-    s = np.asarray(point.lengths, dtype=np.float64)
-    return float(time.c + time.a * (s * s).sum() + time.b * s.sum())
+    return stage_block(segments, point.scheme, point.stage, point.depth).time.microbatch_ms(point.lengths)
 
 
 def held_out_errors(segments: Sequence[Segments], checks: Sequence[Measurement]) -> tuple[HeldOutError, ...]:

@@ -33,7 +33,8 @@ The host waits for the device twice per step: for the gradient norm, which decid
 update runs and how much it is clipped, and after the last event, for the step's figures; no
 other wait is the step's own: the plan's broadcast (:mod:`.broadcast`) comes before it, and the
 operations and the reduction's overlap are gathered after it, only with ``record_operations``. The phases are timed by events on the device's
-stream (:class:`StepClock`), the losses of the micro-batches are summed on the device, shapes
+stream (the step's one clock, :func:`~.parallel.operations.step_clock`; the exchanges' buckets
+are timed on it only with ``record_operations``), the losses of the micro-batches are summed on the device, shapes
 come from the plan (:mod:`.parallel.pipeline`), and the figures travel in one all-gather after
 the last event. Process groups come from one :class:`~.rank_map.GroupCache` per rank; the
 record counts the communicators a step created (none once every rank set was seen).
@@ -49,7 +50,6 @@ one's (its modules, groups and routes stay, built once).
 from __future__ import annotations
 
 import logging
-import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -144,27 +144,30 @@ class StepRunner:
         tokens = loss_tokens(plan)
         meter = PeakMemory(self.context.device) if self.budget is not None else None
         with meter.step(self._held(stage)) if meter else nullcontext():
-            clock, timer = StepClock(self.context.device), step_clock(self.context.device)
-            propagation = Propagation(stage.route, self.optimizer.master, stage.params, self.context.dtype, timer)
+            clock = step_clock(self.context.device)
+            buckets_clock = clock if self.record else None
+            propagation = Propagation(stage.route, self.optimizer.master, stage.params, self.context.dtype,
+                                      buckets_clock)
             if stage.gate is not None and self.overlap:
                 stage.gate.propagation = propagation
             else:
                 propagation.finish()
-            clock.mark()
+            marks = [clock.mark()]
             loss_part = torch.zeros((), dtype=torch.float32, device=self.context.device)
             recording = None
-            reduction = Reduction(stage.route, stage.gradients.grads, self.reduce_dtype, self.context.device, timer)
+            reduction = Reduction(stage.route, stage.gradients.grads, self.reduce_dtype, self.context.device,
+                                  buckets_clock)
             if stage.model is not None:
-                loss_part, recording = self._compute(stage, plan, documents, tokens, reduction, timer)
+                loss_part, recording = self._compute(stage, plan, documents, tokens, reduction, clock)
             propagation.finish()
             if stage.gate is not None:
                 stage.gate.propagation = None
-            clock.mark()
+            marks.append(clock.mark())
             reduction.finish(self.optimizer.grad)
             stage.gradients.clear()
             update = self.optimizer.step(global_grad_norm(self.optimizer.grad, self.context.world), self.schedule)
-            clock.mark()
-        propagate_ms, compute_ms, update_ms = clock.elapsed_ms()
+            marks.append(clock.mark())
+        propagate_ms, compute_ms, update_ms = clock.elapsed_ms(marks)
         mine = torch.tensor((compute_ms, 0.0, propagate_ms, propagate_ms + compute_ms + update_ms,
                              meter.peak_bytes if meter else 0, meter.held if meter else 0),
                             dtype=torch.float64, device=self.context.device)
@@ -191,9 +194,9 @@ class StepRunner:
                           reduction_hidden_ms=overlap[1])
 
     def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int,
-                 reduction: Reduction, timer) -> tuple[torch.Tensor, RecordingWork | None]:
+                 reduction: Reduction, clock) -> tuple[torch.Tensor, RecordingWork | None]:
         """This rank's part of the loss (on the device; zero but on a last stage's tp rank 0) and,
-        with ``record_operations``, the recording of its operations on ``timer``; with the
+        with ``record_operations``, the recording of its operations on ``clock``; with the
         overlap on, each bucket of the gradients goes to ``reduction`` once the last backward
         has produced it."""
         place, model = stage.place, stage.model
@@ -206,7 +209,7 @@ class StepRunner:
         if self.overlap and batches:
             stage.gradients.arm(len(batches), stage.route.plan.shard_buckets, reduction.ready)
             reduction.start()
-        recording = RecordingWork(work, timer) if self.record else None
+        recording = RecordingWork(work, clock) if self.record else None
         run_1f1b(recording or work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
         return (work.loss if model.last and place.tp_rank == 0 else torch.zeros_like(work.loss)), recording
 
@@ -261,32 +264,6 @@ class StepRunner:
         figures = {name: float(every[:, i].max()) for i, name in enumerate(FIGURES)}
         figures["loss"] = float(every[:, FIGURES.index("loss")].sum())
         return measured, figures, every
-
-
-class StepClock:
-    """Times of a step's phases without waiting for the device in between: CUDA events recorded
-    on the stream (CPU: the wall clock, operations being synchronous); :meth:`elapsed_ms` waits
-    once, for the last mark — the step's one synchronisation."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.cuda = device.type == "cuda"
-        self.marks: list = []
-        self.mark()
-
-    def mark(self) -> None:
-        if self.cuda:
-            event = torch.cuda.Event(enable_timing=True)
-            event.record()
-            self.marks.append(event)
-        else:
-            self.marks.append(time.perf_counter())
-
-    def elapsed_ms(self) -> tuple[float, ...]:
-        """Milliseconds between consecutive marks."""
-        if self.cuda:
-            self.marks[-1].synchronize()
-            return tuple(a.elapsed_time(b) for a, b in zip(self.marks, self.marks[1:]))
-        return tuple((b - a) * 1e3 for a, b in zip(self.marks, self.marks[1:]))
 
 
 def _check_plan(layout: StrategyLayout, plan: StepPlan) -> None:

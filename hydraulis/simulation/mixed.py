@@ -19,6 +19,7 @@ from hydraulis.errors import require_int
 from hydraulis.planner.mixed import mixed_proposal
 from hydraulis.planner.mixed_options import mixed_options
 from hydraulis.planner.mixed_propose import MixedPlannerConfig, plan_cluster, replicas
+from hydraulis.scheme_profile import sequence_work_ms
 from hydraulis.types import BatchingMethod, Proposal
 from hydraulis.workload import sample_batches
 
@@ -155,7 +156,7 @@ def simulate_mixed(spaces: ClusterSpaces, documents: np.ndarray, config: MixedSi
 
 def fastest_group(spaces: ClusterSpaces, tokens: int) -> str:
     """The group whose cheapest layer takes the fewest device-ms for a sequence of ``tokens``."""
-    costs = [min(a * tokens * tokens + b * tokens for a, b in group) for group in layer_work_coefficients(spaces)]
+    costs = [min(float(sequence_work_ms(a, b, tokens)) for a, b in group) for group in layer_work_coefficients(spaces)]
     return spaces.cluster.names[int(np.argmin(costs))]
 
 

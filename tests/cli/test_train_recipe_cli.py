@@ -19,7 +19,7 @@ JOB = ["train", "--model", "tiny", "--strategy", "1,1,1", "--steps", "3"]
 
 
 @pytest.mark.parametrize("args, words", [
-    ([*JOB, "--warmup-steps", "4"], "warmup_steps: 4 must be at most steps = 3"),
+    ([*JOB, "--tokenizer", "t.json"], "tokenizer: 't.json' needs a corpus"),
     ([*JOB, "--min-lr", "0.1", "--lr", "0.01"], "min_lr: 0.1 must be between 0 and lr = 0.01"),
     (["train", "--config", "JOB", "--steps", "3"], "job.toml: optimizer.weight_decya: 0.1 is not a key"),
 ])

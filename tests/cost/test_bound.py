@@ -9,7 +9,6 @@ from hydraulis.cost import (
     BoundScheme,
     level_bounds,
     lower_bound_ms,
-    microbatch_time_ms,
     reduce_ms,
     simulate_1f1b,
     step_bound,
@@ -46,7 +45,7 @@ def random_plan(kinds, seed):
 
 
 def compute_ms(pipelines, queues, model):
-    return [simulate_1f1b([microbatch_time_ms(time, mb) for mb in queue], scheme.pp, model).makespan_ms
+    return [simulate_1f1b([time.microbatch_ms(mb) for mb in queue], scheme.pp, model).makespan_ms
             if queue else 0.0 for (scheme, time, _), queue in zip(pipelines, queues)]
 
 
@@ -88,7 +87,7 @@ def test_level_bounds_are_never_above_a_plan_at_its_level(kinds, seed, phi, d, p
     pipelines, devices, lengths, queues = random_plan(kinds, seed)
     layout = OptimizerLayout(2, 1, 1)
     exact = max(compute_ms(pipelines, queues, PipelineModel(forward_fraction=phi, p2p_ms=d)))
-    times = [[microbatch_time_ms(time, mb) for mb in queue] for (_, time, _), queue in zip(pipelines, queues)]
+    times = [[time.microbatch_ms(mb) for mb in queue] for (_, time, _), queue in zip(pipelines, queues)]
     estimate = max(sum(t) + (scheme.pp - 1) * max(t) for (scheme, _, _), t in zip(pipelines, times) if t)
     level = max(reduce_ms(10**9, (s, s), layout, 10.0) for s, _, _ in pipelines)
     bounds = {b.reduce_ms: b for b in level_bounds(

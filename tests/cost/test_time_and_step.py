@@ -1,6 +1,6 @@
 import pytest
 
-from hydraulis.cost import microbatch_time_ms, reduce_ms, sequence_time_ms, step_time_ms
+from hydraulis.cost import reduce_ms, step_time_ms
 from hydraulis.cost.step import implied_reduce_gbps, sharding
 from hydraulis.errors import HydraulisError
 from hydraulis.stages import parse_stages
@@ -10,12 +10,12 @@ from hydraulis.types import OptimizerLayout, Scheme, TimeCoefficients
 
 def test_microbatch_time_worked_example():
     time = TimeCoefficients(a=1.0266e-6, b=0.04907, c=31.87)
-    assert microbatch_time_ms(time, [8192, 1024, 1024]) == pytest.approx(605.4, abs=0.1)
+    assert time.microbatch_ms([8192, 1024, 1024]) == pytest.approx(605.4, abs=0.1)
 
 
 def test_sequence_time_has_no_fixed_term():
     time = TimeCoefficients(a=1.0, b=2.0, c=100.0)
-    assert list(sequence_time_ms(time, [1, 3])) == [3.0, 15.0]
+    assert list(time.work_ms([1, 3])) == [3.0, 15.0]
 
 
 def test_reduce_worked_example():

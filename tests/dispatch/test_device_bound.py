@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.cost import BoundScheme, level_bounds, microbatch_time_ms, reduce_ms
+from hydraulis.cost import BoundScheme, level_bounds, reduce_ms
 from hydraulis.dispatch.device_bound import ComputeForm, devices_needed, least_compute_ms
 from hydraulis.types import OptimizerLayout, PipelineModel, Scheme, TimeCoefficients
 from tests.cost.test_bound import compute_ms, random_plan, schemes
@@ -22,7 +22,7 @@ def test_no_plan_computes_in_time_on_fewer_devices(kinds, seed, phi, pool):
     pipelines, _, lengths, queues = random_plan(kinds, seed)
     layout = OptimizerLayout(2, 1, 1)
     exact = max(compute_ms(pipelines, queues, PipelineModel(forward_fraction=phi)))
-    times = [[microbatch_time_ms(time, mb) for mb in queue] for (_, time, _), queue in zip(pipelines, queues)]
+    times = [[time.microbatch_ms(mb) for mb in queue] for (_, time, _), queue in zip(pipelines, queues)]
     estimate = max(sum(t) + (scheme.pp - 1) * max(t) for (scheme, _, _), t in zip(pipelines, times) if t)
     used = sum(scheme.devices for scheme, _, _ in pipelines)
     level = max(reduce_ms(10**9, (s, s), layout, 10.0) for s, _, _ in pipelines)

@@ -1,6 +1,8 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from hydraulis.layout.buckets import bucket_elements, forward_order, shard_buckets, shard_numel
+from hydraulis.layout.buckets import bucket_count, bucket_elements, forward_order, shard_buckets, shard_numel
 from hydraulis.layout.sharding import stage_shards
 from hydraulis.presets import model_preset
 from hydraulis.job.strategy_spec import parse_strategy, scheme_times
@@ -46,3 +48,15 @@ def test_bucket_elements_count_the_reduction_dtype():
 ])
 def test_forward_order_takes_each_positions_next_bucket_first_stages_first(counts, order):
     assert forward_order(counts) == order
+
+
+
+class _Element:
+    shape = (1,)
+
+
+@given(st.integers(1, 3000), st.integers(1, 400), st.integers(1, 400), st.integers(1, 8))
+def test_the_cost_models_count_is_the_runtimes_cut(elements, capacity, first, parts):
+    """One bucket rule: the runtime cutting ``E`` one-element shards makes :func:`bucket_count` buckets."""
+    buckets = shard_buckets([_Element()] * elements, capacity, first, parts)
+    assert max(buckets) + 1 == bucket_count(elements, capacity, first, parts)

@@ -24,10 +24,11 @@ match whatever else the ranks are doing):
   runs forward (:class:`WeightGate`'s forward pre-hooks), the rest after the stage's work.
 
 With the overlap off the same buckets run back to back: all weights before the forward, all
-gradients after the backward. The time in flight of each bucket holding the rank's gradients
-(issued → complete, on the step's clock, :func:`~hydraulis.runtime.parallel.operations.step_clock`) is kept for the step's
-record: on the CPU the completion is noted by the work's future, on CUDA by an event recorded
-on a side stream that waits for the work.
+gradients after the backward. Given the step's clock (:func:`~hydraulis.runtime.parallel.operations.step_clock`;
+only with ``record_operations``), the time in flight of each bucket holding the rank's gradients
+(issued → complete) is kept for the step's record: on the CPU the completion is noted by the
+work's future, on CUDA by an event recorded on a side stream that waits for the work. Without a
+clock no bucket is timed: no event, no side stream, no callback.
 """
 
 from __future__ import annotations
@@ -40,19 +41,21 @@ from hydraulis.runtime.optimizer.routes import Route
 
 
 class _Exchanges:
-    """Issued buckets of one exchange: output buffers, works, in-flight marks."""
+    """Issued buckets of one exchange: output buffers, works and, given a clock, in-flight marks."""
 
     def __init__(self, route: Route, clock, device: torch.device) -> None:
         self.route, self.clock, self.device = route, clock, device
         self.incoming: dict[int, torch.Tensor] = {}
         self.works: dict[int, object] = {}
         self.marks: dict[int, list] = {}
-        self.side = torch.cuda.Stream(device) if device.type == "cuda" else None
+        self.side = torch.cuda.Stream(device) if device.type == "cuda" and clock is not None else None
 
     def issue(self, bucket: int, outgoing: torch.Tensor, output_splits: list[int], input_splits: list[int]) -> None:
-        issued = self.clock.mark()
+        issued = self.clock.mark() if self.clock is not None else None
         self.incoming[bucket], work = self.route.world.all_to_all_start(outgoing, output_splits, input_splits)
         self.works[bucket] = work
+        if self.clock is None:
+            return
         self.marks[bucket] = [issued, issued]
         if work is None:
             return
@@ -68,19 +71,19 @@ class _Exchanges:
         work = self.works.pop(bucket)
         if work is not None:
             work.wait()
-        if self.marks[bucket][1] is None:
+        if bucket in self.marks and self.marks[bucket][1] is None:
             self.marks[bucket][1] = self.clock.mark()
         return self.incoming.pop(bucket)
 
     def intervals_ms(self) -> list[tuple[float, float]]:
         """Every bucket's ``(issued, complete)`` in ms since the clock's origin (after the step's
-        synchronisation on CUDA)."""
+        synchronisation on CUDA); none without a clock."""
         return [(self.clock.ms(a), self.clock.ms(b)) for a, b in self.marks.values()]
 
 
 class Reduction:
     """One step's gradient exchange of one rank (module docstring); ``grads()`` gives the shards'
-    accumulated gradients, sent in ``dtype``."""
+    accumulated gradients, sent in ``dtype``; ``clock`` (or None) times the buckets."""
 
     def __init__(self, route: Route, grads: Callable[[], list], dtype: torch.dtype, device: torch.device,
                  clock) -> None:

@@ -105,7 +105,9 @@ def gather_reduction_overlap(buckets: Sequence[tuple[float, float]], rows: Seque
 
 
 def step_clock(device: torch.device) -> WallClock | CudaClock:
-    """A clock whose origin is now: the wall clock on the CPU, events on the stream on CUDA."""
+    """The step's one clock, its origin now: the wall clock on the CPU, events on the stream on
+    CUDA. It times the step's phases (:meth:`~WallClock.elapsed_ms`) and, with
+    ``record_operations``, the operations and the exchanges' buckets."""
     return CudaClock() if device.type == "cuda" else WallClock()
 
 
@@ -120,6 +122,11 @@ class WallClock:
 
     def ms(self, mark: float) -> float:
         return (mark - self.origin) * 1e3
+
+    def elapsed_ms(self, marks: Sequence[float]) -> tuple[float, ...]:
+        """Milliseconds from the origin to the first of ``marks`` and between consecutive ones."""
+        times = [0.0, *map(self.ms, marks)]
+        return tuple(b - a for a, b in zip(times, times[1:]))
 
 
 class CudaClock:
@@ -136,3 +143,10 @@ class CudaClock:
 
     def ms(self, mark: torch.cuda.Event) -> float:
         return self.origin.elapsed_time(mark)
+
+    def elapsed_ms(self, marks: Sequence[torch.cuda.Event]) -> tuple[float, ...]:
+        """As :meth:`WallClock.elapsed_ms`, after waiting for the last mark: the step's one
+        synchronisation."""
+        marks[-1].synchronize()
+        times = [0.0, *map(self.ms, marks)]
+        return tuple(b - a for a, b in zip(times, times[1:]))

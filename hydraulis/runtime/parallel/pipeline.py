@@ -2,8 +2,9 @@
 
 Stage ``s`` of ``p`` runs ``w = min(p − 1 − s, v)`` warm-up forwards, then alternates one
 forward and one backward, then drains the remaining ``w`` backwards (PipeDream-Flush,
-Narayanan et al. 2021) — the order :func:`hydraulis.cost.simulate_1f1b` predicts. The order is a
-list of operations computed from the plan (:func:`one_f_one_b`), then executed
+Narayanan et al. 2021) — the one order of :func:`hydraulis.cost.order.one_f_one_b`, which
+:func:`hydraulis.cost.simulate_1f1b` prices. The order is a list of operations computed from
+the plan, then executed
 (:func:`run_schedule`), so it can be read, logged or checked before anything runs. Worked
 example, ``p = 2, v = 3``: stage 0 runs ``F0 F1 B0 F2 B1 B2``, stage 1 ``F0 B0 F1 B1 F2 B2``.
 
@@ -33,43 +34,17 @@ keeps; a batch may then hold several sends, or none at all (skipped).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import Enum
 
 import torch
 import torch.distributed as dist
 
+from hydraulis.cost.order import Operation, Phase, one_f_one_b
 from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import PackedMicroBatch
 from hydraulis.runtime.rank_map import HandOff
 
 Shape = tuple[int, ...]
-
-
-class Action(str, Enum):
-    FORWARD = "forward"
-    BACKWARD = "backward"
-
-
-@dataclass(frozen=True)
-class Operation:
-    """One step of a stage's schedule: the forward or the backward of micro-batch ``micro_batch``."""
-
-    action: Action
-    micro_batch: int
-
-    def __str__(self) -> str:
-        return f"{self.action.value[0].upper()}{self.micro_batch}"
-
-
-def one_f_one_b(micro_batches: int, pp: int, stage: int) -> tuple[Operation, ...]:
-    """The 1F1B order of ``stage`` of ``pp`` over ``micro_batches`` (module docstring)."""
-    warmup = min(pp - 1 - stage, micro_batches)
-    forward = [Operation(Action.FORWARD, j) for j in range(micro_batches)]
-    backward = [Operation(Action.BACKWARD, j) for j in range(micro_batches)]
-    steady = [op for pair in zip(forward[warmup:], backward) for op in pair]
-    return tuple(forward[:warmup] + steady + backward[micro_batches - warmup:])
 
 
 class StageLink:
@@ -161,27 +136,27 @@ def run_schedule(work: StageWork, link: StageLink, schedule: Sequence[Operation]
     """Execute ``schedule``: each operation's send is posted with the next operation's receive
     when both go to the same neighbour — a forward followed by a backward, or the reverse
     (module docstring) — else alone."""
-    received: dict[tuple[Action, int], torch.Tensor | None] = {}
+    received: dict[tuple[Phase, int], torch.Tensor | None] = {}
     for index, op in enumerate(schedule):
         _run_operation(work, link, op, schedule[index + 1] if index + 1 < len(schedule) else None, received)
 
 
 def _run_operation(work: StageWork, link: StageLink, op: Operation, following: Operation | None,
-                   received: dict[tuple[Action, int], torch.Tensor | None]) -> None:
+                   received: dict[tuple[Phase, int], torch.Tensor | None]) -> None:
     """One operation of :func:`run_schedule`, its receive and its send (``received``: inputs
     already received with a send). Its own references end with it: the gradient it received and
     the one it sent (sends are waited for) are not held through the next operation — on a middle
     or last stage that was a micro-batch's ``b·H/s`` bytes per token above the activation model
     (design §6.4) during every forward that follows a backward."""
-    forward = op.action is Action.FORWARD
-    if (op.action, op.micro_batch) in received:
-        incoming = received.pop((op.action, op.micro_batch))
+    forward = op.phase is Phase.FORWARD
+    if (op.phase, op.micro_batch) in received:
+        incoming = received.pop((op.phase, op.micro_batch))
     else:
         incoming = (link.recv_forward if forward else link.recv_backward)(work.shape(op.micro_batch))
     outgoing = (work.forward if forward else work.backward)(op.micro_batch, incoming)
-    if following is not None and following.action is not op.action:
+    if following is not None and following.phase is not op.phase:
         paired = link.send_forward_recv_backward if forward else link.send_backward_recv_forward
-        received[following.action, following.micro_batch] = paired(outgoing, work.shape(following.micro_batch))
+        received[following.phase, following.micro_batch] = paired(outgoing, work.shape(following.micro_batch))
     else:
         (link.send_forward if forward else link.send_backward)(outgoing)
 

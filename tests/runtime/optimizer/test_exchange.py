@@ -71,3 +71,12 @@ def test_a_plan_whose_forward_order_misses_a_bucket_is_refused():
     plan = routes("1,1,2x2", (4, 1, 1), 4, (20_000, 5_000))[1][0].plan
     with pytest.raises(HydraulisError, match="forward_order"):
         replace(plan, forward_order=plan.forward_order[1:])
+
+
+def test_without_a_clock_no_bucket_is_timed():
+    route = _Route()
+    timed = Propagation(route, torch.zeros(1), [], torch.float32, WallClock())
+    untimed = Propagation(route, torch.zeros(1), [], torch.float32, None)
+    timed.finish()
+    untimed.finish()
+    assert len(timed.exchanges.intervals_ms()) == 3 and untimed.exchanges.intervals_ms() == []

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.runtime.parallel.pipeline import StageLink, one_f_one_b, run_schedule
+from hydraulis.cost.order import one_f_one_b
+from hydraulis.runtime.parallel.pipeline import StageLink, run_schedule
 from hydraulis.runtime.rank_map import HandOff, RankMap, RankPlace
 from hydraulis.stages import hand_off_peers
 from hydraulis.stages import Stage
