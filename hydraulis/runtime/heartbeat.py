@@ -119,6 +119,10 @@ class HeartbeatWatch:
                 continue
         return silent
 
+    def last_step(self, rank: int) -> int:
+        """The last step ``rank``'s file reports completed (:data:`NO_STEP` when it has none)."""
+        return _read_beat(self.folder / str(rank))
+
     @staticmethod
     def describe(silent: dict[int, tuple[float, int]]) -> str:
         """``rank 0 stopped responding: no heartbeat in 5.2 s (last completed step 3)``, one

@@ -153,7 +153,8 @@ def _spawn(world: int, job: Job, args: tuple, options: RuntimeOptions, log_level
         except mp.ProcessRaisedException as error:
             raise RankFailure(_reported(error.error_index, _last_line(str(error)))) from None
         except mp.ProcessExitedException as error:
-            raise RankFailure(f"rank {error.error_index} exited with status {error.exit_code}") from None
+            raise RankFailure(f"rank {error.error_index} exited with status {error.exit_code} "
+                              f"({describe_step(watch.last_step(error.error_index))})") from None
 
 
 def _reported(index: int, line: str) -> str:
