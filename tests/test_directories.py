@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from hydraulis.directories import MARKER, complete_files, marked_directory, staged_directory
+from hydraulis.directories import (
+    MARKER,
+    complete_files,
+    marked_directory,
+    staged_directory,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SIMULATE = ["simulate", "--space", "bundled:7b", "--devices", "16", "--token-budget", "40000", "--max-seq-len",
@@ -98,11 +103,11 @@ def test_simulate_killed_at_any_point_leaves_a_complete_directory(tmp_path, poin
     out = tmp_path / "out"
     environment = dict(os.environ, PYTHONPATH=str(ROOT))
     first = subprocess.run([sys.executable, "-m", "hydraulis", *SIMULATE, "--seed", "1", "-o", str(out)],
-                           capture_output=True, text=True, timeout=300, env=environment)
+                           capture_output=True, text=True, timeout=300, env=environment, check=False)
     assert first.returncode == 0, first.stderr
     old = snapshot(out)
     killed = subprocess.run([sys.executable, "-c", KILLED, point, str(count), *SIMULATE, "--seed", "2", "-o", str(out)],
-                            capture_output=True, text=True, timeout=300, env=environment)
+                            capture_output=True, text=True, timeout=300, env=environment, check=False)
     assert killed.returncode == 9, killed.stderr
     now = snapshot(out)
     if now != old:  # the new directory, whole: every file it lists, nothing of the old run

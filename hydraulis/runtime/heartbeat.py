@@ -86,7 +86,7 @@ class Heartbeat:
         """The last step ``rank`` reported completed (:data:`NO_STEP` when unknown)."""
         try:
             return int(self.store.get(_step_key(rank))) if self.store.check([_step_key(rank)]) else NO_STEP
-        except Exception:  # unreadable store: unknown
+        except (RuntimeError, ValueError):  # an unreadable store (DistStoreError) or value: unknown
             return NO_STEP
 
     def stop(self) -> None:

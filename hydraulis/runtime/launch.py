@@ -20,11 +20,13 @@ Two ways in, one per-rank body (:func:`_rank_main`):
 
 Each rank: logging with its rank in every line; ``torch.set_num_threads``; the device (CPU with
 gloo, or ``cuda:LOCAL_RANK`` with NCCL); ``init_process_group(timeout=…)`` so that a collective
-or point-to-point wait on a dead or stuck peer fails after ``timeout_s`` instead of hanging
-— every process group the job creates carries it too (:meth:`RankContext.new_group`) — (gloo also fails at once when a peer's connection closes, and a failing rank exits, closing its
-own connections — so one dead rank brings every other rank down with an error). A failing rank
-names, before its own error, the ranks whose heartbeats stopped (:mod:`.heartbeat`): the first
-line of a failed job names the rank that died or hung, not the neighbour that noticed.
+or point-to-point wait on a dead or stuck peer fails after ``timeout_s`` instead of hanging,
+on every process group the job creates too (:meth:`RankContext.new_group`; torch's default for
+a new group is 30 minutes). Gloo also fails at once when a peer's connection closes, and a
+failing rank exits, closing its own connections — so one dead rank brings every other rank down
+with an error. A failing rank names, before its own error, the ranks whose heartbeats stopped
+(:mod:`.heartbeat`): the first line of a failed job names the rank that died or hung, not the
+neighbour that noticed.
 """
 
 from __future__ import annotations
