@@ -33,6 +33,8 @@ INTERVAL_S = 1.0
 """Seconds between a rank's heartbeats."""
 NO_STEP = -1
 """The last completed step of a rank that has completed none."""
+READ_LIMIT_S = 5.0
+"""Seconds a failing rank waits for the store's answers beyond the ``2 × INTERVAL_S`` of its check."""
 
 
 class Heartbeat:
@@ -45,16 +47,17 @@ class Heartbeat:
         self.file = Path(folder) / str(rank) if folder else None
         self.step = NO_STEP
         self._published = None
-        self._stop = threading.Event()
+        self._stop, self._wake = threading.Event(), threading.Event()
         self._thread = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
         self._thread.start()
 
     def completed(self, step: int) -> None:
-        """Record that this rank completed ``step``: its file says so at once (the store with the
-        next beat)."""
+        """Record that this rank completed ``step``: its file says so at once, the store as soon
+        as the thread wakes."""
         self.step = step
         if self.file is not None:
             _write_beat(self.file, step)
+        self._wake.set()
 
     def _beat(self) -> None:
         while not self._stop.is_set():
@@ -68,30 +71,38 @@ class Heartbeat:
                     _write_beat(self.file, step)
             except Exception:  # the store's host or the launcher's folder is gone: the job is ending anyway
                 return
-            self._stop.wait(self.interval_s)
+            self._wake.wait(self.interval_s)
+            self._wake.clear()
 
-    def silent_ranks(self) -> list[int]:
-        """The other ranks whose counters did not move in ``2 × interval_s`` (empty when the
-        store cannot be read)."""
+    def silent_ranks(self) -> dict[int, int] | None:
+        """The other ranks whose counters did not move in ``2 × interval_s``, each with its last
+        completed step; None when the store does not answer within :data:`READ_LIMIT_S` more (its
+        host stopped: a TCP store's reads wait for a stopped host without end, so they run in a
+        thread this one stops waiting for)."""
+        found: list[dict[int, int]] = []
+        reader = threading.Thread(target=lambda: found.append(self._silent()), name="heartbeat-read", daemon=True)
+        reader.start()
+        reader.join(timeout=2 * self.interval_s + READ_LIMIT_S)
+        return found[0] if found else None
+
+    def _silent(self) -> dict[int, int]:
         try:
             before = self._counters()
             time.sleep(2 * self.interval_s)
             after = self._counters()
-        except Exception as error:  # the store's host stopped or went away: nothing to learn
+            silent = [rank for rank in range(self.world_size) if rank != self.rank and after[rank] == before[rank]]
+            return {rank: self._last_step(rank) for rank in silent}
+        except (RuntimeError, ValueError) as error:  # the store's host went away (DistStoreError): no answer
             log.debug("heartbeats unreadable: %s", error)
-            return []
-        return [rank for rank in range(self.world_size) if rank != self.rank and after[rank] == before[rank]]
+            raise
 
-    def last_step(self, rank: int) -> int:
-        """The last step ``rank`` reported completed (:data:`NO_STEP` when unknown)."""
-        try:
-            return int(self.store.get(_step_key(rank))) if self.store.check([_step_key(rank)]) else NO_STEP
-        except (RuntimeError, ValueError):  # an unreadable store (DistStoreError) or value: unknown
-            return NO_STEP
+    def _last_step(self, rank: int) -> int:
+        return int(self.store.get(_step_key(rank))) if self.store.check([_step_key(rank)]) else NO_STEP
 
     def stop(self) -> None:
         """End the thread; the rank is done, so the launcher stops watching it."""
         self._stop.set()
+        self._wake.set()
         self._thread.join(timeout=2 * self.interval_s)
         if self.file is not None:
             self.file.unlink(missing_ok=True)

@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 ENV_RENDEZVOUS = "env://"
 RESTART_VARIABLE = "TORCHELASTIC_RESTART_COUNT"
+AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
+"""Set to ``True`` by torchrun when its agent, not rank 0, hosts the rendezvous store."""
 GRACE_S = 1.0
 """Seconds the local launcher gives the other ranks to end once one failed (then ``SIGTERM``,
 and after as long again ``SIGKILL``: a stopped rank cannot handle ``SIGTERM``); also how often
@@ -213,10 +215,20 @@ def _failure(rank: int, error: Exception, heartbeat: Heartbeat) -> RankFailure:
     cause = f"{type(error).__name__}: {_last_line(str(error))}"
     silent = heartbeat.silent_ranks()
     stopped = "".join(f"rank {peer} stopped responding (no heartbeat in {2 * heartbeat.interval_s:g} s, "
-                      f"{describe_step(heartbeat.last_step(peer))}); " for peer in silent)
+                      f"{describe_step(step)}); " for peer, step in (silent or {}).items())
+    if silent is None:
+        stopped = _store_silent(heartbeat) + "; "
     message = f"{stopped}rank {rank} failed: {cause} ({describe_step(heartbeat.step)})"
     log.error("%s", message)
     return RankFailure(message)
+
+
+def _store_silent(heartbeat: Heartbeat) -> str:
+    """Who is silent when the store cannot be read: under ``env://`` without torchrun's agent
+    store, rank 0, which hosts it."""
+    if heartbeat.file is not None or os.environ.get(AGENT_STORE) == "True":
+        return "the job's store cannot be read"
+    return "rank 0 stopped responding (the store it hosts does not answer)"
 
 
 def _store(init_method: str, rank: int, world_size: int, timeout: timedelta) -> dist.Store:
