@@ -56,7 +56,7 @@ class Heartbeat:
         as the thread wakes."""
         self.step = step
         if self.file is not None:
-            _write_beat(self.file, step)
+            write_beat(self.file, step)
         self._wake.set()
 
     def _beat(self) -> None:
@@ -68,7 +68,7 @@ class Heartbeat:
                     self._published = step
                 self.store.add(_counter_key(self.rank), 1)
                 if self.file is not None:
-                    _write_beat(self.file, step)
+                    write_beat(self.file, step)
             except Exception:  # the store's host or the launcher's folder is gone: the job is ending anyway
                 return
             self._wake.wait(self.interval_s)
@@ -147,8 +147,8 @@ def describe_step(step: int) -> str:
     return "no step completed" if step == NO_STEP else f"last completed step {step}"
 
 
-def _write_beat(path: Path, step: int) -> None:
-    """Replace ``path`` with the step, whole (a reader never sees half of it)."""
+def write_beat(path: Path, step: int) -> None:
+    """Replace the heartbeat file ``path`` with ``step``, whole (a reader never sees half of it)."""
     temporary = path.with_name(f".{path.name}.{threading.get_ident()}")
     temporary.write_text(str(step), encoding="ascii")
     os.replace(temporary, path)
