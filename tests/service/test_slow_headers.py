@@ -76,3 +76,16 @@ def test_more_stalled_connections_than_the_bound_leave_healthz_answering():
         assert 0 < held <= bound
     finally:
         stop(*served, stalled)
+
+
+def test_the_deadline_applies_to_each_request_of_a_kept_alive_connection():
+    served = serve(ServiceSettings(header_timeout_s=1.0))
+    connection = socket.create_connection(("127.0.0.1", served[2].getsockname()[1]))
+    connection.settimeout(HANG_GUARD_S)
+    try:
+        connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+        connection.sendall(STALLED_HEADER)
+        assert connection.recv(4096).startswith(b"HTTP/1.1 408")
+    finally:
+        stop(*served, [connection])
