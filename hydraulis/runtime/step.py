@@ -54,6 +54,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 
 from hydraulis.errors import require
 from hydraulis.placement import RankRange
