@@ -24,10 +24,12 @@ far its answer may be from the optimum.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 
 import pulp
 
@@ -97,7 +99,10 @@ def solve(model: pulp.LpProblem, name: SolverName, nodes: int, time_limit_s: flo
             # PuLP 3.x announces that 4.0 drops its bundled CBC; pyproject keeps PuLP < 4.
             warnings.filterwarnings("ignore", message="PULP_CBC_CMD is deprecated", category=DeprecationWarning)
             solver = _Cbc(msg=False, timeLimit=limit, maxNodes=nodes, warmStart=warm_start)
-    model.solve(solver)
+    try:
+        model.solve(solver)
+    except OSError as error:  # CBC's model and solution files could not be written: say where
+        raise _unwritable(solver, error) from None
     wall_s = time.perf_counter() - started
     if model.sol_status == pulp.LpSolutionOptimal:
         return Solved(Outcome.OPTIMAL, pulp.value(model.objective), 0.0, wall_s)
@@ -112,10 +117,28 @@ def solve(model: pulp.LpProblem, name: SolverName, nodes: int, time_limit_s: flo
     return Solved(Outcome.FEASIBLE if answered else Outcome.NO_ANSWER, bound, gap, wall_s)
 
 
+def _unwritable(solver: pulp.LpSolver, error: OSError) -> HydraulisError:
+    """The error naming the folder CBC's files go to (``TMPDIR``), once the files begun are removed."""
+    files = getattr(solver, "files", ())
+    for file in files:
+        Path(file).unlink(missing_ok=True)
+    where = error.filename or (files[1] if len(files) > 1 else None)
+    folder = str(Path(where).parent) if where else (getattr(solver, "tmpDir", "") or os.getcwd())
+    return HydraulisError("TMPDIR", folder, f"cannot hold the solver's files ({error.strerror or error}"
+                                            f"{f' writing {Path(where).name}' if where else ''}); free space "
+                                            f"there or set TMPDIR to another folder")
+
+
 class _Cbc(pulp.PULP_CBC_CMD):
-    """PuLP's bundled CBC, keeping which limit stopped it (the solution file's first line)."""
+    """PuLP's bundled CBC, keeping which limit stopped it (the solution file's first line) and
+    the temporary files it names (removed when writing them fails)."""
 
     timed_out = False
+    files: tuple[str, ...] = ()
+
+    def create_tmp_files(self, name, *args):
+        self.files = tuple(super().create_tmp_files(name, *args))
+        return self.files
 
     def get_status(self, filename):
         with open(filename, encoding="utf-8") as handle:

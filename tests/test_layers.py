@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hydraulis"
 ROOT = "hydraulis"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("hydraulis", "hydraulis.errors", "hydraulis.files", "hydraulis.bisection"),
+    ("hydraulis", "hydraulis.errors", "hydraulis.files", "hydraulis.bisection", "hydraulis.directories"),
     ("hydraulis.limits",),
     ("hydraulis.stages",),
     ("hydraulis.scheme",),

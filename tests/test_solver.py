@@ -1,6 +1,11 @@
 """Integer programs under a node budget: what really happened, told apart from what PuLP's
 status alone would claim; the same budget gives the same answer."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pulp
 import pytest
@@ -61,3 +66,23 @@ def test_highs_missing_is_named(monkeypatch):
     model += model.add_variable("x", 0, 1)
     with pytest.raises(HydraulisError, match="^solver: 'highs' needs the highspy package"):
         solve(model, SolverName.HIGHS, 10, 1.0)
+
+
+WRITE_LIMITED = """
+import resource
+from tests.test_solver import knapsack
+from hydraulis.solver import SolverName, solve
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+solve(knapsack(400, 30), SolverName.CBC, nodes=1, time_limit_s=60)
+"""
+
+
+def test_a_temporary_folder_that_cannot_hold_the_model_is_named_and_left_clean(tmp_path):
+    """``ulimit -f`` (``File too large``) as a stand-in for a full disk: the error names TMPDIR
+    and no half-written model file stays there."""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", WRITE_LIMITED], capture_output=True, text=True, timeout=300,
+                          cwd=root, env=dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(root)), check=False)
+    assert done.returncode != 0
+    assert f"HydraulisError: TMPDIR: '{tmp_path}' cannot hold the solver's files (File too large writing" in done.stderr
+    assert list(tmp_path.iterdir()) == []

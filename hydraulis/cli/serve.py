@@ -31,6 +31,12 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help=f"planning worker processes (default {defaults.workers})")
     serve.add_argument("--queue", type=Bounded(limits.QUEUE), default=defaults.queue,
                        help=f"requests admitted to wait for a worker (default {defaults.queue})")
+    serve.add_argument("--max-connections", type=Bounded(limits.CONNECTIONS), default=defaults.max_connections,
+                       help=f"connections held at most; beyond, the oldest still waiting for its headers is closed "
+                            f"(default {defaults.max_connections}, lowered to fit ulimit -n)")
+    serve.add_argument("--header-timeout-s", type=Bounded(limits.HEADER_TIMEOUT_S), default=defaults.header_timeout_s,
+                       help=f"seconds a request's line and headers may take before its connection is answered 408 "
+                            f"and closed (default {defaults.header_timeout_s:g})")
     serve.set_defaults(run=_serve)
 
 
@@ -38,14 +44,17 @@ def _serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     from hydraulis.service.app import create_app
+    from hydraulis.service.connections import server_config
 
-    settings = ServiceSettings.from_environment(os.environ, workers=args.workers, queue=args.queue)
+    settings = ServiceSettings.from_environment(os.environ, workers=args.workers, queue=args.queue,
+                                                max_connections=args.max_connections,
+                                                header_timeout_s=args.header_timeout_s)
     listener = _listen(args.host, args.port)
     url = f"http://{args.host if ':' not in args.host else f'[{args.host}]'}:{args.port}"
     emit(f"hydraulis serve: listening on {url} — docs at {url}/docs and {url}/redoc (offline), OpenAPI at "
          f"{url}/openapi.json; {args.workers} planning worker{'s' if args.workers != 1 else ''}, queue "
          f"{args.queue}{', bearer token required on /v1/*' if settings.auth_token else ''}")
-    config = uvicorn.Config(create_app(settings), log_level=args.log_level, access_log=False)
+    config = server_config(create_app(settings), settings, log_level=args.log_level, access_log=False)
     uvicorn.Server(config).run(sockets=[listener])
 
 

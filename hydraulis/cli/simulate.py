@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from hydraulis import __version__, limits
 from hydraulis.artifacts import timestamp
@@ -14,6 +15,7 @@ from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import add_variants_argument, command_line, emit, plural, table
 from hydraulis.cli.simulate_cluster import simulate_cluster
 from hydraulis.cli.synthesis_args import add_synthesis_arguments
+from hydraulis.directories import staged_directory
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise
 from hydraulis.errors import HydraulisError
@@ -96,7 +98,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_synthesis_arguments(parser)
     parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("-o", "--output", required=True, type=OutputPath(), help="output directory")
+    parser.add_argument("-o", "--output", required=True, type=OutputPath(),
+                        help="output directory, replaced whole once complete (a folder holding other files "
+                             "is written in place); .hydraulis-complete.json lists the files")
     parser.set_defaults(run=_simulate)
 
 
@@ -125,13 +129,15 @@ def _simulate(args: argparse.Namespace) -> None:
     simulation = simulate(space, lengths, config, progress=not args.no_progress)
     summaries = summarise(simulation)
     resolved = {**config.to_dict(), "space": space_facts, "workload": workload_facts}
-    files = write_simulation(args.output, simulation, summaries, resolved, created=timestamp(),
-                             tool_version=__version__, command=command_line())
-    written = [files.document, files.steps, files.summary]
-    if not args.no_plots:
-        from hydraulis.viz.simulation import draw_simulation
+    with staged_directory(args.output) as folder:
+        files = write_simulation(folder, simulation, summaries, resolved, created=timestamp(),
+                                 tool_version=__version__, command=command_line())
+        written = [files.document, files.steps, files.summary]
+        if not args.no_plots:
+            from hydraulis.viz.simulation import draw_simulation
 
-        written += draw_simulation(simulation, summaries, args.output)
+            written += draw_simulation(simulation, summaries, folder)
+        written = [Path(args.output) / path.relative_to(folder) for path in written]
     emit(report(simulation, summaries))
     emit(f"wrote {', '.join(str(p) for p in written)} and {plural(len(files.proposals), 'proposal')} "
          f"in {time.perf_counter() - started:.1f} s wall")

@@ -13,6 +13,7 @@ from hydraulis.artifacts.job_file import read_job_file
 from hydraulis.cli.arguments import FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit
 from hydraulis.cli.training_args import add_training_arguments, training_config
+from hydraulis.directories import mark, unmark
 from hydraulis.job.config import TrainConfig
 from hydraulis.job.manifest import CheckpointManifest
 from hydraulis.runtime.run import resolve_run
@@ -47,7 +48,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_training_arguments(train)
     train.add_argument("--output-dir", type=OutputPath(),
                        help="folder for the resolved config (train_config.json) and the step "
-                            "records (train_log.json)")
+                            "records (train_log.json); complete once .hydraulis-complete.json lists them")
     train.set_defaults(run=_train)
 
 
@@ -56,6 +57,7 @@ def _train(args: argparse.Namespace) -> None:
     run = resolve_run(config)
     writer = args.output_dir and os.environ.get("RANK", "0") == "0"
     if writer:
+        started = unmark(args.output_dir)
         write_train_config(Path(args.output_dir) / "train_config.json", config)
     from hydraulis.artifacts.train_log import write_train_log
     from hydraulis.job.records import summarize, summary_line
@@ -75,6 +77,8 @@ def _train(args: argparse.Namespace) -> None:
             log = Path(args.output_dir) / "train_log.json"
             write_train_log(log, records)
             emit(f"wrote {log}: every step's record")
+    if writer:
+        mark(args.output_dir, started)
 
 
 def job_config(args: argparse.Namespace) -> TrainConfig:

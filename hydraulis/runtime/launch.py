@@ -15,15 +15,19 @@ Two ways in, one per-rank body (:func:`_rank_main`):
   runtime once, every rank is forked from it) that meet through a file store in a
   fresh temporary folder — no port to pick. If any rank fails, the others are ended (``SIGKILL``
   after :data:`GRACE_S` twice, so a stopped rank too) and the first failure is raised as
-  :class:`RankFailure`.
+  :class:`RankFailure`. The launcher also watches every rank's heartbeat file
+  (:class:`~.heartbeat.HeartbeatWatch`): a rank silent for ``timeout_s`` — rank 0 included —
+  ends the job at once (every rank ``SIGKILL``), naming it and its last completed step.
 
 Each rank: logging with its rank in every line; ``torch.set_num_threads``; the device (CPU with
 gloo, or ``cuda:LOCAL_RANK`` with NCCL); ``init_process_group(timeout=…)`` so that a collective
-or point-to-point wait on a dead or stuck peer fails after ``timeout_s`` instead of hanging
-(gloo also fails at once when a peer's connection closes, and a failing rank exits, closing its
-own connections — so one dead rank brings every other rank down with an error). A failing rank
-names, before its own error, the ranks whose heartbeats stopped (:mod:`.heartbeat`): the first
-line of a failed job names the rank that died or hung, not the neighbour that noticed.
+or point-to-point wait on a dead or stuck peer fails after ``timeout_s`` instead of hanging,
+on every process group the job creates too (:meth:`RankContext.new_group`; torch's default for
+a new group is 30 minutes). Gloo also fails at once when a peer's connection closes, and a
+failing rank exits, closing its own connections — so one dead rank brings every other rank down
+with an error. A failing rank names, before its own error, the ranks whose heartbeats stopped
+(:mod:`.heartbeat`): the first line of a failed job names the rank that died or hung, not the
+neighbour that noticed.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import torch.multiprocessing as mp
 from hydraulis.errors import HydraulisError
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.layout.kinds import DeviceKind, Precision
-from hydraulis.runtime.heartbeat import Heartbeat
+from hydraulis.runtime.heartbeat import Heartbeat, HeartbeatWatch, describe_step
 from hydraulis.runtime.parallel.group import ParallelGroup
 
 log = logging.getLogger(__name__)
@@ -52,9 +56,12 @@ log = logging.getLogger(__name__)
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 ENV_RENDEZVOUS = "env://"
 RESTART_VARIABLE = "TORCHELASTIC_RESTART_COUNT"
+AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
+"""Set to ``True`` by torchrun when its agent, not rank 0, hosts the rendezvous store."""
 GRACE_S = 1.0
 """Seconds the local launcher gives the other ranks to end once one failed (then ``SIGTERM``,
-and after as long again ``SIGKILL``: a stopped rank cannot handle ``SIGTERM``)."""
+and after as long again ``SIGKILL``: a stopped rank cannot handle ``SIGTERM``); also how often
+it reads the ranks' heartbeat files."""
 PRELOAD = ("torch", "hydraulis.runtime.trainer")
 """What the forkserver imports once before forking local ranks: torch and the runtime's jobs."""
 DTYPES = {Precision.FP32: torch.float32, Precision.BF16: torch.bfloat16}
@@ -73,12 +80,24 @@ class RankFailure(RuntimeError):
 
 @dataclass(frozen=True)
 class RankContext:
-    """This process's rank, world size, device and compute dtype."""
+    """This process's rank, world size, device and compute dtype; the job's ``timeout_s``, which
+    every process group it creates carries; its heartbeat (None on a single process)."""
 
     rank: int
     world_size: int
     device: torch.device
     dtype: torch.dtype
+    timeout_s: float = RuntimeOptions.timeout_s
+    heartbeat: Heartbeat | None = None
+
+    def new_group(self, ranks: list[int]) -> dist.ProcessGroup:
+        """``torch.distributed.new_group(ranks)`` with the job's timeout (torch's default is 30 min)."""
+        return dist.new_group(ranks, timeout=timedelta(seconds=self.timeout_s))
+
+    def completed(self, step: int) -> None:
+        """Tell the heartbeat this rank completed ``step`` (named if the job fails)."""
+        if self.heartbeat is not None:
+            self.heartbeat.completed(step)
 
     @property
     def world(self) -> ParallelGroup:
@@ -128,15 +147,22 @@ def world_size(nproc: int = 0, devices: int = 1) -> int:
 def _spawn(world: int, job: Job, args: tuple, options: RuntimeOptions, log_level: str) -> None:
     with tempfile.TemporaryDirectory(prefix="hydraulis-") as folder:
         store = f"file://{Path(folder) / 'store'}"
-        processes = mp.start_processes(_spawned, args=(world, store, job, args, options, log_level), nprocs=world,
-                                       join=False, start_method=_start_method())
+        beats = Path(folder) / "heartbeats"
+        beats.mkdir()
+        watch = HeartbeatWatch(beats, world, options.timeout_s)
+        processes = mp.start_processes(_spawned, args=(world, store, str(beats), job, args, options, log_level),
+                                       nprocs=world, join=False, start_method=_start_method())
         try:
-            while not processes.join(grace_period=GRACE_S):
-                pass
+            while not processes.join(timeout=GRACE_S, grace_period=GRACE_S):
+                silent = watch.silent()
+                if silent:
+                    _kill(processes.processes)
+                    raise RankFailure(f"{watch.describe(silent)}; every rank was ended")
         except mp.ProcessRaisedException as error:
             raise RankFailure(_reported(error.error_index, _last_line(str(error)))) from None
         except mp.ProcessExitedException as error:
-            raise RankFailure(f"rank {error.error_index} exited with status {error.exit_code}") from None
+            raise RankFailure(f"rank {error.error_index} exited with status {error.exit_code} "
+                              f"({describe_step(watch.last_step(error.error_index))})") from None
 
 
 def _start_method() -> str:
@@ -157,13 +183,22 @@ def _reported(index: int, line: str) -> str:
     return message if raised else f"rank {index} failed: {line}"
 
 
-def _spawned(local_rank: int, nproc: int, store: str, job: Job, args: tuple, options: RuntimeOptions,
+def _kill(processes: list) -> None:
+    """``SIGKILL`` every rank still running (a stopped one too) and reap it."""
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+    for process in processes:
+        process.join()
+
+
+def _spawned(local_rank: int, nproc: int, store: str, beats: str, job: Job, args: tuple, options: RuntimeOptions,
              log_level: str) -> None:
-    _rank_main(local_rank, local_rank, nproc, store, job, args, options, log_level)
+    _rank_main(local_rank, local_rank, nproc, store, job, args, options, log_level, beats)
 
 
 def _rank_main(local_rank: int, rank: int, world_size: int, init_method: str, job: Job, args: tuple,
-               options: RuntimeOptions, log_level: str) -> None:
+               options: RuntimeOptions, log_level: str, beats: str | None = None) -> None:
     _setup_rank_logging(rank, log_level)
     torch.set_num_threads(options.threads)
     device = _device(options, local_rank)
@@ -173,8 +208,8 @@ def _rank_main(local_rank: int, rank: int, world_size: int, init_method: str, jo
     timeout = timedelta(seconds=options.timeout_s)
     store = _store(init_method, rank, world_size, timeout)
     dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
-    heartbeat = Heartbeat(store, rank, world_size)
-    context = RankContext(rank, world_size, device, compute_dtype(options, device))
+    heartbeat = Heartbeat(store, rank, world_size, folder=beats)
+    context = RankContext(rank, world_size, device, compute_dtype(options, device), options.timeout_s, heartbeat)
     try:
         context.world.all_reduce(torch.zeros(1, device=device))
         log.debug("rank %d of %d on %s (%s)", rank, world_size, device, backend)
@@ -194,11 +229,21 @@ def _failure(rank: int, error: Exception, heartbeat: Heartbeat) -> RankFailure:
     any (:mod:`.heartbeat`), then what this rank saw; logged here, raised to the launcher."""
     cause = f"{type(error).__name__}: {_last_line(str(error))}"
     silent = heartbeat.silent_ranks()
-    stopped = (f"rank {', '.join(map(str, silent))} stopped responding (no heartbeat in "
-               f"{2 * heartbeat.interval_s:g} s); " if silent else "")
-    message = f"{stopped}rank {rank} failed: {cause}"
+    stopped = "".join(f"rank {peer} stopped responding (no heartbeat in {2 * heartbeat.interval_s:g} s, "
+                      f"{describe_step(step)}); " for peer, step in (silent or {}).items())
+    if silent is None:
+        stopped = _store_silent(heartbeat) + "; "
+    message = f"{stopped}rank {rank} failed: {cause} ({describe_step(heartbeat.step)})"
     log.error("%s", message)
     return RankFailure(message)
+
+
+def _store_silent(heartbeat: Heartbeat) -> str:
+    """Who is silent when the store cannot be read: under ``env://`` without torchrun's agent
+    store, rank 0, which hosts it."""
+    if heartbeat.file is not None or os.environ.get(AGENT_STORE) == "True":
+        return "the job's store cannot be read"
+    return "rank 0 stopped responding (the store it hosts does not answer)"
 
 
 def _store(init_method: str, rank: int, world_size: int, timeout: timedelta) -> dist.Store:

@@ -120,8 +120,8 @@ class StepRunner:
         self.budget, self.overlap = options.device_memory, options.overlap_reduction
         self.allow_math = options.allow_math_attention
         self.buckets = bucket_elements(options.bucket_mb, self.reduce_dtype.itemsize)
-        self.groups = GroupCache(dist.new_group if context.world_size > 1 else None)
-        self.exchange = (ParallelGroup(dist.new_group(list(range(context.world_size))), context.world_size,
+        self.groups = GroupCache(context.new_group if context.world_size > 1 else None)
+        self.exchange = (ParallelGroup(context.new_group(list(range(context.world_size))), context.world_size,
                                        context.rank) if context.world_size > 1 else ParallelGroup.single())
         self.stages: dict[str, ComputeStage] = {}
         self.current: ComputeStage | None = None

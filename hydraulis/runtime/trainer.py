@@ -121,6 +121,7 @@ def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, refer
                 planner.submit(step + 1, following.lengths)
             record = replace(runner.run(step, _layout_of(layouts, plan, run.model), plan, batch.documents),
                              wait_ms=wait_ms, synthesised=plan.synthesis is not None)
+            context.completed(step)
             if context.rank == 0:
                 log.info(format_record(record))
                 if record.skipped:

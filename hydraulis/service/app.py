@@ -11,6 +11,7 @@ checks what it can cheaply and returns ``await planning(request, work.thing, bod
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -46,6 +47,8 @@ from hydraulis.service.schemas import (
 from hydraulis.service.settings import ServiceSettings
 
 JSON_OBJECT = {200: {"content": {"application/json": {"schema": {"type": "object"}}}}}
+CLIENT_GONE = 499
+"""The status logged for a request whose client went away before its answer (nginx's code)."""
 
 
 def create_app(settings: ServiceSettings = ServiceSettings()) -> FastAPI:
@@ -83,10 +86,28 @@ def app_from_environment() -> FastAPI:
 
 async def planning(request: Request, function: Callable[[Any, ServiceSettings], Any], body: BaseModel,
                    deadline_s: float) -> Response:
-    """``function(body, settings)`` in the worker pool, its JSON as the response."""
+    """``function(body, settings)`` in the worker pool, its JSON as the response; when the
+    client goes away first, the work is cancelled (the pool stops and replaces its worker)."""
     settings: ServiceSettings = request.app.state.settings
-    answer = await request.app.state.pool.run(function, body, settings, deadline_s)
-    return Response(content=answer, media_type="application/json")
+    work = asyncio.ensure_future(request.app.state.pool.run(function, body, settings, deadline_s))
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait((work, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not work.done():
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+    if work.cancelled():
+        return Response(status_code=CLIENT_GONE)
+    return Response(content=work.result(), media_type="application/json")
+
+
+async def _disconnected(request: Request) -> None:
+    """Return once the client has gone away (the body is read already: ``receive`` waits for
+    the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        await asyncio.sleep(0.1)
 
 
 def _health_routes(pool: WorkerPool) -> APIRouter:

@@ -9,7 +9,8 @@ served, for an idle worker.
 **Deadline.** A request's deadline starts when a worker starts on it, not while it waits. A
 worker still busy at the deadline is killed and replaced by a fresh process, and the request is
 answered 504: work past its deadline is cancelled, not abandoned in a thread that keeps a core
-busy. The same happens when the client goes away while its work runs. A worker that dies (out of
+busy. The same happens when the client goes away while its work runs (the route cancels
+:meth:`WorkerPool.run`, :func:`hydraulis.service.app.planning`). A worker that dies (out of
 memory, a crash) is replaced and its request answered 500.
 
 The details: :class:`WorkerPool`."""
@@ -22,7 +23,9 @@ import logging
 import math
 import multiprocessing
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -46,11 +49,12 @@ class Outcome:
     INTERNAL = "internal"
 
 
-def _worker_main(connection: Connection) -> None:
+def _worker_main(connection: Connection, folder: str) -> None:
     """The worker process: run each job it receives until the pipe closes, in a process group of
-    its own (its solver children join it)."""
+    its own (its solver children join it), its temporary files in ``folder``."""
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ["TMPDIR"] = tempfile.tempdir = folder
     while True:
         try:
             function, body, settings = connection.recv()
@@ -75,18 +79,21 @@ class _Worker:
 
     def __init__(self, context: multiprocessing.context.BaseContext) -> None:
         self.connection, child = context.Pipe(duplex=True)
-        self.process = context.Process(target=_worker_main, args=(child,), daemon=True, name="hydraulis-worker")
+        self.folder = tempfile.mkdtemp(prefix="hydraulis-worker-")
+        self.process = context.Process(target=_worker_main, args=(child, self.folder), daemon=True,
+                                       name="hydraulis-worker")
         self.process.start()
         child.close()
 
     def stop(self) -> None:
-        """End the worker and every process of its group (its solvers)."""
+        """End the worker and every process of its group (its solvers); remove its folder."""
         self.connection.close()
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):  # the group is gone (or never formed)
             self.process.kill()
         self.process.join(timeout=5)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def cause(self) -> str:
         """How the worker ended: its exit status or the signal that ended it."""
@@ -104,9 +111,9 @@ class WorkerPool:
     (:mod:`hydraulis.service.work`), so a replacement starts in milliseconds (where the platform has
     no fork server, they are spawned). Each worker leads a process group of its own, and a worker is
     stopped by killing its group: the solver it started (CBC runs as a child process) ends with it,
-    also when the worker itself died first. A worker that dies is logged with its exit status or
-    signal. Each talks to the
-    service over a pipe: ``(function, body, settings)`` in, ``(outcome, …)`` out, where ``function``
+    also when the worker itself died first. Each worker has a temporary folder of its own (its
+    ``TMPDIR``, where the solvers write their model files), removed once the worker is stopped. A
+    worker that dies is logged with its exit status or signal. Each talks to the service over a pipe: ``(function, body, settings)`` in, ``(outcome, …)`` out, where ``function``
     is a module-level function (pickled by name) whose JSON value the worker encodes.
 
     Worked example: 2 workers and a queue of 8 admit 10 requests; the 11th gets 503 with

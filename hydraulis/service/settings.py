@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hydraulis.errors import require, require_int, require_number
-from hydraulis.limits import QUEUE, WORKERS
+from hydraulis.limits import CONNECTIONS, HEADER_TIMEOUT_S, QUEUE, WORKERS
 
 TOKEN_VARIABLE = "HYDRAULIS_API_TOKEN"
 
@@ -20,7 +20,10 @@ class ServiceSettings:
     time limit) with a message naming the limit. ``default_time_limit_s`` is a proposal's
     planning time when the request names none, and the grace every deadline adds to the
     request's own time limit. A request whose body has not arrived ``body_timeout_s`` after it
-    started is answered 408 (a slow client holds a connection, never a place in the queue)."""
+    started is answered 408 (a slow client holds a connection, never a place in the queue); one
+    whose request line and headers are not complete ``header_timeout_s`` after its first byte is
+    answered 408 and closed, and at most ``max_connections`` are held, the oldest waiting for
+    headers closed to make room (:mod:`hydraulis.service.connections`)."""
 
     workers: int = 1
     queue: int = 64
@@ -31,6 +34,8 @@ class ServiceSettings:
     max_time_limit_s: float = 120.0
     default_time_limit_s: float = 10.0
     body_timeout_s: float = 30.0
+    header_timeout_s: float = 30.0
+    max_connections: int = 1_000
     auth_token: str | None = None
     cors_origins: tuple[str, ...] = ()
 
@@ -45,6 +50,8 @@ class ServiceSettings:
         require_number(self.default_time_limit_s, "default_time_limit_s", 0.0, self.max_time_limit_s)
         require(require_number(self.body_timeout_s, "body_timeout_s") > 0, "body_timeout_s", self.body_timeout_s,
                 "must be > 0")
+        HEADER_TIMEOUT_S.check(self.header_timeout_s, "header_timeout_s")
+        CONNECTIONS.check(self.max_connections, "max_connections")
         require(self.auth_token is None or len(self.auth_token) >= 8, TOKEN_VARIABLE, "***",
                 "must be at least 8 characters")
 

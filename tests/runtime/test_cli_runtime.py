@@ -9,6 +9,7 @@ import pytest
 
 from hydraulis.artifacts import write_proposal
 from hydraulis.artifacts.train_log import read_train_log
+from hydraulis.directories import complete_files
 from hydraulis.planner import PlannerConfig, propose
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
@@ -93,6 +94,7 @@ def test_train_spawns_processes_and_saves_its_resolved_config(tmp_path):
     assert result.stdout.splitlines()[0].startswith("summary: 3 steps")  # each step is printed once, live
     assert not any(" step " in line for line in result.stdout.splitlines())
     assert [r.step for r in read_train_log(tmp_path / "out" / "train_log.json")] == [0, 1, 2]
+    assert complete_files(tmp_path / "out") == ["train_config.json", "train_log.json"]
 
 
 @pytest.mark.distributed

@@ -76,7 +76,11 @@ def find_checkpoint(path: str | Path) -> Resume:
 
 def verified(folder: Path) -> Resume:
     """``folder``'s manifest, once every file it lists passed :func:`verify_checkpoint`."""
-    manifest = read_checkpoint_manifest(folder / MANIFEST_FILE)
+    try:
+        manifest = read_checkpoint_manifest(folder / MANIFEST_FILE)
+    except HydraulisError as error:  # named by its file, as the checkpoint's other files are
+        problem = error.problem if error.field == "path" else str(error)
+        raise HydraulisError("checkpoint", str(folder), f"{MANIFEST_FILE} {problem}") from None
     problem = verify_checkpoint(folder, manifest)
     require(problem is None, "checkpoint", str(folder), str(problem))
     if not manifest.files:

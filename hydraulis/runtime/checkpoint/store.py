@@ -213,14 +213,26 @@ def load_shard(folder: Path, entry: ShardFile) -> dict[str, torch.Tensor]:
     except FileNotFoundError:
         raise HydraulisError("checkpoint", str(path), "is missing: the checkpoint is incomplete") from None
     except (pickle.UnpicklingError, RuntimeError, ValueError, EOFError) as error:
-        raise HydraulisError("checkpoint", str(path), f"is refused: not a file of plain tensors "
-                                                      f"({str(error).splitlines()[0][:200]})") from None
+        raise HydraulisError("checkpoint", str(path), f"is refused: {_refusal(error)}") from None
+    except OSError as error:
+        raise HydraulisError("checkpoint", str(path), f"cannot be read ({error.strerror or error})") from None
     require(isinstance(tensors, dict) and all(isinstance(t, torch.Tensor) for t in tensors.values()), "checkpoint",
             str(path), "is refused: not a dictionary of tensors")
     for name, tensor in tensors.items():
         require(tensor.numel() == entry.elements, f"checkpoint: {entry.file}.{name}", tensor.numel(),
                 f"elements, the manifest says {entry.elements}")
     return tensors
+
+
+def _refusal(error: Exception) -> str:
+    """Why torch refused a shard, in our words: torch's own message advises loading the file with
+    ``weights_only=False``, which would run whatever code an untrusted file holds."""
+    if isinstance(error, pickle.UnpicklingError) or "weights_only" in str(error):
+        return ("it holds objects other than tensors (a pickle that could run code), so it is not loaded; "
+                "a checkpoint Hydraulis wrote holds tensors only")
+    if isinstance(error, EOFError) or "zip" in str(error).lower() or "archive" in str(error).lower():
+        return "it is not a complete torch tensor file (truncated, or another format)"
+    return f"it is not a file of plain tensors ({type(error).__name__})"
 
 
 def _replace(partial: Path, final: Path) -> None:

@@ -101,7 +101,7 @@ def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) 
     """
     cache = MeasurementCache(job.cache) if context.rank == 0 else None
     bar = tqdm(total=job.total, initial=job.done, disable=context.rank != 0, desc="profile", unit="point")
-    groups_seen = GroupCache(dist.new_group)
+    groups_seen = GroupCache(context.new_group)
     chunks = []
     for scheme, points in points_by_scheme(job.points).items():
         replicas = job.settings.environment.replicas(scheme)

@@ -131,7 +131,7 @@ def measure_communicator_ms(context: RankContext, devices: int) -> float:
         ranks = sorted({j % devices, (j + 1) % devices})
         dist.barrier()
         started = time.perf_counter()
-        group = dist.new_group(ranks)
+        group = context.new_group(ranks)
         if context.rank in ranks:
             dist.all_reduce(flag, group=group)
         if context.device.type == "cuda":

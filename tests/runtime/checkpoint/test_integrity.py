@@ -31,12 +31,22 @@ class Payload:
 def test_a_malicious_pickle_in_a_shard_is_refused_without_running(tmp_path):
     marker = tmp_path / "payload-ran"
     torch.save({"master": Payload(str(marker))}, tmp_path / "shard-00000.pt")
-    with pytest.raises(HydraulisError, match=r"shard-00000.pt' is refused: not a file of plain tensors"):
+    with pytest.raises(HydraulisError, match=r"shard-00000.pt' is refused: it holds objects other than tensors") as refused:
         load_shard(tmp_path, ShardFile(0, "shard-00000.pt", 4))
+    assert "weights_only" not in str(refused.value)
     (tmp_path / "raw.pt").write_bytes(pickle.dumps(Payload(str(marker))))
-    with pytest.raises(HydraulisError, match="is refused"):
+    with pytest.raises(HydraulisError, match=r"raw.pt' is refused") as refused:
         load_shard(tmp_path, ShardFile(0, "raw.pt", 4))
+    assert "weights_only" not in str(refused.value)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 half a zip", b"\xff\xfe not a torch file"])
+def test_a_truncated_or_foreign_shard_is_refused_naming_it(tmp_path, content):
+    (tmp_path / "shard-00000.pt").write_bytes(content)
+    with pytest.raises(HydraulisError, match=r"shard-00000.pt' is refused: it is not") as refused:
+        load_shard(tmp_path, ShardFile(0, "shard-00000.pt", 4))
+    assert "weights_only" not in str(refused.value)
 
 
 def test_a_shard_of_tensors_loads(tmp_path):
