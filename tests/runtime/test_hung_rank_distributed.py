@@ -36,6 +36,24 @@ def session_processes(session: int) -> list[tuple[int, str, str]]:
     return found
 
 
+def local_ranks(launcher: int) -> list[int]:
+    """The rank processes a local launcher started, in rank order: children of its fork server
+    (start method ``forkserver``) or spawned children (``spawn``)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except (OSError, ValueError):
+            continue
+        parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    commands = {pid: command for pid, _, command in session_processes(launcher)}
+    servers = {pid for pid, command in commands.items() if parents.get(pid) == launcher and "forkserver" in command}
+    return sorted(pid for pid, command in commands.items()
+                  if parents.get(pid) in servers or (parents.get(pid) == launcher and "spawn_main" in command))
+
+
 @pytest.mark.parametrize(("strategy", "victim"), [("1,1,1x2", 0), ("1,1,2", 1)])
 def test_a_stopped_rank_ends_the_job_naming_it_and_its_last_step(tmp_path, strategy, victim):
     log = tmp_path / "job.log"
@@ -49,7 +67,7 @@ def test_a_stopped_rank_ends_the_job_naming_it_and_its_last_step(tmp_path, strat
             assert job.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() - started < HANG_GUARD_S, "training never reached step 3"
             time.sleep(0.1)
-        ranks = sorted(pid for pid, _, command in session_processes(job.pid) if "spawn_main" in command)
+        ranks = local_ranks(job.pid)
         assert len(ranks) == 2, session_processes(job.pid)
         os.kill(ranks[victim], signal.SIGSTOP)
         assert job.wait(timeout=HANG_GUARD_S) != 0
