@@ -5,7 +5,8 @@ import pytest
 
 from hydraulis.errors import HydraulisError
 from hydraulis.integrations.cp_contract import check_cp_groups
-from hydraulis.integrations.cp_groups import CPGroups, FixedCost, cp_step_ms, plan_cp_groups
+from hydraulis.integrations.cp_groups import CPGroups, FixedCost, cp_step_ms
+from hydraulis.integrations.cp_plan import plan_cp_groups
 from hydraulis.integrations.cp_ranks import cp_ranks
 from tests.integrations.helpers import cp_space, long_tailed
 
@@ -23,9 +24,32 @@ def test_plans_meet_the_contract_and_the_cost_is_the_slowest_rank(seed, size):
     lengths = long_tailed(size * 12, 60_000, seed)
     plan = plan_cp_groups(ranks, lengths)
     _check(plan, lengths, ranks)
-    holders = plan.holders(0)
-    per_rank = [sum(ranks.option(len(holders[i])).ms(int(lengths[i])) for i in rank) for rank in plan.groups[0]]
-    assert cp_step_ms(plan, lengths, ranks) == pytest.approx(max(per_rank))
+    slowest = []
+    for g, group in enumerate(plan.groups):
+        holders = plan.holders(g)
+        slowest.append(max(sum(ranks.option(len(holders[i])).ms(int(lengths[i])) for i in rank) for rank in group))
+    assert cp_step_ms(plan, lengths, ranks) == pytest.approx(sum(slowest))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_sample_that_needs_every_rank_runs_in_a_group_of_its_own(seed):
+    ranks = cp_ranks(cp_space(8), 8, 8, 8_192)
+    lengths = long_tailed(64, 60_000, seed)
+    lengths[0] = 65_000
+    plan = _check(plan_cp_groups(ranks, lengths), lengths, ranks)
+    whole = [g for g in range(len(plan.groups)) if any(len(r) == 8 for r in plan.holders(g).values())]
+    assert whole and all(len(plan.holders(g)) < lengths.size / 4 for g in whole)
+    assert len(plan.holders(len(plan.groups) - 1)) >= lengths.size / 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_step_is_never_below_the_fluid_bound(seed):
+    ranks = cp_ranks(cp_space(8), 8, 8, 8_192)
+    lengths = np.minimum(np.random.default_rng(seed).lognormal(7.5, 1.2, 64).astype(np.int64) + 1, 65_536)
+    need = [next(o for o in ranks.options if o.capacity >= s) for s in lengths]
+    bound = sum(o.cp * o.ms(int(s)) for o, s in zip(need, lengths)) / ranks.ranks
+    plan = _check(plan_cp_groups(ranks, lengths), lengths, ranks)
+    assert bound <= cp_step_ms(plan, lengths, ranks) <= 1.25 * bound
 
 
 def test_cost_of_a_hand_made_plan():
