@@ -13,15 +13,6 @@ optimizer shards over all ``n`` DP×CP ranks; design §4.4), ``m`` the caller's
 two ``k`` that divide ``n`` are options (Megatron creates its hybrid groups as aligned blocks of
 every power of two).
 
-**Useful sizes** (:meth:`CPRanks.useful`, per step). With ``k_i`` the smallest option holding
-sample ``i``, the ranks' mean load is at least ``T₀ = Σ_i k_i·t_{k_i}(s_i) / n``; a sample whose
-time on ``k`` ranks is already at most ``T₀`` gains nothing from more ranks (the step cannot end
-before the mean load, and a wider block only adds ``k·c`` and communication). So a step plans
-with the options up to ``K``, the smallest ``k ≥ k_max`` (the longest sample's ``k_i``) with
-``t_K(s_max) ≤ T₀`` — every shorter sample's own limit is at most ``K`` — or all of them when
-none is. E.g. 64 ranks, a 32K sample that needs ``k = 2`` and takes 900 ms there, 400 ms on 4
-ranks, ``T₀`` = 600 ms: options 1, 2, 4; the space's 8–64 are not searched.
-
 Worked example: LLaMA-7B analytic on A800s, tp 8, ``n = 64``, ``m = 16,384``: ``k = 1`` holds
 16,384 tokens, ``k = 2`` 32,768; a 20K sample needs ``k = 2`` and costs ``c_2 + a_2·20,000² +
 b_2·20,000`` on each of its two ranks.
@@ -82,18 +73,6 @@ class CPRanks:
             if o.cp == cp:
                 return o
         raise HydraulisError("cp", cp, f"is not an option: {[o.cp for o in self.options]}")
-
-    def useful(self, lengths: np.ndarray) -> CPRanks:
-        """These ranks with the options up to ``K`` of the module docstring for a step of
-        ``lengths`` (every one fits some option)."""
-        capacity = np.maximum.accumulate([o.capacity for o in self.options])
-        needs = np.searchsorted(capacity, lengths)
-        demand = sum(self.options[j].cp * self.options[j].ms(int(s)) for j, s in zip(needs.tolist(), lengths.tolist()))
-        level, longest = demand / self.ranks, int(lengths.max())
-        first = int(needs.max())
-        last = next((j for j in range(first, len(self.options)) if self.options[j].ms(longest) <= level),
-                    len(self.options) - 1)
-        return CPRanks(self.ranks, self.tp, self.options[:last + 1])
 
     def check_lengths(self, lengths: np.ndarray) -> None:
         """Raise unless there is a sample and every one fits some option."""

@@ -90,21 +90,13 @@ def test_bad_input_names_field_value_and_limit(build, field):
     assert str(error.value).startswith(field + ":")
 
 
-def test_a_step_plans_with_its_useful_sizes_only():
+def test_a_mixed_group_widens_no_block_past_where_the_longest_sample_meets_the_mean_load():
     ranks = cp_ranks(cp_space(64, cps=(1, 2, 4, 8, 16, 32, 64)), 8, 64, 4_096)
     lengths = long_tailed(64 * 12, 30_000, seed=3)
-    useful = ranks.useful(lengths)
     longest = int(lengths.max())
     level = sum(ranks.option(k).cp * ranks.option(k).ms(int(s)) for s in lengths
                 for k in [next(o.cp for o in ranks.options if o.capacity >= s)]) / ranks.ranks
-    widest = useful.options[-1]
-    assert widest.capacity >= longest and widest.ms(longest) <= level
-    assert all(o.ms(longest) > level or o.capacity < longest for o in useful.options[:-1])
-    assert widest.cp < ranks.options[-1].cp and useful.options == ranks.options[:len(useful.options)]
-    plan = plan_cp_groups(ranks, lengths)
-    assert max(len(r) for r in plan.holders(0).values()) <= widest.cp
-
-
-def test_every_size_is_useful_when_the_longest_sample_outlasts_the_mean_load():
-    ranks = cp_ranks(cp_space(8), 8, 8, 4_096)
-    assert ranks.useful(np.array([8_000] + [100] * 8)).options == ranks.options
+    widest = next(o for o in ranks.options if o.capacity >= longest and o.ms(longest) <= level)
+    assert widest.cp < ranks.options[-1].cp
+    plan = _check(plan_cp_groups(ranks, lengths), lengths, ranks)
+    assert max(len(r) for g in range(len(plan.groups)) for r in plan.holders(g).values()) <= widest.cp
