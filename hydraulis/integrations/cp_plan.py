@@ -112,12 +112,17 @@ class _Step:
     def cuts(self, keep: int) -> list[list[np.ndarray]]:
         """Step 2: the ``keep`` cuts of the needs present (widest first) into runs with the least
         summed estimate (a run's estimate from its needs' sums)."""
-        present = sorted(set(self.need.tolist()), reverse=True)
-        members = [np.flatnonzero(self.need == j) for j in present]
-        own = [self.ms[j, m] for j, m in zip(present, members)]
-        work = [float(self.cp[j] * t.sum()) for j, t in zip(present, own)]
-        longest = [float(t.max()) for t in own]
-        whole = [float(self.ms[-1, m].sum()) if self.cp[-1] == self.n else math.inf for m in members]
+        size = self.cp.size
+        own = self.ms[self.need, np.arange(self.need.size)]
+        counts = np.bincount(self.need, minlength=size)
+        present = [j for j in range(size - 1, -1, -1) if counts[j]]
+        summed = np.bincount(self.need, weights=own, minlength=size)
+        peaks = np.zeros(size)
+        np.maximum.at(peaks, self.need, own)
+        alone = np.bincount(self.need, weights=self.ms[-1], minlength=size)
+        work = [float(self.cp[j] * summed[j]) for j in present]
+        longest = [float(peaks[j]) for j in present]
+        whole = [float(alone[j]) if self.cp[-1] == self.n else math.inf for j in present]
         estimates = {}
         for start in range(len(present)):
             fluid = math.inf if self.cp[present[start]] == self.n else 0.0
@@ -130,6 +135,7 @@ class _Step:
             runs = list(itertools.pairwise(bounds))
             scored.append((sum(estimates[r] for r in runs), runs))
         scored.sort(key=lambda found: found[0])
+        members = [np.flatnonzero(self.need == j) for j in present]
         return [[np.concatenate(members[start:end]) for start, end in runs] for _, runs in scored[:keep]]
 
     def feasible_last(self, runs: list[np.ndarray]) -> list[np.ndarray]:
