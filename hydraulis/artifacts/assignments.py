@@ -32,10 +32,10 @@ from hydraulis.artifacts.record import (
     write_json,
 )
 from hydraulis.artifacts.scheme_space import scheme_from_record, scheme_to_dict
+from hydraulis.dispatch.assigned_steps import AssignedStep, SampleId
 from hydraulis.dispatch.assignments import RankAssignment, StepAssignments
 from hydraulis.errors import HydraulisError, require
 from hydraulis.files import atomic_path
-from hydraulis.integrations.assigned_step import AssignedStep, SampleId
 from hydraulis.scheme import Scheme
 
 KIND = "step_assignments"

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 
 from hydraulis.artifacts.lengths import read_lengths
+from hydraulis.dispatch.assigned_steps import SampleId, Samples
 from hydraulis.errors import HydraulisError, require
-from hydraulis.integrations.assigned_step import SampleId, Samples
 from hydraulis.limits import LENGTH, LENGTHS
 
 

@@ -13,10 +13,10 @@ from hydraulis.cli.output import emit, emit_json, plural, table
 from hydraulis.cli.synthesis_args import add_synthesis_arguments
 from hydraulis.cost import step_bound
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, summarise_plans, work_lower_bound_ms
+from hydraulis.dispatch.assigned_steps import assign_steps
 from hydraulis.dispatch.gap import bound_schemes, gap_breakdown, level_compute
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, synthesis_options
 from hydraulis.errors import HydraulisError, require_int
-from hydraulis.integrations.assigned_step import assign_steps
 from hydraulis.planner.options import synthesis_schemes
 from hydraulis.solver import SolverName
 from hydraulis.types import BatchingMethod, Proposal, StepPlan

@@ -33,10 +33,10 @@ from hydraulis.artifacts.memory_report import memory_report_to_dict
 from hydraulis.artifacts.step_comparison import step_comparison_to_dict
 from hydraulis.data.synth import synth_lengths
 from hydraulis.dispatch import DispatchOptions
+from hydraulis.dispatch.assigned_steps import Samples, assign_steps
 from hydraulis.dispatch.synthesis import Synthesise, plan_step, synthesis_options
 from hydraulis.errors import HydraulisError
 from hydraulis.fused import FuseOptions, fuse, fused_schedule
-from hydraulis.integrations.assigned_step import Samples, assign_steps
 from hydraulis.planner import PlannerConfig, propose, validate_proposal
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space

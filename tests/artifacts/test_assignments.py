@@ -16,9 +16,9 @@ from hydraulis.artifacts.assignments import (
     write_assignments,
     write_assignments_lines,
 )
+from hydraulis.dispatch.assigned_steps import AssignedStep
 from hydraulis.dispatch.assignments import step_assignments
 from hydraulis.errors import HydraulisError
-from hydraulis.integrations.assigned_step import AssignedStep
 from hydraulis.types import BatchingMethod, MicroBatch, PipelinePlan, Scheme, StepPlan
 from tests.artifacts.schema_check import violations
 
