@@ -68,3 +68,40 @@ def test_accelerate_resharding_is_refused_with_a_clear_error():
     loader = DataLoader(list(range(32)), batch_sampler=sampler)
     with pytest.raises(ValueError, match="^batch_size: 16 is not a per-process batch size"):
         prepare_data_loader(loader, "cpu", num_processes=2, process_index=0)
+
+
+def test_a_step_has_the_gradient_of_the_global_batch_mean_loss(tmp_path):
+    """However the sampler splits a global batch into micro-batches, the step's gradient is that of
+    the mean token loss over the whole batch (one packed row here)."""
+    import copy
+
+    import torch
+    from transformers import (
+        DataCollatorWithFlattening,
+        LlamaConfig,
+        LlamaForCausalLM,
+        TrainingArguments,
+    )
+
+    from hydraulis.integrations.hf import BalancedTrainer, RankShare
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(8, 60, 16)
+    dataset = [{"input_ids": rng.integers(1, 64, int(s)).tolist()} for s in lengths]
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                         num_attention_heads=2, use_cache=False))
+    reference = copy.deepcopy(model)
+    args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[], max_steps=1, save_strategy="no")
+    sampler = BalancedBatchSampler(lengths, batch_size=16, time=TimeCoefficients(a=0.0, b=1.0, c=1.0),
+                                   max_tokens=120, num_replicas=1, rank=0)
+    collator = DataCollatorWithFlattening()
+    trainer = BalancedTrainer(model=model, args=args, train_dataset=dataset, sampler=sampler, data_collator=collator)
+    share = next(iter(trainer.get_train_dataloader()))
+    assert isinstance(share, RankShare) and len(share) > 2
+    trainer.current_gradient_accumulation_steps = 1
+    trainer.training_step(trainer.model, share)
+    batch = sampler.global_batches()[0]
+    reference(**collator([dataset[int(i)] for i in batch])).loss.backward()
+    for (name, ours), theirs in zip(model.named_parameters(), reference.parameters()):
+        assert torch.allclose(ours.grad, theirs.grad, rtol=1e-4, atol=1e-6), name
