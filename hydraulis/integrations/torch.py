@@ -12,15 +12,9 @@ number on every rank. It yields this rank's micro-batches as lists of dataset in
 
 Every rank computes the same plan from the same seed, epoch and lengths (nothing is
 communicated); :meth:`state_dict` / :meth:`load_state_dict` resume mid-epoch. With the
-``Trainer``, override ``get_train_dataloader`` (``examples/trainer_balanced.py``,
-tests/integrations/test_trainer.py) and prepare the loader as the ``Trainer`` prepares its own,
-but for one process — the sampler is this rank's already, accelerate must not shard it again::
-
-    sampler = BalancedBatchSampler.from_space(lengths, batch_size=64, space="space.json",
-                                              scheme=Scheme(1, 1, 1), num_replicas=world, rank=rank)
-    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collator)
-    accelerate.data_loader.prepare_data_loader(loader, device, num_processes=1, process_index=0,
-                                               put_on_device=True)
+``Trainer``, use :class:`hydraulis.integrations.hf.BalancedTrainer`. A loader of this sampler must
+not be sharded again: ``batch_size`` raises, so accelerate's ``prepare`` with several processes
+refuses it (prepare it with ``num_processes=1``, as ``hf.balanced_train_dataloader`` does).
 """
 
 from __future__ import annotations
