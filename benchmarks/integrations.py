@@ -1,16 +1,15 @@
 """Hydraulis inside other runtimes: Megatron-Core's hybrid CP scheduler against ours on the cost
 model, and the Hugging Face ``Trainer`` measured with the default sampler and with ours.
 
-Part 1 (predicted, design §6 per rank, docs/integrations.md): long-tailed steps (synthetic:
-``examples/data/longtail.txt``'s distribution; the standard-library corpus: its files' byte
-counts / 4 as token counts) are planned by megatron-core's ``BalancedCPScheduler`` and by
-``HydraulisCPScheduler`` with the same ``max_seq_len_per_rank`` (the least ``S_k/k`` of the
-space's ``(k, 8, 1)``, so both plans fit memory), at 64 DP×CP ranks (LLaMA-7B, A800) and
-1,024 (LLaMA-32B, H100), tp 8, analytic spaces; both plans are timed by
-:func:`~hydraulis.integrations.cp_groups.cp_step_ms` with the fixed cost per sub-sample (as
-Megatron's schedule runs them) and per group; each scheduler's planning time per step is
-printed too (ours searches only the step's useful CP sizes, :meth:`CPRanks.useful`, though the
-space lists every power of two). Part 2 (measured on this CPU): 2-process ``Trainer`` runs of
+Part 1 (predicted, docs/integrations.md): ``--seeds`` batches of lognormal(7.5, 1.2) lengths
+capped at 65,536 — 64 samples on 8 DP×CP ranks and 512 on 64 — are planned by megatron-core's
+``BalancedCPScheduler`` and by ``HydraulisCPScheduler`` with ``max_seq_len_per_rank`` 8,192 (LLaMA-7B
+analytic on H100s, tp 8, every power-of-two CP size). Both plans are priced by
+:func:`~hydraulis.integrations.cp_groups.cp_step_ms`, the fixed cost once per sub-sample (as
+Megatron's schedule runs them; also once per rank and group); printed: Megatron ÷ ours (median,
+minimum), each scheduler's planning time (median over batches of the least of ``--repeats``
+interleaved runs), and Megatron ÷ the fluid bound ``Σ_i k_i·t_{k_i}(s_i)/n`` — the most any plan
+can gain over Megatron's. Part 2 (measured on this CPU): 2-process ``Trainer`` runs of
 ``examples/trainer_balanced.py`` — one epoch, every run on the same global batches, both splits
 feeding the same packed collator (``DataCollatorWithFlattening``), ours on the cost model packing
 has there — ``--trainer-repeats`` times: a run with the default loader and one with ours
@@ -19,7 +18,7 @@ batch of the same repeat), then one *alternating* run, every batch once with eac
 split in adjacent steps, which on a shared machine is the steadier comparison. Medians of the
 step times, and of ``default / ours`` batch by batch.
 
-    python benchmarks/integrations.py [--steps 8] [--trainer-repeats 3] [--trainer-batch-size 32] [--parts predicted trainer]
+    python benchmarks/integrations.py [--seeds 16] [--repeats 3] [--trainer-repeats 3] [--parts predicted trainer]
 """
 from __future__ import annotations
 
@@ -36,23 +35,17 @@ from pathlib import Path
 
 import numpy as np
 
-from hydraulis.artifacts import read_lengths
-from hydraulis.data.stdlib import stdlib_root
 from hydraulis.integrations.cp_groups import CPGroups, FixedCost, cp_step_ms
-from hydraulis.integrations.cp_ranks import cp_ranks
 from hydraulis.integrations.megatron import HydraulisCPScheduler
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.specs import Cluster
-from hydraulis.workload import sample_batches
 
-SCALES = (("llama-7b", "a800-80g", 64, 16_384), ("llama-32b", "h100-80g", 1024, 8_192))
-"""(model, device, DP×CP ranks, tokens per rank in a step)."""
-TP = 8
-PLANNED_CP = 16
-"""``max_seq_len_per_rank`` is what every ``(k, 8, 1)`` with ``k`` up to this holds per rank; the
-space lists every power of two up to the ranks, so Megatron's widened samples can be timed."""
-MAX_LEN = 32_768
+SCALES = ((8, 64), (64, 512))
+"""(DP×CP ranks, samples per batch)."""
+MODEL, DEVICE, TP = "llama-7b", "h100-80g", 8
+PER_RANK = 8_192
+LONGEST = 65_536
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -64,48 +57,59 @@ class Group:
         return self._size
 
 
-def corpora() -> dict[str, np.ndarray]:
-    stdlib = [max(1, p.stat().st_size // 4) for p in stdlib_root().rglob("*.py") if "site-packages" not in p.parts]
-    return {"synthetic": read_lengths(ROOT / "examples/data/longtail.txt"), "stdlib": np.array(stdlib)}
+def lognormal_batch(count: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.minimum(rng.lognormal(7.5, 1.2, count).astype(np.int64) + 1, LONGEST)
 
 
-def predicted(steps: int) -> None:
+def predicted(seeds: int, repeats: int) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from megatron.core.pipeline_parallel.hybrid_cp_schedule import BalancedCPScheduler
-    for name, lengths in corpora().items():
-        for model, device, ranks, per_rank in SCALES:
-            spec = device_preset(device)
-            space = analytic_scheme_space(model_preset(model), spec, Cluster(ranks * TP, spec.devices_per_node, spec.name),
-                                          tuple(2 ** i for i in range(ranks.bit_length())), (TP,), (1,),
-                                          created="benchmark", tool_version="benchmark")
-            room = cp_ranks(space, TP, ranks, 10**9)
-            per_rank_len = min(o.capacity // o.cp for o in room.options if o.cp <= PLANNED_CP)
-            ours = HydraulisCPScheduler(per_rank_len, Group(ranks), space=space, tp=TP)
-            ratios = {f: [] for f in FixedCost}
-            times = {"ours": [], "megatron": []}
-            planning = {"ours": [], "megatron": []}
-            for batch in sample_batches(lengths, ranks * per_rank, steps, MAX_LEN, seed=1):
-                pairs = list(enumerate(batch.tolist()))
+        from megatron.core.pipeline_parallel.hybrid_cp_schedule import (
+            BalancedCPScheduler,
+        )
+    for ranks, count in SCALES:
+        spec = device_preset(DEVICE)
+        space = analytic_scheme_space(model_preset(MODEL), spec, Cluster(ranks * TP, spec.devices_per_node, spec.name),
+                                      tuple(2 ** i for i in range(ranks.bit_length())), (TP,), (1,),
+                                      created="benchmark", tool_version="benchmark")
+        ours = HydraulisCPScheduler(PER_RANK, Group(ranks), space=space, tp=TP)
+        ratios: dict[FixedCost, list[float]] = {f: [] for f in FixedCost}
+        bound, planning = [], {"ours": [], "megatron": []}
+        for seed in range(seeds):
+            batch = lognormal_batch(count, seed)
+            pairs = list(enumerate(batch.tolist()))
+            times: dict[str, list[float]] = {"ours": [], "megatron": []}
+            for _ in range(repeats):
                 started = time.perf_counter()
                 _, mine = ours.get_groups_and_subsamples(pairs, None)
                 planned = time.perf_counter()
-                _, theirs = BalancedCPScheduler(per_rank_len, Group(ranks)).get_groups_and_subsamples(pairs, None)
-                planning["ours"].append((planned - started) * 1e3)
-                planning["megatron"].append((time.perf_counter() - planned) * 1e3)
-                plans = [CPGroups(tuple(tuple(tuple(r) for r in g) for g in ids)) for ids in (mine, theirs)]
-                for fixed in FixedCost:
-                    a, b = (cp_step_ms(p, batch, ours.ranks, fixed) for p in plans)
-                    ratios[fixed].append(b / a)
-                    if fixed is FixedCost.SUBSAMPLE:
-                        times["ours"].append(a)
-                        times["megatron"].append(b)
-            print(f"{name} {model} ranks={ranks} tp={TP} steps={steps}: hydraulis_ms={np.median(times['ours']):.0f} "
-                  f"megatron_ms={np.median(times['megatron']):.0f} "
-                  f"megatron_over_hydraulis={np.median(ratios[FixedCost.SUBSAMPLE]):.2f} "
-                  f"(fixed cost per group: {np.median(ratios[FixedCost.GROUP]):.2f}) "
-                  f"planning_ms_median hydraulis={np.median(planning['ours']):.0f} "
-                  f"megatron={np.median(planning['megatron']):.0f}")
+                _, theirs = BalancedCPScheduler(PER_RANK, Group(ranks)).get_groups_and_subsamples(pairs, None)
+                times["ours"].append((planned - started) * 1e3)
+                times["megatron"].append((time.perf_counter() - planned) * 1e3)
+            for name, found in times.items():
+                planning[name].append(min(found))
+            plans = [CPGroups(tuple(tuple(tuple(r) for r in g) for g in ids)) for ids in (mine, theirs)]
+            for fixed in FixedCost:
+                a, b = (cp_step_ms(p, batch, ours.ranks, fixed) for p in plans)
+                ratios[fixed].append(b / a)
+            bound.append(cp_step_ms(plans[1], batch, ours.ranks) / fluid_bound(ours.ranks, batch))
+        per_sample = ratios[FixedCost.SUBSAMPLE]
+        print(f"hybrid CP, {MODEL} on {DEVICE}, tp {TP}, {ranks} ranks, {count} lognormal(7.5, 1.2) samples capped at "
+              f"{LONGEST}, {PER_RANK} per rank, {seeds} seeds: megatron_over_ours median={np.median(per_sample):.3f} "
+              f"min={min(per_sample):.3f} (fixed cost per group: median={np.median(ratios[FixedCost.GROUP]):.3f} "
+              f"min={min(ratios[FixedCost.GROUP]):.3f}) planning_ms_median ours={np.median(planning['ours']):.2f} "
+              f"megatron={np.median(planning['megatron']):.2f} megatron_over_fluid_bound median={np.median(bound):.3f}")
+
+
+def fluid_bound(ranks, batch: np.ndarray) -> float:
+    """``Σ_i k_i·t_{k_i}(s_i) / n``, ``k_i`` the narrowest option holding sample ``i``: no plan is faster
+    (``k·t_k(s)`` grows with ``k``)."""
+    total = 0.0
+    for s in batch.tolist():
+        option = next(o for o in ranks.options if o.capacity >= s)
+        total += option.cp * option.ms(s)
+    return total / ranks.ranks
 
 
 def trainer_run(sampler: str, steps: int, shape: list[str], workdir: Path) -> dict:
@@ -165,7 +169,8 @@ def measured(steps: int, repeats: int, batch_size: int, longest: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=8, help="steps per corpus and scale")
+    parser.add_argument("--seeds", type=int, default=16, help="batches per scale")
+    parser.add_argument("--repeats", type=int, default=3, help="plans per batch and scheduler (the least time kept)")
     parser.add_argument("--trainer-steps", type=int, default=12, help="Trainer steps per run (one epoch)")
     parser.add_argument("--trainer-repeats", type=int, default=3, help="runs per sampler, interleaved")
     parser.add_argument("--trainer-batch-size", type=int, default=32, help="sequences per Trainer step")
@@ -174,7 +179,7 @@ def main() -> None:
                         help="which parts to run (default both)")
     args = parser.parse_args()
     if "predicted" in args.parts:
-        predicted(args.steps)
+        predicted(args.seeds, args.repeats)
     if "trainer" in args.parts:
         measured(args.trainer_steps, args.trainer_repeats, args.trainer_batch_size, args.trainer_longest)
 

@@ -6,13 +6,14 @@ import argparse
 
 from hydraulis import limits
 from hydraulis.artifacts import read_lengths, read_proposal, read_scheme_space, step_plan_to_dict, write_step_plan
-from hydraulis.artifacts.assignments import assignments_to_dict
+from hydraulis.artifacts.assignments import assignments_lines, assignments_to_dict
+from hydraulis.artifacts.samples import read_sample_steps
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit, emit_json, plural, table
 from hydraulis.cli.synthesis_args import add_synthesis_arguments
 from hydraulis.cost import step_bound
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods, summarise_plans, work_lower_bound_ms
-from hydraulis.dispatch.assignments import step_assignments
+from hydraulis.dispatch.assigned_steps import assign_steps
 from hydraulis.dispatch.gap import bound_schemes, gap_breakdown, level_compute
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, synthesis_options
 from hydraulis.errors import HydraulisError, require_int
@@ -37,7 +38,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                "draws the exact 1F1B timeline.")
     plan.add_argument("--proposal", required=True, type=InputFile(FileKind.PROPOSAL), help="proposal JSON")
     plan.add_argument("--lengths", required=True, type=InputFile(FileKind.LENGTHS),
-                      help="lengths file (.txt, .txt.gz, .npy): the batch, or the document pool with --steps")
+                      help="lengths file (.txt, .txt.gz, .npy): the batch, or the document pool with --steps; with "
+                           "--format assignments also the user's sample ids, one step or several: id<TAB>length or "
+                           "step<TAB>id<TAB>length lines (.tsv), or JSONL {\"id\", \"length\", \"step\"} (.jsonl)")
     plan.add_argument("--method", choices=[m.value for m in BatchingMethod],
                       default=BatchingMethod.DISPATCH_BALANCED_PACKING.value,
                       help="batching method (default dispatch_balanced_packing, Hydraulis)")
@@ -67,9 +70,15 @@ def register(commands: argparse._SubParsersAction) -> None:
                            "program, design §8.2)")
     plan.add_argument("--format", choices=("table", "json", "assignments"), default="table",
                       help="table (default); json: the step plan artifact; assignments: per rank, its micro-batches "
-                           "as lists of sequence indices (indices into --lengths) with its pipeline's scheme, "
-                           "stage, cp rank and tp rank, placed as the runtime places them (design §8.3; one batch "
-                           "only)")
+                           "as lists of the user's sample ids (positions in --lengths without ids) with its "
+                           "pipeline's scheme, stage, layers, cp rank, tp rank and predicted time, placed as the "
+                           "runtime places them, and the step's strategy and predicted time (schema: "
+                           "hydraulis/resources/step_assignments.schema.json); one JSON document, or JSON Lines, "
+                           "one step a line, when --lengths holds several steps")
+    plan.add_argument("--single-strategy", action="store_true",
+                      help="with --format assignments: run every step on one strategy of the proposal (the one "
+                           "predicted fastest over the steps), none synthesised, for runtimes that cannot switch "
+                           "strategies between steps")
     plan.add_argument("--gantt", metavar="PNG", type=OutputPath(),
                       help="draw the 1F1B timeline of every pipeline and stage")
     plan.add_argument("-o", "--output", metavar="PLAN_JSON", type=OutputPath(), help="write the step plan")
@@ -88,7 +97,25 @@ def _run(args: argparse.Namespace) -> None:
                               oversize=OversizePolicy(args.oversize))
     space = read_scheme_space(args.space) if args.space else None
     proposal = read_proposal(args.proposal, space)
-    synthesis = synthesis_options(args.synthesise, args.synthesis_evaluations, proposal, space, "--space")
+    if args.single_strategy:
+        if args.format != "assignments":
+            raise HydraulisError("--single-strategy", True, "needs --format assignments")
+        if args.synthesise != Synthesise.PROPOSAL.value:
+            raise HydraulisError("--synthesise", args.synthesise, "makes a strategy per step: leave it out with "
+                                                                 "--single-strategy")
+    mode = Synthesise.OFF.value if args.single_strategy else args.synthesise
+    synthesis = synthesis_options(mode, args.synthesis_evaluations, proposal, space, "--space")
+    if args.format == "assignments" and args.steps is None:
+        for flag, value in (("--output", args.output), ("--gantt", args.gantt), ("--explain", args.explain)):
+            if value:
+                raise HydraulisError(flag, value, "writes, draws or explains a step plan: use --format table or json")
+        steps = assign_steps(proposal, read_sample_steps(args.lengths), BatchingMethod(args.method), options,
+                             synthesis, args.single_strategy)
+        if len(steps) == 1:
+            emit_json(assignments_to_dict(steps[0]))
+        else:
+            emit(assignments_lines(steps).rstrip("\n"))
+        return
     lengths = read_lengths(args.lengths)
     if args.steps is None:
         for flag, value in (("--token-budget", args.token_budget), ("--max-seq-len", args.max_seq_len)):
@@ -110,9 +137,6 @@ def _one_batch(args: argparse.Namespace, proposal: Proposal, lengths, options: D
         draw_gantt(plan, proposal, args.gantt)
     if args.format == "json":
         emit_json(step_plan_to_dict(plan))
-        return
-    if args.format == "assignments":
-        emit_json(assignments_to_dict(step_assignments(plan, lengths, proposal.devices)))
         return
     emit(_plan_header(plan, proposal, work_lower_bound_ms(proposal, lengths, options.alignment)))
     if args.explain:

@@ -25,6 +25,7 @@ from hydraulis.cli.output import (
 from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
 from hydraulis.cost.memory import memory_breakdown
 from hydraulis.errors import HydraulisError
+from hydraulis.integrations.model_description import model_from_description
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.cluster import group_scheme_space
 from hydraulis.profiler.budget import under_budget
@@ -32,7 +33,7 @@ from hydraulis.profiler.compare import compare_spaces
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
 from hydraulis.profiler.report import space_rows
 from hydraulis.planner.config import Variants
-from hydraulis.types import Cluster, OptimizerLayout
+from hydraulis.types import Cluster, ModelSpec, OptimizerLayout
 
 DEFAULT_COMPARE_LENGTHS = (128, 512, 1024, 4096, 16384)
 
@@ -64,7 +65,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                                        "hardware you do not have. With --cluster, one space per device group "
                                        "of a mixed cluster (design §7.4): analytic from the group's device "
                                        "preset, or its measured space copied.")
-    ana.add_argument("--model", required=True, choices=model_names(), help="model preset")
+    ana.add_argument("--model", required=True, metavar="MODEL",
+                     help=f"model preset ({', '.join(model_names())}) or the path of a model description: a Hugging "
+                          "Face config.json, a Megatron TransformerConfig's fields or torchtitan ModelArgs as JSON "
+                          "(see hydraulis.integrations.model_description)")
     ana.add_argument("--device", choices=device_names(), help="device preset (required without --cluster)")
     ana.add_argument("--devices", type=Bounded(limits.DEVICES), help="cluster devices, e.g. 1024 (required without "
                                                                      "--cluster)")
@@ -162,14 +166,26 @@ def _analytic(args: argparse.Namespace) -> None:
             raise HydraulisError(name, None, "is required without --cluster")
     device = device_preset(args.device)
     cluster = Cluster(args.devices, args.devices_per_node or device.devices_per_node, device.name)
-    space = analytic_scheme_space(model_preset(args.model), device, cluster, args.cp, args.tp, args.pp,
+    model = described_model(args.model)
+    space = analytic_scheme_space(model, device, cluster, args.cp, args.tp, args.pp,
                                   created=timestamp(), tool_version=__version__, command=command_line(),
                                   variants=scheme_variants(args.options),
                                   segments=Variants(args.variants) is Variants.ALL and not args.options)
     write_scheme_space(args.output, space)
     segments = f" and the segments of {len(space.segments)} (cp, tp, sp) for their variants" if space.segments else ""
-    emit(f"wrote {args.output}: {plural(len(space.profiles), 'analytic scheme')} of {args.model} on "
+    emit(f"wrote {args.output}: {plural(len(space.profiles), 'analytic scheme')} of {model.name} on "
          f"{args.devices} × {device.name}{segments}")
+
+
+def described_model(text: str) -> ModelSpec:
+    """A preset by name, or the model a description file gives (named after its folder or file)."""
+    if text in model_names():
+        return model_preset(text)
+    path = Path(text)
+    if not path.suffix == ".json":
+        raise HydraulisError("model", text, f"is neither a preset ({', '.join(model_names())}) nor a .json description")
+    name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    return model_from_description(read_json(path), name or "model", str(path))
 
 
 def _budget(args: argparse.Namespace) -> None:
@@ -182,7 +198,7 @@ def _budget(args: argparse.Namespace) -> None:
 
 def _analytic_cluster(args: argparse.Namespace) -> None:
     cluster = read_cluster(args.cluster)
-    model = model_preset(args.model)
+    model = described_model(args.model)
     for group in cluster.groups:
         space = (read_scheme_space(group.space) if group.space else
                  group_scheme_space(group, model, timestamp(), __version__, command_line(), args.cp, args.tp, args.pp))

@@ -6,7 +6,17 @@ A sample of ``s`` tokens run with context-parallel size ``k`` occupies ``k`` ran
 
     t_k(s) = c_k + a_k·s² + b_k·s          (one forward/backward per sub-sample, design §6.1)
 
-The details: :func:`cp_ranks`."""
+and fits when ``s ≤ C_k = min(S_k, k·m)``: ``S_k`` the longest sequence the space's
+``(k, tp, 1)`` holds under the optimizer layout ``dp{n}·tp{tp}·pp1`` (Megatron's distributed
+optimizer shards over all ``n`` DP×CP ranks; design §6.4), ``m`` the caller's
+``max_seq_len_per_rank`` (Megatron's own cap: ``k`` ranks hold ``k·m`` tokens). Only powers of
+two ``k`` that divide ``n`` are options (Megatron creates its hybrid groups as aligned blocks of
+every power of two).
+
+Worked example: LLaMA-7B analytic on A800s, tp 8, ``n = 64``, ``m = 16,384``: ``k = 1`` holds
+16,384 tokens, ``k = 2`` 32,768; a 20K sample needs ``k = 2`` and costs ``c_2 + a_2·20,000² +
+b_2·20,000`` on each of its two ranks.
+"""
 
 from __future__ import annotations
 
@@ -63,18 +73,6 @@ class CPRanks:
             if o.cp == cp:
                 return o
         raise HydraulisError("cp", cp, f"is not an option: {[o.cp for o in self.options]}")
-
-    def useful(self, lengths: np.ndarray) -> CPRanks:
-        """These ranks with the options up to ``K`` of :func:`cp_ranks` for a step of
-        ``lengths`` (every one fits some option)."""
-        capacity = np.maximum.accumulate([o.capacity for o in self.options])
-        needs = np.searchsorted(capacity, lengths)
-        demand = sum(self.options[j].cp * self.options[j].ms(int(s)) for j, s in zip(needs.tolist(), lengths.tolist()))
-        level, longest = demand / self.ranks, int(lengths.max())
-        first = int(needs.max())
-        last = next((j for j in range(first, len(self.options)) if self.options[j].ms(longest) <= level),
-                    len(self.options) - 1)
-        return CPRanks(self.ranks, self.tp, self.options[:last + 1])
 
     def check_lengths(self, lengths: np.ndarray) -> None:
         """Raise unless there is a sample and every one fits some option."""

@@ -2,21 +2,15 @@
 Hydraulis (docs/integrations.md).
 
 A drop-in for ``megatron.core.pipeline_parallel.hybrid_cp_schedule.BalancedCPScheduler``
-(megatron-core 0.16): the same constructor arguments plus the scheme ``space`` (a
-:class:`~hydraulis.types.SchemeSpace` or the path of one) and ``tp``, and the same
-``get_groups_and_subsamples(sample_id_seqlens, config) -> (groups, sample_id_groups)``.
-The plan is :func:`~hydraulis.integrations.cp_groups.plan_cp_groups`: one group whose aligned
-blocks of ``k`` ranks run their samples with context-parallel size ``k``, balanced on the
-space's ``(k, tp, 1)`` time ``c_k + a_k·s² + b_k·s`` per sample, every sample within what its
-``k`` ranks hold (``min(S_k, k·max_seq_len_per_rank)``).
+(megatron-core 0.16): the same constructor and ``get_groups_and_subsamples(sample_id_seqlens,
+config) -> (groups, sample_id_groups)``, planned by
+:func:`~hydraulis.integrations.cp_plan.plan_cp_groups` (several groups per step). Optional:
+``space`` (a scheme space or its path; default: analytic, of the model ``config`` describes on
+the GPU this runs on, every power-of-two CP size), ``tp`` (default: Megatron's parallel state,
+else ``config.tensor_model_parallel_size``), ``device`` (a preset name; default: this GPU).
+:func:`install` replaces Megatron's class where its wrapper looks it up.
 
-Wiring (Megatron's wrapper builds its own scheduler; replace it)::
-
-    wrapper = HybridCPDataLoaderWrapper(data_iterator, config, pg_collection)
-    wrapper.cp_balancing_scheduler = HydraulisCPScheduler(
-        config.max_seqlen_per_dp_cp_rank, wrapper.dp_cp_group, space="space.json", tp=8)
-
-Nothing here imports torch or Megatron: the group is only asked its ``size()``.
+Nothing here imports Megatron or torch before a default is needed: the group is asked its ``size()``.
 """
 
 from __future__ import annotations
@@ -27,11 +21,22 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from hydraulis import __version__
+from hydraulis.artifacts.record import timestamp
 from hydraulis.artifacts.scheme_space import read_scheme_space
-from hydraulis.errors import require
-from hydraulis.integrations.cp_groups import CPGroups, plan_cp_groups
+from hydraulis.errors import HydraulisError, require
+from hydraulis.integrations.cp_groups import CPGroups
+from hydraulis.integrations.cp_plan import plan_cp_groups
 from hydraulis.integrations.cp_ranks import CPRanks, cp_ranks
-from hydraulis.types import SchemeSpace
+from hydraulis.integrations.model_description import (
+    description_of,
+    device_matching,
+    model_from_description,
+)
+from hydraulis.presets import device_preset
+from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.specs import Cluster
+from hydraulis.types import DeviceSpec, SchemeSpace
 
 log = logging.getLogger(__name__)
 
@@ -45,23 +50,99 @@ class SizedGroup(Protocol):
 class HydraulisCPScheduler:
     """``BalancedCPScheduler``'s contract, Hydraulis' plan (module docstring)."""
 
-    def __init__(self, max_seq_len_per_rank: int, dp_cp_group: SizedGroup, *, space: SchemeSpace | str | Path,
-                 tp: int) -> None:
-        space = space if isinstance(space, SchemeSpace) else read_scheme_space(space)
-        self.ranks: CPRanks = cp_ranks(space, tp, int(dp_cp_group.size()), max_seq_len_per_rank)
+    def __init__(self, max_seq_len_per_rank: int, dp_cp_group: SizedGroup, *,
+                 space: SchemeSpace | str | Path | None = None, tp: int | None = None,
+                 device: str | DeviceSpec | None = None) -> None:
         self.max_seq_len_per_rank = max_seq_len_per_rank
-        log.info("hybrid CP over %d ranks, tp %d: options %s", self.ranks.ranks, tp,
-                 [(o.cp, o.capacity) for o in self.ranks.options])
+        self.size = int(dp_cp_group.size())
+        self._tp, self._device = tp, device
+        self._ranks: CPRanks | None = None
+        if space is not None:
+            space = space if isinstance(space, SchemeSpace) else read_scheme_space(space)
+            self._ranks = self._options(space, self._tensor_parallel(None, space))
+
+    @property
+    def ranks(self) -> CPRanks:
+        """The CP options planned with (derived at the first step when no space was given)."""
+        require(self._ranks is not None, "space", None, "is derived from the first step's config: plan a step first")
+        return self._ranks
 
     def get_groups_and_subsamples(self, sample_id_seqlens: list[tuple[int, int]],
                                   config: Any = None) -> tuple[list[list[list[int]]], list[list[list[int]]]]:
         """``(groups, sample_id_groups)``: ``groups[g][r]`` the lengths, ``sample_id_groups[g][r]``
-        the sample ids rank ``r`` runs in group ``g``; ``config`` is accepted and unused."""
+        the sample ids rank ``r`` runs in group ``g``; ``config`` (Megatron's ``TransformerConfig``)
+        describes the model when no space was given."""
         require(len(sample_id_seqlens) > 0, "sample_id_seqlens", [], "is empty: give at least one sample")
+        if self._ranks is None:
+            self._ranks = self._derive(config)
         ids = [int(i) for i, _ in sample_id_seqlens]
         require(len(set(ids)) == len(ids), "sample_id_seqlens", ids, "repeats a sample id")
         lengths = np.array([int(s) for _, s in sample_id_seqlens], dtype=np.int64)
-        plan: CPGroups = plan_cp_groups(self.ranks, lengths)
+        plan: CPGroups = plan_cp_groups(self._ranks, lengths)
         sample_id_groups = [[[ids[i] for i in rank] for rank in group] for group in plan.groups]
         groups = [[[int(lengths[i]) for i in rank] for rank in group] for group in plan.groups]
         return groups, sample_id_groups
+
+    def _derive(self, config: Any) -> CPRanks:
+        require(config is not None, "config", None, "is needed to derive the space: pass space= or Megatron's config")
+        tp = self._tensor_parallel(config, None)
+        model = model_from_description(description_of(config), "megatron", "config")
+        device = self._gpu()
+        cps = tuple(2 ** i for i in range(self.size.bit_length()) if self.size % 2 ** i == 0)
+        cluster = Cluster(self.size * tp, min(device.devices_per_node, self.size * tp), device.name)
+        space = analytic_scheme_space(model, device, cluster, cps, (tp,), (1,), created=timestamp(),
+                                      tool_version=__version__, command="HydraulisCPScheduler")
+        return self._options(space, tp)
+
+    def _options(self, space: SchemeSpace, tp: int) -> CPRanks:
+        ranks = cp_ranks(space, tp, self.size, self.max_seq_len_per_rank)
+        log.info("hybrid CP over %d ranks, tp %d: options %s", ranks.ranks, tp,
+                 [(o.cp, o.capacity) for o in ranks.options])
+        return ranks
+
+    def _tensor_parallel(self, config: Any, space: SchemeSpace | None) -> int:
+        """``tp``: given, else Megatron's parallel state, else the config's, else the space's only one."""
+        if self._tp is not None:
+            return self._tp
+        found = _megatron_tp()
+        if found is None and config is not None:
+            found = getattr(config, "tensor_model_parallel_size", None)
+        if found is None and space is not None:
+            tps = sorted({p.scheme.tp for p in space.profiles if p.scheme.pp == 1})
+            found = tps[0] if len(tps) == 1 else None
+        require(found is not None, "tp", None, "is unknown: pass tp= (Megatron's parallel state is not initialised)")
+        return int(found)
+
+    def _gpu(self) -> DeviceSpec:
+        if isinstance(self._device, DeviceSpec):
+            return self._device
+        if self._device is not None:
+            return device_preset(self._device)
+        import torch
+
+        require(torch.cuda.is_available(), "device", None, "is unknown without a GPU: pass device= a preset name")
+        index = torch.cuda.current_device()
+        return device_matching(torch.cuda.get_device_name(index), torch.cuda.get_device_properties(index).total_memory)
+
+
+def install() -> None:
+    """Make Megatron-Core build ``HydraulisCPScheduler`` wherever it builds ``BalancedCPScheduler``
+    (its schedule module and the data wrapper, which imported the name)."""
+    from megatron.core.datasets import data_schedule
+    from megatron.core.pipeline_parallel import hybrid_cp_schedule
+
+    hybrid_cp_schedule.BalancedCPScheduler = HydraulisCPScheduler
+    data_schedule.BalancedCPScheduler = HydraulisCPScheduler
+
+
+def _megatron_tp() -> int | None:
+    try:
+        from megatron.core import parallel_state
+    except ImportError:
+        return None
+    try:
+        if parallel_state.model_parallel_is_initialized():
+            return int(parallel_state.get_tensor_model_parallel_world_size())
+    except (AssertionError, RuntimeError, HydraulisError):
+        return None
+    return None

@@ -12,15 +12,9 @@ number on every rank. It yields this rank's micro-batches as lists of dataset in
 
 Every rank computes the same plan from the same seed, epoch and lengths (nothing is
 communicated); :meth:`state_dict` / :meth:`load_state_dict` resume mid-epoch. With the
-``Trainer``, override ``get_train_dataloader`` (``examples/trainer_balanced.py``,
-tests/integrations/test_trainer.py) and prepare the loader as the ``Trainer`` prepares its own,
-but for one process — the sampler is this rank's already, accelerate must not shard it again::
-
-    sampler = BalancedBatchSampler.from_space(lengths, batch_size=64, space="space.json",
-                                              scheme=Scheme(1, 1, 1), num_replicas=world, rank=rank)
-    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collator)
-    accelerate.data_loader.prepare_data_loader(loader, device, num_processes=1, process_index=0,
-                                               put_on_device=True)
+``Trainer``, use :class:`hydraulis.integrations.hf.BalancedTrainer`. A loader of this sampler must
+not be sharded again: ``batch_size`` raises, so accelerate's ``prepare`` with several processes
+refuses it (prepare it with ``num_processes=1``, as ``hf.balanced_train_dataloader`` does).
 """
 
 from __future__ import annotations
@@ -33,7 +27,7 @@ import numpy as np
 
 from hydraulis.artifacts.scheme_space import read_scheme_space
 from hydraulis.cost.memory import memory_breakdown
-from hydraulis.errors import require, require_int
+from hydraulis.errors import HydraulisError, require, require_int
 from hydraulis.integrations.rank_batches import RankMicroBatches, rank_micro_batches
 from hydraulis.types import OptimizerLayout, Scheme, SchemeSpace, TimeCoefficients
 
@@ -54,7 +48,7 @@ class BalancedBatchSampler:
         require(self.lengths.size >= batch_size, "lengths", int(self.lengths.size),
                 f"must hold at least one global batch of batch_size = {batch_size}")
         require_int(seed, "seed")
-        self.batch_size, self.time, self.max_tokens = batch_size, time, max_tokens
+        self.global_batch_size, self.time, self.max_tokens = batch_size, time, max_tokens
         self.num_replicas, self.rank, self.seed = num_replicas, rank, seed
         self.epoch = 0
         self.done = 0
@@ -75,6 +69,16 @@ class BalancedBatchSampler:
         return cls(lengths, batch_size=batch_size, time=profile.time, max_tokens=max_tokens,
                    num_replicas=num_replicas, rank=rank, seed=seed)
 
+    @property
+    def batch_size(self) -> int:
+        """Refused: accelerate reads it to re-shard a batch sampler over the processes, but this one
+        yields this rank's micro-batches already (use ``global_batch_size``)."""
+        raise HydraulisError("batch_size", self.global_batch_size,
+                             "is not a per-process batch size: BalancedBatchSampler yields this rank's micro-batches "
+                             "already, so the loader must not be sharded again (accelerate's prepare with several "
+                             "processes does that): build it with hydraulis.integrations.hf.balanced_train_dataloader "
+                             "or prepare it with num_processes=1")
+
     def set_epoch(self, epoch: int) -> None:
         """Start ``epoch`` from its first micro-batch (as ``DistributedSampler.set_epoch``)."""
         require_int(epoch, "epoch", minimum=0)
@@ -85,7 +89,8 @@ class BalancedBatchSampler:
         """This epoch's global batches: its shuffle (seeded by seed and epoch) cut into runs of
         ``batch_size`` dataset indices, a last shorter run dropped."""
         order = np.random.default_rng([self.seed, self.epoch]).permutation(self.lengths.size)
-        return [order[i:i + self.batch_size] for i in range(0, order.size - self.batch_size + 1, self.batch_size)]
+        size = self.global_batch_size
+        return [order[i:i + size] for i in range(0, order.size - size + 1, size)]
 
     def plans(self) -> list[RankMicroBatches]:
         """Every global batch's plan of this epoch (all ranks), computed once per epoch."""

@@ -38,6 +38,7 @@ from hydraulis.service.schemas import (
     MemoryRequest,
     Presets,
     ProposalRequest,
+    StepAssignmentsRequest,
     StepComparisonRequest,
     StepPlanRequest,
     SyntheticLengthsRequest,
@@ -157,6 +158,14 @@ def _v1_routes(settings: ServiceSettings) -> APIRouter:
         work.check_sequences(len(body.lengths), settings)
         time_limit = _time_limit(work.time_limit(body.time_limit_s, settings), settings)
         return await planning(request, work.step_plan, body, time_limit + grace)
+
+    @router.post("/step-assignments", responses=JSON_OBJECT)
+    async def step_assignments(body: StepAssignmentsRequest, request: Request) -> Response:
+        """Each step's per-rank micro-batches as the samples' ids, with the strategy, predicted times and
+        each stage's layers: ``{"steps": [step_assignments document, ...]}`` (the shipped JSON Schema)."""
+        work.check_sequences(sum(len(step.samples) for step in body.steps), settings)
+        time_limit = _time_limit(work.time_limit(body.time_limit_s, settings), settings)
+        return await planning(request, work.step_assignments, body, len(body.steps) * (time_limit + grace))
 
     @router.post("/lengths/synthetic", responses=JSON_OBJECT)
     async def synthetic_lengths(body: SyntheticLengthsRequest, request: Request) -> Response:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from hydraulis import limits
 from hydraulis.data.synth import LongTail
@@ -122,9 +122,10 @@ class ProposalRequest(Body):
     seed: int = within(limits.SEED, default=0)
 
 
-class StepPlanRequest(Body):
+class DispatchRequest(Body):
+    """What plans a step: the proposal, the batching method and the dispatcher's options."""
+
     proposal: dict[str, Any] = Field(description="a proposal document (POST /v1/proposals, hydraulis propose)")
-    lengths: list[Length] = Field(min_length=1, description="the global batch: one length per sequence")
     method: BatchingMethod = BatchingMethod.DISPATCH_BALANCED_PACKING
     seed: int = within(limits.SEED, default=0)
     ilp_nodes: int = within(limits.ILP_NODES, default=0,
@@ -142,6 +143,28 @@ class StepPlanRequest(Body):
     scheme_space: dict[str, Any] | None = Field(default=None,
                                                 description="the scheme space the proposal was made from "
                                                             "(synthesise=space)")
+
+
+class StepPlanRequest(DispatchRequest):
+    lengths: list[Length] = Field(min_length=1, description="the global batch: one length per sequence")
+
+
+class SampleBody(Body):
+    id: StrictStr | StrictInt = Field(description="the sample's id, as the runtime knows it")
+    length: Length
+
+
+class StepSamplesBody(Body):
+    samples: list[SampleBody] = Field(min_length=1, description="one global batch: its samples")
+
+
+class StepAssignmentsRequest(DispatchRequest):
+    steps: list[StepSamplesBody] = Field(min_length=1, max_length=int(limits.SAMPLED_STEPS.maximum),
+                                         description="the steps to plan, in order")
+    single_strategy: bool = Field(default=False,
+                                  description="run every step on one strategy of the proposal (the one predicted "
+                                              "fastest over the steps), none synthesised: for runtimes that cannot "
+                                              "switch strategies; leave synthesise out")
 
 
 class SyntheticLengthsRequest(Body):

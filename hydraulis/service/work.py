@@ -27,12 +27,14 @@ from hydraulis.artifacts import (
     step_plan_to_dict,
     timestamp,
 )
+from hydraulis.artifacts.assignments import assignments_to_dict
 from hydraulis.artifacts.fused import fused_problem_from_dict, fused_schedule_to_dict
 from hydraulis.artifacts.memory_report import memory_report_to_dict
 from hydraulis.artifacts.step_comparison import step_comparison_to_dict
 from hydraulis.data.synth import synth_lengths
 from hydraulis.dispatch import DispatchOptions
-from hydraulis.dispatch.synthesis import plan_step, synthesis_options
+from hydraulis.dispatch.assigned_steps import Samples, assign_steps
+from hydraulis.dispatch.synthesis import Synthesise, plan_step, synthesis_options
 from hydraulis.errors import HydraulisError
 from hydraulis.fused import FuseOptions, fuse, fused_schedule
 from hydraulis.planner import PlannerConfig, propose, validate_proposal
@@ -42,9 +44,11 @@ from hydraulis.profiler.report import space_rows
 from hydraulis.service.errors import ServiceError
 from hydraulis.service.schemas import (
     AnalyticSpaceRequest,
+    DispatchRequest,
     FusedScheduleRequest,
     MemoryRequest,
     ProposalRequest,
+    StepAssignmentsRequest,
     StepComparisonRequest,
     StepPlanRequest,
     SyntheticLengthsRequest,
@@ -88,13 +92,31 @@ def proposal(body: ProposalRequest, settings: ServiceSettings) -> dict[str, Any]
 
 def step_plan(body: StepPlanRequest, settings: ServiceSettings) -> dict[str, Any]:
     parsed = cached_proposal(body.proposal, settings)
-    options = DispatchOptions(seed=body.seed, ilp_nodes=body.ilp_nodes, ilp_solver=body.ilp_solver,
-                              ilp_time_limit_s=time_limit(body.time_limit_s, settings), alignment=body.alignment,
-                              oversize=body.oversize)
+    options = _dispatch_options(body, settings)
     space = None if body.scheme_space is None else scheme_space_from_dict(body.scheme_space)
     synthesis = synthesis_options(body.synthesise, body.synthesis_evaluations, parsed, space)
     return step_plan_to_dict(plan_step(parsed, np.asarray(body.lengths, dtype=np.int64), body.method, options,
                                        synthesis))
+
+
+def step_assignments(body: StepAssignmentsRequest, settings: ServiceSettings) -> dict[str, Any]:
+    parsed = cached_proposal(body.proposal, settings)
+    if body.single_strategy and "synthesise" in body.model_fields_set:
+        raise HydraulisError("synthesise", body.synthesise.value, "makes a strategy per step: leave it out with "
+                                                                   "single_strategy")
+    space = None if body.scheme_space is None else scheme_space_from_dict(body.scheme_space)
+    mode = Synthesise.OFF if body.single_strategy else body.synthesise
+    synthesis = synthesis_options(mode, body.synthesis_evaluations, parsed, space)
+    steps = [Samples(tuple(s.id for s in step.samples), tuple(s.length for s in step.samples)) for step in body.steps]
+    assigned = assign_steps(parsed, steps, body.method, _dispatch_options(body, settings), synthesis,
+                            body.single_strategy)
+    return {"steps": [assignments_to_dict(step) for step in assigned]}
+
+
+def _dispatch_options(body: DispatchRequest, settings: ServiceSettings) -> DispatchOptions:
+    return DispatchOptions(seed=body.seed, ilp_nodes=body.ilp_nodes, ilp_solver=body.ilp_solver,
+                           ilp_time_limit_s=time_limit(body.time_limit_s, settings), alignment=body.alignment,
+                           oversize=body.oversize)
 
 
 def synthetic_lengths(body: SyntheticLengthsRequest, settings: ServiceSettings) -> dict[str, Any]:

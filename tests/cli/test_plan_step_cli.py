@@ -8,9 +8,10 @@ import sys
 import pytest
 
 from hydraulis.artifacts import read_lengths, read_step_plan, write_proposal
-from hydraulis.artifacts.assignments import assignments_to_dict, read_assignments
+from hydraulis.artifacts.assignments import assignments_schema, assignments_to_dict, read_assignments
 from hydraulis.types import BatchingMethod
 
+from tests.artifacts.schema_check import violations
 from tests.dispatch.helpers import EXAMPLES, group, proposal
 
 PROPOSAL = str(EXAMPLES / "proposals" / "7b_32dev.json")
@@ -95,6 +96,9 @@ def test_summary_of_all_methods_over_sampled_steps():
     (["--steps", "2", "--token-budget", "200000", "--format", "assignments"],
      "--format: 'assignments' lists one batch's ranks; leave out --steps"),
     (["--format", "ranks"], "invalid choice"),
+    (["--single-strategy"], "--single-strategy: True needs --format assignments"),
+    (["--format", "assignments", "--single-strategy", "--synthesise", "off"], "leave it out with --single-strategy"),
+    (["--format", "assignments", "--explain"], "--explain: True writes, draws or explains a step plan"),
 ])
 def test_bad_arguments(batch, extra, message):
     run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", batch, *extra)
@@ -131,14 +135,54 @@ def test_assignments_round_trip_through_their_reader(batch, tmp_path):
     assert run.returncode == 0, run.stderr
     path = tmp_path / "assignments.json"
     path.write_text(run.stdout)
-    assignments = read_assignments(path)
-    assert assignments_to_dict(assignments) == json.loads(run.stdout)
+    step = read_assignments(path)
+    assert assignments_to_dict(step) == json.loads(run.stdout)
+    assert violations(json.loads(run.stdout), assignments_schema()) == []
+    assignments = step.assignments
     assert assignments.devices == 32 and len(assignments.ranks) <= 32
     assert assignments.lengths == tuple(int(n) for n in read_lengths(batch))
+    assert step.ids == tuple(range(120))
     heads = {r.pipeline: r.micro_batches for r in assignments.ranks}
     assert sorted(i for mbs in heads.values() for mb in mbs for i in mb) == list(range(120))
     for r in assignments.ranks:
         assert r.micro_batches == heads[r.pipeline]
+
+
+def _samples(tmp_path, steps: int, suffix: str) -> tuple[str, list[dict]]:
+    lengths = read_lengths(POOL)[:40 * steps].tolist()
+    rows = [{"step": k // 40, "id": f"doc-{k}", "length": n} for k, n in enumerate(lengths)]
+    path = tmp_path / f"samples{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        path.write_text("".join(f"{r['step']}\t{r['id']}\t{r['length']}\n" for r in rows))
+    return str(path), rows
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".tsv"])
+def test_assignments_of_several_steps_carry_the_ids_as_json_lines(tmp_path, suffix):
+    path, rows = _samples(tmp_path, 3, suffix)
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", path, "--format", "assignments")
+    assert run.returncode == 0, run.stderr
+    documents = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [d["step"] for d in documents] == [0, 1, 2]
+    for k, document in enumerate(documents):
+        assert violations(document, assignments_schema()) == []
+        ours = [r for r in rows if r["step"] == k]
+        assert document["samples"] == [{"id": r["id"], "length": r["length"]} for r in ours]
+        heads = {r["pipeline"]: r["micro_batches"] for r in document["ranks"]}
+        assert sorted(i for mbs in heads.values() for mb in mbs for i in mb) == sorted(r["id"] for r in ours)
+        assert all(r["predicted_ms"] <= document["predicted_ms"] for r in document["ranks"])
+        assert all(r["layers"][0] < r["layers"][1] for r in document["ranks"])
+
+
+def test_single_strategy_runs_every_step_on_one_strategy(tmp_path):
+    path, _ = _samples(tmp_path, 3, ".jsonl")
+    run = hydraulis("plan-step", "--proposal", PROPOSAL, "--lengths", path, "--format", "assignments",
+                    "--single-strategy")
+    assert run.returncode == 0, run.stderr
+    strategies = {json.dumps(json.loads(line)["strategy"]) for line in run.stdout.splitlines()}
+    assert len(strategies) == 1 and json.loads(strategies.pop())["index"] is not None
 
 
 def test_assignments_refuse_split_sequences(tmp_path):

@@ -75,7 +75,27 @@ def test_bad_input_exits_2_with_one_line(tmp_path, make_args, needle):
 def test_unknown_preset_is_a_usage_error():
     result = hydraulis("space", "analytic", "--model", "gpt-9", "--device", "h100-80g", "--devices", "8", "-o", "x")
     assert result.returncode == 2
-    assert "invalid choice: 'gpt-9'" in result.stderr
+    assert "model: 'gpt-9' is neither a preset" in result.stderr
+
+
+@pytest.mark.parametrize("description", [
+    {"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 512, "num_attention_heads": 8,
+     "num_key_value_heads": 2, "intermediate_size": 1408, "vocab_size": 32000},
+    {"num_layers": 4, "hidden_size": 512, "num_attention_heads": 8, "num_query_groups": 2, "ffn_hidden_size": 1408,
+     "gated_linear_unit": True, "padded_vocab_size": 32000},
+    {"n_layers": 4, "dim": 512, "n_heads": 8, "n_kv_heads": 2, "vocab_size": 32000, "multiple_of": 256},
+])
+def test_analytic_takes_a_model_description(tmp_path, description):
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(description))
+    space = tmp_path / "space.json"
+    made = hydraulis("space", "analytic", "--model", str(folder / "config.json"), "--device", "h100-80g",
+                     "--devices", "8", "-o", str(space))
+    assert made.returncode == 0, made.stderr
+    model = json.loads(space.read_text())["model"]
+    assert (model["name"], model["layers"], model["hidden"], model["kv_heads"], model["ffn_hidden"]) == \
+        ("my-model", 4, 512, 2, 1536 if "dim" in description else 1408)
 
 
 def _write(tmp_path, text: str) -> str:

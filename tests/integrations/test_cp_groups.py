@@ -5,7 +5,8 @@ import pytest
 
 from hydraulis.errors import HydraulisError
 from hydraulis.integrations.cp_contract import check_cp_groups
-from hydraulis.integrations.cp_groups import CPGroups, FixedCost, cp_step_ms, plan_cp_groups
+from hydraulis.integrations.cp_groups import CPGroups, FixedCost, cp_step_ms
+from hydraulis.integrations.cp_plan import plan_cp_groups
 from hydraulis.integrations.cp_ranks import cp_ranks
 from tests.integrations.helpers import cp_space, long_tailed
 
@@ -23,9 +24,32 @@ def test_plans_meet_the_contract_and_the_cost_is_the_slowest_rank(seed, size):
     lengths = long_tailed(size * 12, 60_000, seed)
     plan = plan_cp_groups(ranks, lengths)
     _check(plan, lengths, ranks)
-    holders = plan.holders(0)
-    per_rank = [sum(ranks.option(len(holders[i])).ms(int(lengths[i])) for i in rank) for rank in plan.groups[0]]
-    assert cp_step_ms(plan, lengths, ranks) == pytest.approx(max(per_rank))
+    slowest = []
+    for g, group in enumerate(plan.groups):
+        holders = plan.holders(g)
+        slowest.append(max(sum(ranks.option(len(holders[i])).ms(int(lengths[i])) for i in rank) for rank in group))
+    assert cp_step_ms(plan, lengths, ranks) == pytest.approx(sum(slowest))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_sample_that_needs_every_rank_runs_in_a_group_of_its_own(seed):
+    ranks = cp_ranks(cp_space(8), 8, 8, 8_192)
+    lengths = long_tailed(64, 60_000, seed)
+    lengths[0] = 65_000
+    plan = _check(plan_cp_groups(ranks, lengths), lengths, ranks)
+    whole = [g for g in range(len(plan.groups)) if any(len(r) == 8 for r in plan.holders(g).values())]
+    assert whole and all(len(plan.holders(g)) < lengths.size / 4 for g in whole)
+    assert len(plan.holders(len(plan.groups) - 1)) >= lengths.size / 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_step_is_never_below_the_fluid_bound(seed):
+    ranks = cp_ranks(cp_space(8), 8, 8, 8_192)
+    lengths = np.minimum(np.random.default_rng(seed).lognormal(7.5, 1.2, 64).astype(np.int64) + 1, 65_536)
+    need = [next(o for o in ranks.options if o.capacity >= s) for s in lengths]
+    bound = sum(o.cp * o.ms(int(s)) for o, s in zip(need, lengths)) / ranks.ranks
+    plan = _check(plan_cp_groups(ranks, lengths), lengths, ranks)
+    assert bound <= cp_step_ms(plan, lengths, ranks) <= 1.25 * bound
 
 
 def test_cost_of_a_hand_made_plan():
@@ -66,21 +90,13 @@ def test_bad_input_names_field_value_and_limit(build, field):
     assert str(error.value).startswith(field + ":")
 
 
-def test_a_step_plans_with_its_useful_sizes_only():
+def test_a_mixed_group_widens_no_block_past_where_the_longest_sample_meets_the_mean_load():
     ranks = cp_ranks(cp_space(64, cps=(1, 2, 4, 8, 16, 32, 64)), 8, 64, 4_096)
     lengths = long_tailed(64 * 12, 30_000, seed=3)
-    useful = ranks.useful(lengths)
     longest = int(lengths.max())
     level = sum(ranks.option(k).cp * ranks.option(k).ms(int(s)) for s in lengths
                 for k in [next(o.cp for o in ranks.options if o.capacity >= s)]) / ranks.ranks
-    widest = useful.options[-1]
-    assert widest.capacity >= longest and widest.ms(longest) <= level
-    assert all(o.ms(longest) > level or o.capacity < longest for o in useful.options[:-1])
-    assert widest.cp < ranks.options[-1].cp and useful.options == ranks.options[:len(useful.options)]
-    plan = plan_cp_groups(ranks, lengths)
-    assert max(len(r) for r in plan.holders(0).values()) <= widest.cp
-
-
-def test_every_size_is_useful_when_the_longest_sample_outlasts_the_mean_load():
-    ranks = cp_ranks(cp_space(8), 8, 8, 4_096)
-    assert ranks.useful(np.array([8_000] + [100] * 8)).options == ranks.options
+    widest = next(o for o in ranks.options if o.capacity >= longest and o.ms(longest) <= level)
+    assert widest.cp < ranks.options[-1].cp
+    plan = _check(plan_cp_groups(ranks, lengths), lengths, ranks)
+    assert max(len(r) for g in range(len(plan.groups)) for r in plan.holders(g).values()) <= widest.cp

@@ -2,9 +2,11 @@
 
 import warnings
 
+import numpy as np
 import pytest
 
 from hydraulis.integrations.cp_contract import check_cp_groups
+from hydraulis.integrations.cp_groups import CPGroups, cp_step_ms
 from hydraulis.integrations.megatron import HydraulisCPScheduler
 from tests.integrations.helpers import cp_space, long_tailed
 
@@ -47,3 +49,58 @@ def test_reads_the_space_from_a_path(tmp_path):
     scheduler = HydraulisCPScheduler(8_192, Group(8), space=str(path), tp=8)
     groups, ids = scheduler.get_groups_and_subsamples([(0, 9_000), (1, 100), (2, 200), (3, 300)] * 1, None)
     check_cp_groups(groups, ids, {0: 9_000, 1: 100, 2: 200, 3: 300}, 8, scheduler.ranks)
+
+
+def _lognormal(count: int, seed: int) -> list[tuple[int, int]]:
+    rng = np.random.default_rng(seed)
+    lengths = np.minimum(rng.lognormal(7.5, 1.2, count).astype(np.int64) + 1, 65_536)
+    return list(enumerate(lengths.tolist()))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_never_worse_than_megatrons_plan_on_our_cost_model(seed):
+    ours = HydraulisCPScheduler(8_192, Group(8), space=cp_space(8, cps=(1, 2, 4, 8)), tp=8)
+    pairs = _lognormal(64, seed)
+    lengths = [s for _, s in pairs]
+    plans = [CPGroups(tuple(tuple(tuple(r) for r in g) for g in scheduler.get_groups_and_subsamples(pairs, None)[1]))
+             for scheduler in (ours, schedule.BalancedCPScheduler(8_192, Group(8)))]
+    mine, theirs = (cp_step_ms(p, lengths, ours.ranks) for p in plans)
+    assert mine <= theirs
+
+
+def test_replaces_balanced_cp_scheduler_by_assignment(monkeypatch):
+    """Megatron's wrapper builds ``BalancedCPScheduler(max_seq_len_per_rank=..., dp_cp_group=...)``
+    and later calls ``get_groups_and_subsamples(ids_and_lengths, config)``: no space, no tp."""
+    import torch
+    from megatron.core.datasets import data_schedule
+    from megatron.core.transformer import TransformerConfig
+
+    from hydraulis.integrations.megatron import install
+
+    monkeypatch.setattr(schedule, "BalancedCPScheduler", schedule.BalancedCPScheduler)
+    monkeypatch.setattr(data_schedule, "BalancedCPScheduler", data_schedule.BalancedCPScheduler)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: "NVIDIA A800-SXM4-80GB")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index=None: type("P", (), {"total_memory": 85e9}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = TransformerConfig(num_layers=32, hidden_size=4096, num_attention_heads=32, ffn_hidden_size=11008,
+                                   tensor_model_parallel_size=8, max_seqlen_per_dp_cp_rank=8_192,
+                                   hybrid_context_parallel=True)
+    schedule.BalancedCPScheduler = HydraulisCPScheduler
+    scheduler = schedule.BalancedCPScheduler(max_seq_len_per_rank=config.max_seqlen_per_dp_cp_rank,
+                                             dp_cp_group=Group(8))
+    pairs = _lognormal(64, 0)
+    groups, sample_id_groups = scheduler.get_groups_and_subsamples(pairs, config)
+    check_cp_groups(groups, sample_id_groups, dict(pairs), 8, scheduler.ranks)
+    assert scheduler.ranks.tp == 8 and [o.cp for o in scheduler.ranks.options] == [1, 2, 4, 8]
+    install()
+    assert data_schedule.BalancedCPScheduler is HydraulisCPScheduler is schedule.BalancedCPScheduler
+
+
+def test_without_a_gpu_or_a_device_the_error_names_the_field():
+    scheduler = HydraulisCPScheduler(8_192, Group(8), tp=8)
+    with pytest.raises(ValueError, match="^(device|config)"):
+        scheduler.get_groups_and_subsamples([(0, 100)] * 1, {"num_layers": 2, "hidden_size": 256,
+                                                             "num_attention_heads": 4})

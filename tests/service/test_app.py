@@ -218,3 +218,40 @@ def test_too_much_work_is_413(space_document):
     assert response.json()["error"] == {
         "code": "too_much_work", "field": "strategies",
         "message": "devices × strategies = 64 × 4 = 256 exceeds this service's max_device_strategies = 128"}
+
+
+def test_step_assignments_carry_the_ids_over_several_steps(client, example_proposal):
+    from hydraulis.artifacts.assignments import (
+        assignments_from_dict,
+        assignments_schema,
+    )
+    from tests.artifacts.schema_check import violations
+
+    steps = [{"samples": [{"id": f"s{k}-{i}", "length": n} for i, n in enumerate([30000, 12, 4096, 700, 20000, 1])]}
+             for k in range(2)]
+    response = client.post("/v1/step-assignments", json={"proposal": example_proposal, "steps": steps})
+    assert response.status_code == 200, response.text
+    documents = response.json()["steps"]
+    assert [d["step"] for d in documents] == [0, 1]
+    for document, step in zip(documents, steps):
+        assert violations(document, assignments_schema()) == []
+        assert assignments_from_dict(document).ids == tuple(s["id"] for s in step["samples"])
+    single = client.post("/v1/step-assignments",
+                         json={"proposal": example_proposal, "steps": steps, "single_strategy": True})
+    assert single.status_code == 200
+    assert len({d["strategy"]["index"] for d in single.json()["steps"]}) == 1
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda b: b.__setitem__("steps", []), None),
+    (lambda b: b["steps"][0]["samples"][1].__setitem__("id", "a"), "samples[1].id"),
+    (lambda b: b["steps"][0]["samples"][0].__setitem__("id", 1.5), None),
+    (lambda b: b.update(single_strategy=True, synthesise="proposal"), "synthesise"),
+])
+def test_step_assignments_errors(client, example_proposal, change, field):
+    body = {"proposal": example_proposal, "steps": [{"samples": [{"id": "a", "length": 100}, {"id": "b", "length": 7}]}]}
+    change(body)
+    response = client.post("/v1/step-assignments", json=body)
+    assert response.status_code == 422
+    if field is not None:
+        assert response.json()["error"]["field"] == field
