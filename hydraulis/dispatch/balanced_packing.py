@@ -22,7 +22,9 @@ must fall gently), while every extra micro-batch costs ``c``. Candidates:
 
 All candidates of all pipelines are packed together (numpy over candidates) and timed by the
 exact 1F1B simulation, many at once (:func:`hydraulis.cost.pipeline_times_1f1b`); each
-pipeline keeps its fastest candidate.
+pipeline keeps its fastest candidate. While every open micro-batch has room for the next
+pieces (the capacity does not bind — the common case when pipelines hold many short pieces),
+the room check is skipped: the same choices, fewer array passes.
 
 Worked example (``p = 2``, φ = 1/3): times ``(10, 10, 10, 10, 10, 10)`` take 70 ms; the same
 60 ms of work as ``(2, 5, 8, 10, 10, 10, 8, 5, 2)`` takes 64.7 ms (plus ``3·c`` for the three
@@ -44,6 +46,10 @@ SHAPES = ((0, 1.0), (1, 0.35), (2, 0.2))
 """Target shapes as (ramp length in multiples of ``p``, starting level α); (0, 1) is flat."""
 SPREAD = 2
 """Micro-batch counts tried on each side of the estimate's best ``v``."""
+REPRESENTED = 8
+"""A class of at least this many identical many-stage pipelines searches its targets on a few."""
+REPRESENTATIVES = 2
+"""The most loaded pipelines of such a class that try every target row."""
 
 
 def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens: np.ndarray,
@@ -66,10 +72,41 @@ def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens:
         else:
             staged.append(p)
     if staged:
-        for p, packing in zip(staged, _Candidates(table, [pieces_of[p] for p in staged], staged, tokens, work,
-                                                  kappa).best()):
+        for p, packing in zip(staged, _staged_packings(table, pieces_of, staged, tokens, work, kappa)):
             packings[p] = packing
     return packings
+
+
+def _staged_packings(table: PipelineTable, pieces_of: list[np.ndarray], staged: list[int], tokens: np.ndarray,
+                     work: np.ndarray, kappa: float) -> list[Packing]:
+    """The packings of the many-stage pipelines ``staged``: every candidate for the pipelines of
+    small classes and for the :data:`REPRESENTATIVES` most loaded of each class of at least
+    :data:`REPRESENTED`; the class's other pipelines try first-fit decreasing and the target row
+    (``v`` offset from their own estimate, shape) that won on its most loaded pipeline."""
+    classes: dict[int, list[int]] = {}
+    for p in staged:
+        classes.setdefault(int(table.group_of[p]), []).append(p)
+    searched, leads, rest = [], {}, {}
+    for g, members in classes.items():
+        if len(members) < REPRESENTED:
+            searched += members
+            continue
+        ranked = sorted(members, key=lambda p: (-float(work[g, pieces_of[p]].sum()), p))
+        searched += ranked[:REPRESENTATIVES]
+        leads[g], rest[g] = ranked[0], ranked[REPRESENTATIVES:]
+    searched.sort()
+    first = _Candidates(table, [pieces_of[p] for p in searched], searched, tokens, work, kappa)
+    found = dict(zip(searched, first.best()))
+    if rest:
+        allowed = {}
+        for g, others in rest.items():
+            won = first.won[searched.index(leads[g])]
+            allowed.update({p: () if won is None else (won,) for p in others})
+        others = sorted(allowed)
+        second = _Candidates(table, [pieces_of[p] for p in others], others, tokens, work, kappa,
+                             [allowed[p] for p in others])
+        found.update(zip(others, second.best()))
+    return [found[p] for p in staged]
 
 
 class _Candidates:
@@ -77,7 +114,8 @@ class _Candidates:
     target rows packed together; all timed together, only the winners built."""
 
     def __init__(self, table: PipelineTable, pieces_of: list[np.ndarray], pipelines: list[int],
-                 tokens: np.ndarray, work: np.ndarray, kappa: float) -> None:
+                 tokens: np.ndarray, work: np.ndarray, kappa: float,
+                 allowed: list[tuple[tuple[int, int], ...]] | None = None) -> None:
         self.table, self.pieces_of, self.tokens, self.work = table, pieces_of, tokens, work
         self.groups = table.group_of[pipelines]
         self.pp = table.pp[self.groups]
@@ -85,10 +123,12 @@ class _Candidates:
         self.capacity = table.capacity[self.groups]
         self.ffd = [[pieces[b] for b in first_fit_decreasing(tokens[pieces], int(cap))]
                     for pieces, cap in zip(pieces_of, self.capacity)]
-        self.owner, self.targets = self._target_rows(kappa)
+        self.owner, self.targets, self.keys = self._target_rows(kappa, allowed)
+        self.won: list[tuple[int, int] | None] = []
 
     def best(self) -> list[Packing]:
-        """Each pipeline's fastest candidate."""
+        """Each pipeline's fastest candidate; ``won`` records, per pipeline, the key of its
+        target row when one won (else None)."""
         ffd_times = [np.array([c + row[mb].sum() for mb in bins])
                      for bins, c, row in zip(self.ffd, self.c, self._work_rows())]
         organ = [organ_order(t) for t in ffd_times]
@@ -97,10 +137,13 @@ class _Candidates:
         choice, order, used, target_ms = self._pack_to_targets()
         packings = []
         first_row = np.searchsorted(self.owner, np.arange(len(self.pieces_of) + 1)).tolist()
+        self.won = []
         for i, pieces in enumerate(self.pieces_of):
-            best_row = first_row[i] + int(np.argmin(target_ms[first_row[i]:first_row[i + 1]]))
-            options = (natural_ms[i], organ_ms[i], target_ms[best_row])
+            mine = target_ms[first_row[i]:first_row[i + 1]]
+            best_row = first_row[i] + int(np.argmin(mine)) if mine.size else -1
+            options = (natural_ms[i], organ_ms[i], target_ms[best_row] if mine.size else np.inf)
             pick = int(np.argmin(options))
+            self.won.append(self.keys[best_row] if pick == 2 else None)
             if pick == 0:
                 micro_batches = tuple(self.ffd[i])
             elif pick == 1:
@@ -115,10 +158,12 @@ class _Candidates:
         """Every pipeline's row of ``work`` (views)."""
         return [self.work[g] for g in self.groups.tolist()]
 
-    def _target_rows(self, kappa: float) -> tuple[np.ndarray, np.ndarray]:
-        """Per target row: its pipeline (index into ``pieces_of``, ascending) and targets ``τ_j``
-        (−∞ past ``v``)."""
-        owner, totals, shapes = [], [], []
+    def _target_rows(self, kappa: float, allowed: list[tuple[tuple[int, int], ...]] | None
+                     ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
+        """Per target row: its pipeline (index into ``pieces_of``, ascending), targets ``τ_j``
+        (−∞ past ``v``) and key (``v`` minus the pipeline's estimate, shape index); only the
+        keys ``allowed[i]`` for pipeline ``i`` when given."""
+        owner, totals, shapes, keys = [], [], [], []
         for i, (pieces, row, pp, c, capacity) in enumerate(zip(self.pieces_of, self._work_rows(), self.pp.tolist(),
                                                                 self.c.tolist(), self.capacity.tolist())):
             total = float(row[pieces].sum())
@@ -126,18 +171,23 @@ class _Candidates:
             fewest = max(1, -(-held // capacity))
             centre = round(estimate_ms(total, held, 0.0, pieces.size, c, pp, capacity, kappa, 0.0)[1])
             counts = sorted({min(max(centre + d, fewest), pieces.size) for d in range(-SPREAD, SPREAD + 1)})
-            for v in counts:
-                for ramp, alpha in SHAPES:
-                    owner.append(i)
-                    totals.append(total)
-                    shapes.append(_shape(v, ramp * pp, alpha))
+            rows = ([(v, s) for v in counts for s in range(len(SHAPES))] if allowed is None else
+                    [(min(max(centre + d, fewest), pieces.size), s) for d, s in allowed[i]])
+            for v, s in rows:
+                ramp, alpha = SHAPES[s]
+                owner.append(i)
+                totals.append(total)
+                shapes.append(_shape(v, ramp * pp, alpha))
+                keys.append((v - centre, s))
+        if not shapes:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 1)), keys
         width = max(t.size for t in shapes)
         rho = np.zeros((len(shapes), width))
         for r, t in enumerate(shapes):
             rho[r, :t.size] = t
         sizes = np.array([t.size for t in shapes])
         targets = np.where(np.arange(width) < sizes[:, None], np.array(totals)[:, None] * rho, -np.inf)
-        return np.array(owner, dtype=np.int64), targets
+        return np.array(owner, dtype=np.int64), targets, keys
 
     def _pack_to_targets(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Longest piece first into the micro-batch furthest below its target with room, for all
@@ -147,6 +197,9 @@ class _Candidates:
         places empty pieces (no tokens, no work), which change nothing."""
         rows, width = self.targets.shape
         depth = max(p.size for p in self.pieces_of)
+        if rows == 0:
+            return (np.zeros((0, depth), dtype=np.int64), np.zeros((0, width), dtype=np.int64),
+                    np.zeros(0, dtype=np.int64), np.zeros(0))
         position = np.full((len(self.pieces_of), depth), -1, dtype=np.int64)
         for i, pieces in enumerate(self.pieces_of):
             position[i, :pieces.size] = pieces
@@ -160,20 +213,28 @@ class _Candidates:
         room = np.where(open_bin, capacity, -1)
         load = np.zeros((rows, width))
         choice = np.zeros((depth, rows), dtype=np.int64)
-        fitted = np.zeros((depth, rows), dtype=bool)
+        fitted = np.ones((depth, rows), dtype=bool)
         room_flat, load_flat, start = room.reshape(-1), load.reshape(-1), np.arange(rows) * width
+        largest = size.max(axis=1).tolist()
+        tightest = _least_room(room, open_bin)
         for k in range(depth):
+            if largest[k] > tightest:
+                tightest = _least_room(room, open_bin)
+            if largest[k] <= tightest:
+                j = (self.targets - load).argmax(axis=1)
+                cell = start + j
+                choice[k] = j
+                load_flat[cell] += cost[k]
+                room_flat[cell] -= size[k]
+                tightest -= largest[k]
+                continue
             slack = np.where(room >= size[k][:, None], self.targets - load, -np.inf)
             j = slack.argmax(axis=1)
             cell = start + j
             fits = np.isfinite(slack.reshape(-1)[cell])
             choice[k], fitted[k] = j, fits
-            if fits.all():
-                load_flat[cell] += cost[k]
-                room_flat[cell] -= size[k]
-            else:
-                load_flat[cell[fits]] += cost[k][fits]
-                room_flat[cell[fits]] -= size[k][fits]
+            load_flat[cell[fits]] += cost[k][fits]
+            room_flat[cell[fits]] -= size[k][fits]
         failed = ~fitted.all(axis=0)
         held = np.where(open_bin, capacity - room, 0)
         times = np.where(held > 0, self.c[self.owner][:, None] + load, np.inf)
@@ -189,6 +250,11 @@ class _Candidates:
             makespan[members] = pipeline_times_1f1b(np.take_along_axis(times[members], order[members, :v], axis=1),
                                                     stages, self.table.model)
         return choice.T, order, used, makespan
+
+
+def _least_room(room: np.ndarray, open_bin: np.ndarray) -> int:
+    """The least room of an open micro-batch (tokens)."""
+    return int(room[open_bin].min(initial=np.iinfo(np.int64).max))
 
 
 @lru_cache(maxsize=1024)
