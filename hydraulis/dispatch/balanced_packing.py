@@ -50,6 +50,8 @@ REPRESENTED = 8
 """A class of at least this many identical many-stage pipelines searches its targets on a few."""
 REPRESENTATIVES = 2
 """The most loaded pipelines of such a class that try every target row."""
+RECHECK = 32
+"""Pieces placed with the room check before the least room is looked up again."""
 
 
 def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens: np.ndarray,
@@ -193,63 +195,71 @@ class _Candidates:
         """Longest piece first into the micro-batch furthest below its target with room, for all
         target rows at once; per row the piece → micro-batch choice, the execution order of the
         used micro-batches (organ order; the first ``used`` entries of its row), ``used`` and the
-        exact 1F1B time (∞ where a piece found no room). A row past its pipeline's last piece
-        places empty pieces (no tokens, no work), which change nothing."""
+        exact 1F1B time (∞ where a piece found no room). Rows are packed in decreasing order of
+        their pipeline's pieces, so that at piece ``k`` only the rows still placing pieces (a
+        prefix) are touched; a row past its pipeline's last piece would place empty pieces (no
+        tokens, no work), which change nothing."""
         rows, width = self.targets.shape
         depth = max(p.size for p in self.pieces_of)
         if rows == 0:
             return (np.zeros((0, depth), dtype=np.int64), np.zeros((0, width), dtype=np.int64),
                     np.zeros(0, dtype=np.int64), np.zeros(0))
+        counts = np.array([p.size for p in self.pieces_of])[self.owner]
+        by_count = np.argsort(-counts, kind="stable")
+        live = np.searchsorted(-counts[by_count], -np.arange(depth), side="left").tolist()
+        owner, targets = self.owner[by_count], self.targets[by_count]
         position = np.full((len(self.pieces_of), depth), -1, dtype=np.int64)
         for i, pieces in enumerate(self.pieces_of):
             position[i, :pieces.size] = pieces
-        position = position[self.owner].T
+        position = position[owner].T
         present = position >= 0
         safe = np.maximum(position, 0)
         size = np.where(present, self.tokens[safe], 0)
-        cost = np.where(present, self.work[self.groups[self.owner][None, :], safe], 0.0)
-        open_bin = np.isfinite(self.targets)
-        capacity = self.capacity[self.owner][:, None]
+        cost = np.where(present, self.work[self.groups[owner][None, :], safe], 0.0)
+        open_bin = np.isfinite(targets)
+        capacity = self.capacity[owner][:, None]
         room = np.where(open_bin, capacity, -1)
         load = np.zeros((rows, width))
         choice = np.zeros((depth, rows), dtype=np.int64)
         fitted = np.ones((depth, rows), dtype=bool)
         room_flat, load_flat, start = room.reshape(-1), load.reshape(-1), np.arange(rows) * width
         largest = size.max(axis=1).tolist()
-        tightest = _least_room(room, open_bin)
+        tightest, recheck = _least_room(room, open_bin), 0
         for k in range(depth):
-            if largest[k] > tightest:
-                tightest = _least_room(room, open_bin)
+            a = live[k]
+            if largest[k] > tightest and k >= recheck:
+                tightest, recheck = _least_room(room[:a], open_bin[:a]), k + RECHECK
             if largest[k] <= tightest:
-                j = (self.targets - load).argmax(axis=1)
-                cell = start + j
-                choice[k] = j
-                load_flat[cell] += cost[k]
-                room_flat[cell] -= size[k]
+                j = (targets[:a] - load[:a]).argmax(axis=1)
+                cell = start[:a] + j
+                choice[k, :a] = j
+                load_flat[cell] += cost[k, :a]
+                room_flat[cell] -= size[k, :a]
                 tightest -= largest[k]
                 continue
-            slack = np.where(room >= size[k][:, None], self.targets - load, -np.inf)
+            slack = np.where(room[:a] >= size[k, :a, None], targets[:a] - load[:a], -np.inf)
             j = slack.argmax(axis=1)
-            cell = start + j
-            fits = np.isfinite(slack.reshape(-1)[cell])
-            choice[k], fitted[k] = j, fits
-            load_flat[cell[fits]] += cost[k][fits]
-            room_flat[cell[fits]] -= size[k][fits]
+            cell = start[:a] + j
+            fits = np.isfinite(slack.reshape(-1)[start[:a] + j])
+            choice[k, :a], fitted[k, :a] = j, fits
+            load_flat[cell[fits]] += cost[k, :a][fits]
+            room_flat[cell[fits]] -= size[k, :a][fits]
         failed = ~fitted.all(axis=0)
         held = np.where(open_bin, capacity - room, 0)
-        times = np.where(held > 0, self.c[self.owner][:, None] + load, np.inf)
+        times = np.where(held > 0, self.c[owner][:, None] + load, np.inf)
         used = (held > 0).sum(axis=1)
         ranked = np.argsort(times, axis=1, kind="stable")
         order = np.full((rows, width), -1, dtype=np.int64)
         makespan = np.full(rows, np.inf)
-        pp = self.pp[self.owner]
+        pp = self.pp[owner]
         ok = np.flatnonzero(~failed)
         for stages, v in set(zip(pp[ok].tolist(), used[ok].tolist())):
             members = ok[(pp[ok] == stages) & (used[ok] == v)]
             order[members, :v] = ranked[members, :v][:, _organ_slots(v)]
             makespan[members] = pipeline_times_1f1b(np.take_along_axis(times[members], order[members, :v], axis=1),
                                                     stages, self.table.model)
-        return choice.T, order, used, makespan
+        back = np.argsort(by_count)
+        return choice.T[back], order[back], used[back], makespan[back]
 
 
 def _least_room(room: np.ndarray, open_bin: np.ndarray) -> int:

@@ -32,3 +32,22 @@ def test_a_class_places_every_piece_once_and_its_most_loaded_pipeline_is_fully_s
     lead = max(range(TABLE.pipelines), key=lambda p: (work[0, pieces_of[p]].sum(), -p))
     full = balanced_packing._Candidates(TABLE, [pieces_of[lead]], [lead], tokens, work, 0.75).best()[0]
     assert packings[lead].time_ms == full.time_ms
+
+
+def _linear_first_fit(sizes, capacity):
+    rooms, bins = [], []
+    for k, s in enumerate(sizes):
+        j = next((j for j, room in enumerate(rooms) if s <= room), len(rooms))
+        if j == len(rooms):
+            rooms.append(capacity)
+            bins.append([])
+        rooms[j] -= s
+        bins[j].append(k)
+    return bins
+
+
+@given(st.lists(st.integers(1, 6000), min_size=1, max_size=300), st.integers(1, 5000))
+@settings(max_examples=200, deadline=None)
+def test_first_fit_over_the_tree_of_rooms_is_the_linear_scan(values, capacity):
+    tokens = np.sort(np.array(values, dtype=np.int64))[::-1]
+    assert first_fit_decreasing(tokens, capacity) == _linear_first_fit(tokens.tolist(), capacity)
