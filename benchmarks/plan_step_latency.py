@@ -14,7 +14,14 @@ the files (``cmp``).
     python benchmarks/plan_step_latency.py [--steps 30] [--cases 7b_32dev,7b_64dev,32b_1024dev] [--dump plans.jsonl]
     python benchmarks/plan_step_latency.py --cases 70b_8192dev,405b_16384dev
 
-A case is a proposal of ``examples/proposals/`` by name, or a path to a proposal JSON.
+A case is a proposal of ``examples/proposals/`` by name, or a path to a proposal JSON. The
+70B and 405B proposals are the planner's (``benchmarks/proposal_time.py --scale`` settings):
+``hydraulis space analytic --model llama-70b --device h100-80g --devices 8192 -o S`` then
+``hydraulis propose --space S --devices 8192 --token-budget 12800000 --max-seq-len 131072
+--lengths examples/data/longtail.txt``; for 405B ``--model llama-405b --devices 16384 --cp
+1,2,4,8,16 --tp 4,8 --pp 4,8,16`` and ``--token-budget 16000000``. Beside the planning time
+(wall clock, which a shared machine inflates) the table gives the median CPU time of the
+process per step.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import time
 
 import numpy as np
 
@@ -58,9 +66,11 @@ def main() -> None:
                                 seed=args.seed)
         known = proposal_communicators(proposal)
         plan_step(proposal, batches[0], synthesis=synthesis, known=known)
-        planning, synthesised = [], 0
+        planning, cpu, synthesised = [], [], 0
         for batch in batches[1:]:
+            started = time.process_time()
             plan = plan_step(proposal, batch, synthesis=synthesis, known=known)
+            cpu.append((time.process_time() - started) * 1e3)
             known |= strategy_communicators(plan.strategy(proposal))
             planning.append(plan.planning_ms)
             synthesised += plan.synthesis is not None
@@ -68,8 +78,8 @@ def main() -> None:
             del record["planning_ms"]
             records.append(json.dumps({"case": case, **record}, sort_keys=True))
         rows.append([case, proposal.devices, float(np.median(planning)), float(np.percentile(planning, 90)),
-                     synthesised])
-    print(table(("case", "devices", "plan_ms_median", "plan_ms_p90", "synthesised"), rows))
+                     float(np.median(cpu)), synthesised])
+    print(table(("case", "devices", "plan_ms_median", "plan_ms_p90", "cpu_ms_median", "synthesised"), rows))
     if args.dump:
         with open(args.dump, "w") as out:
             out.write("\n".join(records) + "\n")
