@@ -75,7 +75,7 @@ MANY_BINS = 16
 def first_fit_decreasing(tokens: np.ndarray, capacity: int) -> list[list[int]]:
     """Positions of ``tokens`` (sorted descending) per micro-batch, in opening order."""
     if int(tokens.sum()) > MANY_BINS * capacity:
-        return _first_fit_tree(tokens.tolist(), capacity)
+        return first_fit_tree(tokens.tolist(), capacity)
     rooms: list[int] = []
     bins: list[list[int]] = []
     for k, s in enumerate(tokens.tolist()):
@@ -90,7 +90,7 @@ def first_fit_decreasing(tokens: np.ndarray, capacity: int) -> list[list[int]]:
     return bins
 
 
-def _first_fit_tree(sizes: list[int], capacity: int) -> list[list[int]]:
+def first_fit_tree(sizes: list[int], capacity: int) -> list[list[int]]:
     """First-fit over a max-tree of rooms, ``O(log n)`` a piece: leaf ``j`` is micro-batch ``j``,
     an unopened one has the whole ``capacity``, so the leftmost leaf with room is the first
     micro-batch that fits or, when none does, the next to open (micro-batches open in index
