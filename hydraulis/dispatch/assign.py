@@ -10,10 +10,8 @@ candidate (a heap per group), so a piece costs ``O(G·log P)``.
 
 Local moves then take the slowest pipeline ``p*`` and move the one piece ``i`` to the pipeline
 ``q`` (the least loaded of each group that can hold ``i``) minimising ``max(T_p*∖i, T_q∪i)``,
-while that is below ``T_p*`` (at most ``local_moves`` times).
-
-Local moves weigh every piece of the slowest pipeline against the least loaded pipeline of
-each group at once (numpy), then take the candidates in the order of that scan.
+while that is below ``T_p*`` (at most ``local_moves`` times); a move weighs all of ``p*``'s
+pieces against every group at once (numpy) and takes them in the order of that scan.
 
 Worked example: pipelines A (C = 8K, fast) and B (C = 32K, twice as slow), pieces 20K, 6K,
 6K, 6K: the 20K piece can only go to B; the 6K pieces go to A while ``T_A + w_A(6K)`` stays
