@@ -1,7 +1,8 @@
 """Planning latency of ``plan-step`` with per-step synthesis (design §8.2), per example proposal.
 
-For each case, ``--steps`` steps are sampled from the lengths file (token budget from the
-proposal: 200K tokens for 7B, 1.6M for 32B; pieces of at most 32K) and planned one after the
+For each case, ``--steps`` steps are sampled from the lengths file (token budget and longest
+piece from the proposal: 200K tokens for 7B, 1.6M for 32B, 32K; 12.8M and 131K for the 70B and
+405B proposals the planner made at 8,192 and 16,384 devices) and planned one after the
 other with ``plan_step`` (``--synthesise``, ``--synthesis-evaluations``), the communicators
 created by earlier steps carried over as a run does; one warm-up step first. The table shows the
 median and p90 planning time (``StepPlan.planning_ms``) and how many steps synthesised.
@@ -11,6 +12,16 @@ of the planner can be checked to plan identically: run each with its ``PYTHONPAT
 the files (``cmp``).
 
     python benchmarks/plan_step_latency.py [--steps 30] [--cases 7b_32dev,7b_64dev,32b_1024dev] [--dump plans.jsonl]
+    python benchmarks/plan_step_latency.py --cases 70b_8192dev,405b_16384dev
+
+A case is a proposal of ``examples/proposals/`` by name, or a path to a proposal JSON. The
+70B and 405B proposals are the planner's (``benchmarks/proposal_time.py --scale`` settings):
+``hydraulis space analytic --model llama-70b --device h100-80g --devices 8192 -o S`` then
+``hydraulis propose --space S --devices 8192 --token-budget 12800000 --max-seq-len 131072
+--lengths examples/data/longtail.txt``; for 405B ``--model llama-405b --devices 16384 --cp
+1,2,4,8,16 --tp 4,8 --pp 4,8,16`` and ``--token-budget 16000000``. Beside the planning time
+(wall clock, which a shared machine inflates) the table gives the median CPU time of the
+process per step.
 """
 from __future__ import annotations
 
@@ -18,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import time
 
 import numpy as np
 
@@ -27,7 +39,10 @@ from hydraulis.cli.output import table
 from hydraulis.dispatch.synthesis import plan_step, proposal_communicators, strategy_communicators, synthesis_options
 from hydraulis.workload import sample_batches
 
-MAX_SEQ_LEN = 32_768
+
+
+def proposal_path(case: str) -> str:
+    return case if case.endswith(".json") else f"examples/proposals/{case}.json"
 
 
 def main() -> None:
@@ -45,14 +60,17 @@ def main() -> None:
           f"{args.steps} steps per case, synthesise {args.synthesise}, {args.synthesis_evaluations} evaluations")
     rows, records = [], []
     for case in args.cases.split(","):
-        proposal = read_proposal(f"examples/proposals/{case}.json")
+        proposal = read_proposal(proposal_path(case))
         synthesis = synthesis_options(args.synthesise, args.synthesis_evaluations, proposal, None)
-        batches = sample_batches(lengths, proposal.token_budget, args.steps + 1, MAX_SEQ_LEN, seed=args.seed)
+        batches = sample_batches(lengths, proposal.token_budget, args.steps + 1, proposal.max_seq_len,
+                                seed=args.seed)
         known = proposal_communicators(proposal)
         plan_step(proposal, batches[0], synthesis=synthesis, known=known)
-        planning, synthesised = [], 0
+        planning, cpu, synthesised = [], [], 0
         for batch in batches[1:]:
+            started = time.process_time()
             plan = plan_step(proposal, batch, synthesis=synthesis, known=known)
+            cpu.append((time.process_time() - started) * 1e3)
             known |= strategy_communicators(plan.strategy(proposal))
             planning.append(plan.planning_ms)
             synthesised += plan.synthesis is not None
@@ -60,8 +78,8 @@ def main() -> None:
             del record["planning_ms"]
             records.append(json.dumps({"case": case, **record}, sort_keys=True))
         rows.append([case, proposal.devices, float(np.median(planning)), float(np.percentile(planning, 90)),
-                     synthesised])
-    print(table(("case", "devices", "plan_ms_median", "plan_ms_p90", "synthesised"), rows))
+                     float(np.median(cpu)), synthesised])
+    print(table(("case", "devices", "plan_ms_median", "plan_ms_p90", "cpu_ms_median", "synthesised"), rows))
     if args.dump:
         with open(args.dump, "w") as out:
             out.write("\n".join(records) + "\n")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from settings import DEVICE, DEVICES_PER_NODE, MAX_SEQ_LEN, ROOT, Setting, all_settings  # noqa: E402
+from settings import DEVICES_PER_NODE, MAX_SEQ_LEN, ROOT, Setting, all_settings  # noqa: E402
 
 from hydraulis import __version__  # noqa: E402
 from hydraulis.artifacts import read_lengths, timestamp  # noqa: E402
@@ -36,7 +36,7 @@ COLUMNS = ("setting", "model", "devices", "token_budget", "workload", "steps", "
 
 
 def run(setting: Setting, steps: int) -> tuple[Simulation, tuple[ContenderSummary, ...]]:
-    space, space_facts = scheme_space_for(setting.space, setting.model, DEVICE, setting.devices, DEVICES_PER_NODE,
+    space, space_facts = scheme_space_for(setting.space, setting.model, setting.device, setting.devices, DEVICES_PER_NODE,
                                           segments=setting.space is None)
     config = SimulationConfig(PlannerConfig(setting.devices, DEVICES_PER_NODE, setting.token_budget, MAX_SEQ_LEN),
                               steps=steps)

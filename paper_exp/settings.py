@@ -2,7 +2,8 @@
 
 LLaMA 7B / 13B / 32B; 16, 32, 64 devices (8 per node) with 50K / 100K / 200K tokens per step
 (the paper's 200K for 64 devices, scaled with the devices) and 1024 devices with 1.6M tokens;
-32K maximum length; a web-like and a code-like workload.
+32K maximum length; a web-like and a code-like workload. Past the paper's grid, Llama 3.1 405B on
+16,384 H100s (analytic space), 1.6M tokens per step, web-like workload.
 
 Scheme spaces: on 16–64 devices the original system's measured LLaMA-7B and 13B pools (A800,
 bundled with Hydraulis) and the analytic LLaMA-32B space on A800 80 GB, whose efficiencies are
@@ -34,6 +35,9 @@ POOLS = {"llama-7b": "bundled:7b", "llama-13b": "bundled:13b", "llama-32b": None
 WORKLOADS = {"web": ROOT / "examples" / "data" / "longtail.txt", "code": ROOT / "paper_exp" / "data" / "stdlib_lengths.txt"}
 SMALL_CLUSTERS = (16, 32, 64)
 LARGE_CLUSTER = 1024
+LARGEST = ("llama-405b", 16_384, "h100-80g")
+"""The largest published runs' scale (Llama 3 405B trained on 16,384 H100s): model, devices and
+device preset of the one setting past the paper's grid, at the large clusters' 1.6M tokens."""
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,16 @@ class Setting:
 
     @property
     def space(self) -> str | None:
-        return None if self.devices == LARGE_CLUSTER else POOLS[self.model]
+        return None if self.devices >= LARGE_CLUSTER else POOLS[self.model]
+
+    @property
+    def device(self) -> str:
+        """The device preset of an analytic space: H100 for the largest setting, else :data:`DEVICE`."""
+        return LARGEST[2] if (self.model, self.devices) == LARGEST[:2] else DEVICE
 
     @property
     def token_budget(self) -> int:
-        if self.devices == LARGE_CLUSTER:
+        if self.devices >= LARGE_CLUSTER:
             return TOKENS_AT_1024
         return TOKENS_PER_64_DEVICES * self.devices // 64
 
@@ -62,6 +71,7 @@ class Setting:
 
 
 def all_settings() -> list[Setting]:
-    """Every model × cluster × workload, small clusters first."""
+    """Every model × cluster × workload, small clusters first, then the largest setting (web)."""
     return [Setting(model, devices, workload)
-            for devices in (*SMALL_CLUSTERS, LARGE_CLUSTER) for model in MODELS for workload in WORKLOADS]
+            for devices in (*SMALL_CLUSTERS, LARGE_CLUSTER) for model in MODELS for workload in WORKLOADS
+            ] + [Setting(LARGEST[0], LARGEST[1], "web")]

@@ -10,7 +10,8 @@ candidate (a heap per group), so a piece costs ``O(G·log P)``.
 
 Local moves then take the slowest pipeline ``p*`` and move the one piece ``i`` to the pipeline
 ``q`` (the least loaded of each group that can hold ``i``) minimising ``max(T_p*∖i, T_q∪i)``,
-while that is below ``T_p*`` (at most ``local_moves`` times).
+while that is below ``T_p*`` (at most ``local_moves`` times); a move weighs all of ``p*``'s
+pieces against every group at once (numpy) and takes them in the order of that scan.
 
 Worked example: pipelines A (C = 8K, fast) and B (C = 32K, twice as slow), pieces 20K, 6K,
 6K, 6K: the 20K piece can only go to B; the 6K pieces go to A while ``T_A + w_A(6K)`` stays
@@ -23,7 +24,7 @@ import heapq
 
 import numpy as np
 
-from hydraulis.dispatch.estimate import estimate_ms
+from hydraulis.dispatch.estimate import estimate_many, estimate_ms
 from hydraulis.dispatch.pipelines import PipelineTable
 
 
@@ -50,7 +51,9 @@ class _Loads:
         self.kappa = kappa
         self.d = table.model.p2p_ms
         self.constants = [(float(table.c[g]), int(table.pp[g]), int(table.capacity[g])) for g in range(table.groups)]
-        self.members = [np.flatnonzero(table.group_of == g).tolist() for g in range(table.groups)]
+        self.member_arrays = [np.flatnonzero(table.group_of == g) for g in range(table.groups)]
+        self.members = [m.tolist() for m in self.member_arrays]
+        self.work_array, self.token_array = work, tokens
         # pieces k >= first[g] fit group g (tokens are sorted descending)
         self.first = [int(np.searchsorted(-tokens, -table.capacity[g], side="left")) for g in range(table.groups)]
         pipelines = table.pipelines
@@ -91,44 +94,65 @@ class _Loads:
         self.owner[:] = owner
 
     def move_one_off_slowest(self) -> bool:
-        slowest = max(range(len(self.estimate)), key=self.estimate.__getitem__)
+        """One local move of the module docstring; the candidates' estimates are computed at once
+        (numpy), then taken in the order of the scan piece by piece, group by group, each only
+        when it beats the best so far by more than ``1e-9·T_p*``."""
+        estimate = np.asarray(self.estimate)
+        slowest = int(np.argmax(estimate))
         current = self.estimate[slowest]
-        targets = [self._least_loaded(g, slowest) for g in range(self.table.groups)]
-        best, best_move = current, None
-        for k in self.pieces[slowest]:
-            without = self._estimate_without(slowest, k)
-            if without >= best:
-                continue
-            for g, q in enumerate(targets):
-                if q < 0 or self.first[g] > k:
-                    continue
-                new = max(without, self._estimate_with(q, g, k))
-                if new < best - 1e-9 * current:
-                    best, best_move = new, (k, q, without)
-        if best_move is None:
+        held = np.asarray(self.pieces[slowest], dtype=np.int64)
+        if held.size == 0:
             return False
-        k, q, without = best_move
-        self._drop(slowest, k, without)
+        without = self._estimates_without(slowest, held)
+        new = np.full((held.size, self.table.groups), np.inf)
+        for g in range(self.table.groups):
+            q = self._least_loaded(g, slowest, estimate)
+            fits = held >= self.first[g]
+            if q >= 0 and fits.any():
+                new[fits, g] = np.maximum(without[fits], self._estimates_with(q, g, held[fits]))
+        best, chosen = current, None
+        rows, groups = np.nonzero(new < current - 1e-9 * current)
+        for i, value in enumerate(new[rows, groups].tolist()):
+            if value < best - 1e-9 * current:
+                best, chosen = value, i
+        if chosen is None:
+            return False
+        row, g = int(rows[chosen]), int(groups[chosen])
+        k, q, without_k = int(held[row]), self._least_loaded(g, slowest, estimate), float(without[row])
+        self._drop(slowest, k, without_k)
         self._take(q, k, self.tokens[k], self._estimate_with(q, self.group_of[q], k))
         return True
 
-    def _least_loaded(self, g: int, excluded: int) -> int:
-        candidates = [p for p in self.members[g] if p != excluded]
-        return min(candidates, key=self.estimate.__getitem__) if candidates else -1
+    def _least_loaded(self, g: int, excluded: int, estimate: np.ndarray) -> int:
+        """The pipeline of group ``g`` with the smallest estimate (the first on ties) other than
+        ``excluded``; −1 when there is none."""
+        members = self.member_arrays[g]
+        candidates = members[members != excluded]
+        return int(candidates[np.argmin(estimate[candidates])]) if candidates.size else -1
+
+    def _estimates_with(self, p: int, g: int, ks: np.ndarray) -> np.ndarray:
+        """:meth:`_estimate_with` for pieces ``ks`` at once."""
+        c, pp, capacity = self.constants[g]
+        w = self.work_array[g, ks]
+        mine = self.pieces[p]
+        longest = np.where(ks > mine[0], self.work_array[g, mine[0]], w) if mine else w
+        return estimate_many(self.load[p] + w, self.held[p] + self.token_array[ks], longest,
+                             np.full(ks.size, len(mine) + 1), c, pp, capacity, self.kappa, self.d)
+
+    def _estimates_without(self, p: int, ks: np.ndarray) -> np.ndarray:
+        """The estimates of pipeline ``p`` without each of its own pieces ``ks`` (ascending)."""
+        g = self.group_of[p]
+        c, pp, capacity = self.constants[g]
+        first = np.where(ks == ks[0], ks[1] if ks.size > 1 else -1, ks[0])
+        longest = np.where(first >= 0, self.work_array[g, np.maximum(first, 0)], 0.0)
+        return estimate_many(self.load[p] - self.work_array[g, ks], self.held[p] - self.token_array[ks], longest,
+                             np.full(ks.size, ks.size - 1), c, pp, capacity, self.kappa, self.d)
 
     def _estimate_with(self, p: int, g: int, k: int) -> float:
         c, pp, capacity = self.constants[g]
         w = self.work[g][k]
         longest = self.work[g][self.pieces[p][0]] if self.pieces[p] and self.pieces[p][0] < k else w
         return estimate_ms(self.load[p] + w, self.held[p] + self.tokens[k], longest, len(self.pieces[p]) + 1,
-                           c, pp, capacity, self.kappa, self.d)[0]
-
-    def _estimate_without(self, p: int, k: int) -> float:
-        g = self.group_of[p]
-        c, pp, capacity = self.constants[g]
-        rest = [i for i in self.pieces[p] if i != k]
-        longest = self.work[g][rest[0]] if rest else 0.0
-        return estimate_ms(self.load[p] - self.work[g][k], self.held[p] - self.tokens[k], longest, len(rest),
                            c, pp, capacity, self.kappa, self.d)[0]
 
     def _take(self, p: int, k: int, s: int, estimate: float) -> None:

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 
 def estimate_ms(work: float, tokens: int, longest: float, pieces: int,
                 c: float, pp: int, capacity: int, kappa: float, p2p_ms: float) -> tuple[float, float]:
@@ -48,3 +50,17 @@ def estimate_ms(work: float, tokens: int, longest: float, pieces: int,
         v = most
     spread = kappa * work / v
     return work + v * c + (pp - 1) * (c + (spread if spread >= longest else longest) + 2.0 * p2p_ms), v
+
+
+def estimate_many(work: np.ndarray, tokens: np.ndarray, longest: np.ndarray, pieces: np.ndarray,
+                  c: float, pp: int, capacity: int, kappa: float, p2p_ms: float) -> np.ndarray:
+    """:func:`estimate_ms`'s ``T(v)`` for many pipelines of one class at once (element-wise
+    over ``work``, ``tokens``, ``longest`` and ``pieces``; 0 for an empty pipeline)."""
+    fewest = np.maximum(-(-tokens // capacity), 1)
+    if pp == 1:
+        return np.where(pieces > 0, work + fewest * c, 0.0)
+    most = np.maximum(pieces, fewest)
+    v = np.sqrt(kappa * (pp - 1) * work / c) if c > 0 else most.astype(np.float64)
+    v = np.minimum(np.maximum(v, fewest), most)
+    spread = kappa * work / np.maximum(v, 1)
+    return np.where(pieces > 0, work + v * c + (pp - 1) * (c + np.maximum(spread, longest) + 2.0 * p2p_ms), 0.0)

@@ -4,7 +4,8 @@
 the first micro-batch with room, opening a new one when none has: every micro-batch holds at
 most ``C`` tokens (a piece longer than ``C`` gets a micro-batch of its own) and the count is at most ``11/9·OPT + 6/9`` (Dósa 2007). It balances tokens,
 not time; it is the fixed-capacity packing of the baselines. Worked example: ``C = 10``,
-pieces ``(6, 5, 4, 3, 2)`` → ``[6, 4]``, ``[5, 3, 2]``.
+pieces ``(6, 5, 4, 3, 2)`` → ``[6, 4]``, ``[5, 3, 2]``. Where many micro-batches are expected
+it finds the first that fits in a tree of their rooms (same packing, ``O(log n)`` a piece).
 
 **Organ order** (:func:`organ_order`) runs micro-batches smallest last, next smallest first,
 and so on inwards, the largest in the middle: under 1F1B the first micro-batch's forward and
@@ -67,8 +68,14 @@ class Packing:
     proven_ms: float | None = None
 
 
+MANY_BINS = 16
+"""From this many expected micro-batches on, first-fit searches a tree of rooms."""
+
+
 def first_fit_decreasing(tokens: np.ndarray, capacity: int) -> list[list[int]]:
     """Positions of ``tokens`` (sorted descending) per micro-batch, in opening order."""
+    if int(tokens.sum()) > MANY_BINS * capacity:
+        return first_fit_tree(tokens.tolist(), capacity)
     rooms: list[int] = []
     bins: list[list[int]] = []
     for k, s in enumerate(tokens.tolist()):
@@ -80,6 +87,42 @@ def first_fit_decreasing(tokens: np.ndarray, capacity: int) -> list[list[int]]:
         else:
             rooms.append(capacity - s)
             bins.append([k])
+    return bins
+
+
+def first_fit_tree(sizes: list[int], capacity: int) -> list[list[int]]:
+    """First-fit over a max-tree of rooms, ``O(log n)`` a piece: leaf ``j`` is micro-batch ``j``,
+    an unopened one has the whole ``capacity``, so the leftmost leaf with room is the first
+    micro-batch that fits or, when none does, the next to open (micro-batches open in index
+    order, as in the linear scan). First-fit leaves at most one micro-batch half empty, so it
+    opens at most ``2·⌈Σs/C⌉ + 1`` besides one per piece longer than ``C``: that many leaves."""
+    oversize = sum(1 for s in sizes if s > capacity)
+    most = min(len(sizes), 2 * -(-sum(sizes) // capacity) + 1 + oversize)
+    leaves = 1
+    while leaves < most:
+        leaves *= 2
+    tree = [capacity] * (2 * leaves)
+    bins: list[list[int]] = []
+    for k, s in enumerate(sizes):
+        if tree[1] >= s:
+            node = 1
+            while node < leaves:
+                node = 2 * node if tree[2 * node] >= s else 2 * node + 1
+        else:
+            node = leaves + len(bins)
+        j = node - leaves
+        if j == len(bins):
+            bins.append([])
+        bins[j].append(k)
+        tree[node] -= s
+        node //= 2
+        while node:
+            left, right = tree[2 * node], tree[2 * node + 1]
+            room = max(left, right)
+            if tree[node] == room:
+                break
+            tree[node] = room
+            node //= 2
     return bins
 
 

@@ -46,6 +46,8 @@ from hydraulis.types import (
 
 ACTIVE_SCHEMES = 8
 """In ``space`` mode the descents move devices to at most this many schemes."""
+ROUND_OFF = 1e-9
+"""An incumbent within this fraction of the menu's lower bound is optimal: no search."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,11 @@ def plan_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,
        bound is the tight bound over the menu (:func:`hydraulis.cost.step_bound`), which every plan
        of a menu strategy — the proposal's included — respects.
 
+    **Nothing to gain.** When ``T₀`` already reaches the menu's lower bound (step 6's, within
+    :data:`ROUND_OFF`: float round-off), no strategy of the menu can beat it and steps 4–5 are
+    skipped — the common case at scale, where the longest sequence's crossing decides the step
+    (LLaMA-70B, 8,192 devices, 131K pieces: ``T₀`` = bound = 6,408.8 ms).
+
     **Budget.** At most ``evaluations`` dispatcher plans per step (the incumbent's is free), so a
     step's planning is deterministic and bounded; ``wall_limit_ms`` is only a safety stop, and a
     plan it cut short says so in its notes.
@@ -142,9 +149,12 @@ def plan_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,
         return step_plan(batch, method, options, best, lower_bound, notes, started)
     known = proposal_communicators(proposal) if known is None else known
     search = _Search(proposal, batch, method, options, synthesis, known, best, started)
+    lower_bound = search.menu_bound_ms()
+    if best.predicted_ms <= lower_bound * (1.0 + ROUND_OFF):
+        notes.append(f"synthesis: skipped, the proposal's {best.predicted_ms:.1f} ms is the menu's lower bound")
+        return step_plan(batch, method, options, best, lower_bound, notes, started)
     found = search.run()
     notes.append(search.note(found))
-    lower_bound = search.menu_bound_ms()
     if found is None:
         return step_plan(batch, method, options, best, lower_bound, notes, started)
     plan, switch, new = search.plans[found], search.switch[found], search.new[found]

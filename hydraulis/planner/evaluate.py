@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hydraulis.cost import ReductionModel, exposed_reduce_ms, pipeline_times_1f1b, step_time_ms
+from hydraulis.dispatch.packing import MANY_BINS, first_fit_tree
 from hydraulis.errors import HydraulisError
 from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Strategy
 
@@ -78,6 +79,8 @@ def _dispatch(groups: tuple[PipelineGroup, ...], order: np.ndarray) -> list[list
     shares: list[list[list[int]]] = [[[] for _ in range(g.count)] for g in groups]
     columns = [(gi, g.max_seq_len, g.scheme.pp - 1, g.scheme.pp * g.time.c, heaps[gi], shares[gi],
                 g.time.work_ms(s).tolist()) for gi, g in enumerate(groups)]
+    if len(columns) == 1:
+        return [_dispatch_one(columns[0], order, groups)]
     for index, length in enumerate(order.tolist()):
         best, best_estimate = -1, math.inf
         for gi, capacity, bubble, fixed, heap, share, work in columns:
@@ -94,6 +97,21 @@ def _dispatch(groups: tuple[PipelineGroup, ...], order: np.ndarray) -> list[list
         shares[best][i].append(length)
         heapq.heapreplace(heaps[best], (best_estimate, i))
     return shares
+
+
+def _dispatch_one(column: tuple, order: np.ndarray, groups: tuple[PipelineGroup, ...]) -> list[list[int]]:
+    """Stage 1 for a strategy of one group: the rule of :func:`_dispatch` without the choice
+    between groups — every sequence to the pipeline on top of the heap."""
+    _, capacity, bubble, fixed, heap, share, work = column
+    if order.size and capacity < order[0]:
+        raise HydraulisError("lengths", int(order[0]), f"exceeds every pipeline of strategy {Strategy(groups)}")
+    replace_top = heapq.heapreplace
+    for length, w in zip(order.tolist(), work):
+        top, i = heap[0]
+        held = share[i]
+        replace_top(heap, (top + w if held else w + fixed + bubble * w, i))
+        held.append(length)
+    return share
 
 
 def _pipelines(group: PipelineGroup, shares: list[list[int]], model: PipelineModel) -> list[tuple[float, int]]:
@@ -131,14 +149,20 @@ def _pipelines(group: PipelineGroup, shares: list[list[int]], model: PipelineMod
 
 
 def _first_fit(lengths: list[int], capacity: int) -> list[list[int]]:
-    """First-fit decreasing by tokens (``lengths`` arrive longest first); one bin when all fit."""
-    if sum(lengths) <= capacity:
+    """First-fit decreasing by tokens (``lengths`` arrive longest first); one bin when all fit;
+    over a tree of rooms when many bins are expected (:func:`hydraulis.dispatch.packing.first_fit_tree`)."""
+    total = sum(lengths)
+    if total <= capacity:
         return [list(range(len(lengths)))]
+    if total > MANY_BINS * capacity:
+        return first_fit_tree(lengths, capacity)
     bins: list[list[int]] = []
     room: list[int] = []
     for i, length in enumerate(lengths):
-        target = next((b for b, free in enumerate(room) if free >= length), -1)
-        if target < 0:
+        for target, free in enumerate(room):
+            if free >= length:
+                break
+        else:
             bins.append([])
             room.append(capacity)
             target = len(bins) - 1
@@ -149,19 +173,27 @@ def _first_fit(lengths: list[int], capacity: int) -> list[list[int]]:
 
 def _balanced(lengths: list[int], work: list[float], capacity: int, count: int) -> list[list[int]]:
     """Longest-processing-time-first into ``count`` micro-batches by work, within ``capacity``
-    tokens; a sequence that fits none opens another."""
+    tokens; a sequence that fits none opens another. The least loaded micro-batch with room
+    (the first on ties) comes off a heap of ``(load, index)``; those without room are set
+    aside until the sequence is placed, so a sequence costs ``O(log count)`` while the
+    capacity does not bind."""
     bins: list[list[int]] = [[] for _ in range(count)]
-    load = [0.0] * count
     room = [capacity] * count
+    heap = [(0.0, b) for b in range(count)]
     for i, length in enumerate(lengths):
-        fitting = [b for b in range(len(bins)) if room[b] >= length]
-        if not fitting:
+        aside = []
+        while heap and room[heap[0][1]] < length:
+            aside.append(heapq.heappop(heap))
+        if heap:
+            load, target = heap[0]
+            heapq.heapreplace(heap, (load + work[i], target))
+        else:
             bins.append([])
-            load.append(0.0)
             room.append(capacity)
-            fitting = [len(bins) - 1]
-        target = min(fitting, key=load.__getitem__)
+            target = len(bins) - 1
+            heapq.heappush(heap, (work[i], target))
+        for entry in aside:
+            heapq.heappush(heap, entry)
         bins[target].append(i)
-        load[target] += work[i]
         room[target] -= length
     return [members for members in bins if members]

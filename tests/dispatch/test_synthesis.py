@@ -15,7 +15,7 @@ from hydraulis.errors import HydraulisError
 from hydraulis.placement import placement_problem
 from hydraulis.types import BatchingMethod
 
-from tests.dispatch.helpers import BATCH, CHEAP, FAST, check_plan, consistent_proposal, kind
+from tests.dispatch.helpers import BATCH, CHEAP, FAST, check_plan, consistent_proposal, group, kind, proposal
 
 kinds = st.builds(kind, tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2]), capacity=st.integers(500, 6000),
                   a=st.floats(0.0, 1e-4), b=st.floats(1e-3, 0.1), c=st.floats(0.0, 20.0))
@@ -119,3 +119,15 @@ def test_off_is_the_dispatcher_and_space_needs_schemes():
         SynthesisOptions(Synthesise.SPACE)
     with pytest.raises(HydraulisError, match="synthesis_evaluations"):
         SynthesisOptions(evaluations=-1)
+
+
+def test_a_step_at_the_menus_lower_bound_is_not_searched():
+    """Two pipelines, a piece only one of them holds and nothing else: the step is that piece's
+    crossing, which is the bound; synthesis plans nothing and keeps the proposal's plan."""
+    prop = proposal((group(2, 2, 4000, 1e-5, 0.05, 5.0),))
+    plan = plan_step(prop, [3000], synthesis=SynthesisOptions(Synthesise.PROPOSAL, evaluations=8))
+    assert plan.synthesis is None
+    assert plan.predicted_ms == pytest.approx(plan.lower_bound_ms, rel=1e-9)
+    assert any(note.startswith("synthesis: skipped") for note in plan.notes)
+    off = plan_step(prop, [3000], synthesis=SynthesisOptions(Synthesise.OFF))
+    assert plan.pipelines == off.pipelines

@@ -1,0 +1,53 @@
+"""Stage 2 on a class of many identical many-stage pipelines: the most loaded ones search every
+candidate, the others the winning target row and first-fit decreasing."""
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from hydraulis.dispatch import balanced_packing
+from hydraulis.dispatch.balanced_packing import REPRESENTED, balanced_packings
+from hydraulis.dispatch.packing import first_fit_decreasing
+from hydraulis.dispatch.pipelines import PipelineTable, pipeline_makespans
+from hydraulis.types import PipelineGroup, PipelineModel, Scheme, Strategy, TimeCoefficients
+
+CAPACITY = 8000
+TABLE = PipelineTable.of(Strategy((PipelineGroup(Scheme(1, 1, 4), REPRESENTED + 4, CAPACITY,
+                                                 TimeCoefficients(1e-6, 0.02, 3.0)),)), PipelineModel())
+
+
+@given(st.lists(st.integers(1, CAPACITY), min_size=REPRESENTED + 4, max_size=200), st.integers(0, 3))
+@settings(max_examples=40, deadline=None)
+def test_a_class_places_every_piece_once_and_its_most_loaded_pipeline_is_fully_searched(values, shift):
+    tokens = np.sort(np.array(values, dtype=np.int64))[::-1]
+    work = TABLE.work(tokens)
+    owner = (np.arange(tokens.size) + shift) % TABLE.pipelines
+    pieces_of = [np.flatnonzero(owner == p) for p in range(TABLE.pipelines)]
+    packings = balanced_packings(TABLE, pieces_of, tokens, work, 0.75)
+    for pieces, packing in zip(pieces_of, packings):
+        placed = np.sort(np.concatenate(packing.micro_batches))
+        assert placed.tolist() == pieces.tolist()
+        assert all(tokens[mb].sum() <= CAPACITY for mb in packing.micro_batches)
+        ffd = [float(TABLE.c[0] + work[0, pieces[b]].sum()) for b in first_fit_decreasing(tokens[pieces], CAPACITY)]
+        assert packing.time_ms <= pipeline_makespans([np.array(ffd)], [4], TABLE.model)[0] + 1e-9
+    lead = max(range(TABLE.pipelines), key=lambda p: (work[0, pieces_of[p]].sum(), -p))
+    full = balanced_packing._Candidates(TABLE, [pieces_of[lead]], [lead], tokens, work, 0.75).best()[0]
+    assert packings[lead].time_ms == full.time_ms
+
+
+def _linear_first_fit(sizes, capacity):
+    rooms, bins = [], []
+    for k, s in enumerate(sizes):
+        j = next((j for j, room in enumerate(rooms) if s <= room), len(rooms))
+        if j == len(rooms):
+            rooms.append(capacity)
+            bins.append([])
+        rooms[j] -= s
+        bins[j].append(k)
+    return bins
+
+
+@given(st.lists(st.integers(1, 6000), min_size=1, max_size=300), st.integers(1, 5000))
+@settings(max_examples=200, deadline=None)
+def test_first_fit_over_the_tree_of_rooms_is_the_linear_scan(values, capacity):
+    tokens = np.sort(np.array(values, dtype=np.int64))[::-1]
+    assert first_fit_decreasing(tokens, capacity) == _linear_first_fit(tokens.tolist(), capacity)
