@@ -45,3 +45,12 @@ def test_ci_installs_chromium_for_the_browser_tests_before_the_test_command():
     lines = (ROOT / ".ci" / "run").read_text().splitlines()
     install = next(i for i, line in enumerate(lines) if "apt-get install" in line and "chromium" in line)
     assert install < lines.index(readme_commands()[1])
+
+
+def test_pyproject_readme_and_constraints_name_the_torch_floor_of_the_varlen_kernel():
+    from hydraulis.runtime.model.attention import VARLEN_TORCH
+
+    floor = f"torch>={VARLEN_TORCH}"
+    assert f'"{floor}"' in (ROOT / "pyproject.toml").read_text()
+    assert floor in (ROOT / "README.md").read_text()
+    assert floor in (ROOT / ".ci" / "constraints.txt").read_text()

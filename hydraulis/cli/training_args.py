@@ -94,7 +94,7 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exchange gradients and weights with the optimizer layout whole, after the backward "
                              "and before the forward, instead of in buckets overlapped with them (design §22)")
     parser.add_argument("--allow-math-attention", action="store_true", default=None,
-                        help="on CUDA with a torch without varlen_attn (< 2.12), run attention on the blocked fp32 "
+                        help="on CUDA with a torch without varlen_attn (< 2.11), run attention on the blocked fp32 "
                              "math kernel with a warning instead of failing (several times slower)")
     parser.add_argument("--bucket-mb", type=Bounded(limits.BUCKET_MB), metavar="MIB",
                         help="size of the overlapped reduction's buckets, in MiB of the reduction's dtype "
