@@ -71,7 +71,10 @@ class StepRecord:
     steps the job has skipped so far, this one included (:mod:`hydraulis.runtime.optimizer.master`);
     ``reduction_inflight_ms`` and ``reduction_hidden_ms`` the reduction's time in flight summed
     over the ranks and the part of it while the same rank's backward computed (:mod:`hydraulis.job.overlap`;
-    0 unless recorded)."""
+    0 unless recorded); ``exchanged`` False when every rank owned exactly what it computed (a
+    one-device job): no gradient exchange and no weight propagation ran, ``propagate_ms`` is 0 but
+    for a step whose weights were laid out or loaded, and ``reduce_ms`` is the update alone
+    (:mod:`hydraulis.runtime.optimizer.routes`, one owner)."""
 
     step: int
     strategy: str
@@ -95,6 +98,7 @@ class StepRecord:
     skipped_steps: int = 0
     reduction_inflight_ms: float = 0.0
     reduction_hidden_ms: float = 0.0
+    exchanged: bool = True
 
     @property
     def tokens_per_s(self) -> float:
@@ -185,7 +189,8 @@ def format_record(record: StepRecord) -> str:
     return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
             f"lr {record.lr:.3e}  grad_norm {record.grad_norm:.4f}{skipped}  tokens/s {record.tokens_per_s:.0f}  "
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
-            f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}{hidden}  "
+            f"propagate {record.propagate_ms:.1f}  "
+            f"{'reduce' if record.exchanged else 'update (no exchange)'} {record.reduce_ms:.1f}{hidden}  "
             f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}")
 
 
