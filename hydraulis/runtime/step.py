@@ -169,7 +169,9 @@ class StepRunner:
             if stage.gate is not None:
                 stage.gate.propagation = None
             clock.mark()
-            if local:
+            if local and stage.gradients.aliased:
+                stage.gradients.settle()
+            elif local:
                 stage.route.gather_local(stage.gradients.grads(), self.optimizer.grad)
             else:
                 reduction.finish(self.optimizer.grad)
@@ -263,6 +265,9 @@ class StepRunner:
             self.weights.pop(id(stage), None)
             if stage.route.local:
                 self._refresh_local(stage)
+                views = stage.route.aliases(self.optimizer.grad) if stage.gradients.fp32_main else None
+                if views is not None:
+                    stage.gradients.alias(views)
             self.current = stage
         return stage
 

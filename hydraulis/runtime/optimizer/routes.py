@@ -88,6 +88,7 @@ received) exist only during the exchange.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -280,6 +281,25 @@ class Route:
             sources.append(strided(master, owned[1], count, length, owned[4]))
         if targets:
             torch._foreach_copy_(targets, sources)
+
+    def aliases(self, into: torch.Tensor) -> list[torch.Tensor] | None:
+        """One owner: each shard as a view of ``into`` (its run of the buffer, its shape), or None
+        unless every shard is one contiguous run (then :meth:`gather_local` copies instead)."""
+        runs: dict[int, list] = {}
+        for held, owned in self._own_blocks(reduce=False):
+            runs.setdefault(held[1], []).append((held, owned))
+        views = []
+        for k, shard in enumerate(self.shards):
+            blocks = runs.get(k, [])
+            if len(blocks) != 1:
+                return None
+            (_, _, offset, count, length, stride, _), (_, start, _, _, owned_stride, _) = blocks[0]
+            numel = math.prod(shard.shape)
+            whole = offset == 0 and count * length == numel
+            if not (whole and (count == 1 or stride == owned_stride == length)):
+                return None
+            views.append(into[start:start + numel].view(shard.shape))
+        return views
 
     def _own_blocks(self, reduce: bool):
         """Each held block beside the owned block it meets (both sides list them in one order);

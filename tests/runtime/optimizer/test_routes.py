@@ -143,6 +143,12 @@ def test_one_owner_copies_in_place_what_the_exchanges_would_deliver(spec, layout
             route.add_received(route.pack_gradients(mine, torch.device("cpu"), k), exchanged, k)
         route.gather_local(mine, copied)
         assert torch.equal(copied, exchanged)
+        aliased = torch.full_like(copied, float("nan"))
+        views = route.aliases(aliased)
+        assert views is not None
+        for view, grad in zip(views, mine):
+            view.copy_(grad)
+        assert torch.equal(aliased, exchanged)
         params = [torch.full(shard.shape, float("nan"), dtype=torch.bfloat16) for shard in route.shards]
         master = torch.zeros(placement.buffer_size(route.plan.rank))
         for region in placement.owned_regions(route.plan.rank):
