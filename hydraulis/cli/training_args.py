@@ -27,8 +27,8 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "tensorboard": "tensorboard_dir", "cluster": "cluster_file",
         "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
-            "record_operations", "device_memory", "overlap_reduction", "bucket_mb", "allow_math_attention", "betas",
-            "eps", "weight_decay", "decay_embeddings", "clip_grad_norm", "lr_schedule", "warmup_steps", "min_lr")
+            "record_operations", "device_memory", "overlap_reduction", "bucket_mb", "allow_math_attention",
+            "compile_layers", "betas", "eps", "weight_decay", "decay_embeddings", "clip_grad_norm", "lr_schedule", "warmup_steps", "min_lr")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,6 +96,9 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-math-attention", action="store_true", default=None,
                         help="on CUDA with a torch without varlen_attn (< 2.11), run attention on the blocked fp32 "
                              "math kernel with a warning instead of failing (several times slower)")
+    parser.add_argument("--compile", dest="compile_layers", action="store_true", default=None,
+                        help="compile each decoder layer with torch.compile (fewer kernel launches per micro-batch; "
+                             "the first micro-batches of each size pay the compilation; off by default)")
     parser.add_argument("--bucket-mb", type=Bounded(limits.BUCKET_MB), metavar="MIB",
                         help="size of the overlapped reduction's buckets, in MiB of the reduction's dtype "
                              "(default 25, as PyTorch DDP; a bucket also holds at most a quarter of its stage's "

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from hydraulis.runtime.model import attention
 from hydraulis.runtime.model.attention import KernelKind, packed_attention, varlen_kernel_of
 from hydraulis.runtime.model.packing import pack_micro_batch
-from hydraulis.runtime.model.segments import padded_length, varlen_plan
+from hydraulis.runtime.model.segments import document_plan, padded_length, varlen_plan
 from hydraulis.runtime.parallel.context import context_segments, load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.types import MicroBatch
@@ -162,3 +162,12 @@ def test_short_documents_share_one_call_per_padded_size():
     packed = pack_micro_batch(documents, MicroBatch(tuple(range(301)), (16,) * 300 + (100,)), 1,
                               ParallelGroup.single(), CPU)
     assert [(c.parts, c.query_length) for c in packed.attention.calls] == [(300, 16), (1, 104)]
+
+
+def test_whole_documents_plan_from_their_bounds_as_from_their_segments():
+    bounds = _packed(1, 0).cu_seqlens.tolist()
+    direct, general = document_plan(bounds, CPU), varlen_plan(context_segments(bounds, 1, 0), bounds[-1], CPU)
+    assert torch.equal(direct.cu_seqlens_q, general.cu_seqlens_q)
+    assert torch.equal(direct.cu_seqlens_k, general.cu_seqlens_k)
+    assert direct.key_index is None and general.key_index is None
+    assert (direct.max_queries, direct.max_keys) == (general.max_queries, general.max_keys)
