@@ -5,10 +5,10 @@ core left to the eager kernels."""
 import pytest
 import torch
 
-from hydraulis.runtime.data import SyntheticCorpus
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.layout.sharding import stage_shards
 from hydraulis.presets import model_preset
+from hydraulis.runtime.data import SyntheticCorpus
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.model.packing import pack_micro_batch
