@@ -260,9 +260,8 @@ class StepRunner:
                 for param in self.current.params:
                     param.data = param.data.new_empty(0)
                 self.current.gradients.release()
-            for param, shard in zip(stage.params, stage.route.shards):
-                if param.numel() == 0:
-                    param.data = param.data.new_empty(shard.shape)
+            if stage.model is not None and any(param.numel() == 0 for param in stage.params):
+                stage.model.allocate()
             self.weights.pop(id(stage), None)
             if stage.route.local:
                 self._refresh_local(stage)

@@ -231,6 +231,8 @@ class StageModel(nn.Module):
             first, count = unit_range(model.vocab, tp.size, tp.rank)
             self.vocab_start = first
             self.head = ColumnParallelLinear(model.hidden, count, tp, self.sequence_parallel, **factory)
+        self.shapes = {name: param.shape for name, param in self.named_parameters()}
+        self.fuse_storage()
         self.compiled = compile_layers
         for layer in self.layers.values() if compile_layers else ():
             layer.compile()
@@ -244,6 +246,25 @@ class StageModel(nn.Module):
             return x
         logits = self.head(self.norm(x))
         return vocab_parallel_cross_entropy(logits, batch.labels, self.tp, self.vocab_start)
+
+    def fuse_storage(self) -> None:
+        """Lay each block's column weights (Q/K/V; gate/up) out as consecutive rows of one
+        storage, each still its own parameter (:mod:`hydraulis.runtime.parallel.columns`: one
+        product for all); their values are left unset, as a new module's."""
+        for layer in self.layers.values():
+            for block in (layer.attn, layer.mlp):
+                weights = [child.weight for child in block.fused_children]
+                storage = weights[0].new_empty((sum(w.shape[0] for w in weights), weights[0].shape[1]))
+                for weight, rows in zip(weights, storage.split([w.shape[0] for w in weights])):
+                    weight.data = rows
+
+    def allocate(self) -> None:
+        """Storage for every parameter released (``param.data`` emptied by a strategy switch),
+        its values unset, the blocks' column weights fused again."""
+        for name, param in self.named_parameters():
+            if param.numel() == 0:
+                param.data = param.data.new_empty(self.shapes[name])
+        self.fuse_storage()
 
     @property
     def sequence_shards(self) -> int:
