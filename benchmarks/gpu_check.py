@@ -288,8 +288,8 @@ def markdown(report: dict) -> str:
              f"torch {report['torch']}, {report['seconds']:.0f} s; step seconds {report['step_seconds']}", ""]
     cases_ = report["steps"].get("cases", {})
     if cases_ and "error" not in cases_:
-        lines += ["| case | predicted MB | measured peak MB | memory pred/meas | steady step ms | predicted ms "
-                  "| time pred/meas |", "|---|---|---|---|---|---|---|"]
+        lines += [("| case | predicted MB | measured peak MB | memory pred/meas | steady step ms | predicted ms "
+                   "| time pred/meas |"), "|---|---|---|---|---|---|---|"]
         for name, c in cases_.items():
             cells = [c.get("predicted_bytes"), c.get("measured_peak_bytes")]
             mb = [f"{v / 1e6:.1f}" if v else "–" for v in cells]

@@ -42,6 +42,6 @@ def test_the_runtime_trains_without_the_services_or_the_data_pipelines_packages(
     modules = ["hydraulis.cli", "hydraulis.runtime.trainer", "hydraulis.runtime.step", "hydraulis.runtime.run",
                "hydraulis.runtime.memory.report", "hydraulis.runtime.profiling.measure"]
     code = GPU_MACHINE_BLOCKER + "".join(f"import {m}\n" for m in modules) + "print('ok')"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
