@@ -41,6 +41,18 @@ def device_preset(name: str) -> DeviceSpec:
     return DeviceSpec(name=name, **entry)
 
 
+FALLBACK_GPU = "h100-80g"
+"""The preset that prices a GPU whose name matches none of ``gpu_names``."""
+
+
+def gpu_preset(name: str) -> str | None:
+    """The device preset of a CUDA device called ``name`` (``torch.cuda.get_device_name``): the
+    first of the table's ``gpu_names`` patterns found in it, ignoring case (None: no pattern
+    matches). E.g. ``NVIDIA H200`` → ``h200``, ``NVIDIA A100-SXM4-40GB`` → ``a100-40g``."""
+    upper = name.upper()
+    return next((preset for pattern, preset in _table()["gpu_names"] if pattern.upper() in upper), None)
+
+
 BUNDLED_POOLS = ("7b", "13b")
 
 

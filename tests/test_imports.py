@@ -32,3 +32,16 @@ def test_core_imports_without_torch_or_fastapi():
 def test_the_blocker_blocks():
     result = subprocess.run([sys.executable, "-c", BLOCKER + "import torch"], capture_output=True, text=True)
     assert result.returncode != 0
+
+
+GPU_MACHINE_BLOCKER = BLOCKER.replace("('torch', ", "(")
+"""A GPU machine's python: its own torch, but none of the service's or the data pipeline's packages."""
+
+
+def test_the_runtime_trains_without_the_services_or_the_data_pipelines_packages():
+    modules = ["hydraulis.cli", "hydraulis.runtime.trainer", "hydraulis.runtime.step", "hydraulis.runtime.run",
+               "hydraulis.runtime.memory.report", "hydraulis.runtime.profiling.measure"]
+    code = GPU_MACHINE_BLOCKER + "".join(f"import {m}\n" for m in modules) + "print('ok')"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

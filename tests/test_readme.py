@@ -52,3 +52,12 @@ def test_ci_lints_with_ruff_before_the_test_command():
     lint = next(i for i, line in enumerate(lines) if ".venv/bin/python -m ruff check ." in line)
     assert lint < lines.index(readme_commands()[1])
     assert "[tool.ruff.lint]" in (ROOT / "pyproject.toml").read_text()
+
+
+def test_pyproject_readme_and_constraints_name_the_torch_floor_of_the_varlen_kernel():
+    from hydraulis.runtime.model.attention import VARLEN_TORCH
+
+    floor = f"torch>={VARLEN_TORCH}"
+    assert f'"{floor}"' in (ROOT / "pyproject.toml").read_text()
+    assert floor in (ROOT / "README.md").read_text()
+    assert floor in (ROOT / ".ci" / "constraints.txt").read_text()

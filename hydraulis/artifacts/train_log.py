@@ -11,15 +11,15 @@ Layout (``schema_version`` 1)::
      "steps": [{"step", "strategy", "tokens", "loss", "measured_ms": [...], "predicted_ms": [...],
                 "propagate_ms", "reduce_ms", "step_ms", "predicted_step_ms", "planning_ms",
                 "wait_ms", "strategy_index", "communicators", "synthesised", "lr", "grad_norm", "skipped",
-                "skipped_steps", "tokens_per_s", "reduction_inflight_ms", "reduction_hidden_ms",
+                "skipped_steps", "tokens_per_s", "reduction_inflight_ms", "reduction_hidden_ms", "exchanged",
                 ["operations": [{"pipeline", "micro_batch_ms": [...],
                                  "ops": [{"stage", "micro_batch", "phase": "F" | "B",
                                           "start_ms", "end_ms"}]}]]}]}
 
 ``communicators`` (process groups the step created), ``synthesised`` (a step that ran a strategy
 made for it), ``lr``, ``grad_norm`` (null when not finite: the step was skipped), ``skipped``,
-``skipped_steps`` (:class:`~hydraulis.job.records.StepRecord`), ``reduction_inflight_ms`` and
-``reduction_hidden_ms`` are optional (absent: 0, false), so older logs load; ``tokens_per_s`` is
+``skipped_steps`` (:class:`~hydraulis.job.records.StepRecord`), ``reduction_inflight_ms``,
+``reduction_hidden_ms`` and ``exchanged`` are optional (absent: 0, false; ``exchanged`` true), so older logs load; ``tokens_per_s`` is
 written for readers and recomputed on reading.
 ``operations`` (``hydraulis train --record-operations``) is written only when recorded.
 """
@@ -86,6 +86,7 @@ def _step(record: Record) -> StepRecord:
                                                             if record.raw("operations", None) is not None else [])),
                  reduction_inflight_ms=record.float("reduction_inflight_ms", 0.0),
                  reduction_hidden_ms=record.float("reduction_hidden_ms", 0.0),
+                 exchanged=record.bool("exchanged", True),
                  **{key: record.float(key) for key in _TIMES})
 
 

@@ -16,6 +16,7 @@ from hydraulis.cli.training_args import add_training_arguments, training_config
 from hydraulis.directories import mark, unmark
 from hydraulis.job.config import TrainConfig
 from hydraulis.job.manifest import CheckpointManifest
+from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.run import resolve_run
 
 
@@ -54,7 +55,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def _train(args: argparse.Namespace) -> None:
     config = job_config(args)
-    run = resolve_run(config)
+    run = resolve_run(config, _gpu_name(config))
     writer = args.output_dir and os.environ.get("RANK", "0") == "0"
     if writer:
         started = unmark(args.output_dir)
@@ -72,13 +73,23 @@ def _train(args: argparse.Namespace) -> None:
     if config.steps == 0:
         emit(f"initial checkpoint: {Path(config.checkpoint_dir) / CheckpointManifest.name(0)}")
     if records:
-        emit(summary_line(summarize(records, config.nproc or run.devices)))
+        emit(summary_line(summarize(records, config.nproc or run.devices, run.model.params,
+                                    run.device.peak_tflops * 1e12)))
         if writer:
             log = Path(args.output_dir) / "train_log.json"
             write_train_log(log, records)
             emit(f"wrote {log}: every step's record")
     if writer:
         mark(args.output_dir, started)
+
+
+def _gpu_name(config: TrainConfig) -> str | None:
+    """The GPU the job runs on (None: the CPU; asking needs torch, so a CPU job does not ask)."""
+    if config.runtime.device is DeviceKind.CPU:
+        return None
+    from hydraulis.runtime.profiling.device import cuda_device_name
+
+    return cuda_device_name(config.runtime.device)
 
 
 def job_config(args: argparse.Namespace) -> TrainConfig:

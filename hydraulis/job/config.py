@@ -34,6 +34,8 @@ class RuntimeOptions:
     optimizer layout in buckets of ``bucket_mb`` MiB overlapped with the backward and the forward
     (design §9.4; off: whole, between the phases). ``allow_math_attention`` lets CUDA run without
     ``varlen_attn`` on the slow math kernel (:func:`hydraulis.runtime.model.attention.attention_kernel`).
+    ``compile_layers`` compiles each decoder layer with ``torch.compile``
+    (:mod:`hydraulis.runtime.model.decoder`; off by default until a GPU run shows it pays).
     ``record_operations`` records every stage's forwards and backwards, in order, with their
     times, into each step's record (one more all-gather per step). ``device_memory`` is the bytes
     each process may hold (None: no budget): a step whose measured peak exceeds it on any rank
@@ -134,8 +136,17 @@ class RuntimeOptions:
         default=False,
         metadata=option(
             RUNTIME,
-            "on CUDA with a torch without varlen_attn (< 2.12), run attention on the blocked fp32 math kernel "
+            "on CUDA with a torch without varlen_attn (< 2.11), run attention on the blocked fp32 math kernel "
             "with a warning instead of failing (several times slower)",
+        ),
+    )
+    compile_layers: bool = field(
+        default=False,
+        metadata=option(
+            RUNTIME,
+            "compile each decoder layer with torch.compile (fewer kernel launches per micro-batch; the first "
+            "micro-batches of each size pay the compilation; off by default)",
+            key="compile",
         ),
     )
     betas: tuple[float, float] = field(
@@ -221,6 +232,7 @@ class RuntimeOptions:
         require(require_number(self.bucket_mb, "bucket_mb") > 0, "bucket_mb", self.bucket_mb, "must be > 0")
         require(isinstance(self.allow_math_attention, bool), "allow_math_attention", self.allow_math_attention,
                 "must be true or false")
+        require(isinstance(self.compile_layers, bool), "compile_layers", self.compile_layers, "must be true or false")
         require(isinstance(self.betas, tuple) and len(self.betas) == 2, "betas", self.betas,
                 "must be two numbers, beta1 and beta2")
         for name, beta in zip(("betas[0]", "betas[1]"), self.betas):

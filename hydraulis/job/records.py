@@ -5,6 +5,9 @@ rank: propagate + compute + reduce + update), time ``w_t`` spent waiting for the
 plan's predicted step time ``p_t``::
 
     tokens/s              = Σ n_t / Σ (m_t + w_t)
+    steady tokens/s       = the same over the steps after the run's first (its warm-up step)
+    MFU                   = 6·P·tokens/s / (D·F)       (P parameters, D devices of peak F FLOP/s;
+                                                         the model's FLOPs, attention left out)
     prediction error      = mean_t |m_t − p_t| / m_t
     warm prediction error = the same mean over the steps t ∈ W that are not the first of their
                             strategy in the run; also its median and 90th percentile (nearest
@@ -19,8 +22,9 @@ placement (:mod:`hydraulis.placement`), ``bound`` the most any run of their sche
 devices could need; ``synthesised`` the steps that ran a strategy made for them.
 
 Worked example: two steps of 200 and 300 tokens under one strategy measured at 100 and 150 ms
-(no wait), predicted 80 and 150 ms: 500 tokens / 0.25 s = 2000 tokens/s, error (0.2 + 0)/2 =
-10 %, warm error 0 % (step 2 alone; median and p90 0 %).
+(no wait), predicted 80 and 150 ms: 500 tokens / 0.25 s = 2000 tokens/s, steady 300 / 0.15 s =
+2000 tokens/s, error (0.2 + 0)/2 = 10 %, warm error 0 % (step 2 alone; median and p90 0 %); a
+model of P = 10⁹ on D = 1 device of F = 989 TFLOP/s: MFU 6·10⁹·2000 / 989·10¹² ≈ 1.2 %.
 """
 
 from __future__ import annotations
@@ -71,7 +75,10 @@ class StepRecord:
     steps the job has skipped so far, this one included (:mod:`hydraulis.runtime.optimizer.master`);
     ``reduction_inflight_ms`` and ``reduction_hidden_ms`` the reduction's time in flight summed
     over the ranks and the part of it while the same rank's backward computed (:mod:`hydraulis.job.overlap`;
-    0 unless recorded)."""
+    0 unless recorded); ``exchanged`` False when every rank owned exactly what it computed (a
+    one-device job): no gradient exchange and no weight propagation ran, ``propagate_ms`` is 0 but
+    for a step whose weights were laid out or loaded, and ``reduce_ms`` is the update alone
+    (:mod:`hydraulis.runtime.optimizer.routes`, one owner)."""
 
     step: int
     strategy: str
@@ -95,6 +102,7 @@ class StepRecord:
     skipped_steps: int = 0
     reduction_inflight_ms: float = 0.0
     reduction_hidden_ms: float = 0.0
+    exchanged: bool = True
 
     @property
     def tokens_per_s(self) -> float:
@@ -112,7 +120,8 @@ class StepRecord:
 class TrainSummary:
     """The module docstring's figures (``warm_prediction_error`` None: every step was the first
     of its strategy), the losses of the first and last steps, how many steps ran each
-    strategy and how many were skipped (a non-finite gradient norm)."""
+    strategy and how many were skipped (a non-finite gradient norm); ``steady_tokens_per_s``
+    None with one step, the MFUs None without the model's size and the devices' peak."""
 
     steps: int
     tokens: int
@@ -130,11 +139,16 @@ class TrainSummary:
     communicator_bound: int = 0
     skipped: int = 0
     reduction_hidden_fraction: float | None = None
+    steady_tokens_per_s: float | None = None
+    mfu: float | None = None
+    steady_mfu: float | None = None
 
 
-def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
+def summarize(records: Sequence[StepRecord], devices: int = 0, params: int = 0,
+              peak_flops: float = 0.0) -> TrainSummary:
     """The module docstring's figures; ``devices`` (the world size, default: the most any
-    strategy uses) for the communicator bound."""
+    strategy uses) for the communicator bound and the MFU, with the model's ``params`` and each
+    device's ``peak_flops`` (FLOP/s; 0: no MFU)."""
     tokens = sum(r.tokens for r in records)
     seconds = sum(r.step_ms + r.wait_ms for r in records) / 1e3
     errors = [abs(r.step_ms - r.predicted_step_ms) / r.step_ms for r in records]
@@ -144,6 +158,8 @@ def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
         if record.strategy in seen:
             warm.append(error)
         seen.add(record.strategy)
+    after = records[1:]
+    steady = sum(r.tokens for r in after) / (sum(r.step_ms + r.wait_ms for r in after) / 1e3) if after else None
     used = Counter(r.strategy for r in records)
     pipelines = [pipeline_schemes(strategy) for strategy in used]
     schemes = {s for strategy in pipelines for s in strategy}
@@ -153,7 +169,15 @@ def summarize(records: Sequence[StepRecord], devices: int = 0) -> TrainSummary:
                         tuple(used.most_common()), sum(r.synthesised for r in records),
                         len(frozenset().union(*(communicators(strategy) for strategy in pipelines))),
                         communicator_bound(schemes, devices), sum(r.skipped for r in records),
-                        _hidden_fraction(records))
+                        _hidden_fraction(records), steady, *(_mfu(rate, params, devices, peak_flops)
+                                                             for rate in (tokens / seconds, steady)))
+
+
+def _mfu(tokens_per_s: float | None, params: int, devices: int, peak_flops: float) -> float | None:
+    """``6·P·tokens/s / (D·F)`` (module docstring; None without a rate, a size or a peak)."""
+    if tokens_per_s is None or params <= 0 or peak_flops <= 0:
+        return None
+    return 6 * params * tokens_per_s / (devices * peak_flops)
 
 
 def _hidden_fraction(records: Sequence[StepRecord]) -> float | None:
@@ -185,7 +209,8 @@ def format_record(record: StepRecord) -> str:
     return (f"step {record.step}  strategy {record.strategy}  tokens {record.tokens}  loss {record.loss:.4f}  "
             f"lr {record.lr:.3e}  grad_norm {record.grad_norm:.4f}{skipped}  tokens/s {record.tokens_per_s:.0f}  "
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
-            f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}{hidden}  "
+            f"propagate {record.propagate_ms:.1f}  "
+            f"{'reduce' if record.exchanged else 'update (no exchange)'} {record.reduce_ms:.1f}{hidden}  "
             f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}")
 
 
@@ -194,8 +219,13 @@ def summary_line(summary: TrainSummary) -> str:
     warm = ("" if summary.warm_prediction_error is None
             else f" ({summary.warm_prediction_error:.0%} after each strategy's first step: median "
                  f"{summary.warm_error_median:.0%}, p90 {summary.warm_error_p90:.0%})")
+    steady = ("" if summary.steady_tokens_per_s is None
+              else f", {summary.steady_tokens_per_s:.0f} steady (the first, warm-up step excluded)")
+    mfu = ("" if summary.mfu is None
+           else f"; MFU {summary.mfu:.3f}" + ("" if summary.steady_mfu is None else f", {summary.steady_mfu:.3f} steady"))
     return (f"summary: {summary.steps} steps, {summary.tokens} tokens in {summary.seconds:.2f} s: "
-            f"{summary.tokens_per_s:.0f} tokens/s; mean prediction error {summary.prediction_error:.0%}"
+            f"{summary.tokens_per_s:.0f} tokens/s over all steps{steady}{mfu}; "
+            f"mean prediction error {summary.prediction_error:.0%}"
             f"{warm}; "
             f"loss {summary.first_loss:.4f} → {summary.last_loss:.4f}; strategies {used}; "
             f"{summary.synthesised} steps on a strategy made for them; {summary.communicators} distinct "

@@ -25,6 +25,7 @@ from hydraulis.job.staged_profile import analytic_profile_of, space_profile_of
 from hydraulis.stages import parse_stages
 from hydraulis.types import (
     Cluster,
+    DeviceSpec,
     ModelSpec,
     PipelineGroup,
     Scheme,
@@ -158,13 +159,15 @@ def parse_strategy(text: str, model: ModelSpec, times: TimeSource, max_seq_len: 
         raise HydraulisError(f"{field} {text!r}: {error.field}", error.value, error.problem) from None
 
 
-def scheme_times(model: ModelSpec, devices: int, space: SchemeSpace | None = None) -> TimeSource:
-    """Time coefficients per scheme: the space's profile, or the analytic ``cpu`` model; a staged
-    scheme's composed stage by stage (:mod:`hydraulis.job.staged_profile`)."""
+def scheme_times(model: ModelSpec, devices: int, space: SchemeSpace | None = None,
+                 device: DeviceSpec | None = None) -> TimeSource:
+    """Time coefficients per scheme: the space's profile, or the analytic model of ``device``
+    (default: the ``cpu`` preset); a staged scheme's composed stage by stage
+    (:mod:`hydraulis.job.staged_profile`)."""
     if space is not None:
         require(space.model.matches(model), "space.model", space.model.name,
                 f"differs from the trained model {model.name} (the times are the space's model's)")
         return lambda scheme: space_profile_of(space, scheme).time
-    device = device_preset("cpu")
+    device = device or device_preset("cpu")
     cluster = Cluster(devices, devices, device.name)
     return lambda scheme: analytic_profile_of(model, device, cluster, scheme).time

@@ -27,6 +27,12 @@ owners sum them in their fp32 buffers.
 Memory: 4 bytes per compute-shard element for the main gradients (allocated at the first
 backward of the strategy's first step, freed when the strategy is switched away from), plus
 transiently one parameter's gradient of one micro-batch in the compute dtype.
+
+**One owner** (:mod:`hydraulis.runtime.optimizer.routes`): where the rank owns exactly what it
+computes and each shard is one contiguous run of its optimizer buffer, the main gradients are
+views of the optimizer's own fp32 gradient (:meth:`GradientBuffers.alias`) — no buffers of their
+own and nothing to copy: the first micro-batch's gradient is copied in, the others added, and a
+parameter no backward reached is zeroed (:meth:`GradientBuffers.settle`).
 """
 
 from __future__ import annotations
@@ -51,6 +57,19 @@ class GradientBuffers:
         self.buckets: tuple[int, ...] = ()
         self.missing: dict[int, int] = {}
         self.on_ready: Callable[[int], None] | None = None
+        self.aliased = False
+
+    def alias(self, views: Sequence[torch.Tensor]) -> None:
+        """Accumulate into ``views`` (fp32, one per parameter, its shape) instead of buffers of
+        their own (module docstring: one owner)."""
+        self.main, self.aliased = list(views), True
+
+    def settle(self) -> None:
+        """The step's backwards are done: an aliased buffer no backward reached is zeroed (the
+        others hold this step's sum)."""
+        for main, count in zip(self.main, self.counts):
+            if count == 0:
+                main.zero_()
 
     def arm(self, backwards: int, buckets: tuple[int, ...], on_ready: Callable[[int], None]) -> None:
         """Call ``on_ready(bucket)`` once every parameter of ``bucket`` (``buckets[i]``: the
@@ -63,8 +82,9 @@ class GradientBuffers:
         return list(self.main) if self.fp32_main else [param.grad for param in self.params]
 
     def clear(self) -> None:
-        """Start the next step: the main buffers zeroed (kept allocated), ``param.grad`` dropped."""
-        for main in self.main:
+        """Start the next step: the main buffers zeroed (kept allocated; aliased ones are
+        overwritten by the next first backward instead), ``param.grad`` dropped."""
+        for main in self.main if not self.aliased else ():
             if main is not None:
                 main.zero_()
         for param in self.params:
@@ -74,14 +94,17 @@ class GradientBuffers:
 
     def release(self) -> None:
         """Free the main buffers (the strategy is switched away from)."""
-        self.main = [None] * len(self.params)
+        self.main, self.aliased = [None] * len(self.params), False
 
     def _accumulator(self, index: int):
         def accumulate(param: torch.nn.Parameter) -> None:
             if self.fp32_main:
                 if self.main[index] is None:
                     self.main[index] = torch.zeros(param.shape, dtype=torch.float32, device=param.device)
-                self.main[index].add_(param.grad)
+                if self.aliased and self.counts[index] == 0:
+                    self.main[index].copy_(param.grad)
+                else:
+                    self.main[index].add_(param.grad)
                 param.grad = None
             self.counts[index] += 1
             if self.on_ready is not None and self.counts[index] == self.expected:

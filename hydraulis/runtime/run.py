@@ -4,12 +4,15 @@
 and tokenizes the corpus (or prepares synthetic documents) and reads the checkpoint to resume
 from — in the launching process, before any rank starts, so bad input fails fast with a
 :class:`~hydraulis.errors.HydraulisError` and the ranks need no file access of their own (but
-for the checkpoint shards they read and write).
+for the checkpoint shards they read and write). Without a space, the strategies' step times are
+predicted with the analytic model of the device the job runs on (:func:`timing_device`): the
+preset of the detected GPU's name, or the ``cpu`` preset.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +27,7 @@ from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import synthesis_options
 from hydraulis.errors import require
 from hydraulis.placement import stage_offsets
-from hydraulis.presets import model_preset
+from hydraulis.presets import FALLBACK_GPU, device_preset, gpu_preset, model_preset
 from hydraulis.job.config import TrainConfig
 from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_lengths
 from hydraulis.layout.pipeline import StrategyLayout, even_layout
@@ -33,8 +36,9 @@ from hydraulis.runtime.planning import Planning, spec_proposal
 from hydraulis.runtime.checkpoint.hf_directory import HfDirectory, read_hf_directory
 from hydraulis.runtime.checkpoint.resume import Resume, check_resumable, complete_checkpoints, find_checkpoint
 from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
-from hydraulis.types import ModelSpec, OptimizerLayout, PipelineModel
+from hydraulis.types import DeviceSpec, ModelSpec, OptimizerLayout, PipelineModel
 
+log = logging.getLogger(__name__)
 DEFAULT_TOKEN_BUDGET = 256
 DEFAULT_MAX_SEQ_LEN = 64
 DEFAULT_CACHE = Path.home() / ".cache" / "hydraulis"
@@ -62,7 +66,9 @@ class TrainingRun:
     and how steps are planned; the data; the step count to reach; the optimizer layout (None:
     ZeRO-1 over all ranks); checkpoints to write and the one to resume from, or the Hugging
     Face directory to start from; where rank 0 writes TensorBoard event files; the mixed cluster
-    it runs on (None: the contiguous placement), whose devices are then its processes."""
+    it runs on (None: the contiguous placement), whose devices are then its processes; the
+    device preset of its devices (:func:`timing_device`: the peak its MFU is measured against
+    and, without a space, what prices its SPECs)."""
 
     model: ModelSpec
     layouts: tuple[StrategyLayout, ...]
@@ -75,6 +81,7 @@ class TrainingRun:
     init_from: HfDirectory | None = None
     tensorboard_dir: str | None = None
     cluster: ClusterDescription | None = None
+    device: DeviceSpec | None = None
 
     @property
     def devices(self) -> int:
@@ -91,8 +98,10 @@ class TrainingRun:
         return min(self.resume.manifest.step, self.steps) if self.resume else 0
 
 
-def resolve_run(config: TrainConfig) -> TrainingRun:
-    """Read presets and files, parse every strategy, prepare the data and the resume point."""
+def resolve_run(config: TrainConfig, gpu_name: str | None = None) -> TrainingRun:
+    """Read presets and files, parse every strategy, prepare the data and the resume point;
+    ``gpu_name``: the CUDA device the job runs on (None: the CPU), :func:`timing_device`."""
+    device = timing_device(gpu_name)
     init_from = read_hf_directory(config.init_from) if config.init_from else None
     resume = _resume_point(config)
     if init_from:
@@ -116,7 +125,7 @@ def resolve_run(config: TrainConfig) -> TrainingRun:
         token_budget = config.token_budget or DEFAULT_TOKEN_BUDGET
         max_seq_len = config.max_seq_len or DEFAULT_MAX_SEQ_LEN
         layouts, planning = _cycled_strategies(config, model, token_budget, max_seq_len, options,
-                                               cluster.devices if cluster else 0)
+                                               cluster.devices if cluster else 0, device)
         optimizer_layout = config.optimizer_layout
     require(token_budget >= max_seq_len, "token_budget", token_budget,
             f"is smaller than one sequence of max_seq_len = {max_seq_len} tokens")
@@ -130,7 +139,22 @@ def resolve_run(config: TrainConfig) -> TrainingRun:
     if cluster is not None:
         _check_cluster(cluster, config.nproc, layouts)
     return TrainingRun(model, layouts, planning, data, config.steps, optimizer_layout, checkpoint, resume,
-                       init_from, config.tensorboard_dir, cluster)
+                       init_from, config.tensorboard_dir, cluster, device)
+
+
+def timing_device(gpu_name: str | None) -> DeviceSpec:
+    """The device preset of a job on the GPU ``gpu_name`` (:func:`~hydraulis.presets.gpu_preset`;
+    a name no preset matches: :data:`~hydraulis.presets.FALLBACK_GPU`, with a warning naming it),
+    or the ``cpu`` preset (None). E.g. ``NVIDIA H200`` → ``h200``: without a space, a 4,096-token
+    llama-1b step is priced at 989 TFLOP/s, not at the CPU's 0.2."""
+    if gpu_name is None:
+        return device_preset("cpu")
+    preset = gpu_preset(gpu_name)
+    if preset is None:
+        log.warning("the GPU %r matches no device preset: step times are predicted with the analytic model of %s "
+                    "(give --space with a profile of this device for measured ones)", gpu_name, FALLBACK_GPU)
+        preset = FALLBACK_GPU
+    return device_preset(preset)
 
 
 def _resume_point(config: TrainConfig) -> Resume | None:
@@ -159,9 +183,10 @@ def _check_cluster(cluster: ClusterDescription, nproc: int, layouts: tuple[Strat
 
 
 def _cycled_strategies(config: TrainConfig, model: ModelSpec, token_budget: int, max_seq_len: int,
-                       options: DispatchOptions, cluster_devices: int) -> tuple[tuple[StrategyLayout, ...], Planning]:
+                       options: DispatchOptions, cluster_devices: int,
+                       device: DeviceSpec) -> tuple[tuple[StrategyLayout, ...], Planning]:
     """Every SPEC as a layout and a one-strategy proposal on the job's devices (at least
-    ``cluster_devices``); micro-batches of at most ``micro_batch_tokens`` (default ``1.5·max_seq_len``);
+    ``cluster_devices``), priced by the space or else by ``device``'s analytic model; micro-batches of at most ``micro_batch_tokens`` (default ``1.5·max_seq_len``);
     the reduction priced with the job's ``grad_reduce_dtype`` (``auto``: the space's)."""
     capacity = config.micro_batch_tokens or max_seq_len * 3 // 2
     require(capacity >= max_seq_len, "micro_batch_tokens", capacity,
@@ -170,7 +195,7 @@ def _cycled_strategies(config: TrainConfig, model: ModelSpec, token_budget: int,
     devices = max([config.nproc, cluster_devices] + [sum(g.count * g.scheme.devices for g in parse_strategy_spec(text, field))
                                      for text, field in zip(config.strategies, fields)])
     space = read_scheme_space(config.space_file) if config.space_file else None
-    times = scheme_times(model, devices, space)
+    times = scheme_times(model, devices, space, device)
     layouts = tuple(parse_strategy(text, model, times, capacity, field) for text, field in zip(config.strategies, fields))
     pipeline_model = space.pipeline_model if space else PipelineModel()
     reduce_gbps, overlap = (space.reduce_gbps, space.reduce_overlap) if space else (0.0, 0.0)

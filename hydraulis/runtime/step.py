@@ -119,12 +119,16 @@ class StepRunner:
         self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype.resolve(context.device.type)]
         self.budget, self.overlap = options.device_memory, options.overlap_reduction
         self.allow_math = options.allow_math_attention
+        self.compile_layers = options.compile_layers
         self.buckets = bucket_elements(options.bucket_mb, self.reduce_dtype.itemsize)
         self.groups = GroupCache(context.new_group if context.world_size > 1 else None)
         self.exchange = (ParallelGroup(context.new_group(list(range(context.world_size))), context.world_size,
                                        context.rank) if context.world_size > 1 else ParallelGroup.single())
         self.stages: dict[str, ComputeStage] = {}
         self.current: ComputeStage | None = None
+        self.weights: dict[int, int] = {}
+        """Per one-owner stage, the :attr:`~.optimizer.master.OptimizerShard.version` its compute
+        weights hold."""
 
     def warm(self, layouts: tuple[StrategyLayout, ...]) -> int:
         """Step 1 for every strategy in ``layouts`` before the run's first step — process groups,
@@ -143,29 +147,40 @@ class StepRunner:
         communicators = self.groups.created - created
         tokens = loss_tokens(plan)
         meter = PeakMemory(self.context.device) if self.budget is not None else None
+        local = stage.route.local
         with meter.step(self._held(stage)) if meter else nullcontext():
             clock = step_clock(self.context.device)
             buckets_clock = clock if self.record else None
-            propagation = Propagation(stage.route, self.optimizer.master, stage.params, self.context.dtype,
-                                      buckets_clock)
-            if stage.gate is not None and self.overlap:
+            propagation = None if local else Propagation(stage.route, self.optimizer.master, stage.params,
+                                                         self.context.dtype, buckets_clock)
+            if local:
+                self._refresh_local(stage)
+            elif stage.gate is not None and self.overlap and not self.compile_layers:
                 stage.gate.propagation = propagation
             else:
                 propagation.finish()
             marks = [clock.mark()]
             loss_part = torch.zeros((), dtype=torch.float32, device=self.context.device)
             recording = None
-            reduction = Reduction(stage.route, stage.gradients.grads, self.reduce_dtype, self.context.device,
-                                  buckets_clock)
+            reduction = None if local else Reduction(stage.route, stage.gradients.grads, self.reduce_dtype,
+                                                     self.context.device, buckets_clock)
             if stage.model is not None:
                 loss_part, recording = self._compute(stage, plan, documents, tokens, reduction, clock)
-            propagation.finish()
+            if propagation is not None:
+                propagation.finish()
             if stage.gate is not None:
                 stage.gate.propagation = None
             marks.append(clock.mark())
-            reduction.finish(self.optimizer.grad)
+            if local and stage.gradients.aliased:
+                stage.gradients.settle()
+            elif local:
+                stage.route.gather_local(stage.gradients.grads(), self.optimizer.grad)
+            else:
+                reduction.finish(self.optimizer.grad)
             stage.gradients.clear()
             update = self.optimizer.step(global_grad_norm(self.optimizer.grad, self.context.world), self.schedule)
+            if local:
+                self._refresh_local(stage)
             marks.append(clock.mark())
         propagate_ms, compute_ms, update_ms = clock.elapsed_ms(marks)
         mine = torch.tensor((compute_ms, 0.0, propagate_ms, propagate_ms + compute_ms + update_ms,
@@ -183,22 +198,22 @@ class StepRunner:
             rows = recording.rows() if recording else []
             operations = gather_operations(rows, leads, stage.rank_map, plan, layout.strategy, self.context.world,
                                            self.context.device)
-            overlap = gather_reduction_overlap(reduction.intervals_ms(), rows, self.context.world,
-                                               self.context.device)
+            overlap = gather_reduction_overlap(reduction.intervals_ms() if reduction else [], rows,
+                                               self.context.world, self.context.device)
         return StepRecord(step, str(layout), tokens, figures["loss"], measured,
                           tuple(p.predicted_ms for p in plan.pipelines), figures["propagate_ms"], reduce,
                           figures["step_ms"], plan.predicted_ms, plan.planning_ms,
                           strategy_index=plan.strategy_index, communicators=communicators,
                           operations=operations, lr=update.lr, grad_norm=update.grad_norm, skipped=update.skipped,
                           skipped_steps=self.optimizer.skipped, reduction_inflight_ms=overlap[0],
-                          reduction_hidden_ms=overlap[1])
+                          reduction_hidden_ms=overlap[1], exchanged=not local)
 
     def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int,
-                 reduction: Reduction, clock) -> tuple[torch.Tensor, RecordingWork | None]:
+                 reduction: Reduction | None, clock) -> tuple[torch.Tensor, RecordingWork | None]:
         """This rank's part of the loss (on the device; zero but on a last stage's tp rank 0) and,
         with ``record_operations``, the recording of its operations on ``clock``; with the
-        overlap on, each bucket of the gradients goes to ``reduction`` once the last backward
-        has produced it."""
+        overlap on, each bucket of the gradients goes to ``reduction`` (None: one owner, no
+        exchange) once the last backward has produced it."""
         place, model = stage.place, stage.model
         pipeline = plan.pipelines[place.pipeline]
         kernel = attention_kernel(self.context.device, self.context.dtype, self.allow_math)
@@ -206,7 +221,7 @@ class StepRunner:
         work = StageWork(model, lambda j: pack_micro_batch(documents, batches[j], plan.alignment, cp,
                                                            self.context.device, kernel, shards),
                          [packed_rows(mb, plan.alignment, cp.size, shards) for mb in batches], tokens)
-        if self.overlap and batches:
+        if self.overlap and batches and reduction is not None:
             stage.gradients.arm(len(batches), stage.route.plan.shard_buckets, reduction.ready)
             reduction.start()
         recording = RecordingWork(work, clock) if self.record else None
@@ -223,7 +238,7 @@ class StepRunner:
             if place is not None:
                 pipeline = layout.pipelines[place.pipeline]
                 model = StageModel(self.model, pipeline, place.stage, groups.tp, groups.cp, self.context.dtype,
-                                   self.context.device)
+                                   self.context.device, self.compile_layers)
                 peers = rank_map.hand_off(place)
                 log.debug("strategy %s: pipeline %d stage %d tp rank %d receives from %s, sends to %s; gradients "
                           "from %s, to %s", key, place.pipeline, place.stage, place.tp_rank, peers.previous,
@@ -246,11 +261,24 @@ class StepRunner:
                 for param in self.current.params:
                     param.data = param.data.new_empty(0)
                 self.current.gradients.release()
-            for param, shard in zip(stage.params, stage.route.shards):
-                if param.numel() == 0:
-                    param.data = param.data.new_empty(shard.shape)
+            if stage.model is not None and any(param.numel() == 0 for param in stage.params):
+                stage.model.allocate()
+            self.weights.pop(id(stage), None)
+            if stage.route.local:
+                self._refresh_local(stage)
+                views = stage.route.aliases(self.optimizer.grad) if stage.gradients.fp32_main else None
+                if views is not None:
+                    stage.gradients.alias(views)
             self.current = stage
         return stage
+
+    def _refresh_local(self, stage: ComputeStage) -> None:
+        """One owner (:meth:`~.optimizer.routes.Route.propagate_local`): the compute weights ←
+        the master weights when they differ — when laid out, after each update (its time is the
+        update's), and at a step whose master weights were loaded since."""
+        if self.weights.get(id(stage)) != self.optimizer.version:
+            stage.route.propagate_local(self.optimizer.master, stage.params)
+            self.weights[id(stage)] = self.optimizer.version
 
     def _held(self, stage: ComputeStage) -> list[torch.Tensor | None]:
         """The tensors this rank keeps across steps: compute weights, gradient buffers, optimizer buffer."""

@@ -25,6 +25,10 @@ reduction's time in flight and the part of it hidden behind the backward, summed
 ``plan/planning_ms``                 dispatch time of the step's plan
 ``plan/wait_ms``                     ``w_t``
 ``runtime/communicators_created``    process groups the step created (0 once every rank set was seen)
+``run/tokens_per_s``                 ``Σ n / Σ (m + w)`` over the steps so far (the summary's)
+``run/steady_tokens_per_s``          the same without the run's first, warm-up step (from the second)
+``run/mfu``, ``run/steady_mfu``      ``6·P·tokens/s / (D·F)`` of both (:mod:`hydraulis.job.records`;
+                                     only with the model's size and the devices' peak)
 ===================================  ================================================================
 
 Text ``proposal`` (at the run's first step): the strategies the run may use, as the Markdown
@@ -83,21 +87,48 @@ def proposal_markdown(proposals: Sequence[Proposal], cycle: bool) -> str:
     return "\n".join(lines)
 
 
+class RunRates:
+    """The ``run/`` scalars (module docstring) kept as running sums; ``flops_per_token``
+    ``6·P`` and ``peak_flops`` ``D·F`` (0: no MFU)."""
+
+    def __init__(self, flops_per_token: float = 0.0, peak_flops: float = 0.0) -> None:
+        self.flops_per_token, self.peak_flops = flops_per_token, peak_flops
+        self.sums = [[0, 0.0], [0, 0.0]]
+        """``[tokens, seconds]`` of every step and of the steps after the first."""
+        self.steps = 0
+
+    def add(self, record: StepRecord) -> dict[str, float]:
+        for index in (0, 1) if self.steps else (0,):
+            self.sums[index][0] += record.tokens
+            self.sums[index][1] += (record.step_ms + record.wait_ms) / 1e3
+        self.steps += 1
+        scalars = {}
+        for suffix, (tokens, seconds) in zip(("tokens_per_s", "steady_tokens_per_s"), self.sums):
+            if seconds > 0:
+                scalars[f"run/{suffix}"] = tokens / seconds
+                if self.peak_flops > 0:
+                    scalars[f"run/{suffix.replace('tokens_per_s', 'mfu')}"] = (
+                        self.flops_per_token * tokens / seconds / self.peak_flops)
+        return scalars
+
+
 class TensorBoardLog:
     """Event files under ``directory``: :meth:`add` writes a step's scalars and flushes them."""
 
-    def __init__(self, directory: str | Path, proposals: Sequence[Proposal], cycle: bool) -> None:
+    def __init__(self, directory: str | Path, proposals: Sequence[Proposal], cycle: bool,
+                 rates: RunRates | None = None) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(log_dir=str(directory))
         self.proposal = proposal_markdown(proposals, cycle)
         self.wrote_text = False
+        self.rates = rates or RunRates()
 
     def add(self, record: StepRecord) -> None:
         if not self.wrote_text:
             self.writer.add_text(TEXT_TAG, self.proposal, record.step)
             self.wrote_text = True
-        for tag, value in step_scalars(record).items():
+        for tag, value in {**step_scalars(record), **self.rates.add(record)}.items():
             self.writer.add_scalar(tag, value, record.step)
         self.writer.flush()
 

@@ -61,7 +61,7 @@ from hydraulis.runtime.run import TrainingRun
 from hydraulis.job.records import StepRecord, format_record
 from hydraulis.runtime.step import StepRunner
 from hydraulis.job.strategy_spec import SpecGroup, strategy_layout
-from hydraulis.runtime.tensorboard import TensorBoardLog
+from hydraulis.runtime.tensorboard import RunRates, TensorBoardLog
 from hydraulis.types import ModelSpec, OptimizerLayout, Scheme, StepPlan, TimeCoefficients
 
 log = logging.getLogger(__name__)
@@ -200,7 +200,9 @@ def _planner(run: TrainingRun, context: RankContext, reference: bool) -> PlanAhe
 def _tensorboard(run: TrainingRun, context: RankContext, reference: bool) -> TensorBoardLog | None:
     if context.rank != 0 or reference or run.tensorboard_dir is None:
         return None
-    return TensorBoardLog(run.tensorboard_dir, run.planning.proposals, run.planning.cycle)
+    peak = run.device.peak_tflops * 1e12 * context.world_size if run.device else 0.0
+    return TensorBoardLog(run.tensorboard_dir, run.planning.proposals, run.planning.cycle,
+                          RunRates(6 * run.model.params, peak))
 
 
 def _optimizer_layout(run: TrainingRun, context: RankContext, reference: bool) -> OptimizerLayout:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -92,7 +93,10 @@ def test_train_spawns_processes_and_saves_its_resolved_config(tmp_path):
     saved = json.loads((tmp_path / "out" / "train_config.json").read_text())
     assert saved["steps"] == 3 and saved["token_budget"] == 128 and saved["runtime"]["optimizer"] == "adamw"
     assert result.stdout.splitlines()[0].startswith("summary: 3 steps")  # each step is printed once, live
-    assert not any(" step " in line for line in result.stdout.splitlines())
+    assert re.search(r"[0-9]+ tokens/s over all steps, [0-9]+ steady \(the first, warm-up step excluded\); "
+                     r"MFU [0-9.]+, [0-9.]+ steady", result.stdout)
+    assert all("update (no exchange)" in line for line in steps)
+    assert not any(line.startswith("step ") for line in result.stdout.splitlines())
     assert [r.step for r in read_train_log(tmp_path / "out" / "train_log.json")] == [0, 1, 2]
     assert complete_files(tmp_path / "out") == ["train_config.json", "train_log.json"]
 

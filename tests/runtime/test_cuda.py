@@ -12,6 +12,7 @@ import torch
 from hydraulis.job.config import RuntimeOptions, TrainConfig
 
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision
+from hydraulis.runtime.model import attention
 from hydraulis.runtime.model.attention import KernelKind, attention_kernel, packed_attention
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.context import load_balanced_indices
@@ -42,11 +43,17 @@ def test_nccl_equivalence_with_heterogeneous_pipelines_context_and_sequence_para
         assert result.max_rel_diff <= tolerance, (result.strategies, result.worst_parameter, result.max_rel_diff)
 
 
+@pytest.mark.parametrize("repeat_kv", [False, True], ids=["kernel's gqa", "kv heads repeated"])
 @pytest.mark.parametrize("cp", [1, 2])
-def test_the_varlen_kernel_equals_the_cpu_path(cp):
+def test_the_varlen_kernel_equals_the_cpu_path(cp, repeat_kv, monkeypatch):
     cuda = torch.device("cuda")
     if attention_kernel(cuda, torch.bfloat16) is not KernelKind.VARLEN:
-        pytest.skip("this torch has no varlen_attn with causal windows and grouped-query attention")
+        pytest.skip("this torch has no varlen_attn with causal windows")
+    kernel = attention._varlen_kernel()
+    if not repeat_kv and not kernel.native_gqa:
+        pytest.skip("this torch's varlen_attn has no enable_gqa (torch 2.11): the heads are repeated")
+    if repeat_kv:
+        monkeypatch.setattr(attention, "_varlen_kernel", lambda: attention.VarlenKernel(kernel.call, False))
     lengths = (700, 64, 300, 9)
     documents = [torch.arange(s + 1) for s in lengths]
     micro_batch = MicroBatch(tuple(range(len(lengths))), lengths)

@@ -92,6 +92,21 @@ def test_summary_worked_example():
     assert "(0% after each strategy's first step: median 0%, p90 0%)" in summary_line(summary)
 
 
+def test_the_summary_gives_the_steady_state_beside_every_step_and_the_mfu():
+    records = [StepRecord(0, "1,1,1", 200, 2.0, (90.0,), (70.0,), 0.0, 9.0, 1000.0, 80.0, 1.0),
+               StepRecord(1, "1,1,1", 300, 1.0, (140.0,), (140.0,), 0.0, 9.0, 150.0, 150.0, 1.0)]
+    summary = summarize(records, devices=1, params=10**9, peak_flops=989e12)
+    assert summary.tokens_per_s == pytest.approx(500 / 1.15)
+    assert summary.steady_tokens_per_s == pytest.approx(2000.0)
+    assert summary.steady_mfu == pytest.approx(6e9 * 2000 / 989e12)
+    assert summary.mfu == pytest.approx(6e9 * 500 / 1.15 / 989e12)
+    line = summary_line(summary)
+    assert "435 tokens/s over all steps, 2000 steady (the first, warm-up step excluded); MFU 0.003, 0.012 steady" in line
+    alone = summarize(records[:1])
+    assert alone.steady_tokens_per_s is None and alone.mfu is None
+    assert "steady" not in summary_line(alone)
+
+
 def test_the_step_line_shows_the_hidden_fraction_only_where_recorded():
     record = StepRecord(2, "1,1,2x2", 200, 2.0, (90.0, 80.0), (70.0, 70.0), 1.0, 9.0, 100.0, 80.0, 1.0)
     assert "reduce 9.0  plan" in format_record(record)

@@ -13,13 +13,14 @@ import pytest
 from hydraulis.artifacts import read_proposal
 from hydraulis.artifacts.train_log import read_train_log
 from hydraulis.job.records import StepRecord
-from hydraulis.runtime.tensorboard import TEXT_TAG, proposal_markdown, step_scalars
+from hydraulis.runtime.tensorboard import TEXT_TAG, RunRates, proposal_markdown, step_scalars
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TAGS = {"train/loss", "train/tokens_per_s", "time/measured_step_ms", "time/predicted_step_ms",
         "time/prediction_error", "plan/strategy_index", "plan/planning_ms", "plan/wait_ms",
         "runtime/communicators_created", "train/lr", "train/grad_norm", "train/skipped_steps",
         "time/slowest_pipeline_ms", "time/propagate_ms", "time/reduce_ms"}
+RUN_TAGS = {"run/tokens_per_s", "run/steady_tokens_per_s", "run/mfu", "run/steady_mfu"}
 
 
 def test_step_scalars_worked_example():
@@ -31,6 +32,19 @@ def test_step_scalars_worked_example():
                                     "runtime/communicators_created": 2.0, "train/lr": 3e-4, "train/grad_norm": 1.25,
                                     "train/skipped_steps": 1.0, "time/slowest_pipeline_ms": 180.0,
                                     "time/propagate_ms": 5.0, "time/reduce_ms": 15.0}
+
+
+def test_run_rates_leave_the_warm_up_step_out_of_the_steady_figures():
+    def step(t, tokens, ms):
+        return StepRecord(t, "1,1,1", tokens, 1.0, (ms,), (ms,), 0.0, 0.0, ms, ms, 0.0)
+
+    rates = RunRates(flops_per_token=6e9, peak_flops=989e12)
+    assert rates.add(step(0, 200, 1000.0)) == {"run/tokens_per_s": 200.0, "run/mfu": 6e9 * 200.0 / 989e12}
+    second = rates.add(step(1, 300, 150.0))
+    assert second["run/tokens_per_s"] == pytest.approx(500 / 1.15)
+    assert second["run/steady_tokens_per_s"] == pytest.approx(2000.0)
+    assert second["run/steady_mfu"] == pytest.approx(6e9 * 2000.0 / 989e12)
+    assert set(RunRates().add(step(0, 200, 1000.0))) == {"run/tokens_per_s"}
 
 
 def test_step_scalars_add_the_hidden_fraction_only_where_recorded():
@@ -71,7 +85,7 @@ def test_train_writes_every_scalar_per_step_and_the_proposal(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     events = EventAccumulator(str(tmp_path / "board"))
     events.Reload()
-    assert set(events.Tags()["scalars"]) == TAGS
+    assert set(events.Tags()["scalars"]) == TAGS | RUN_TAGS
     records = read_train_log(tmp_path / "out" / "train_log.json")
     for tag in TAGS:
         written = events.Scalars(tag)

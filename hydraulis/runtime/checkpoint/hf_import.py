@@ -42,6 +42,7 @@ def load_hf_weights(directory: HfDirectory, shard: OptimizerShard) -> None:
                                                                      framework="pt"))
             values = _read_region(handles[tensor.file].get_slice(tensor.name), region)
             shard.master[region.offset + region.lo:region.offset + region.hi].copy_(values)
+    shard.written()
     log.debug("rank %d read %d weights from %s", shard.rank, shard.master.numel(), directory.folder)
 
 

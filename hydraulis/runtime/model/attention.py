@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 from typing import Protocol
@@ -33,8 +34,17 @@ MATH_BLOCK_ELEMENTS = 1 << 20
 """Largest score block of the math kernel (elements)."""
 
 
-VARLEN_TORCH = "2.12"
-"""The first torch whose ``varlen_attn`` takes ``window_size`` and ``enable_gqa`` (its documentation)."""
+VARLEN_TORCH = "2.11"
+"""The first torch whose ``varlen_attn`` takes causal windows (``window_size``, pytorch#172238);
+``enable_gqa`` came in 2.12 (without it the K/V heads are repeated)."""
+
+
+@dataclass(frozen=True)
+class VarlenKernel:
+    """``varlen_attn`` and whether it reads grouped K/V heads itself (``enable_gqa``)."""
+
+    call: Callable
+    native_gqa: bool
 
 
 class KernelKind(str, Enum):
@@ -55,7 +65,7 @@ def attention_kernel(device: torch.device, dtype: torch.dtype, allow_math: bool 
             return KernelKind.VARLEN
         if not allow_math:
             raise HydraulisError("torch", torch.__version__,
-                                 f"has no varlen_attn with window_size and enable_gqa; CUDA training in {dtype} "
+                                 f"has no varlen_attn with causal windows (window_size); CUDA training in {dtype} "
                                  f"needs torch >= {VARLEN_TORCH} (or --allow-math-attention to run the blocked fp32 "
                                  f"math kernel, several times slower)")
         log.warning("torch %s has no varlen_attn: attention runs the blocked fp32 math kernel, several times slower "
@@ -72,13 +82,18 @@ def packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: At
 
     Work is ``Σ_i s_i²/2`` score entries per head — the ``a·s²`` term of the cost model — never
     ``T²`` for a micro-batch of ``T`` tokens, and nothing of size queries × keys is kept. Grouped-query
-    attention reads each kv head for its ``H_q/H_kv`` query heads in place (no copies of K and V).
+    attention reads each kv head for its ``H_q/H_kv`` query heads in place (no copies of K and V,
+    but for a varlen kernel without ``enable_gqa``, below).
 
     Kernels (:func:`attention_kernel`):
 
-    * **varlen** (CUDA, fp16/bf16, ``torch.nn.attention.varlen.varlen_attn``): one FlashAttention
-      call per micro-batch and layer over every segment (:class:`~.segments.VarlenPlan`), causal by
-      ``window_size=(-1, 0)`` (bottom-right aligned), ``enable_gqa``;
+    * **varlen** (CUDA, fp16/bf16, ``torch.nn.attention.varlen.varlen_attn``, torch >=
+      :data:`VARLEN_TORCH`): one FlashAttention call per micro-batch and layer over every segment
+      (:class:`~.segments.VarlenPlan`), causal by ``window_size=(-1, 0)`` (bottom-right aligned);
+      grouped-query attention by the kernel's ``enable_gqa`` where it has one (torch >= 2.12), else
+      each kv head repeated for its ``g = H_q/H_kv`` query heads before the call
+      (``2·(g − 1)·T·H_kv·d`` more elements; llama-1b, 4,096 tokens, bf16: ``2·3·4,096·8·64·2 B``
+      ≈ 25 MB a layer, kept for its backward);
     * **cpu_flash** (CPU): the segments' parts in batched calls of ATen's CPU FlashAttention kernel
       (:class:`~.segments.SegmentPlan`; blocked, it keeps only ``O`` and ``lse``), a handful of calls
       per micro-batch — one per padded size — whatever the number of documents;
@@ -106,11 +121,23 @@ def packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: At
     if isinstance(plan, VarlenPlan):
         if plan.key_index is not None:
             k, v = k.index_select(0, plan.key_index), v.index_select(0, plan.key_index)
-        out = _varlen_kernel()(q, k, v, plan.cu_seqlens_q, plan.cu_seqlens_k, plan.max_queries, plan.max_keys,
-                               window_size=(-1, 0), enable_gqa=k.shape[1] != heads)
-        return out.reshape(tokens, heads * dim)
+        return _varlen(_varlen_kernel(), q, k, v, plan).reshape(tokens, heads * dim)
     dense = _DENSE[kernel or attention_kernel(q.device, q.dtype)]
     return _SegmentAttention.apply(q, k, v, plan, dense).reshape(tokens, heads * dim)
+
+
+def _varlen(kernel: VarlenKernel, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+            plan: VarlenPlan) -> torch.Tensor:
+    """One ``varlen_attn`` call, causal at the bottom right; kv heads repeated ``g`` times
+    (query head ``h`` reads kv head ``h // g``) when the kernel cannot group them itself."""
+    group = q.shape[1] // k.shape[1]
+    grouping = {}
+    if kernel.native_gqa:
+        grouping = {"enable_gqa": group > 1}
+    elif group > 1:
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    return kernel.call(q, k, v, plan.cu_seqlens_q, plan.cu_seqlens_k, plan.max_queries, plan.max_keys,
+                       window_size=(-1, 0), **grouping)
 
 
 class DenseKernel(Protocol):
@@ -299,12 +326,21 @@ def _cpu_flash_ops() -> tuple[Callable, Callable] | None:
 
 
 @lru_cache(maxsize=1)
-def _varlen_kernel() -> Callable | None:
-    """``varlen_attn`` when this torch has it with causal windows and grouped-query attention
-    (imported only when asked: importing it loads ``torch._dynamo``, seconds of start-up)."""
+def _varlen_kernel() -> VarlenKernel | None:
+    """``varlen_attn`` when this torch has it with causal windows (imported only when asked:
+    importing it loads ``torch._dynamo``, seconds of start-up)."""
     try:
         from torch.nn.attention.varlen import varlen_attn
     except ImportError:
         return None
-    parameters = inspect.signature(varlen_attn).parameters
-    return varlen_attn if {"window_size", "enable_gqa"} <= parameters.keys() else None
+    return varlen_kernel_of(varlen_attn)
+
+
+def varlen_kernel_of(function: Callable) -> VarlenKernel | None:
+    """``function`` as the varlen kernel when its signature takes ``window_size`` (None: torch
+    2.10's ``varlen_attn`` has only ``is_causal``), grouping kv heads itself where it takes
+    ``enable_gqa``."""
+    parameters = inspect.signature(function).parameters
+    if "window_size" not in parameters:
+        return None
+    return VarlenKernel(function, "enable_gqa" in parameters)

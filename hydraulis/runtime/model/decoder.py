@@ -30,6 +30,14 @@ them ``fused_children`` (the forward pre-hooks that deliver weights go on it,
   ``full`` the whole layer — its forward runs again in the backward, collectives included, on
   every rank of the tp and cp groups in the same order.
 
+With ``compile_layers`` (``hydraulis train --compile``; off by default until a GPU run shows it
+pays) each decoder layer's computation is compiled by ``torch.compile`` (dynamic shapes: every
+micro-batch has its own token count), fusing the norms', rotary and SwiGLU elementwise
+operations into a few kernels — fewer launches per micro-batch. The attention core stays
+outside the compiled graphs (its plan changes with every micro-batch), and the weights of a
+compiled stage are propagated whole before its forward (the per-module pre-hooks that deliver
+them would be traced into the graphs).
+
 **What a layer keeps for its backward**, per token of a micro-batch on one rank (``t = T/cp``
 tokens; ``s = tp`` under sequence parallelism, else 1; ``H`` hidden, ``F`` MLP width,
 ``q = heads·d`` and ``k = kv_heads·d`` with ``d`` the head size, ``h`` the query heads; counts of
@@ -135,6 +143,7 @@ class Attention(nn.Module):
         self.wv = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, tp, sequence_parallel, **factory)
         self.fused_children = (self.wq, self.wk, self.wv)
         self.wo = RowParallelLinear(self.heads * model.head_dim, model.hidden, tp, sequence_parallel, **factory)
+        self.attend = packed_attention
 
     def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         q, k, v = column_parallel(x, [layer.weight for layer in self.fused_children], self.tp, self.sequence_parallel)
@@ -145,8 +154,8 @@ class Attention(nn.Module):
         q = apply_rotary(q.view(tokens, self.heads, self.head_dim), rope)
         k, v = gathering().split(self.kv_heads, dim=1)
         if self.recompute_core:
-            return self.wo(recomputed(packed_attention, q, k, v, batch.attention))
-        return self.wo(packed_attention(q, k, v, batch.attention))
+            return self.wo(recomputed(self.attend, q, k, v, batch.attention))
+        return self.wo(self.attend(q, k, v, batch.attention))
 
 
 class MLP(nn.Module):
@@ -183,6 +192,11 @@ class DecoderLayer(nn.Module):
         x = x + self.attn(self.attn_norm(x), batch, rope)
         return x + self.mlp(self.mlp_norm(x))
 
+    def compile(self) -> None:
+        """Compile this layer's computation, the attention core left out (module docstring)."""
+        self.attn.attend = torch.compiler.disable(packed_attention)
+        self._forward = torch.compile(self._forward, dynamic=True)
+
 
 def layer_recompute(layout: PipelineLayout, stage: int) -> dict[int, Recompute]:
     """What each decoder layer of ``stage`` recomputes: the scheme's option, for every layer, or
@@ -197,11 +211,12 @@ class StageModel(nn.Module):
 
     ``forward`` takes the received hidden states (None on the first stage, which embeds the
     micro-batch's tokens) and returns the hidden states to send on, or, on the last stage, the
-    per-token loss of this rank's tokens (fp32).
+    per-token loss of this rank's tokens (fp32); ``compile_layers``: each decoder layer compiled
+    (module docstring).
     """
 
     def __init__(self, model: ModelSpec, layout: PipelineLayout, stage: int, tp: ParallelGroup,
-                 cp: ParallelGroup, dtype: torch.dtype, device: torch.device) -> None:
+                 cp: ParallelGroup, dtype: torch.dtype, device: torch.device, compile_layers: bool = False) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
         self.model, self.tp = model, tp
@@ -216,6 +231,11 @@ class StageModel(nn.Module):
             first, count = unit_range(model.vocab, tp.size, tp.rank)
             self.vocab_start = first
             self.head = ColumnParallelLinear(model.hidden, count, tp, self.sequence_parallel, **factory)
+        self.shapes = {name: param.shape for name, param in self.named_parameters()}
+        self.fuse_storage()
+        self.compiled = compile_layers
+        for layer in self.layers.values() if compile_layers else ():
+            layer.compile()
 
     def forward(self, hidden: torch.Tensor | None, batch: PackedMicroBatch) -> torch.Tensor:
         x = self.embed(batch.input_ids) if self.first else hidden
@@ -226,6 +246,25 @@ class StageModel(nn.Module):
             return x
         logits = self.head(self.norm(x))
         return vocab_parallel_cross_entropy(logits, batch.labels, self.tp, self.vocab_start)
+
+    def fuse_storage(self) -> None:
+        """Lay each block's column weights (Q/K/V; gate/up) out as consecutive rows of one
+        storage, each still its own parameter (:mod:`hydraulis.runtime.parallel.columns`: one
+        product for all); their values are left unset, as a new module's."""
+        for layer in self.layers.values():
+            for block in (layer.attn, layer.mlp):
+                weights = [child.weight for child in block.fused_children]
+                storage = weights[0].new_empty((sum(w.shape[0] for w in weights), weights[0].shape[1]))
+                for weight, rows in zip(weights, storage.split([w.shape[0] for w in weights])):
+                    weight.data = rows
+
+    def allocate(self) -> None:
+        """Storage for every parameter released (``param.data`` emptied by a strategy switch),
+        its values unset, the blocks' column weights fused again."""
+        for name, param in self.named_parameters():
+            if param.numel() == 0:
+                param.data = param.data.new_empty(self.shapes[name])
+        self.fuse_storage()
 
     @property
     def sequence_shards(self) -> int:

@@ -30,7 +30,7 @@ import torch
 
 from hydraulis.errors import require
 from hydraulis.runtime.model.attention import KernelKind, attention_kernel
-from hydraulis.runtime.model.segments import AttentionPlan, segment_plan, to_device, varlen_plan
+from hydraulis.runtime.model.segments import AttentionPlan, document_plan, segment_plan, to_device, varlen_plan
 from hydraulis.runtime.parallel.context import context_segments, load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
@@ -97,23 +97,15 @@ def pack_micro_batch(documents: Documents, micro_batch: MicroBatch, alignment: i
     require(len(micro_batch.sequences) > 0, "micro_batch.sequences", [], "must not be empty")
     bounds = packed_bounds(micro_batch, alignment, cp.size, sequence_shards)
     total = bounds[-1]
-    input_ids = torch.zeros(total, dtype=torch.long)
-    labels = torch.full((total,), IGNORE_INDEX, dtype=torch.long)
-    positions = torch.empty(total, dtype=torch.long)
-    for k, (sequence, length) in enumerate(zip(micro_batch.sequences, micro_batch.lengths)):
-        tokens = torch.as_tensor(documents[sequence], dtype=torch.long)
-        require(tokens.numel() == length + 1, f"micro_batch.lengths[{k}]", length,
-                f"disagrees with sequence {sequence} of the batch ({tokens.numel() - 1} tokens)")
-        start, stop = bounds[k], bounds[k + 1]
-        input_ids[start:start + length] = tokens[:-1]
-        labels[start:start + length] = tokens[1:]
-        positions[start:stop] = torch.arange(stop - start)
+    input_ids, labels, positions = _packed_tokens(documents, micro_batch, bounds)
     mine = torch.arange(total) if cp.trivial else torch.tensor(load_balanced_indices(bounds, cp.size, cp.rank))
-    segments = context_segments(bounds, cp.size, cp.rank)
-    if (kernel or attention_kernel(device, torch.float32)) is KernelKind.VARLEN:
-        attention = varlen_plan(segments, mine.numel(), device)
+    varlen = (kernel or attention_kernel(device, torch.float32)) is KernelKind.VARLEN
+    if varlen and cp.trivial:
+        attention = document_plan(bounds, device)
+    elif varlen:
+        attention = varlen_plan(context_segments(bounds, cp.size, cp.rank), mine.numel(), device)
     else:
-        attention = segment_plan(segments, mine.numel(), total, device)
+        attention = segment_plan(context_segments(bounds, cp.size, cp.rank), mine.numel(), total, device)
     return PackedMicroBatch(
         input_ids=to_device(input_ids[mine], device),
         labels=to_device(labels[mine], device),
@@ -122,3 +114,31 @@ def pack_micro_batch(documents: Documents, micro_batch: MicroBatch, alignment: i
         cu_seqlens=to_device(torch.tensor(bounds, dtype=torch.int32), device),
         sequence_shards=sequence_shards,
     )
+
+
+def _packed_tokens(documents: Documents, micro_batch: MicroBatch,
+                   bounds: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Inputs, labels and positions of the packed micro-batch (module docstring), gathered from
+    the documents concatenated, with index arithmetic rather than a loop over the documents:
+    token ``j`` of document ``k`` lands at row ``bounds[k] + j``."""
+    tokens = [torch.as_tensor(documents[sequence], dtype=torch.long).reshape(-1) for sequence in micro_batch.sequences]
+    sizes = np.array([t.shape[0] for t in tokens])
+    lengths = np.array(micro_batch.lengths)
+    wrong = np.flatnonzero(sizes != lengths + 1)
+    if wrong.size:
+        k = int(wrong[0])
+        require(False, f"micro_batch.lengths[{k}]", int(lengths[k]),
+                f"disagrees with sequence {micro_batch.sequences[k]} of the batch ({sizes[k] - 1} tokens)")
+    starts = np.asarray(bounds)
+    within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    rows = torch.from_numpy(np.repeat(starts[:-1], lengths) + within)
+    source = torch.from_numpy(np.repeat(np.cumsum(sizes) - sizes, lengths) + within)
+    concatenated = torch.cat(tokens)
+    total = int(starts[-1])
+    input_ids = torch.zeros(total, dtype=torch.long)
+    labels = torch.full((total,), IGNORE_INDEX, dtype=torch.long)
+    input_ids[rows] = concatenated[source]
+    labels[rows] = concatenated[source + 1]
+    spans = np.diff(starts)
+    positions = torch.from_numpy(np.arange(total) - np.repeat(starts[:-1], spans))
+    return input_ids, labels, positions

@@ -169,6 +169,15 @@ def varlen_plan(segments: Sequence[Segment], queries: int, device: torch.device)
                       key_index, max(s.queries for s in segments), max(s.keys for s in segments))
 
 
+def document_plan(bounds: Sequence[int], device: torch.device) -> VarlenPlan:
+    """:func:`varlen_plan` of whole documents at ``bounds`` (cp = 1: every document one segment,
+    its queries its keys), from the bounds alone."""
+    starts = torch.tensor(bounds, dtype=torch.int32)
+    longest = int(np.diff(np.asarray(bounds)).max())
+    cu_seqlens = to_device(starts, device)
+    return VarlenPlan(cu_seqlens, cu_seqlens, None, longest, longest)
+
+
 def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     """A host tensor on ``device`` without the host waiting for the device's queue: on CUDA
     through pinned memory and an asynchronous copy (a copy from pageable memory would first

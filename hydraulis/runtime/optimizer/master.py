@@ -92,6 +92,9 @@ class OptimizerShard:
         self.grad = torch.zeros(size, dtype=torch.float32, device=device)
         self.steps = 0
         self.skipped = 0
+        self.version = 0
+        """Counts the writes of ``master`` (updates, loads, :meth:`written`): a copy of the
+        weights made at one version is current while it lasts."""
         self.groups = {decay: [slice(r.offset + r.lo, r.offset + r.hi) for r in self.regions
                                if decays(r.spec, options) is decay] for decay in (True, False)}
         if initialise:
@@ -121,6 +124,7 @@ class OptimizerShard:
         if coefficient < 1.0:
             self.grad.mul_(coefficient)
         self.steps += 1
+        self.version += 1
         if self.options.optimizer is OptimizerKind.ADAMW:
             self._adamw(lr)
         else:
@@ -159,6 +163,11 @@ class OptimizerShard:
         for name, tensor in self.tensors.items():
             tensor.copy_(tensors[name])
         self.steps, self.skipped = steps, skipped
+        self.written()
+
+    def written(self) -> None:
+        """``master`` was written from outside (e.g. imported weights): copies of it are stale."""
+        self.version += 1
 
     def _initialise(self) -> None:
         for region in self.regions:

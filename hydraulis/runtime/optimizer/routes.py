@@ -12,10 +12,12 @@ The details: :func:`route_plan`."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from hydraulis.errors import require
 from hydraulis.layout.buckets import STAGE_BUCKETS, forward_order, shard_buckets
@@ -52,6 +54,11 @@ class RoutePlan:
     def __post_init__(self) -> None:
         require(sorted(self.forward_order) == list(range(self.buckets)), "forward_order", self.forward_order,
                 f"must order each of the {self.buckets} buckets once")
+
+    @property
+    def local(self) -> bool:
+        """Every block this rank sends or receives is its own (module docstring: one owner)."""
+        return bool((self.held[:, 0] == self.rank).all() and (self.owned[:, 0] == self.rank).all())
 
     @property
     def nbytes(self) -> int:
@@ -111,6 +118,16 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
     exchange — each owner packs its blocks of ``θ`` in the compute dtype and sends them; rank ``r``
     copies what it receives into its shards. A strategy switch between steps is therefore just
     another route: no restart, no full copy of the model anywhere.
+
+    **One owner, no exchange.** Where every rank owns exactly the elements it holds — a one-device
+    job; any strategy whose data-parallel group of every rank is the rank itself and whose optimizer
+    layout puts each rank's buffer on its own shards — every block's peer is the rank itself
+    (:attr:`RoutePlan.local`) and both exchanges are copies between the rank's own tensors:
+    :meth:`Route.gather_local` copies the accumulated gradients into the buffer and
+    :meth:`Route.propagate_local` the updated weights into the compute shards, block by block, with
+    no packed buffer, no all-to-all and nothing in flight. The ranks agree on it when the route is
+    checked (one all-reduce): the all-to-alls are collective, so either every rank exchanges or none
+    does.
 
     **Size of a route**: ``O(shards × owners crossed + regions × holders)`` blocks of 7 integers.
     Each (shard, owner region) pair shares at most nine blocks (:mod:`.ranges`); in practice one
@@ -225,6 +242,8 @@ class Route:
         """Per bucket, ``(peer, shard, offset, count, length, stride, contributes)`` in exchange order."""
         self.owned_rows = [[r for r, b in zip(owned, plan.owned[:, -1]) if b == k] for k in range(plan.buckets)]
         """Per bucket, ``(peer, offset, count, length, stride, contributes)`` in exchange order."""
+        self.local = False
+        """Every rank's plan is local (:meth:`check` finds it out): no exchange runs."""
 
     def check(self, device: torch.device) -> None:
         """Raise unless every peer's plan sends this rank what its own plan expects (one
@@ -236,6 +255,62 @@ class Route:
         if told.shape != expected.shape or not torch.equal(told, expected):
             raise RuntimeError(f"rank {self.plan.rank}: its peers' routes send {told.tolist()} elements per bucket, "
                                f"its own expects {expected.tolist()}; the ranks disagree on the strategy")
+        local = torch.tensor([int(self.plan.local)], device=device)
+        self.local = bool(self.world.all_reduce(local, dist.ReduceOp.MIN).item())
+
+    def gather_local(self, grads: list, into: torch.Tensor) -> None:
+        """One owner (module docstring): ``into`` ← this rank's own gradient blocks (``grads[k]``
+        None: zeros), copied in place — the reduction without buffers or all-to-all."""
+        targets, sources, missing = [], [], False
+        for held, owned in self._own_blocks(reduce=True):
+            _, k, offset, count, length, stride, _ = held
+            if grads[k] is None:
+                missing = True
+                continue
+            targets.append(strided(into, owned[1], count, length, owned[4]))
+            sources.append(strided(grads[k].reshape(-1), offset, count, length, stride))
+        if missing or len(targets) < sum(len(rows) for rows in self.owned_rows):
+            into.zero_()
+        if targets:
+            torch._foreach_copy_(targets, sources)
+
+    def propagate_local(self, master: torch.Tensor, params: list) -> None:
+        """One owner (module docstring): every shard's blocks ← ``master``'s, cast to the shard's
+        dtype — the propagation without buffers or all-to-all."""
+        targets, sources = [], []
+        for held, owned in self._own_blocks(reduce=False):
+            _, k, offset, count, length, stride, _ = held
+            targets.append(strided(params[k].data.view(-1), offset, count, length, stride))
+            sources.append(strided(master, owned[1], count, length, owned[4]))
+        if targets:
+            torch._foreach_copy_(targets, sources)
+
+    def aliases(self, into: torch.Tensor) -> list[torch.Tensor] | None:
+        """One owner: each shard as a view of ``into`` (its run of the buffer, its shape), or None
+        unless every shard is one contiguous run (then :meth:`gather_local` copies instead)."""
+        runs: dict[int, list] = {}
+        for held, owned in self._own_blocks(reduce=False):
+            runs.setdefault(held[1], []).append((held, owned))
+        views = []
+        for k, shard in enumerate(self.shards):
+            blocks = runs.get(k, [])
+            if len(blocks) != 1:
+                return None
+            (_, _, offset, count, length, stride, _), (_, start, _, _, owned_stride, _) = blocks[0]
+            numel = math.prod(shard.shape)
+            whole = offset == 0 and count * length == numel
+            if not (whole and (count == 1 or stride == owned_stride == length)):
+                return None
+            views.append(into[start:start + numel].view(shard.shape))
+        return views
+
+    def _own_blocks(self, reduce: bool):
+        """Each held block beside the owned block it meets (both sides list them in one order);
+        ``reduce``: contributing blocks only."""
+        for bucket in range(self.buckets):
+            held = [r for r in self.held_rows[bucket] if r[6] or not reduce]
+            owned = [r for r in self.owned_rows[bucket] if r[5] or not reduce]
+            yield from zip(held, owned, strict=True)
 
     def pack_gradients(self, grads: list, device: torch.device, bucket: int) -> torch.Tensor:
         """The contributing shards' gradient blocks of ``bucket`` in exchange order, fp32

@@ -54,12 +54,46 @@ class _ColumnParallel(torch.autograd.Function):
         return finished(reduced, work), None, None, *weight_grads
 
 
+class _FusedColumns(torch.autograd.Function):
+    """``X·[W_1; …; W_n]ᵀ`` of weights in consecutive rows of one storage (:func:`column_parallel`)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, *weights: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, *weights)
+        return F.linear(x, _stacked(weights))
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, *weights = ctx.saved_tensors
+        rows, grad = x.reshape(-1, x.shape[-1]), grad.reshape(-1, grad.shape[-1])
+        weight_grads = (grad.t() @ rows).split([weight.shape[0] for weight in weights])
+        return (grad @ _stacked(weights)).view(x.shape), *weight_grads
+
+
+def _stacked(weights: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The weights as one ``[Σ rows, in]`` matrix over their common storage."""
+    return weights[0].as_strided((sum(w.shape[0] for w in weights), weights[0].shape[1]), weights[0].stride())
+
+
+def stacked_rows(weights: Sequence[torch.Tensor]) -> bool:
+    """Whether ``weights`` are consecutive rows of one storage (contiguous, one dtype)."""
+    first = weights[0]
+    offset = first.storage_offset()
+    for weight in weights:
+        if not (weight.is_contiguous() and weight.dtype == first.dtype and weight.shape[1:] == first.shape[1:]
+                and weight.untyped_storage().data_ptr() == first.untyped_storage().data_ptr()
+                and weight.storage_offset() == offset):
+            return False
+        offset += weight.numel()
+    return True
+
+
 def column_parallel(x: torch.Tensor, weights: Sequence[torch.Tensor], group: ParallelGroup,
                     sequence_parallel: bool) -> tuple[torch.Tensor, ...]:
     """``enter(x)·W_iᵀ`` for every weight shard ``W_i`` of a block (:func:`column_parallel`): ``x`` this
     rank's rows of the residual stream, every output all ``T`` rows of its shard's columns.
-    Without a tensor-parallel group there is nothing to reduce: plain linears, autograd's own
-    backward.
+    Without a tensor-parallel group there is nothing to reduce: one fused product when the
+    weights share a storage, else plain linears.
 
     so it computes ``P``, **starts** its collective (``async_op``), computes the weight gradients
     while the collective runs, and only then waits. Separate autograd nodes would run the weight
@@ -76,7 +110,17 @@ def column_parallel(x: torch.Tensor, weights: Sequence[torch.Tensor], group: Par
 
     What the function keeps for the backward is what the separate linears kept: ``X̂`` (the
     gathered rows under sequence parallelism) and the weights.
+
+    **Fused projections.** A block's column weights live in one storage, consecutive rows
+    (:meth:`~hydraulis.runtime.model.decoder.StageModel.fuse_storage`: ``[W_q; W_k; W_v]`` and
+    ``[W_gate; W_up]``, each still its own parameter of its own shape, sharded, propagated, imported
+    and exported as before). Without a tensor-parallel group they then run as one matrix product
+    ``Y = X·[W_1; …; W_n]ᵀ`` split by columns, and its backward is two products, ``∂L/∂X = G·W``
+    and ``∂L/∂W = Gᵀ·X`` split by rows — one launch where there were ``n`` (forward) and ``2n``
+    (backward). Weights that do not share a storage so run one product each.
     """
     if group.trivial:
+        if len(weights) > 1 and stacked_rows(weights):
+            return _FusedColumns.apply(x, *weights).split([w.shape[0] for w in weights], dim=-1)
         return tuple(F.linear(x, weight) for weight in weights)
     return _ColumnParallel.apply(x, group, sequence_parallel, *weights)

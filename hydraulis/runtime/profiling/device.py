@@ -68,6 +68,12 @@ def resolve_device(kind: DeviceKind) -> DeviceKind:
     return kind
 
 
+def cuda_device_name(kind: DeviceKind) -> str | None:
+    """The name of the GPU a job asking for ``kind`` runs on (its first: a job's GPUs are
+    alike), or None when it runs on the CPU."""
+    return torch.cuda.get_device_name(0) if resolve_device(kind) is DeviceKind.CUDA else None
+
+
 def process_limit(kind: DeviceKind) -> int:
     """The most processes a scheme may use here: the GPUs, or 2 per CPU core."""
     if kind is DeviceKind.CUDA:

@@ -6,9 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from hydraulis.runtime.model.attention import KernelKind, packed_attention
+from hydraulis.runtime.model import attention
+from hydraulis.runtime.model.attention import KernelKind, packed_attention, varlen_kernel_of
 from hydraulis.runtime.model.packing import pack_micro_batch
-from hydraulis.runtime.model.segments import padded_length, varlen_plan
+from hydraulis.runtime.model.segments import document_plan, padded_length, varlen_plan
 from hydraulis.runtime.parallel.context import context_segments, load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.types import MicroBatch
@@ -97,6 +98,60 @@ def test_the_varlen_plan_runs_every_segment_against_its_keys(cp):
         assert torch.allclose(out, reference[mine], rtol=1e-10, atol=1e-12)
 
 
+def _varlen_without_gqa(q, k, v, cu_q, cu_k, max_q, max_k, *, window_size=(-1, -1)):
+    """A ``varlen_attn`` as torch 2.11 has it: causal windows, one kv head per query head."""
+    assert k.shape[1] == q.shape[1] and window_size == (-1, 0)
+    return _segments_attention(q, k, v, cu_q, cu_k, gqa=False)
+
+
+def _varlen_with_gqa(q, k, v, cu_q, cu_k, max_q, max_k, *, window_size=(-1, -1), enable_gqa=False):
+    """A ``varlen_attn`` as torch 2.12 has it: grouped kv heads read in place."""
+    assert enable_gqa == (k.shape[1] != q.shape[1]) and window_size == (-1, 0)
+    return _segments_attention(q, k, v, cu_q, cu_k, gqa=enable_gqa)
+
+
+def _segments_attention(q, k, v, cu_q, cu_k, gqa):
+    cu_q, cu_k = cu_q.tolist(), cu_k.tolist()
+    outs = []
+    for qa, qb, ka, kb in zip(cu_q[:-1], cu_q[1:], cu_k[:-1], cu_k[1:]):
+        mask = torch.ones(qb - qa, kb - ka, dtype=torch.bool).tril(kb - ka - qb + qa)
+        outs.append(F.scaled_dot_product_attention(q[qa:qb].transpose(0, 1), k[ka:kb].transpose(0, 1),
+                                                   v[ka:kb].transpose(0, 1), attn_mask=mask, enable_gqa=gqa))
+    return torch.cat(outs, dim=1).transpose(0, 1)
+
+
+def test_the_varlen_kernel_is_told_apart_by_its_signature():
+    def is_causal_only(q, k, v, cu_q, cu_k, max_q, max_k, is_causal=False):
+        return q
+
+    assert varlen_kernel_of(is_causal_only) is None
+    assert not varlen_kernel_of(_varlen_without_gqa).native_gqa
+    assert varlen_kernel_of(_varlen_with_gqa).native_gqa
+
+
+@pytest.mark.parametrize("function", [_varlen_without_gqa, _varlen_with_gqa])
+@pytest.mark.parametrize("cp", [1, 2])
+def test_grouped_query_attention_on_a_varlen_kernel_with_and_without_enable_gqa(cp, function, monkeypatch):
+    monkeypatch.setattr(attention, "_varlen_kernel", lambda: varlen_kernel_of(function))
+    bounds = _packed(cp, 0).cu_seqlens.tolist()
+    q, k, v = _inputs(bounds[-1])
+    reference = full_mask_attention(q, k, v, bounds)
+    weights = torch.randn(reference.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    expected = torch.autograd.grad((reference * weights).sum(), (q, k, v))
+    per_rank = [load_balanced_indices(bounds, cp, r) for r in range(cp)] if cp > 1 else [list(range(bounds[-1]))]
+    gathered = torch.tensor([i for part in per_rank for i in part])
+    grads = [torch.zeros_like(t) for t in (q, k, v)]
+    for rank in range(cp):
+        mine = torch.tensor(per_rank[rank])
+        plan = varlen_plan(context_segments(bounds, cp, rank), mine.numel(), CPU)
+        out = packed_attention(q[mine], k[gathered], v[gathered], plan)
+        assert torch.allclose(out, reference[mine], rtol=1e-10, atol=1e-12)
+        for total, grad in zip(grads, torch.autograd.grad((out * weights[mine]).sum(), (q, k, v))):
+            total += grad
+    for grad, want in zip(grads, expected):
+        assert torch.allclose(grad, want, rtol=1e-10, atol=1e-12)
+
+
 def test_padded_sizes_waste_at_most_an_eighth_above_sixteen():
     assert [padded_length(n) for n in (1, 16, 17, 100, 4097)] == [16, 16, 18, 104, 4608]
     assert all(n <= padded_length(n) <= max(16, n * 9 / 8) for n in range(1, 5000))
@@ -107,3 +162,12 @@ def test_short_documents_share_one_call_per_padded_size():
     packed = pack_micro_batch(documents, MicroBatch(tuple(range(301)), (16,) * 300 + (100,)), 1,
                               ParallelGroup.single(), CPU)
     assert [(c.parts, c.query_length) for c in packed.attention.calls] == [(300, 16), (1, 104)]
+
+
+def test_whole_documents_plan_from_their_bounds_as_from_their_segments():
+    bounds = _packed(1, 0).cu_seqlens.tolist()
+    direct, general = document_plan(bounds, CPU), varlen_plan(context_segments(bounds, 1, 0), bounds[-1], CPU)
+    assert torch.equal(direct.cu_seqlens_q, general.cu_seqlens_q)
+    assert torch.equal(direct.cu_seqlens_k, general.cu_seqlens_k)
+    assert direct.key_index is None and general.key_index is None
+    assert (direct.max_queries, direct.max_keys) == (general.max_queries, general.max_keys)

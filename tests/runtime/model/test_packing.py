@@ -4,8 +4,10 @@ micro-batch gives the loss and gradients of its documents run one by one.
 Rotary attention scores depend on position differences only, so that equality cannot see whether
 positions restart per document; the positions themselves are checked in the worked example."""
 
+import pytest
 import torch
 
+from hydraulis.errors import HydraulisError
 from hydraulis.presets import model_preset
 from hydraulis.runtime.data import SyntheticCorpus
 from hydraulis.layout.pipeline import PipelineLayout
@@ -73,3 +75,9 @@ def test_packed_micro_batch_equals_its_documents_one_by_one():
     for name in packed:
         assert torch.allclose(packed[name], alone[name], rtol=1e-10, atol=1e-14), name
     assert packed["layers.3.attn.wq.weight"].abs().max() > 0
+
+
+def test_a_length_that_disagrees_with_its_document_names_the_micro_batch_entry():
+    docs = [torch.arange(5), torch.arange(4)]
+    with pytest.raises(HydraulisError, match=r"micro_batch\.lengths\[1\]: 2 disagrees with sequence 1"):
+        pack_micro_batch(docs, MicroBatch((0, 1), (4, 2)), 1, SINGLE, CPU)

@@ -124,3 +124,42 @@ def test_buckets_are_numbered_from_the_pipelines_end_and_cut_every_stage_in_seve
     assert max(k for r in last for k in own[r]) < min(k for r in first for k in own[r])
     assert all(len(own[r]) >= STAGE_BUCKETS for r in range(4))
     assert every[0].buckets == len(set().union(*own.values()))
+
+
+ONE_OWNER = [("1,1,1", (1, 1, 1), 1), ("1,1,4", (1, 1, 4), 4), ("1,1,2", (1, 1, 2), 2)]
+
+
+@pytest.mark.parametrize("spec, layout, world", ONE_OWNER)
+@pytest.mark.parametrize("buckets", BUCKETINGS)
+def test_one_owner_copies_in_place_what_the_exchanges_would_deliver(spec, layout, world, buckets):
+    placement, every = routes(spec, layout, world, buckets)
+    assert all(route.plan.local for route in every)
+    grads, weights = values(1), values(2)
+    for route in every:
+        mine = [shard.of(grads[shard.name]).clone() for shard in route.shards]
+        exchanged, copied = (torch.full((placement.buffer_size(route.plan.rank),), float("nan")) for _ in range(2))
+        exchanged.zero_()
+        for k in range(route.buckets):
+            route.add_received(route.pack_gradients(mine, torch.device("cpu"), k), exchanged, k)
+        route.gather_local(mine, copied)
+        assert torch.equal(copied, exchanged)
+        aliased = torch.full_like(copied, float("nan"))
+        views = route.aliases(aliased)
+        assert views is not None
+        for view, grad in zip(views, mine):
+            view.copy_(grad)
+        assert torch.equal(aliased, exchanged)
+        params = [torch.full(shard.shape, float("nan"), dtype=torch.bfloat16) for shard in route.shards]
+        master = torch.zeros(placement.buffer_size(route.plan.rank))
+        for region in placement.owned_regions(route.plan.rank):
+            for block in overlap(Region.whole(region.spec), region):
+                block.b_view(master).copy_(block.a_view(weights[region.spec.name].reshape(-1)))
+        route.propagate_local(master, params)
+        for shard, param in zip(route.shards, params):
+            assert torch.equal(param, shard.of(weights[shard.name]).to(torch.bfloat16)), shard.name
+
+
+@pytest.mark.parametrize("spec, layout, world", CASES)
+def test_a_rank_sharing_elements_with_another_is_not_one_owner(spec, layout, world):
+    _, every = routes(spec, layout, world)
+    assert not all(route.plan.local for route in every)
