@@ -17,14 +17,7 @@ Two ways in, one per-rank body (:func:`_rank_main`):
   after :data:`GRACE_S` twice, so a stopped rank too) and the first failure is raised as
   :class:`RankFailure`.
 
-Each rank: logging with its rank in every line; ``torch.set_num_threads``; the device (CPU with
-gloo, or ``cuda:LOCAL_RANK`` with NCCL); ``init_process_group(timeout=…)`` so that a collective
-or point-to-point wait on a dead or stuck peer fails after ``timeout_s`` instead of hanging
-(gloo also fails at once when a peer's connection closes, and a failing rank exits, closing its
-own connections — so one dead rank brings every other rank down with an error). A failing rank
-names, before its own error, the ranks whose heartbeats stopped (:mod:`.heartbeat`): the first
-line of a failed job names the rank that died or hung, not the neighbour that noticed.
-"""
+The details: :func:`_rank_main`."""
 
 from __future__ import annotations
 
@@ -164,6 +157,14 @@ def _spawned(local_rank: int, nproc: int, store: str, job: Job, args: tuple, opt
 
 def _rank_main(local_rank: int, rank: int, world_size: int, init_method: str, job: Job, args: tuple,
                options: RuntimeOptions, log_level: str) -> None:
+    """Each rank: logging with its rank in every line; ``torch.set_num_threads``; the device (CPU with
+    gloo, or ``cuda:LOCAL_RANK`` with NCCL); ``init_process_group(timeout=…)`` so that a collective
+    or point-to-point wait on a dead or stuck peer fails after ``timeout_s`` instead of hanging
+    (gloo also fails at once when a peer's connection closes, and a failing rank exits, closing its
+    own connections — so one dead rank brings every other rank down with an error). A failing rank
+    names, before its own error, the ranks whose heartbeats stopped (:mod:`.heartbeat`): the first
+    line of a failed job names the rank that died or hung, not the neighbour that noticed.
+    """
     _setup_rank_logging(rank, log_level)
     torch.set_num_threads(options.threads)
     device = _device(options, local_rank)
