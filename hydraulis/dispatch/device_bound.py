@@ -2,41 +2,7 @@
 closed-form bounds (:mod:`hydraulis.cost.bound`) cannot — a long sequence holds a whole
 pipeline of a large scheme, and what else that pipeline runs pays that scheme's price.
 
-For pieces ``i`` (lengths ``s_i``), schemes ``k`` with reduction ``r_k ≤ ρ`` (the level), and a
-compute time ``T``, with ``w_k(s) = a_k·s² + b_k·s``, room ``R_k(T)`` per pipeline (``T −
-pp_k·c_k`` for the exact 1F1B; ``min(T − pp_k·c_k, (√T − √((pp_k − 1)·c_k))²)`` for design §6's
-estimate ``Σt + (pp − 1)·max t``, :mod:`hydraulis.cost.bound`)::
-
-    D(T) = min Σ_k D_k·n_k   over y_ik ≥ 0, n_k ≥ 0
-      Σ_k y_ik = 1                                           every piece placed
-      Σ_i w_k(s_i)·y_ik ≤ R_k(T)·n_k                         stage work within the room
-      Σ_i (w_k(s_i) + c_k·s_i/C_k)·y_ik ≤ (T − (pp_k − 1)·c_k)·n_k   micro-batches of ≤ C_k tokens
-      Σ_{i: w_k(s_i) > R_k(T)/(q+1)} y_ik ≤ q·n_k, q = 1, 2, 3   at most q such pieces per pipeline
-      Σ_{i: s_i > C_k/2, w_k(s_i) + c_k > (T − (pp_k − 1)·c_k)/(q+1)} y_ik ≤ q·n_k   the same, each
-                                                             piece in a micro-batch of its own
-      y_ik = 0 unless C_k ≥ s_i and pp_k·(c_k + w_k(s_i)) ≤ T   it fits and finishes in time
-
-*Proof that no plan at level ρ computes within T on fewer than D(T) devices.* Take such a plan;
-let ``y_ik`` be 1 when piece ``i`` runs on a pipeline of scheme ``k`` and ``n_k`` its pipelines
-of scheme ``k``. Each pipeline meets the room and capacity inequalities
-(:mod:`hydraulis.cost.bound`, steps 2–3 and the estimate's bubble), summing them gives the
-second and third rows; pieces above ``R/(q+1)`` exceed the room when ``q + 1`` share a
-pipeline, which gives the fourth; pieces longer than half a micro-batch's capacity each need a
-micro-batch of their own, so ``q + 1`` of them in one pipeline take ``Σ (w + c) + (pp − 1)·c``,
-more than ``T`` for those of the fifth row. So the plan's devices ``Σ_k D_k·n_k ≥ D(T)``. ``D`` does not
-grow with ``T`` (rooms grow, more ``y`` are allowed), so :func:`least_compute_ms` bisects.
-
-Equal lengths are merged; a step of more than :data:`EXACT_LENGTHS` distinct lengths has them
-first rounded *down* to a geometric grid (ratio ``1 + 1/GRID``): any plan of the true lengths is
-a plan of the shorter ones that is no slower, so the program of the rounded lengths still
-bounds — and has a few hundred rows, not one per sequence.
-
-Worked example (LLaMA-32B analytic, 1,024 H100s, 1.6M tokens, a step with nine sequences above
-22,370 tokens, the most any scheme up to (4,8,1) holds): at the plans' level (325 ms) the
-closed-form estimate bound is 1.22× the pool bound, this program's 1.33×: the nine need
-(8,8,1) pipelines of 64 devices each, and their other pieces pay (8,8,1)'s 2.4× device time per
-token (design §6.5).
-"""
+The details: :func:`least_compute_ms`."""
 
 from __future__ import annotations
 
@@ -59,7 +25,7 @@ GRID = 64
 EXACT_LENGTHS = 256
 """Up to this many distinct lengths are kept as they are."""
 SHARING = (1, 2, 3)
-"""The ``q`` of the module docstring's fourth row."""
+"""The ``q`` of :func:`least_compute_ms`'s fourth row."""
 BISECTIONS = 12
 
 
@@ -73,7 +39,7 @@ class ComputeForm(str, Enum):
 def devices_needed(lengths: Sequence[int] | np.ndarray, schemes: Sequence[BoundScheme], compute_ms: float,
                    reduce_at_most_ms: float = math.inf, form: ComputeForm = ComputeForm.EXACT,
                    solver: SolverName = SolverName.CBC) -> float:
-    """``D(T)`` of the module docstring at ``T = compute_ms`` over the schemes with
+    """``D(T)`` of :func:`least_compute_ms` at ``T = compute_ms`` over the schemes with
     ``reduce_ms ≤ reduce_at_most_ms`` (∞ when a piece has no scheme that finishes it in time)."""
     require(compute_ms > 0, "compute_ms", compute_ms, "must be > 0")
     s, count = _rounded(lengths)
@@ -100,7 +66,43 @@ def least_compute_ms(lengths: Sequence[int] | np.ndarray, schemes: Sequence[Boun
     """The least ``T`` with ``D(T) ≤ devices``, by :data:`BISECTIONS` halvings from
     ``[start_ms, …]`` (``start_ms``: a known bound, e.g. :func:`hydraulis.cost.level_bounds`'),
     returning the interval's infeasible end: a lower bound still (``start_ms`` when the program
-    already fits at a millisecond or at ``start_ms``)."""
+    already fits at a millisecond or at ``start_ms``).
+
+    For pieces ``i`` (lengths ``s_i``), schemes ``k`` with reduction ``r_k ≤ ρ`` (the level), and a
+    compute time ``T``, with ``w_k(s) = a_k·s² + b_k·s``, room ``R_k(T)`` per pipeline (``T −
+    pp_k·c_k`` for the exact 1F1B; ``min(T − pp_k·c_k, (√T − √((pp_k − 1)·c_k))²)`` for design §6's
+    estimate ``Σt + (pp − 1)·max t``, :mod:`hydraulis.cost.bound`)::
+
+        D(T) = min Σ_k D_k·n_k   over y_ik ≥ 0, n_k ≥ 0
+          Σ_k y_ik = 1                                           every piece placed
+          Σ_i w_k(s_i)·y_ik ≤ R_k(T)·n_k                         stage work within the room
+          Σ_i (w_k(s_i) + c_k·s_i/C_k)·y_ik ≤ (T − (pp_k − 1)·c_k)·n_k   micro-batches of ≤ C_k tokens
+          Σ_{i: w_k(s_i) > R_k(T)/(q+1)} y_ik ≤ q·n_k, q = 1, 2, 3   at most q such pieces per pipeline
+          Σ_{i: s_i > C_k/2, w_k(s_i) + c_k > (T − (pp_k − 1)·c_k)/(q+1)} y_ik ≤ q·n_k   the same, each
+                                                                 piece in a micro-batch of its own
+          y_ik = 0 unless C_k ≥ s_i and pp_k·(c_k + w_k(s_i)) ≤ T   it fits and finishes in time
+
+    *Proof that no plan at level ρ computes within T on fewer than D(T) devices.* Take such a plan;
+    let ``y_ik`` be 1 when piece ``i`` runs on a pipeline of scheme ``k`` and ``n_k`` its pipelines
+    of scheme ``k``. Each pipeline meets the room and capacity inequalities
+    (:mod:`hydraulis.cost.bound`, steps 2–3 and the estimate's bubble), summing them gives the
+    second and third rows; pieces above ``R/(q+1)`` exceed the room when ``q + 1`` share a
+    pipeline, which gives the fourth; pieces longer than half a micro-batch's capacity each need a
+    micro-batch of their own, so ``q + 1`` of them in one pipeline take ``Σ (w + c) + (pp − 1)·c``,
+    more than ``T`` for those of the fifth row. So the plan's devices ``Σ_k D_k·n_k ≥ D(T)``. ``D`` does not
+    grow with ``T`` (rooms grow, more ``y`` are allowed), so :func:`least_compute_ms` bisects.
+
+    Equal lengths are merged; a step of more than :data:`EXACT_LENGTHS` distinct lengths has them
+    first rounded *down* to a geometric grid (ratio ``1 + 1/GRID``): any plan of the true lengths is
+    a plan of the shorter ones that is no slower, so the program of the rounded lengths still
+    bounds — and has a few hundred rows, not one per sequence.
+
+    Worked example (LLaMA-32B analytic, 1,024 H100s, 1.6M tokens, a step with nine sequences above
+    22,370 tokens, the most any scheme up to (4,8,1) holds): at the plans' level (325 ms) the
+    closed-form estimate bound is 1.22× the pool bound, this program's 1.33×: the nine need
+    (8,8,1) pipelines of 64 devices each, and their other pieces pay (8,8,1)'s 2.4× device time per
+    token (design §6.5).
+    """
     def fits(compute_ms: float) -> bool:
         return devices_needed(lengths, schemes, compute_ms, reduce_at_most_ms, form, solver) <= devices
 

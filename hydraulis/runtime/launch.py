@@ -19,16 +19,7 @@ Two ways in, one per-rank body (:func:`_rank_main`):
   (:class:`~.heartbeat.HeartbeatWatch`): a rank silent for ``timeout_s`` — rank 0 included —
   ends the job at once (every rank ``SIGKILL``), naming it and its last completed step.
 
-Each rank: logging with its rank in every line; ``torch.set_num_threads``; the device (CPU with
-gloo, or ``cuda:LOCAL_RANK`` with NCCL); ``init_process_group(timeout=…)`` so that a collective
-or point-to-point wait on a dead or stuck peer fails after ``timeout_s`` instead of hanging,
-on every process group the job creates too (:meth:`RankContext.new_group`; torch's default for
-a new group is 30 minutes). Gloo also fails at once when a peer's connection closes, and a
-failing rank exits, closing its own connections — so one dead rank brings every other rank down
-with an error. A failing rank names, before its own error, the ranks whose heartbeats stopped
-(:mod:`.heartbeat`): the first line of a failed job names the rank that died or hung, not the
-neighbour that noticed.
-"""
+The details: :func:`_rank_main`."""
 
 from __future__ import annotations
 
@@ -199,6 +190,16 @@ def _spawned(local_rank: int, nproc: int, store: str, beats: str, job: Job, args
 
 def _rank_main(local_rank: int, rank: int, world_size: int, init_method: str, job: Job, args: tuple,
                options: RuntimeOptions, log_level: str, beats: str | None = None) -> None:
+    """Each rank: logging with its rank in every line; ``torch.set_num_threads``; the device (CPU with
+    gloo, or ``cuda:LOCAL_RANK`` with NCCL); ``init_process_group(timeout=…)`` so that a collective
+    or point-to-point wait on a dead or stuck peer fails after ``timeout_s`` instead of hanging, on
+    every process group the job creates too (:meth:`RankContext.new_group`; torch's default for a
+    new group is 30 minutes). Gloo also fails at once when a peer's connection closes, and a failing
+    rank exits, closing its own connections — so one dead rank brings every other rank down with an
+    error. A failing rank names, before its own error, the ranks whose heartbeats stopped
+    (:mod:`.heartbeat`): the first line of a failed job names the rank that died or hung, not the
+    neighbour that noticed. ``beats``: the local launcher's heartbeat folder.
+    """
     _setup_rank_logging(rank, log_level)
     torch.set_num_threads(options.threads)
     device = _device(options, local_rank)
