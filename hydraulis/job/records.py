@@ -1,31 +1,6 @@
 """What training reports: one record per step, the log line and the summary (no torch here).
 
-Summary of a run's steps ``t`` with ``n_t`` loss tokens, measured step time ``m_t`` (the slowest
-rank: propagate + compute + reduce + update), time ``w_t`` spent waiting for the plan, and the
-plan's predicted step time ``p_t``::
-
-    tokens/s              = Σ n_t / Σ (m_t + w_t)
-    steady tokens/s       = the same over the steps after the run's first (its warm-up step)
-    MFU                   = 6·P·tokens/s / (D·F)       (P parameters, D devices of peak F FLOP/s;
-                                                         the model's FLOPs, attention left out)
-    prediction error      = mean_t |m_t − p_t| / m_t
-    warm prediction error = the same mean over the steps t ∈ W that are not the first of their
-                            strategy in the run; also its median and 90th percentile (nearest
-                            rank: the ⌈0.9·|W|⌉-th smallest) over W
-
-The first step under a strategy also builds its process groups and lays out its weights, and
-the run's first step warms up allocators and kernels — hundreds of ms on a CPU that no cost
-model charges — so ``W`` shows how well the model predicts the steps that follow.
-
-``communicators`` counts the distinct communicators the run's strategies need under aligned
-placement (:mod:`hydraulis.placement`), ``bound`` the most any run of their schemes on the same
-devices could need; ``synthesised`` the steps that ran a strategy made for them.
-
-Worked example: two steps of 200 and 300 tokens under one strategy measured at 100 and 150 ms
-(no wait), predicted 80 and 150 ms: 500 tokens / 0.25 s = 2000 tokens/s, steady 300 / 0.15 s =
-2000 tokens/s, error (0.2 + 0)/2 = 10 %, warm error 0 % (step 2 alone; median and p90 0 %); a
-model of P = 10⁹ on D = 1 device of F = 989 TFLOP/s: MFU 6·10⁹·2000 / 989·10¹² ≈ 1.2 %.
-"""
+The summary's formulas and a worked example: :func:`summarize`."""
 
 from __future__ import annotations
 
@@ -146,9 +121,36 @@ class TrainSummary:
 
 def summarize(records: Sequence[StepRecord], devices: int = 0, params: int = 0,
               peak_flops: float = 0.0) -> TrainSummary:
-    """The module docstring's figures; ``devices`` (the world size, default: the most any
-    strategy uses) for the communicator bound and the MFU, with the model's ``params`` and each
-    device's ``peak_flops`` (FLOP/s; 0: no MFU)."""
+    """The run's figures; ``devices`` (the world size, default: the most any strategy uses) for
+    the communicator bound and the MFU, with the model's ``params`` and each device's
+    ``peak_flops`` (FLOP/s; 0: no MFU).
+
+    Summary of a run's steps ``t`` with ``n_t`` loss tokens, measured step time ``m_t`` (the slowest
+    rank: propagate + compute + reduce + update), time ``w_t`` spent waiting for the plan, and the
+    plan's predicted step time ``p_t``::
+
+        tokens/s              = Σ n_t / Σ (m_t + w_t)
+        steady tokens/s       = the same over the steps after the run's first (its warm-up step)
+        MFU                   = 6·P·tokens/s / (D·F)       (P parameters, D devices of peak F FLOP/s;
+                                                             the model's FLOPs, attention left out)
+        prediction error      = mean_t |m_t − p_t| / m_t
+        warm prediction error = the same mean over the steps t ∈ W that are not the first of their
+                                strategy in the run; also its median and 90th percentile (nearest
+                                rank: the ⌈0.9·|W|⌉-th smallest) over W
+
+    The first step under a strategy also builds its process groups and lays out its weights, and
+    the run's first step warms up allocators and kernels — hundreds of ms on a CPU that no cost
+    model charges — so ``W`` shows how well the model predicts the steps that follow.
+
+    ``communicators`` counts the distinct communicators the run's strategies need under aligned
+    placement (:mod:`hydraulis.placement`), ``bound`` the most any run of their schemes on the same
+    devices could need; ``synthesised`` the steps that ran a strategy made for them.
+
+    Worked example: two steps of 200 and 300 tokens under one strategy measured at 100 and 150 ms
+    (no wait), predicted 80 and 150 ms: 500 tokens / 0.25 s = 2000 tokens/s, steady 300 / 0.15 s =
+    2000 tokens/s, error (0.2 + 0)/2 = 10 %, warm error 0 % (step 2 alone; median and p90 0 %); a
+    model of P = 10⁹ on D = 1 device of F = 989 TFLOP/s: MFU 6·10⁹·2000 / 989·10¹² ≈ 1.2 %.
+    """
     tokens = sum(r.tokens for r in records)
     seconds = sum(r.step_ms + r.wait_ms for r in records) / 1e3
     errors = [abs(r.step_ms - r.predicted_step_ms) / r.step_ms for r in records]
