@@ -52,7 +52,7 @@ SECTIONS: dict[str, dict[str, object]] = {
                   "decay_embeddings": bool, "clip_grad_norm": float},
     "lr_scheduler": {"lr_schedule": LrScheduleKind, "warmup_steps": int, "min_lr": float},
     "runtime": {"device": DeviceKind, "precision": Precision, "grad_reduce_dtype": ReduceDtype, "timeout_s": float,
-                "threads": int, "device_memory": int},
+                "threads": int, "device_memory": int, "loss_chunk_tokens": int},
     "checkpoint": {"checkpoint_dir": str, "checkpoint_every": int, "resume": str},
     "metrics": {"tensorboard": str, "record_operations": bool},
 }

@@ -21,7 +21,8 @@ are optional in every version)::
      "runtime": {"device": "auto", "precision": "auto", "optimizer": "adamw", "lr": 0.001,
                  "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "auto",
                  "record_operations": false, "device_memory": null, "overlap_reduction": true,
-                 "bucket_mb": 25.0, "allow_math_attention": false, "betas": [0.9, 0.95],
+                 "bucket_mb": 25.0, "allow_math_attention": false, "loss_chunk_tokens": 1024,
+                 "betas": [0.9, 0.95],
                  "eps": 1e-08, "weight_decay": 0.1, "decay_embeddings": true,
                  "clip_grad_norm": 1.0 | null (never clip), "lr_schedule": "cosine",
                  "warmup_steps": 0, "min_lr": 0.0}}

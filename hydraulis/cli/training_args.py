@@ -27,7 +27,8 @@ _TOP = {"model": "model", "strategy": "strategies", "steps": "steps", "token_bud
         "tensorboard": "tensorboard_dir", "cluster": "cluster_file",
         "synthesise": "synthesise", "synthesis_evaluations": "synthesis_evaluations"}
 _RUNTIME = ("device", "precision", "grad_reduce_dtype", "optimizer", "lr", "seed", "timeout_s", "threads",
-            "record_operations", "device_memory", "overlap_reduction", "bucket_mb", "allow_math_attention", "betas",
+            "record_operations", "device_memory", "overlap_reduction", "bucket_mb", "allow_math_attention",
+            "loss_chunk_tokens", "betas",
             "eps", "weight_decay", "decay_embeddings", "clip_grad_norm", "lr_schedule", "warmup_steps", "min_lr")
 
 
@@ -96,6 +97,9 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-math-attention", action="store_true", default=None,
                         help="on CUDA with a torch without varlen_attn (< 2.12), run attention on the blocked fp32 "
                              "math kernel with a warning instead of failing (several times slower)")
+    parser.add_argument("--loss-chunk-tokens", type=Bounded(limits.LOSS_CHUNK_TOKENS), metavar="TOKENS",
+                        help="compute the loss over the vocabulary this many tokens at a time, forward and backward, "
+                             "never holding a micro-batch's logits in fp32 (default 1024; 0: all at once)")
     parser.add_argument("--bucket-mb", type=Bounded(limits.BUCKET_MB), metavar="MIB",
                         help="size of the overlapped reduction's buckets, in MiB of the reduction's dtype "
                              "(default 25, as PyTorch DDP; a bucket also holds at most a quarter of its stage's "

@@ -12,7 +12,7 @@ a device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer
 
 ``B_layer``/``B_emb`` are one layer's / one ``V×H`` matrix's unsharded model-state bytes, α the
 share that follows the optimizer layout (:mod:`hydraulis.layout.states`: master weights,
-reduced gradients and Adam moments, 16 of the 20 bytes per parameter under bf16), ``P_l(tp)``
+reduced gradients and Adam moments, 16 of the 22 bytes per parameter under bf16), ``P_l(tp)``
 the elements of a layer each tp rank holds (``1/tp`` of it, plus the norm weights and, when
 ``tp`` exceeds the kv heads, a kv head it shares). The planner judges a scheme by its most
 loaded device (:func:`memory_breakdown`): ``L_σ = ⌈L/pp⌉``, ``n_σ = 2`` if ``pp = 1`` else 1,
@@ -207,7 +207,8 @@ def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int,
 
 
 def _dtype_bytes(memory: MemoryModel, model: ModelSpec) -> int:
-    """The compute dtype's bytes that the compute share of the states implies (weights and
-    gradients in it): 2 or 4."""
+    """The compute dtype's bytes that the compute share of the states implies (weights in it and
+    fp32 gradients, :mod:`hydraulis.layout.states`: 8 bytes per parameter in fp32, 6 in bf16):
+    2 or 4."""
     per_parameter = memory.layer_state_bytes * (1.0 - memory.sharded_state_fraction) / model.params_per_layer
-    return 4 if per_parameter >= 6 else 2
+    return 4 if per_parameter >= 8 else 2

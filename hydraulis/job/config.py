@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hydraulis.errors import require, require_http_url, require_int, require_number
+from hydraulis.layout.activations import LOSS_CHUNK_TOKENS
 from hydraulis.layout.buckets import BUCKET_MB
 from hydraulis.job.schedule import LrSchedule, LrScheduleKind
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
@@ -26,6 +27,8 @@ class RuntimeOptions:
     optimizer layout in buckets of ``bucket_mb`` MiB overlapped with the backward and the forward
     (design §22; off: whole, between the phases). ``allow_math_attention`` lets CUDA run without
     ``varlen_attn`` on the slow math kernel (:func:`hydraulis.runtime.model.attention.attention_kernel`).
+    ``loss_chunk_tokens`` computes the loss over the vocabulary that many tokens at a time
+    (:mod:`hydraulis.runtime.model.vocab_loss`; 0: all at once, ``[T × V]`` fp32 logits).
     ``record_operations`` records every stage's forwards and backwards, in order, with their
     times, into each step's record (one more all-gather per step). ``device_memory`` is the bytes
     each process may hold (None: no budget): a step whose measured peak exceeds it on any rank
@@ -53,6 +56,7 @@ class RuntimeOptions:
     overlap_reduction: bool = True
     bucket_mb: float = BUCKET_MB
     allow_math_attention: bool = False
+    loss_chunk_tokens: int = LOSS_CHUNK_TOKENS
     betas: tuple[float, float] = (0.9, 0.95)
     eps: float = 1e-8
     weight_decay: float = 0.1
@@ -84,6 +88,7 @@ class RuntimeOptions:
         require(require_number(self.bucket_mb, "bucket_mb") > 0, "bucket_mb", self.bucket_mb, "must be > 0")
         require(isinstance(self.allow_math_attention, bool), "allow_math_attention", self.allow_math_attention,
                 "must be true or false")
+        require_int(self.loss_chunk_tokens, "loss_chunk_tokens", minimum=0)
         require(isinstance(self.betas, tuple) and len(self.betas) == 2, "betas", self.betas,
                 "must be two numbers, beta1 and beta2")
         for name, beta in zip(("betas[0]", "betas[1]"), self.betas):

@@ -69,6 +69,8 @@ EMBEDDING_BYTES = 9
 """The embedding's local indices (int64) and outside-vocabulary mask (bool) per token."""
 LOSS_BYTES = 10
 """The loss's label index (int64) and two masks (bool) per token."""
+LOSS_CHUNK_TOKENS = 1024
+"""Tokens per chunk of the loss over the vocabulary by default (the runtime's ``loss_chunk_tokens``)."""
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,9 @@ above. A scheme recomputing ``k_σ`` of its stage's layers in full (``recompute=
 
 Memory is the runtime's own accounting (:mod:`hydraulis.layout.states`, :mod:`hydraulis.layout.activations`), at the precision the
 runtime picks on the device (bf16 on an accelerator, fp32 on the ``cpu`` preset): model states
-of ``w + g`` bytes per parameter in the compute layout (weights and their gradients, 4 under
-bf16) and 16 in the optimizer layout (fp32 master, reduced gradient and Adam moments), so
-``α = 16/20``; a layer keeps what the runtime keeps for it under its option
+of ``w + g`` bytes per parameter in the compute layout (weights and their fp32 gradients, 6
+under bf16) and 16 in the optimizer layout (fp32 master, reduced gradient and Adam moments), so
+``α = 16/22``; a layer keeps what the runtime keeps for it under its option
 (:func:`~hydraulis.layout.activations.layer_bytes_per_token`), the ends of a stage what
 they keep at their position and the working set of a backward
 (:func:`~hydraulis.layout.activations.micro_batch_bytes_per_token`,

@@ -12,7 +12,7 @@ Recipe:
    out of memory ends that job — it is recorded as the scheme's capacity limit, its larger
    points are not tried, and a new job measures what is left;
 4. fit each scheme (:mod:`hydraulis.profiler.fit`) and assemble the scheme space: measured
-   time coefficients and activation memory, model-state memory from the analytic terms (16 bytes
+   time coefficients and activation memory, model-state memory from the analytic terms (22 bytes
    per parameter, :func:`~hydraulis.profiler.analytic.analytic_memory_model`: not measurable
    without the optimizer), the measured forward share of a micro-batch, the reduction's
    bandwidth fitted to the measured reduction (:func:`~hydraulis.cost.step.implied_reduce_gbps` of ``(1,1,1)``;

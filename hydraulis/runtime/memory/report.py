@@ -180,8 +180,9 @@ def _rank_memory(config: MemoryConfig, judge: Judge, placement: OptimizerPlaceme
 
 
 def gradient_buffers(params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
-    """The gradients a step accumulates into, as autograd allocates them (like each parameter)."""
-    return [torch.empty(param.shape, dtype=param.dtype, device=param.device) for param in params]
+    """The gradients a step accumulates into: fp32, one per parameter (``.grad`` in fp32, else
+    the fp32 main buffers of :mod:`hydraulis.runtime.gradients`)."""
+    return [torch.empty(param.shape, dtype=torch.float32, device=param.device) for param in params]
 
 
 def _stage_model(model: ModelSpec, pipeline: PipelineLayout, place: RankPlace, dtype: torch.dtype) -> StageModel:
