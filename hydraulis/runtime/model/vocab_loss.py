@@ -1,28 +1,17 @@
-"""The loss over the vocabulary in chunks of tokens: the output head and the cross-entropy of a
-micro-batch without its ``[T × V]`` logits in fp32.
+"""The loss over the vocabulary in chunks of ``C`` tokens, never ``[T × V']`` logits in fp32.
 
-With ``x`` the final norm's ``T`` rows, ``W`` this tp rank's ``V' × H`` rows of the head and
-``y_t`` the labels, the loss is ``Σ_t ℓ_t``, ``ℓ_t = log Σ_v exp(z_tv) − z_{t,y_t}``,
-``z = x·Wᵀ`` (the vocabulary-parallel form of :mod:`hydraulis.runtime.parallel.tensor`: the
-max and the two sums all-reduced over the tp group). Its gradients are::
+With ``x`` the final norm's rows, ``W`` this tp rank's ``V' × H`` head rows, ``z = x·Wᵀ`` and
+``G = softmax(z) − onehot(y)`` (zero rows without a label; the max and sums all-reduced over tp as
+in :mod:`hydraulis.runtime.parallel.tensor`), the loss ``L = Σ_t ℓ_t`` has ``∂L/∂x = s·G·W`` and
+``∂L/∂W = s·Gᵀ·x`` for the upstream scalar ``s``. The forward computes both chunk by chunk and
+keeps ``G·W`` (``b·H`` per token) and ``Gᵀ·x`` summed in fp32 (``4·V'·H``); the backward scales
+them by ``s`` in place. Same matrix products as unchunked, so no extra arithmetic; the loss is
+returned summed, which is what makes the backward a scaling (every caller sums, :mod:`.loss`).
 
-    G = softmax(z) − onehot(y)      (zero rows where y_t has no label)
-    ∂L/∂x = s·G·W,   ∂L/∂W = s·Gᵀ·x,   s = ∂(objective)/∂L (a scalar)
-
-All of them are computed in the **forward**, ``C`` rows at a time (:class:`VocabLoss`): each
-chunk's logits, their fp32 softmax and ``G`` live only while the chunk runs; the forward keeps
-``G·W`` (``b·H`` bytes per token, the size of the head's input that the unchunked head keeps)
-and ``Gᵀ·x`` summed over the chunks in fp32 (``4·V'·H`` bytes), and the backward only scales
-them by ``s``. The matrix products are those of the unchunked forward and backward, so the
-chunking costs no arithmetic. The loss is returned summed (a scalar), which is what makes the
-backward a scaling: every caller sums the token losses (:mod:`.loss`).
-
-Memory per micro-batch on the last stage, ``b`` the compute dtype's bytes: the working set of
-one chunk ``C·(2b + 8)·V'`` (logits, fp32 shifted logits, their exponentials reused for ``G``,
-``G`` in the compute dtype) instead of ``T·(b + 12)·V'``, and ``T·b·H + 4·V'·H`` kept instead
-of ``T·(4·V' + 10)`` (:mod:`hydraulis.layout.activations`). Worked example, Llama-1B
-(``V = 128,256``, ``H = 2048``), bf16, ``T = 4096``, ``C = 1024``: a chunk's working set
-1.57 GB and 1.07 GB kept, against 6.3 GB of fp32 logits' working set and 2.1 GB of kept softmax.
+A chunk's working set is ``(4 + b)·C·V'`` or, below fp32, ``b·(H + C)·V'`` if larger
+(:mod:`hydraulis.layout.activations`). Worked example, Llama-1B (``V = 128,256``, ``H = 2048``),
+bf16, ``T = 4096``, ``C = 1024``: 0.79 GB per chunk and 1.07 GB kept, against 7.4 GB of
+working set and 2.1 GB of kept fp32 softmax all at once.
 """
 
 from __future__ import annotations
@@ -70,7 +59,11 @@ class _ChunkedVocabLoss(torch.autograd.Function):
             part_loss, grad_logits = _chunk(rows, weight, labels[first:first + chunk], group, start)
             loss += part_loss
             torch.matmul(grad_logits, weight, out=grad_x[first:first + chunk])
-            grad_weight.add_(grad_logits.t() @ rows)
+            if grad_weight.dtype == grad_logits.dtype:
+                grad_weight.addmm_(grad_logits.t(), rows)
+            else:
+                grad_weight.add_(grad_logits.t() @ rows)
+            del grad_logits
         ctx.save_for_backward(grad_x, grad_weight)
         ctx.weight_dtype = weight.dtype
         return loss
@@ -78,7 +71,7 @@ class _ChunkedVocabLoss(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_loss: torch.Tensor):
         grad_x, grad_weight = ctx.saved_tensors
-        return ((grad_x * grad_loss.to(grad_x.dtype)), (grad_weight * grad_loss).to(ctx.weight_dtype),
+        return (grad_x.mul_(grad_loss.to(grad_x.dtype)), grad_weight.mul_(grad_loss).to(ctx.weight_dtype),
                 None, None, None, None)
 
 
