@@ -87,3 +87,10 @@ def layer_elements(model: ModelSpec, scheme: Scheme, stage: int) -> int:
     same on every tp rank of the stage)."""
     return sum(shard_elements(shard_of(spec, scheme, stage, 0)) for spec in parameter_specs(model)
                if spec.holder is Holder.LAYER and spec.layer == 0)
+
+
+def largest_held_elements(model: ModelSpec, layout: PipelineLayout, stage: int) -> int:
+    """Elements of the largest shard tp rank 0 of ``stage`` holds: the one parameter whose
+    gradient a backward holds in the compute dtype before adding it to its fp32 main buffer
+    (:mod:`hydraulis.layout.step_memory`)."""
+    return max(shard_elements(shard) for shard in stage_shards(model, layout, stage, 0))

@@ -162,7 +162,7 @@ def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_by
 def analytic_profile(model: ModelSpec, device: DeviceSpec, cluster: Cluster, scheme: Scheme) -> SchemeProfile:
     """One scheme composed from its analytic segments (module docstring)."""
     return compose_profile(analytic_segments(model, device, cluster, scheme.cp, scheme.tp, scheme.sp), model, scheme,
-                           cluster.devices_per_node, device.runtime_overhead_bytes)
+                           cluster.devices_per_node, device.runtime_overhead_bytes + device.workspace_bytes)
 
 
 def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp: int, tp: int, sp: bool) -> Segments:
