@@ -1,5 +1,6 @@
 """``hydraulis memory``: the acceptance command's JSON (exact keys, every rank, small routes,
-states and totals beside the prediction), the table, and bad input (exit 2, one line)."""
+states and totals beside the prediction), the table, a space and the loss options, and bad input
+(exit 2, one line)."""
 
 import json
 from pathlib import Path
@@ -63,6 +64,7 @@ def test_stages_of_a_staged_strategy_have_their_own_tp_and_layers(capsys):
 
 
 CLUSTER = str(Path(__file__).resolve().parents[2] / "examples" / "clusters" / "a100_h100.json")
+SPACE = Path(__file__).resolve().parents[2] / "examples" / "spaces" / "tiny_cpu.json"
 
 
 def test_cluster_judges_each_group_on_its_device(capsys):
@@ -100,3 +102,18 @@ def test_bad_input_exits_2_with_one_line(capsys, args, field):
     code, out, err = run(capsys, *args)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("hydraulis") and f"error: {field}" in err, err
+
+
+def test_a_space_given_makes_the_prediction_and_the_loss_options_the_accounting(capsys):
+    base = ("--model", "tiny", "--strategy", "1,1,1", "--devices", "4", "--tokens", "512", "--device", "cpu",
+            "--format", "json")
+    reports = {}
+    for name, extra in (("analytic", ()), ("space", ("--space", str(SPACE))), ("whole", ("--loss-chunk-tokens", "0")),
+                        ("repeated", ("--repeat-kv",))):
+        code, out, _ = run(capsys, *base, *extra)
+        assert code == 0
+        reports[name] = json.loads(out)["ranks"][0]
+    assert reports["space"]["total_bytes"] == reports["analytic"]["total_bytes"]
+    assert reports["space"]["predicted_bytes"] != reports["analytic"]["predicted_bytes"]
+    assert reports["whole"]["activation_bytes"] > reports["analytic"]["activation_bytes"]
+    assert reports["repeated"]["activation_bytes"] > reports["analytic"]["activation_bytes"]
