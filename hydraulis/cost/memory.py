@@ -95,8 +95,10 @@ def memory_breakdown(
 ) -> MemoryBreakdown:
     """The terms of the module docstring's formula for ``profile``'s most loaded device under ``layout``."""
     scheme = profile.scheme
-    compute, b = _most_loaded_states(memory, model, scheme), _dtype_bytes(memory, model)
+    compute = _most_loaded_states(memory, model, scheme)
     even = PipelineLayout(scheme, scheme.stage_layers(model.layers))
+    gradient, exchange = (max(terms) for terms in zip(*(step_terms(memory, model, even, stage, compute)
+                                                       for stage in range(scheme.pp))))
     return MemoryBreakdown(
         compute_states=compute,
         optimizer_states=optimizer_states(memory, layout, math.ceil(model.layers / layout.pp),
@@ -105,8 +107,8 @@ def memory_breakdown(
         safety_margin=float(memory.safety_margin_bytes),
         activation_per_token=profile.activation_bytes_per_token,
         device_memory=float(memory.device_memory_bytes),
-        gradient=float(b * max(largest_held_elements(model, even, stage) for stage in range(scheme.pp))),
-        exchange=analytic_exchange_bytes(compute / (b + MAIN_GRADIENT_BYTES), b, _reduce_bytes(b)),
+        gradient=gradient,
+        exchange=exchange,
     )
 
 
@@ -186,8 +188,7 @@ def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int 
     b = _dtype_bytes(space.memory, model)
     share = (_activation_share(model, scheme, running.stage_layers, b, tokens, loss_chunk, repeat_kv)[stage]
              if tokens else 0.0)
-    gradient = b * largest_held_elements(model, PipelineLayout(scheme, running.stage_layers), stage)
-    exchange = analytic_exchange_bytes(compute / (b + MAIN_GRADIENT_BYTES), b, _reduce_bytes(b))
+    gradient, exchange = step_terms(space.memory, model, PipelineLayout(scheme, running.stage_layers), stage, compute)
     return DeviceMemory(compute, optimizer, space.profile(scheme).activation_bytes_per_token * tokens * share,
                         workspace + gradient, exchange)
 
@@ -238,8 +239,13 @@ def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int,
 def step_terms(memory: MemoryModel, model: ModelSpec, layout: PipelineLayout, stage: int, compute: float
                ) -> tuple[float, float]:
     """``(g_max, X)`` of :mod:`hydraulis.layout.step_memory` for a device of ``stage`` of
-    ``layout`` whose compute states are ``compute`` bytes."""
+    ``layout`` whose compute states are ``compute`` bytes; ``(0, 0)`` for states that are not
+    this runtime's (``w + 4`` bytes per held parameter: an imported reference pool describes the
+    original system's runtime, which has neither term)."""
     b = _dtype_bytes(memory, model)
+    per_parameter = memory.layer_state_bytes * (1.0 - memory.sharded_state_fraction) / model.params_per_layer
+    if abs(per_parameter - (b + MAIN_GRADIENT_BYTES)) > 0.01:
+        return 0.0, 0.0
     return (float(b * largest_held_elements(model, layout, stage)),
             analytic_exchange_bytes(compute / (b + MAIN_GRADIENT_BYTES), b, _reduce_bytes(b)))
 

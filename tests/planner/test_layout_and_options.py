@@ -22,7 +22,7 @@ def test_a_given_layout_is_checked_not_replaced(space_7b):
 
 def test_a_length_nothing_holds(space_7b):
     with pytest.raises(HydraulisError, match=r"^max_seq_len: 500000 exceeds the longest sequence any scheme can "
-                                             r"hold on 32 devices \(137951 tokens, scheme \(1,16,1\)"):
+                                             r"hold on 32 devices \(137983 tokens, scheme \(1,16,1\)"):
         choose_optimizer_layout(planning_space(space_7b, 32, 8), 500_000)
 
 
