@@ -123,6 +123,7 @@ ADAM_EPSILON = Limit("eps", "AdamW's epsilon", 0, 1, integer=False, exclusive_mi
 WEIGHT_DECAY = Limit("weight_decay", "decoupled weight decay", 0, 10, integer=False)
 GRAD_NORM = Limit("clip_grad_norm", "global gradient norm clipped to (inf: never)", 0, math.inf, integer=False,
                   exclusive_minimum=True)
+LOSS_CHUNK_TOKENS = Limit("loss_chunk_tokens", "tokens per chunk of the loss (0: all at once)", 0, 2**24)
 BUCKET_MB = Limit("bucket_mb", "MiB per gradient bucket", 0, 4096, integer=False, exclusive_minimum=True)
 TIMEOUT_S = Limit("timeout_s", "seconds", 0, 86_400, integer=False, exclusive_minimum=True)
 TOLERANCE = Limit("tolerance", "relative difference", 0, 1, integer=False)

@@ -30,9 +30,9 @@ class SpaceSource(str, Enum):
 class MemoryModel:
     """Model-state memory facts shared by all schemes of a space (design §6).
 
-    ``layer_state_bytes`` is one layer's unsharded model-state bytes (≈ 16 bytes/param:
-    bf16 params + grads, fp32 master + two Adam moments), ``embedding_state_bytes`` the same for
-    one ``V × H`` matrix. A share ``sharded_state_fraction`` (α ≈ 12/16) follows the optimizer
+    ``layer_state_bytes`` is one layer's unsharded model-state bytes (22 bytes/param under
+    bf16: bf16 params, fp32 gradients, fp32 master, reduced gradient and two Adam moments),
+    ``embedding_state_bytes`` the same for one ``V × H`` matrix. A share ``sharded_state_fraction`` (α = 16/22) follows the optimizer
     layout, the rest follows the compute layout.
     """
 

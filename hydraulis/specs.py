@@ -107,11 +107,18 @@ class ModelSpec:
         require(self.vocab % tp == 0, field_name, tp, f"does not divide model.vocab = {self.vocab}")
 
 
+WORKSPACE_THREADS = 2
+"""Threads of a training step that run matrix products, each with its own cuBLAS handle and
+workspace: the one running the forward and the autograd engine's device thread (backward)."""
+
+
 @dataclass(frozen=True)
 class DeviceSpec:
     """One accelerator kind and its node: vendor figures plus the assumptions that turn peak
     rates into achievable ones (``*_efficiency``); ``reduce_overlap`` the share of a gradient
-    exchange that overlaps compute (design §6.3). Values live in ``resources/presets.json``."""
+    exchange that overlaps compute (design §6.3); ``library_workspace_bytes`` the cuBLAS workspace
+    PyTorch's caching allocator holds per thread that runs matrix products (a step has
+    :data:`WORKSPACE_THREADS`). Values live in ``resources/presets.json``."""
 
     name: str
     memory_bytes: int
@@ -127,9 +134,11 @@ class DeviceSpec:
     safety_margin_bytes: int
     communicator_ms: float = 0.0
     reduce_overlap: float = 0.0
+    library_workspace_bytes: int = 0
 
     def __post_init__(self) -> None:
         require(bool(self.name), "device.name", self.name, "must not be empty")
+        require_int(self.library_workspace_bytes, "device.library_workspace_bytes", minimum=0)
         require_int(self.memory_bytes, "device.memory_bytes", minimum=1)
         require_int(self.devices_per_node, "device.devices_per_node", minimum=1)
         require_int(self.runtime_overhead_bytes, "device.runtime_overhead_bytes", minimum=0)
@@ -143,6 +152,12 @@ class DeviceSpec:
         for name in ("layer_overhead_us", "collective_latency_us", "communicator_ms"):
             require_number(getattr(self, name), f"device.{name}", minimum=0.0)
         require_number(self.reduce_overlap, "device.reduce_overlap", 0.0, 1.0)
+
+    @property
+    def workspace_bytes(self) -> int:
+        """The library workspaces a training step leaves allocated: one per thread that runs
+        matrix products, the forward's and the autograd engine's (backward)."""
+        return WORKSPACE_THREADS * self.library_workspace_bytes
 
 
 @dataclass(frozen=True)

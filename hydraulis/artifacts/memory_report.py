@@ -7,7 +7,8 @@ Layout (``schema_version`` 1)::
      "devices_per_node", "device", "optimizer_layout": {"dp", "tp", "pp"}, "tokens": [...],
      "device_memory_bytes", "capacity_bytes",
      "ranks": [{"rank", "pipeline", "stage", "weights_bytes", "grad_bytes", "optimizer_bytes",
-                "route_bytes", "activation_bytes", "total_bytes", "predicted_bytes"}],
+                "route_bytes", "activation_bytes", "workspace_bytes", "exchange_bytes", "total_bytes",
+                "predicted_bytes"}],
      "classes": [[rank, ...]], "max_total_bytes", "max_predicted_bytes",
      "groups": [{"name", "device", "ranks", "capacity_bytes", "max_total_bytes", "max_predicted_bytes",
                  "fits"}]}                                        (with a cluster description only)
@@ -30,11 +31,13 @@ SCHEMA_VERSION = 1
 
 def memory_report_to_dict(report: MemoryReport) -> dict:
     """``ranks[r]`` is rank ``r`` (``pipeline`` and ``stage`` null when the strategy leaves it idle),
-    ``total_bytes`` the sum of its five parts and ``predicted_bytes`` the cost model's total for it;
+    ``total_bytes`` its states, route and workspaces plus the larger of its activations and its
+    exchange buffers (:mod:`hydraulis.layout.step_memory`), ``predicted_bytes`` the cost model's;
     ``tokens[p]`` the micro-batch tokens of pipeline ``p``; ``classes`` the ranks that build the
     same objects (:mod:`hydraulis.runtime.memory.report`), in order of their first rank;
-    ``capacity_bytes`` what the device leaves to states and activations (its memory less the
-    runtime's fixed overhead and the safety margin, which neither total counts); ``groups`` (with
+    ``capacity_bytes`` what the device leaves to the allocator's tensors (its memory less what the
+    process holds outside the allocator and the allocator's fragmentation, which neither total
+    counts); ``groups`` (with
     ``--cluster``) the ranks judged on each device group's device and whether the largest fits it.
 
     Worked example: ``hydraulis memory --model llama-7b --strategy 1,8,1x8 --devices 64 --format json``
@@ -69,5 +72,6 @@ def memory_report_to_dict(report: MemoryReport) -> dict:
 def _rank_to_dict(rank: RankMemory) -> dict:
     return {"rank": rank.rank, "pipeline": rank.pipeline, "stage": rank.stage, "weights_bytes": rank.weights_bytes,
             "grad_bytes": rank.grad_bytes, "optimizer_bytes": rank.optimizer_bytes, "route_bytes": rank.route_bytes,
-            "activation_bytes": rank.activation_bytes, "total_bytes": rank.total_bytes,
+            "activation_bytes": rank.activation_bytes, "workspace_bytes": rank.workspace_bytes,
+            "exchange_bytes": rank.exchange_bytes, "total_bytes": rank.total_bytes,
             "predicted_bytes": round(rank.predicted.total)}

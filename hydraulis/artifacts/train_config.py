@@ -22,6 +22,7 @@ are optional in every version)::
                  "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "auto",
                  "record_operations": false, "device_memory": null, "overlap_reduction": true,
                  "bucket_mb": 25.0, "allow_math_attention": false, "compile_layers": false,
+                 "loss_chunk_tokens": 1024,
                  "betas": [0.9, 0.95],
                  "eps": 1e-08, "weight_decay": 0.1, "decay_embeddings": true,
                  "clip_grad_norm": 1.0 | null (never clip), "lr_schedule": "cosine",

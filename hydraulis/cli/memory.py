@@ -7,6 +7,8 @@ import argparse
 from hydraulis import limits
 from hydraulis.artifacts.memory_report import memory_report_to_dict
 from hydraulis.artifacts.cluster import read_cluster
+from hydraulis.artifacts.scheme_space import read_scheme_space
+from hydraulis.layout.activations import LOSS_CHUNK_TOKENS
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, optimizer_layout
 from hydraulis.cli.output import emit, emit_json, table
 from hydraulis.errors import HydraulisError
@@ -42,6 +44,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     memory.add_argument("--cluster", type=InputFile(FileKind.CLUSTER),
                         help="cluster description JSON (examples/clusters/a100_h100.json): each rank on its "
                              "device group's device")
+    memory.add_argument("--loss-chunk-tokens", type=Bounded(limits.LOSS_CHUNK_TOKENS), default=LOSS_CHUNK_TOKENS,
+                        metavar="TOKENS", help=f"the runtime's loss in chunks of this many tokens (default "
+                                               f"{LOSS_CHUNK_TOKENS}, train's; 0: all at once, [T x V] fp32 logits)")
+    memory.add_argument("--repeat-kv", action="store_true",
+                        help="count K and V repeated to the query heads, as an attention kernel without grouped-query "
+                             "attention keeps them (varlen_attn without enable_gqa)")
+    memory.add_argument("--space", type=InputFile(FileKind.SCHEME_SPACE),
+                        help="scheme-space JSON (e.g. profiled on the device) whose activations and device memory "
+                             "the prediction uses instead of the analytic space of --device")
     memory.add_argument("--format", choices=("table", "json"), default="table")
     memory.set_defaults(run=_memory)
 
@@ -57,8 +68,8 @@ def _memory(args: argparse.Namespace) -> None:
     device = args.device or (cluster.groups[0].device if cluster else "h100-80g")
     config = MemoryConfig(model_preset(args.model), args.strategy, devices, device, args.devices_per_node,
                           optimizer_layout(args.optimizer_layout) if args.optimizer_layout else None, args.tokens,
-                          cluster)
-    report = memory_report(config)
+                          cluster, args.loss_chunk_tokens, args.repeat_kv)
+    report = memory_report(config, read_scheme_space(args.space) if args.space else None)
     if args.format == "json":
         emit_json(memory_report_to_dict(report))
         return
@@ -74,9 +85,11 @@ def _memory(args: argparse.Namespace) -> None:
         rows.append([_ranks(members), "-" if first.pipeline is None else first.pipeline,
                      "-" if first.stage is None else first.stage, first.weights_bytes / GIB, first.grad_bytes / GIB,
                      first.optimizer_bytes / GIB, first.route_bytes / 2**20, first.activation_bytes / GIB,
+                     first.workspace_bytes / GIB, first.exchange_bytes / GIB,
                      first.total_bytes / GIB, p.states / GIB, p.total / GIB])
     emit(table(("ranks", "pipeline", "stage", "weights_GiB", "grad_GiB", "optimizer_GiB", "route_MiB",
-                "activation_GiB", "total_GiB", "predicted_states_GiB", "predicted_GiB"), rows))
+                "activation_GiB", "workspace_GiB", "exchange_GiB", "total_GiB", "predicted_states_GiB",
+                "predicted_GiB"), rows))
     for group in report.groups:
         emit(f"group {group.name} ({group.device}, ranks {_ranks(group.ranks)}): largest total "
              f"{group.max_total_bytes / GIB:.2f} GiB (predicted {group.max_predicted_bytes / GIB:.2f}) of "

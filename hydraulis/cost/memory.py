@@ -7,17 +7,19 @@ a device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer
     states = (L_σ·B_layer·ρ + n_σ·B_emb/tp)·(1 − α) + (L_σo·B_layer + n_σo·B_emb)·α/(tp_o·dp_o)
     ρ      = P_l(tp)/P_l                  the share of a layer a tp rank holds
     n_σ    = [σ first] + [σ last]          (the embedding, the output head)
-    free   = M − safety − overhead − states
-    S_max  = ⌊free / m_tok⌋
+    free   = M − safety − overhead − states − g_max
+    S_max  = ⌊free / m_tok⌋  (0 when the exchanges' buffers X exceed free)
 
 ``B_layer``/``B_emb`` are one layer's / one ``V×H`` matrix's unsharded model-state bytes, α the
 share that follows the optimizer layout (:mod:`hydraulis.layout.states`: master weights,
-reduced gradients and Adam moments, 16 of the 20 bytes per parameter under bf16), ``P_l(tp)``
+reduced gradients and Adam moments, 16 of the 22 bytes per parameter under bf16), ``P_l(tp)``
 the elements of a layer each tp rank holds (``1/tp`` of it, plus the norm weights and, when
 ``tp`` exceeds the kv heads, a kv head it shares). The planner judges a scheme by its most
 loaded device (:func:`memory_breakdown`): ``L_σ = ⌈L/pp⌉``, ``n_σ = 2`` if ``pp = 1`` else 1,
 the same for the owner, and ``m_tok`` the scheme's activation bytes per token on that device
-(the first 1F1B stage keeps up to ``pp`` micro-batches of ``L/pp`` layers). ``S_max`` bounds both
+(the first 1F1B stage keeps up to ``pp`` micro-batches of ``L/pp`` layers); ``overhead`` holds the
+libraries' workspaces, ``g_max`` and ``X`` are those of :mod:`hydraulis.layout.step_memory`
+(the activations and ``X`` take turns). ``S_max`` bounds both
 the longest sequence and a micro-batch's tokens. :func:`device_memory` predicts any one device:
 its own stage and buffer, and ``m_tok`` scaled by the runtime's accounting of its stage
 (:mod:`hydraulis.layout.activations`) against the most loaded one of the even split.
@@ -35,8 +37,10 @@ from enum import Enum
 from functools import lru_cache
 
 from hydraulis.stages import even_split
-from hydraulis.layout.activations import stage_bytes_per_token
-from hydraulis.layout.states import layer_elements
+from hydraulis.layout.activations import stage_activation_bytes
+from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.layout.states import MAIN_GRADIENT_BYTES, largest_held_elements, layer_elements
+from hydraulis.layout.step_memory import analytic_exchange_bytes
 from hydraulis.types import MemoryModel, ModelSpec, OptimizerLayout, Scheme, SchemeProfile, SchemeSpace
 
 
@@ -45,6 +49,7 @@ class MemoryLimit(str, Enum):
 
     ACTIVATIONS = "activation memory"
     MODEL_STATES = "model states exceed device memory"
+    EXCHANGE = "the exchanges' buffers exceed the memory the states leave"
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,8 @@ class MemoryBreakdown:
     safety_margin: float
     activation_per_token: float
     device_memory: float
+    gradient: float = 0.0
+    exchange: float = 0.0
 
     @property
     def states(self) -> float:
@@ -64,19 +71,23 @@ class MemoryBreakdown:
 
     @property
     def free_for_activations(self) -> float:
-        return self.device_memory - self.safety_margin - self.overhead - self.states
+        return self.device_memory - self.safety_margin - self.overhead - self.states - self.gradient
 
     @property
     def max_seq_len(self) -> int:
+        if self.exchange > self.free_for_activations:
+            return 0
         return max(0, math.floor(self.free_for_activations / self.activation_per_token))
 
     @property
     def limit(self) -> MemoryLimit:
-        return MemoryLimit.ACTIVATIONS if self.max_seq_len > 0 else MemoryLimit.MODEL_STATES
+        if self.max_seq_len > 0:
+            return MemoryLimit.ACTIVATIONS
+        return MemoryLimit.EXCHANGE if 0 < self.free_for_activations < self.exchange else MemoryLimit.MODEL_STATES
 
     def headroom_bytes(self, tokens: int) -> float:
         """Bytes left free beyond the safety margin with micro-batches of ``tokens`` tokens."""
-        return self.free_for_activations - self.activation_per_token * tokens
+        return self.free_for_activations - max(self.activation_per_token * tokens, self.exchange)
 
 
 def memory_breakdown(
@@ -84,14 +95,20 @@ def memory_breakdown(
 ) -> MemoryBreakdown:
     """The terms of the module docstring's formula for ``profile``'s most loaded device under ``layout``."""
     scheme = profile.scheme
+    compute = _most_loaded_states(memory, model, scheme)
+    even = PipelineLayout(scheme, scheme.stage_layers(model.layers))
+    gradient, exchange = (max(terms) for terms in zip(*(step_terms(memory, model, even, stage, compute)
+                                                       for stage in range(scheme.pp))))
     return MemoryBreakdown(
-        compute_states=_most_loaded_states(memory, model, scheme),
+        compute_states=compute,
         optimizer_states=optimizer_states(memory, layout, math.ceil(model.layers / layout.pp),
                                           _embedding_matrices(layout.pp)),
         overhead=float(profile.overhead_bytes),
         safety_margin=float(memory.safety_margin_bytes),
         activation_per_token=profile.activation_bytes_per_token,
         device_memory=float(memory.device_memory_bytes),
+        gradient=gradient,
+        exchange=exchange,
     )
 
 
@@ -121,11 +138,15 @@ def optimizer_states(memory: MemoryModel, layout: OptimizerLayout, layers: int, 
 
 @dataclass(frozen=True)
 class DeviceMemory:
-    """Predicted bytes of one device: its states and its activations for one micro-batch size."""
+    """Predicted bytes of one device: its states, its activations for one micro-batch size, the
+    libraries' workspaces with one parameter's gradient, and the exchanges' buffers
+    (:mod:`hydraulis.layout.step_memory`: the activations and the exchanges take turns)."""
 
     compute_states: float
     optimizer_states: float
     activations: float
+    workspace: float = 0.0
+    exchange: float = 0.0
 
     @property
     def states(self) -> float:
@@ -133,7 +154,7 @@ class DeviceMemory:
 
     @property
     def total(self) -> float:
-        return self.states + self.activations
+        return self.states + self.workspace + max(self.activations, self.exchange)
 
 
 @dataclass(frozen=True)
@@ -147,10 +168,13 @@ class StagePlace:
 
 
 def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int | None, running: StagePlace | None,
-                  tokens: int) -> DeviceMemory:
+                  tokens: int, workspace: int = 0, loss_chunk: int = 0, repeat_kv: bool = False) -> DeviceMemory:
     """The cost model's bytes for a device that owns a buffer of optimizer stage ``owner_stage``
-    (None: none) and runs ``running`` (None: idle) with micro-batches of ``tokens`` tokens
-    (module docstring; safety margin and overhead excluded)."""
+    (None: none) and runs ``running`` (None: idle) with micro-batches of ``tokens`` tokens, the
+    libraries' ``workspace`` bytes, the loss in chunks of ``loss_chunk`` tokens (0: none) and
+    K/V repeated when ``repeat_kv`` (module docstring; safety margin and overhead excluded; the
+    space's activations, of the whole loss and grouped-query attention, scaled by the runtime's
+    accounting of the options)."""
     model = space.model
     optimizer = 0.0
     if owner_stage is not None:
@@ -161,8 +185,12 @@ def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int 
     scheme, stage, pp = running.scheme, running.stage, running.scheme.pp
     compute = compute_states(space.memory, model, scheme, running.stage_layers[stage], (stage == 0) + (stage == pp - 1),
                              stage)
-    share = _activation_share(model, scheme, running.stage_layers, _dtype_bytes(space.memory, model))[stage]
-    return DeviceMemory(compute, optimizer, space.profile(scheme).activation_bytes_per_token * tokens * share)
+    b = _dtype_bytes(space.memory, model)
+    share = (_activation_share(model, scheme, running.stage_layers, b, tokens, loss_chunk, repeat_kv)[stage]
+             if tokens else 0.0)
+    gradient, exchange = step_terms(space.memory, model, PipelineLayout(scheme, running.stage_layers), stage, compute)
+    return DeviceMemory(compute, optimizer, space.profile(scheme).activation_bytes_per_token * tokens * share,
+                        workspace + gradient, exchange)
 
 
 @dataclass(frozen=True)
@@ -192,22 +220,44 @@ def _embedding_matrices(pp: int) -> int:
 
 
 @lru_cache(maxsize=256)
-def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int, ...], dtype_bytes: int
-                      ) -> tuple[float, ...]:
-    """Each stage's activation bytes per token relative to those of the most loaded stage of the
-    even split — of a staged scheme, of its own stages — (what a profile's ``m_tok`` describes),
-    by the runtime's accounting."""
+def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int, ...], dtype_bytes: int, tokens: int,
+                      loss_chunk: int, repeat_kv: bool) -> tuple[float, ...]:
+    """Each stage's activation bytes for micro-batches of ``tokens`` tokens under the runtime's
+    options relative to those of the most loaded stage of the even split — of a staged scheme, of
+    its own stages — without them (what a profile's ``m_tok`` describes), by the runtime's
+    accounting."""
 
-    def per_stage(split: tuple[int, ...]) -> list[float]:
-        return [stage_bytes_per_token(model, scheme, scheme.stage_recompute(stage, layers), stage, dtype_bytes)
+    def per_stage(split: tuple[int, ...], chunk: int, repeat: bool) -> list[float]:
+        return [stage_activation_bytes(model, scheme, scheme.stage_recompute(stage, layers), stage, tokens,
+                                       dtype_bytes, chunk, repeat)
                 for stage, layers in enumerate(split)]
 
-    most = max(per_stage(scheme.stage_layers(model.layers)))
-    return tuple(value / most for value in per_stage(stage_layers))
+    most = max(per_stage(scheme.stage_layers(model.layers), 0, False))
+    return tuple(value / most for value in per_stage(stage_layers, loss_chunk, repeat_kv))
+
+
+def step_terms(memory: MemoryModel, model: ModelSpec, layout: PipelineLayout, stage: int, compute: float
+               ) -> tuple[float, float]:
+    """``(g_max, X)`` of :mod:`hydraulis.layout.step_memory` for a device of ``stage`` of
+    ``layout`` whose compute states are ``compute`` bytes; ``(0, 0)`` for states that are not
+    this runtime's (``w + 4`` bytes per held parameter: an imported reference pool describes the
+    original system's runtime, which has neither term)."""
+    b = _dtype_bytes(memory, model)
+    per_parameter = memory.layer_state_bytes * (1.0 - memory.sharded_state_fraction) / model.params_per_layer
+    if abs(per_parameter - (b + MAIN_GRADIENT_BYTES)) > 0.01:
+        return 0.0, 0.0
+    return (float(b * largest_held_elements(model, layout, stage)),
+            analytic_exchange_bytes(compute / (b + MAIN_GRADIENT_BYTES), b, _reduce_bytes(b)))
+
+
+def _reduce_bytes(dtype_bytes: int) -> int:
+    """The gradients' bytes in the exchange by default: bf16 beside bf16 compute (CUDA), fp32 beside fp32."""
+    return dtype_bytes
 
 
 def _dtype_bytes(memory: MemoryModel, model: ModelSpec) -> int:
-    """The compute dtype's bytes that the compute share of the states implies (weights and
-    gradients in it): 2 or 4."""
+    """The compute dtype's bytes that the compute share of the states implies (weights in it and
+    fp32 gradients, :mod:`hydraulis.layout.states`: 8 bytes per parameter in fp32, 6 in bf16):
+    2 or 4."""
     per_parameter = memory.layer_state_bytes * (1.0 - memory.sharded_state_fraction) / model.params_per_layer
-    return 4 if per_parameter >= 6 else 2
+    return 4 if per_parameter >= 8 else 2

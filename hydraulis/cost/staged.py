@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hydraulis.cluster import ClusterSpaces
-from hydraulis.cost.memory import compute_states, optimizer_states
+from hydraulis.cost.memory import compute_states, optimizer_states, step_terms
+from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.cost.pipeline import simulate_1f1b_stages
 from hydraulis.errors import HydraulisError, require
 from hydraulis.segments import Block, Segments, in_flight_bytes_per_token, max_time, stage_block
@@ -42,13 +43,17 @@ class StageMemory:
     reserved_bytes: float
     states_bytes: float
     activation_bytes_per_token: float
+    gradient_bytes: float = 0.0
+    exchange_bytes: float = 0.0
 
     @property
     def free_bytes(self) -> float:
-        return self.device_memory_bytes - self.reserved_bytes - self.states_bytes
+        return self.device_memory_bytes - self.reserved_bytes - self.states_bytes - self.gradient_bytes
 
     @property
     def max_seq_len(self) -> int:
+        if self.exchange_bytes > self.free_bytes:
+            return 0
         return max(0, math.floor(self.free_bytes / self.activation_bytes_per_token))
 
 
@@ -260,5 +265,7 @@ def _stage_memory(space: SchemeSpace, scheme: Scheme, sigma: int, stage: Stage, 
     compute = compute_states(memory, model, Scheme(scheme.cp, stage.tp, scheme.pp), stage.layers, matrices)
     optimizer = optimizer_states(memory, layout, math.ceil(model.layers / layout.pp), 2 if layout.pp == 1 else 1)
     overhead = max(p.overhead_bytes for p in space.profiles)
+    gradient, exchange = step_terms(memory, model, PipelineLayout(scheme, scheme.stage_layers(model.layers)), sigma,
+                                    compute)
     return StageMemory(stage.group, float(memory.device_memory_bytes), float(memory.safety_margin_bytes + overhead),
-                       compute + optimizer, in_flight_bytes_per_token(block, scheme.pp - sigma))
+                       compute + optimizer, in_flight_bytes_per_token(block, scheme.pp - sigma), gradient, exchange)

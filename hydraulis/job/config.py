@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from hydraulis import limits
 from hydraulis.errors import require, require_http_url, require_int, require_number
 from hydraulis.job.options import Section, option
+from hydraulis.layout.activations import LOSS_CHUNK_TOKENS
 from hydraulis.job.schedule import LrSchedule, LrScheduleKind
 from hydraulis.layout.buckets import BUCKET_MB
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
@@ -36,6 +37,8 @@ class RuntimeOptions:
     ``varlen_attn`` on the slow math kernel (:func:`hydraulis.runtime.model.attention.attention_kernel`).
     ``compile_layers`` compiles each decoder layer with ``torch.compile``
     (:mod:`hydraulis.runtime.model.decoder`; off by default until a GPU run shows it pays).
+    ``loss_chunk_tokens`` computes the loss over the vocabulary that many tokens at a time
+    (:mod:`hydraulis.runtime.model.vocab_loss`; 0: all at once, ``[T × V]`` fp32 logits).
     ``record_operations`` records every stage's forwards and backwards, in order, with their
     times, into each step's record (one more all-gather per step). ``device_memory`` is the bytes
     each process may hold (None: no budget): a step whose measured peak exceeds it on any rank
@@ -149,6 +152,16 @@ class RuntimeOptions:
             key="compile",
         ),
     )
+    loss_chunk_tokens: int = field(
+        default=LOSS_CHUNK_TOKENS,
+        metadata=option(
+            RUNTIME,
+            "compute the loss over the vocabulary this many tokens at a time, forward and backward, never "
+            "holding a micro-batch's logits in fp32 (default 1024; 0: all at once)",
+            limit=limits.LOSS_CHUNK_TOKENS,
+            metavar="TOKENS",
+        ),
+    )
     betas: tuple[float, float] = field(
         default=(0.9, 0.95),
         metadata=option(
@@ -233,6 +246,7 @@ class RuntimeOptions:
         require(isinstance(self.allow_math_attention, bool), "allow_math_attention", self.allow_math_attention,
                 "must be true or false")
         require(isinstance(self.compile_layers, bool), "compile_layers", self.compile_layers, "must be true or false")
+        require_int(self.loss_chunk_tokens, "loss_chunk_tokens", minimum=0)
         require(isinstance(self.betas, tuple) and len(self.betas) == 2, "betas", self.betas,
                 "must be two numbers, beta1 and beta2")
         for name, beta in zip(("betas[0]", "betas[1]"), self.betas):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from hydraulis.cluster import ClusterDescription
 from hydraulis.cost.memory import DeviceMemory
 from hydraulis.errors import require, require_int
+from hydraulis.layout.activations import LOSS_CHUNK_TOKENS
 from hydraulis.presets import device_preset
 from hydraulis.types import ModelSpec, OptimizerLayout
 
@@ -20,7 +21,10 @@ from hydraulis.types import ModelSpec, OptimizerLayout
 class MemoryConfig:
     """What to account: ``model`` under the strategy SPEC ``strategy`` on ``devices`` devices of
     the preset kind ``device`` (``devices_per_node`` per node), the optimizer layout (None:
-    ``devices,1,1``), micro-batches of ``tokens`` tokens (None: each scheme's longest sequence)."""
+    ``devices,1,1``), micro-batches of ``tokens`` tokens (None: each scheme's longest sequence),
+    the loss in chunks of ``loss_chunk`` tokens (0: all at once; the runtime's default), K and V
+    repeated to the query heads when ``repeat_kv`` (an attention kernel without grouped-query
+    attention)."""
 
     model: ModelSpec
     strategy: str
@@ -31,9 +35,12 @@ class MemoryConfig:
     tokens: int | None = None
 
     cluster: ClusterDescription | None = None
+    loss_chunk: int = LOSS_CHUNK_TOKENS
+    repeat_kv: bool = False
 
     def __post_init__(self) -> None:
         require_int(self.devices, "devices", minimum=1)
+        require_int(self.loss_chunk, "loss_chunk", minimum=0)
         require_int(self.devices_per_node, "devices_per_node", minimum=1)
         if self.tokens is not None:
             require_int(self.tokens, "tokens", minimum=1)
@@ -52,7 +59,10 @@ class MemoryConfig:
 @dataclass(frozen=True)
 class RankMemory:
     """One rank's bytes (module docstring); ``pipeline`` and ``stage`` None when the strategy
-    leaves it idle; ``predicted`` the cost model's."""
+    leaves it idle; ``predicted`` the cost model's. ``workspace_bytes``: the libraries'
+    workspaces and one parameter's gradient in the compute dtype; ``exchange_bytes``: the
+    exchanges' buffers in flight, which take turns with the activations
+    (:mod:`hydraulis.layout.step_memory`)."""
 
     rank: int
     pipeline: int | None
@@ -63,6 +73,8 @@ class RankMemory:
     route_bytes: int
     activation_bytes: int
     predicted: DeviceMemory
+    workspace_bytes: int = 0
+    exchange_bytes: int = 0
 
     @property
     def states_bytes(self) -> int:
@@ -70,7 +82,8 @@ class RankMemory:
 
     @property
     def total_bytes(self) -> int:
-        return self.states_bytes + self.route_bytes + self.activation_bytes
+        return (self.states_bytes + self.route_bytes + self.workspace_bytes
+                + max(self.activation_bytes, self.exchange_bytes))
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def analytic_profile_of(model: ModelSpec, device: DeviceSpec, cluster: Cluster, 
     if not scheme.is_staged:
         return analytic_profile(model, device, cluster, scheme)
     return staged_profile(scheme, lambda cp, tp: analytic_segments(model, device, cluster, cp, tp, False),
-                          cluster.devices_per_node, device.runtime_overhead_bytes)
+                          cluster.devices_per_node, device.runtime_overhead_bytes + device.workspace_bytes)
 
 
 def space_profile_of(space: SchemeSpace, scheme: Scheme) -> SchemeProfile:

@@ -24,6 +24,11 @@ EMBEDDING_BYTES = 9
 """The embedding's local indices (int64) and outside-vocabulary mask (bool) per token."""
 LOSS_BYTES = 10
 """The loss's label index (int64) and two masks (bool) per token."""
+CHUNKED_LOSS_ROWS = 2
+"""Rows of ``b·H`` bytes per token alive during the chunked loss's forward besides what the stage
+keeps: the final norm's input and output (counted on the meta device)."""
+LOSS_CHUNK_TOKENS = 1024
+"""Tokens per chunk of the loss over the vocabulary by default (the runtime's ``loss_chunk_tokens``)."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +53,10 @@ class Widths:
                    model.ffn_hidden // tp, model.heads // tp, model.vocab // tp, d, tp if scheme.sp else 1, scheme.cp)
 
 
-def layer_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int) -> float:
-    """What one decoder layer keeps, bytes per token of the rank (:func:`layer_bytes_per_token`).
+def layer_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int, repeat_kv: bool = False) -> float:
+    """What one decoder layer keeps, bytes per token of the rank; with ``repeat_kv`` the attention
+    kernel keeps K and V repeated to the query heads (a kernel without grouped-query attention:
+    ``cp·2·b·q`` instead of ``cp·2·b·k``).
 
         recompute none:
             2 norms            2·((4H + 4H + 4)/s + b·H)   fp32 input and normalised rows and 1/rms
@@ -101,44 +108,50 @@ def layer_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int
     if recompute is Recompute.FULL:
         return b * h / s
     norms = 2 * _norm(h, b, s)
-    keys = widths.context * 2 * b * widths.kv
+    keys = widths.context * 2 * b * (max(widths.kv, widths.query) if repeat_kv else widths.kv)
     attention = 2 * b * widths.query + (FP32 * widths.heads if recompute is Recompute.NONE else 0)
     return norms + keys + attention + 4 * b * widths.ffn
 
 
 def micro_batch_bytes_per_token(widths: Widths, layers: Sequence[Recompute], first: bool, last: bool,
-                                dtype_bytes: int) -> float:
+                                dtype_bytes: int, loss_chunk: int = 0, repeat_kv: bool = False) -> float:
     """What a stage of ``layers`` (each layer's recomputation) keeps per micro-batch, bytes per
-    token of the rank."""
+    token of the rank (the loss in chunks of ``loss_chunk`` tokens also keeps
+    :func:`loss_fixed_bytes`, whatever the tokens)."""
     h, b, s = widths.hidden, dtype_bytes, widths.sequence_shards
-    kept = sum(layer_bytes_per_token(widths, recompute, b) for recompute in layers) + 2 * FP32 * widths.head_dim
+    kept = (sum(layer_bytes_per_token(widths, recompute, b, repeat_kv) for recompute in layers)
+            + 2 * FP32 * widths.head_dim)
     if first:
         kept += EMBEDDING_BYTES
     elif b < FP32 and layers[0] is not Recompute.FULL:
         kept += b * h / s
     if last:
-        kept += _norm(h, b, s) + FP32 * widths.vocab + LOSS_BYTES
+        kept += _norm(h, b, s) + loss_kept_bytes_per_token(widths, loss_chunk)
     else:
         kept += b * h / s
     return kept
 
 
-def transient_bytes_per_token(widths: Widths, layers: Sequence[Recompute], last: bool, dtype_bytes: int) -> float:
+def transient_bytes_per_token(widths: Widths, layers: Sequence[Recompute], last: bool, dtype_bytes: int,
+                              loss_chunk: int = 0, repeat_kv: bool = False) -> float:
     """The working set of one micro-batch on top of what the stage keeps (:func:`layer_bytes_per_token`): the
     larger of the loss's forward and a layer's backward (on the last stage the latter comes once
-    the loss and the final norm have released what they kept)."""
-    backward = max(max(layer_backward_bytes_per_token(widths, recompute, dtype_bytes) for recompute in layers),
+    the loss and the final norm have released what they kept); in chunks, the loss's forward
+    also holds :func:`loss_chunk_bytes`."""
+    backward = max(max(layer_backward_bytes_per_token(widths, recompute, dtype_bytes, repeat_kv) for recompute in layers),
                    norm_backward_bytes_per_token(widths, dtype_bytes))
     if not last:
         return backward
-    return max(loss_bytes_per_token(widths, dtype_bytes), backward - released_bytes_per_token(widths, dtype_bytes))
+    return max(loss_bytes_per_token(widths, dtype_bytes, loss_chunk),
+               backward - released_bytes_per_token(widths, dtype_bytes, loss_chunk))
 
 
-def layer_backward_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int) -> float:
+def layer_backward_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int,
+                                   repeat_kv: bool = False) -> float:
     """One layer's backward working set: its MLP's gradients and what it recomputes."""
     b = dtype_bytes
     recomputed = {Recompute.NONE: 0.0, Recompute.SELECTIVE: b * widths.query + FP32 * widths.heads,
-                  Recompute.FULL: layer_bytes_per_token(widths, Recompute.NONE, b)}[recompute]
+                  Recompute.FULL: layer_bytes_per_token(widths, Recompute.NONE, b, repeat_kv)}[recompute]
     return b * (2 * widths.ffn + widths.hidden) + recomputed
 
 
@@ -147,31 +160,71 @@ def norm_backward_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:
     return (3 * FP32 + (2 * dtype_bytes if dtype_bytes < FP32 else 0)) * widths.hidden / widths.sequence_shards
 
 
-def loss_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:
-    """The loss's forward working set on the last stage."""
+def loss_bytes_per_token(widths: Widths, dtype_bytes: int, loss_chunk: int = 0) -> float:
+    """The loss's forward working set on the last stage: all logits at once, or in chunks the
+    rows around them (the final norm's input and output, ``CHUNKED_LOSS_ROWS·b·H``) besides
+    :func:`loss_chunk_bytes`."""
+    if loss_chunk:
+        return CHUNKED_LOSS_ROWS * dtype_bytes * widths.hidden
     return (dtype_bytes + 2 * FP32 + (FP32 if dtype_bytes < FP32 else 0)) * widths.vocab
 
 
-def released_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:
+def loss_kept_bytes_per_token(widths: Widths, loss_chunk: int = 0) -> float:
+    """What the loss keeps per token: the fp32 softmax, the label index and masks; in chunks
+    nothing beyond the head's input gradient, which takes the place of the final norm's output
+    that the head would keep (counted in the norm's bytes)."""
+    return 0.0 if loss_chunk else FP32 * widths.vocab + LOSS_BYTES
+
+
+def loss_chunk_bytes(widths: Widths, dtype_bytes: int, loss_chunk: int, tokens: float) -> float:
+    """The working set of one chunk of ``c = min(C, t)`` rows: its logits and their fp32 copy,
+    whose exponentials become ``G``, ``(4 + b)·c·V'`` (``4·c·V'`` in fp32), or below fp32 ``G``
+    and the chunk's weight gradient before its fp32 sum, ``b·(H + c)·V'``. 0 without chunks."""
+    if not loss_chunk:
+        return 0.0
+    rows, b, vocab = min(loss_chunk, tokens), dtype_bytes, widths.vocab
+    if b >= FP32:
+        return FP32 * rows * vocab
+    return max((FP32 + b) * rows * vocab, b * (widths.hidden + rows) * vocab)
+
+
+def loss_fixed_bytes(widths: Widths, loss_chunk: int) -> float:
+    """What the loss in chunks keeps per micro-batch whatever its tokens: the head's weight
+    gradient summed in fp32, ``4·V'·H``. 0 without chunks."""
+    return FP32 * widths.vocab * widths.hidden if loss_chunk else 0.0
+
+
+def released_bytes_per_token(widths: Widths, dtype_bytes: int, loss_chunk: int = 0) -> float:
     """What the last stage's final norm and loss have released before its layers' backward."""
-    return _norm(widths.hidden, dtype_bytes, widths.sequence_shards) + FP32 * widths.vocab + LOSS_BYTES
+    return _norm(widths.hidden, dtype_bytes, widths.sequence_shards) + loss_kept_bytes_per_token(widths, loss_chunk)
 
 
 def stage_bytes_per_token(model: ModelSpec, scheme: Scheme, layers: Sequence[Recompute], stage: int,
-                          dtype_bytes: int) -> float:
+                          dtype_bytes: int, loss_chunk: int = 0, repeat_kv: bool = False) -> float:
     """``activations(σ, T)/T`` of :func:`layer_bytes_per_token` for stage ``stage`` of ``scheme`` whose
-    layers recompute ``layers``: bytes per token of the micro-batch (all cp ranks' tokens)."""
+    layers recompute ``layers``: bytes per token of the micro-batch (all cp ranks' tokens),
+    without the loss's fixed bytes in chunks (:func:`stage_activation_bytes` has them)."""
     widths = Widths.of(model, scheme, stage)
     first, last = stage == 0, stage == scheme.pp - 1
-    per_token = ((scheme.pp - stage) * micro_batch_bytes_per_token(widths, layers, first, last, dtype_bytes)
-                 + transient_bytes_per_token(widths, layers, last, dtype_bytes))
+    per_token = ((scheme.pp - stage) * micro_batch_bytes_per_token(widths, layers, first, last, dtype_bytes,
+                                                                   loss_chunk, repeat_kv)
+                 + transient_bytes_per_token(widths, layers, last, dtype_bytes, loss_chunk, repeat_kv))
     return per_token / scheme.cp
 
 
 def stage_activation_bytes(model: ModelSpec, scheme: Scheme, layers: Sequence[Recompute], stage: int,
-                           tokens: int, dtype_bytes: int) -> int:
-    """``activations(σ, T)`` with micro-batches of ``T = tokens`` tokens."""
-    return math.ceil(tokens * stage_bytes_per_token(model, scheme, layers, stage, dtype_bytes))
+                           tokens: int, dtype_bytes: int, loss_chunk: int = 0, repeat_kv: bool = False) -> int:
+    """``activations(σ, T)`` with micro-batches of ``T = tokens`` tokens: on the last stage with
+    the loss in chunks, its weight gradient (:func:`loss_fixed_bytes`) and, when the loss's
+    forward is the larger working set, one chunk's (:func:`loss_chunk_bytes`) on top."""
+    per_token = stage_bytes_per_token(model, scheme, layers, stage, dtype_bytes, loss_chunk, repeat_kv)
+    if stage < scheme.pp - 1 or not loss_chunk:
+        return math.ceil(tokens * per_token)
+    widths, t = Widths.of(model, scheme, stage), tokens / scheme.cp
+    working = transient_bytes_per_token(widths, layers, True, dtype_bytes, loss_chunk, repeat_kv)
+    kept = per_token * scheme.cp - working
+    loss = loss_bytes_per_token(widths, dtype_bytes, loss_chunk) * t + loss_chunk_bytes(widths, dtype_bytes, loss_chunk, t)
+    return math.ceil(kept * t + max(working * t, loss) + loss_fixed_bytes(widths, loss_chunk))
 
 
 def _norm(hidden: int, dtype_bytes: int, shards: int) -> float:

@@ -4,11 +4,13 @@ Under a strategy a rank **holds** its stage's shards (:func:`~hydraulis.layout.s
 and, in the optimizer layout, **owns** a buffer (:mod:`hydraulis.layout.optimizer_placement`)::
 
     held element   w bytes of weights in the compute dtype (2 bf16, 4 fp32)
-                 + g bytes of gradient, accumulated over the step's micro-batches
+                 + g = 4 bytes of gradient, accumulated over the step's micro-batches in fp32
     owned element  4 (master θ) + 4 (the reduced gradient) + 8 (Adam's m and v; SGD: 0)
 
-``g`` is the gradients' dtype: the compute dtype's (the runtime accumulates ``.grad`` in the
-parameters' dtype). The held elements of tp rank ``t`` of a stage with ``L_s`` layers::
+``g`` is 4 whatever the compute dtype: in fp32 the gradient accumulates in ``.grad``, under
+bf16 in an fp32 main buffer per parameter (:mod:`hydraulis.runtime.gradients`) — bf16
+training keeps ``2 + 4 + 16 = 22`` bytes per parameter, not 20. The held elements of tp rank
+``t`` of a stage with ``L_s`` layers::
 
     held = L_s·P_l(tp) + [first stage]·V·H/tp + [last stage]·(V·H/tp + H)
     P_l(tp) = 2·H·(h_q·d)/tp + 2·H·d·max(h_kv/tp, 1) + 3·H·F/tp + 2·H
@@ -18,7 +20,7 @@ heads: :mod:`hydraulis.layout.sharding`); an owner's buffer is
 ``≈ P/(dp_o·tp_o·pp_o)`` elements. Worked example, Llama-7B (``H = 4096``, ``F = 11008``,
 ``h_q = h_kv = 32``, ``P_l = 202,383,360``) at tp 8: ``P_l(8) = 25,305,088``; stage 0 of
 ``1,8,1`` holds ``32·P_l(8) + 2·32000·4096/8 + 4096 = 842,534,912`` elements — 1.69 GB of
-bf16 weights and as many bytes of bf16 gradients; ZeRO-1 over 64 ranks (``64,1,1``) gives
+bf16 weights and 3.37 GB of fp32 gradients; ZeRO-1 over 64 ranks (``64,1,1``) gives
 each rank ``P/64 ≈ 105.3 M`` owned elements, 1.68 GB under Adam.
 """
 
@@ -35,6 +37,7 @@ from hydraulis.types import ModelSpec, Scheme
 
 DTYPE_BYTES = {Precision.FP32: 4, Precision.BF16: 2}
 MASTER_BYTES = 4
+MAIN_GRADIENT_BYTES = 4
 REDUCED_GRADIENT_BYTES = 4
 MOMENT_BYTES = {OptimizerKind.ADAM: 8, OptimizerKind.ADAMW: 8, OptimizerKind.SGD: 0}
 
@@ -59,8 +62,7 @@ class StateBytes:
 def state_bytes(precision: Precision, optimizer: OptimizerKind) -> StateBytes:
     """The module docstring's bytes for a resolved ``precision`` (fp32 or bf16)."""
     require(precision in DTYPE_BYTES, "precision", precision.value, "must be resolved to fp32 or bf16")
-    weight = DTYPE_BYTES[precision]
-    return StateBytes(weight, weight, MASTER_BYTES + REDUCED_GRADIENT_BYTES + MOMENT_BYTES[optimizer])
+    return StateBytes(DTYPE_BYTES[precision], MAIN_GRADIENT_BYTES, MASTER_BYTES + REDUCED_GRADIENT_BYTES + MOMENT_BYTES[optimizer])
 
 
 def device_precision(device: str) -> Precision:
@@ -85,3 +87,10 @@ def layer_elements(model: ModelSpec, scheme: Scheme, stage: int) -> int:
     same on every tp rank of the stage)."""
     return sum(shard_elements(shard_of(spec, scheme, stage, 0)) for spec in parameter_specs(model)
                if spec.holder is Holder.LAYER and spec.layer == 0)
+
+
+def largest_held_elements(model: ModelSpec, layout: PipelineLayout, stage: int) -> int:
+    """Elements of the largest shard tp rank 0 of ``stage`` holds: the one parameter whose
+    gradient a backward holds in the compute dtype before adding it to its fp32 main buffer
+    (:mod:`hydraulis.layout.step_memory`)."""
+    return max(shard_elements(shard) for shard in stage_shards(model, layout, stage, 0))

@@ -105,9 +105,9 @@ def analytic_scheme_space(
 
     Memory is the runtime's own accounting (:mod:`hydraulis.layout.states`, :mod:`hydraulis.layout.activations`), at the precision the
     runtime picks on the device (bf16 on an accelerator, fp32 on the ``cpu`` preset): model states
-    of ``w + g`` bytes per parameter in the compute layout (weights and their gradients, 4 under
-    bf16) and 16 in the optimizer layout (fp32 master, reduced gradient and Adam moments), so
-    ``α = 16/20``; a layer keeps what the runtime keeps for it under its option
+    of ``w + g`` bytes per parameter in the compute layout (weights and their fp32 gradients, 6
+    under bf16) and 16 in the optimizer layout (fp32 master, reduced gradient and Adam moments), so
+    ``α = 16/22``; a layer keeps what the runtime keeps for it under its option
     (:func:`~hydraulis.layout.activations.layer_bytes_per_token`), the ends of a stage what
     they keep at their position and the working set of a backward
     (:func:`~hydraulis.layout.activations.micro_batch_bytes_per_token`,
@@ -164,7 +164,7 @@ def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_by
 def analytic_profile(model: ModelSpec, device: DeviceSpec, cluster: Cluster, scheme: Scheme) -> SchemeProfile:
     """One scheme composed from its analytic segments (:func:`analytic_scheme_space`)."""
     return compose_profile(analytic_segments(model, device, cluster, scheme.cp, scheme.tp, scheme.sp), model, scheme,
-                           cluster.devices_per_node, device.runtime_overhead_bytes)
+                           cluster.devices_per_node, device.runtime_overhead_bytes + device.workspace_bytes)
 
 
 def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp: int, tp: int, sp: bool) -> Segments:

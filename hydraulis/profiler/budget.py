@@ -5,14 +5,15 @@ A CPU has memory to spare, so nothing limits which scheme holds which sequence, 
 it is homogeneous. Under a budget ``M`` per process the longest sequence of a scheme is
 (:mod:`hydraulis.cost.memory`)::
 
-    S_max = ⌊(M − safety − states) / m_tok⌋
+    S_max = ⌊(M − safety − states − g_max) / m_tok⌋
 
 with every term the quantity the runtime's meter counts (the runtime's ``memory.peak``:
 tensor storage, not the process): the model states of the runtime's accounting at the device's
 precision (:func:`~hydraulis.profiler.analytic.analytic_memory_model`), ``m_tok`` the runtime's
 activation accounting of the scheme's most loaded stage (what the analytic profile of the scheme
 holds: the micro-batches 1F1B keeps in flight and one micro-batch's working set), no runtime
-overhead (the interpreter and libraries are not tensor storage). Times, fit and provenance of
+overhead (the interpreter and libraries are not tensor storage), ``g_max`` one parameter's
+gradient before it is accumulated (:mod:`hydraulis.layout.step_memory`). Times, fit and provenance of
 the measured space are kept; the provenance's command gains the budget.
 
 Worked example, the ``tiny`` model in fp32 on 4 CPU processes under ``M = 24 MB`` and a 1 MB

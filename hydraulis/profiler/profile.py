@@ -12,7 +12,7 @@ Recipe:
    out of memory ends that job — it is recorded as the scheme's capacity limit, its larger
    points are not tried, and a new job measures what is left;
 4. fit each scheme (:mod:`hydraulis.profiler.fit`) and assemble the scheme space: measured
-   time coefficients and activation memory, model-state memory from the analytic terms (16 bytes
+   time coefficients and activation memory, model-state memory from the analytic terms (22 bytes
    per parameter, :func:`~hydraulis.profiler.analytic.analytic_memory_model`: not measurable
    without the optimizer), the measured forward share of a micro-batch, the reduction's
    bandwidth fitted to the measured reduction (:func:`~hydraulis.cost.step.implied_reduce_gbps` of ``(1,1,1)``;
@@ -177,7 +177,8 @@ def profile_segment_space(request: ProfileRequest, runner: Runner) -> SegmentPro
     quality = {e.scheme: FitQuality(e.r2, e.median_rel_error, e.max_rel_error, e.points) for e in held_out}
     env, device = request.environment, request.device
     profiles = tuple(replace(compose_profile(next(s for s in segments if s.key == (scheme.cp, scheme.tp, False)),
-                                             request.sweep.model, scheme, env.devices, device.runtime_overhead_bytes),
+                                             request.sweep.model, scheme, env.devices,
+                                             device.runtime_overhead_bytes + device.workspace_bytes),
                              fit=quality.get(scheme)) for scheme in plan.schemes if not scheme.sp)
     space = replace(measured_space(request, (), reduction, profiles, [m.forward_ms / m.time_ms for m in fits],
                                    _handoffs(found.values())), segments=segments)
@@ -221,7 +222,7 @@ def measured_space(request: ProfileRequest, fits: tuple[SchemeFit, ...],
             scheme=fit.scheme,
             time=fit.time,
             activation_bytes_per_token=fit.activation_bytes_per_token,
-            overhead_bytes=device.runtime_overhead_bytes + round(fit.activation_fixed_bytes),
+            overhead_bytes=device.runtime_overhead_bytes + device.workspace_bytes + round(fit.activation_fixed_bytes),
             fit=fit.quality,
         )
         for fit in fits

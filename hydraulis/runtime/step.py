@@ -120,6 +120,7 @@ class StepRunner:
         self.budget, self.overlap = options.device_memory, options.overlap_reduction
         self.allow_math = options.allow_math_attention
         self.compile_layers = options.compile_layers
+        self.loss_chunk = options.loss_chunk_tokens
         self.buckets = bucket_elements(options.bucket_mb, self.reduce_dtype.itemsize)
         self.groups = GroupCache(context.new_group if context.world_size > 1 else None)
         self.exchange = (ParallelGroup(context.new_group(list(range(context.world_size))), context.world_size,
@@ -238,7 +239,7 @@ class StepRunner:
             if place is not None:
                 pipeline = layout.pipelines[place.pipeline]
                 model = StageModel(self.model, pipeline, place.stage, groups.tp, groups.cp, self.context.dtype,
-                                   self.context.device, self.compile_layers)
+                                   self.context.device, self.compile_layers, self.loss_chunk)
                 peers = rank_map.hand_off(place)
                 log.debug("strategy %s: pipeline %d stage %d tp rank %d receives from %s, sends to %s; gradients "
                           "from %s, to %s", key, place.pipeline, place.stage, place.tp_rank, peers.previous,

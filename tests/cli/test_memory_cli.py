@@ -1,5 +1,6 @@
 """``hydraulis memory``: the acceptance command's JSON (exact keys, every rank, small routes,
-states and totals beside the prediction), the table, and bad input (exit 2, one line)."""
+states and totals beside the prediction), the table, a space and the loss options, and bad input
+(exit 2, one line)."""
 
 import json
 from pathlib import Path
@@ -9,7 +10,7 @@ import pytest
 from hydraulis.cli import main
 
 KEYS = {"rank", "pipeline", "stage", "weights_bytes", "grad_bytes", "optimizer_bytes", "route_bytes",
-        "activation_bytes", "total_bytes", "predicted_bytes"}
+        "activation_bytes", "workspace_bytes", "exchange_bytes", "total_bytes", "predicted_bytes"}
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
@@ -32,8 +33,9 @@ def test_acceptance_7b_json(capsys):
     assert {r["pipeline"] for r in ranks} == set(range(8)) and {r["stage"] for r in ranks} == {0}
     for r in ranks:
         assert r["route_bytes"] <= 16 * 2**20
-        assert r["total_bytes"] == sum(r[k] for k in ("weights_bytes", "grad_bytes", "optimizer_bytes", "route_bytes",
-                                                      "activation_bytes"))
+        assert r["total_bytes"] == (sum(r[k] for k in ("weights_bytes", "grad_bytes", "optimizer_bytes", "route_bytes",
+                                                       "workspace_bytes"))
+                                    + max(r["activation_bytes"], r["exchange_bytes"]))
         assert abs(r["total_bytes"] - r["predicted_bytes"]) <= 0.1 * r["predicted_bytes"]
     assert report["max_total_bytes"] == max(r["total_bytes"] for r in ranks)
 
@@ -62,6 +64,7 @@ def test_stages_of_a_staged_strategy_have_their_own_tp_and_layers(capsys):
 
 
 CLUSTER = str(Path(__file__).resolve().parents[2] / "examples" / "clusters" / "a100_h100.json")
+SPACE = Path(__file__).resolve().parents[2] / "examples" / "spaces" / "tiny_cpu.json"
 
 
 def test_cluster_judges_each_group_on_its_device(capsys):
@@ -69,7 +72,7 @@ def test_cluster_judges_each_group_on_its_device(capsys):
                        "--format", "json")
     assert code == 0
     report = json.loads(out)
-    assert report["devices"] == 32 and report["tokens"] == [16143, 16143]
+    assert report["devices"] == 32 and report["tokens"] == [15800, 15800]
     assert [(g["name"], g["device"], g["fits"]) for g in report["groups"]] == [
         ("a100", "a100-80g", True), ("h100", "h100-80g", True)]
     code, out, _ = run(capsys, "--model", "llama-13b", "--strategy", "1|8:16@a100>8:24@h100x2", "--cluster", CLUSTER,
@@ -99,3 +102,18 @@ def test_bad_input_exits_2_with_one_line(capsys, args, field):
     code, out, err = run(capsys, *args)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("hydraulis") and f"error: {field}" in err, err
+
+
+def test_a_space_given_makes_the_prediction_and_the_loss_options_the_accounting(capsys):
+    base = ("--model", "tiny", "--strategy", "1,1,1", "--devices", "4", "--tokens", "512", "--device", "cpu",
+            "--format", "json")
+    reports = {}
+    for name, extra in (("analytic", ()), ("space", ("--space", str(SPACE))), ("whole", ("--loss-chunk-tokens", "0")),
+                        ("repeated", ("--repeat-kv",))):
+        code, out, _ = run(capsys, *base, *extra)
+        assert code == 0
+        reports[name] = json.loads(out)["ranks"][0]
+    assert reports["space"]["total_bytes"] == reports["analytic"]["total_bytes"]
+    assert reports["space"]["predicted_bytes"] != reports["analytic"]["predicted_bytes"]
+    assert reports["whole"]["activation_bytes"] > reports["analytic"]["activation_bytes"]
+    assert reports["repeated"]["activation_bytes"] > reports["analytic"]["activation_bytes"]

@@ -17,7 +17,7 @@ def test_the_longest_sequence_is_what_the_budget_leaves_to_the_accounted_activat
     one = capacity[Scheme(1, 1, 1)]
     per_token = stage_bytes_per_token(space.model, Scheme(1, 1, 1), (Recompute.NONE,) * 4, 0, 4)
     assert one.memory.activation_per_token == per_token
-    assert one.max_seq_len == int((16_000_000 - 1_600_000 - one.memory.states) // per_token)
+    assert one.max_seq_len == int((16_000_000 - 1_600_000 - one.memory.states - one.memory.gradient) // per_token)
     assert capacity[Scheme(2, 2, 1)].max_seq_len > capacity[Scheme(2, 1, 1)].max_seq_len > one.max_seq_len
 
 

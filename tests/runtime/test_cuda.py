@@ -79,22 +79,35 @@ def test_the_varlen_kernel_equals_the_cpu_path(cp, repeat_kv, monkeypatch):
             assert (ours - reference).norm() <= BF16_TOLERANCE * reference.norm()
 
 
-def test_peak_memory_of_a_step_is_within_ten_percent_of_hydraulis_memory():
+def test_peak_memory_of_steady_steps_is_within_five_percent_of_hydraulis_memory():
+    """Two steps (the second holds both cuBLAS workspaces and the fp32 main gradients from the
+    first, as every later step does) against ``hydraulis memory`` at the longest step's tokens,
+    the loss all at once and in chunks, K/V repeated where this torch's kernel needs it."""
+    import inspect
+
+    from torch.nn.attention.varlen import varlen_attn
+
     from hydraulis.runtime.launch import RankContext
     from hydraulis.runtime.trainer import train
 
     tokens = 4096
-    options = RuntimeOptions(device=DeviceKind.CUDA, precision=Precision.BF16)
-    run = resolve_run(TrainConfig("tiny", ("1,1,1",), 1, token_budget=tokens, max_seq_len=tokens,
-                                  micro_batch_tokens=tokens, runtime=options))
-    torch.cuda.reset_peak_memory_stats()
-    train(RankContext.single(options), run, options)
-    peak = torch.cuda.max_memory_allocated()
-    report = subprocess.run([sys.executable, "-m", "hydraulis", "memory", "--model", "tiny", "--strategy", "1,1,1",
-                             "--devices", "1", "--tokens", str(tokens), "--format", "json"],
-                            capture_output=True, text=True, check=True)
-    predicted = json.loads(report.stdout)["ranks"][0]["total_bytes"]
-    assert abs(peak - predicted) <= 0.1 * predicted, (peak, predicted)
+    device = "h200" if "H200" in torch.cuda.get_device_name(0) else "h100-80g"
+    repeat = [] if "enable_gqa" in inspect.signature(varlen_attn).parameters else ["--repeat-kv"]
+    for chunk in (0, 1024):
+        options = RuntimeOptions(device=DeviceKind.CUDA, precision=Precision.BF16, loss_chunk_tokens=chunk)
+        run = resolve_run(TrainConfig("tiny", ("1,1,1",), 2, token_budget=tokens, max_seq_len=tokens,
+                                      micro_batch_tokens=tokens, runtime=options))
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        result = train(RankContext.single(options), run, options)
+        peak = torch.cuda.max_memory_allocated()
+        longest = max(record.tokens for record in result.records)
+        report = subprocess.run([sys.executable, "-m", "hydraulis", "memory", "--model", "tiny", "--strategy", "1,1,1",
+                                 "--devices", "1", "--tokens", str(longest), "--device", device,
+                                 "--loss-chunk-tokens", str(chunk), *repeat, "--format", "json"],
+                                capture_output=True, text=True, check=True)
+        predicted = json.loads(report.stdout)["ranks"][0]["total_bytes"]
+        assert abs(peak - predicted) <= 0.05 * predicted, (chunk, peak, predicted)
 
 
 def test_checkpoints_commit_verified_files_under_nccl_and_resume_by_themselves(tmp_path):

@@ -17,7 +17,8 @@ from hydraulis.presets import device_preset
 from hydraulis.profiler.analytic import analytic_memory_model
 from hydraulis.profiler.cluster import group_cluster
 from hydraulis.job.config import RuntimeOptions
-from hydraulis.layout.kinds import OptimizerKind
+from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
+from hydraulis.layout.step_memory import exchange_bytes
 from hydraulis.layout.pipeline import PipelineLayout, StrategyLayout
 from hydraulis.runtime.launch import DTYPES
 from hydraulis.layout.activations import stage_activation_bytes
@@ -26,7 +27,7 @@ from hydraulis.job.memory_report import GroupMemory, MemoryConfig, MemoryReport,
 from hydraulis.runtime.model.decoder import StageModel, layer_recompute
 from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.routes import route_plan
+from hydraulis.runtime.optimizer.routes import RoutePlan, route_plan
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap, RankPlace
 from hydraulis.job.staged_profile import analytic_profile_of
@@ -46,8 +47,9 @@ class Judge:
     space: SchemeSpace
 
 
-def memory_report(config: MemoryConfig) -> MemoryReport:
-    """Steps 1–4 of :func:`memory_report`.
+def memory_report(config: MemoryConfig, space: SchemeSpace | None = None) -> MemoryReport:
+    """Steps 1–4 below; ``space`` (e.g. profiled on the device) replaces the analytic space of the
+    prediction (without a cluster description).
 
     Recipe (:func:`memory_report`):
 
@@ -61,9 +63,11 @@ def memory_report(config: MemoryConfig) -> MemoryReport:
        process group): the rank's :class:`~hydraulis.runtime.model.decoder.StageModel` (weights),
        its gradient buffers, its :class:`~hydraulis.runtime.optimizer.master.OptimizerShard` and its
        :class:`~hydraulis.runtime.optimizer.routes.RoutePlan` (host memory); add the activation bytes
-       of the runtime's accounting (:mod:`.activations`) for micro-batches of ``T`` tokens;
+       of the runtime's accounting (:mod:`.activations`) for micro-batches of ``T`` tokens (the loss
+       in chunks, K/V repeated, as configured), the libraries' workspaces of the device kind, the
+       largest parameter's gradient and the route's exchange buffers (:mod:`.step_memory`);
     4. beside each, the cost model's prediction for that device (:func:`hydraulis.cost.memory.device_memory`)
-       on an analytic scheme space of the device kind.
+       on the given scheme space, else an analytic one of the device kind.
 
     A staged pipeline (design §9.2) builds each stage with its own tp and layers. With a cluster
     description (``--cluster``, :mod:`hydraulis.cluster`), the ranks are placed as the runtime places
@@ -76,21 +80,26 @@ def memory_report(config: MemoryConfig) -> MemoryReport:
     has is refused, naming the group.
 
     ``T`` defaults to the longest sequence the cost model lets the pipeline's scheme hold on that
-    device, so ``total`` is what a step of such micro-batches needs. Neither side counts the
-    runtime's fixed overhead (CUDA context, communicator buffers) or the safety margin. The
+    device, so ``total`` is what a step of such micro-batches needs: what the caching allocator
+    holds at the step's peak (``torch.cuda.max_memory_allocated``). Neither side counts what the
+    process holds outside the allocator (CUDA context, kernels, communicators: the device's
+    ``runtime_overhead_bytes``) or the allocator's fragmentation (its ``safety_margin_bytes``). The
     precision is the runtime's automatic one on the device kind (bf16 on an accelerator, fp32 on
     ``cpu``), the optimizer Adam.
 
     Worked example: Llama-70B under ``1,8,4x32`` on 1,024 devices has 1,024 ranks but 32 classes
     (4 stages × 8 tp ranks, every rank owning a buffer of the one optimizer stage).
     """
+    require(space is None or config.cluster is None, "space", "given", "is for one device kind: give no cluster")
+    if space is not None:
+        require(space.model == config.model, "space.model", space.model.name, f"differs from {config.model.name}")
     model, layout = config.model, config.layout
     strategy = parse_strategy(config.strategy, model, lambda scheme: TimeCoefficients(0.0, 0.0, 0.0), 1)
     require(strategy.devices <= config.devices, "strategy", config.strategy,
             f"uses {strategy.devices} devices, more than devices = {config.devices}")
     placement = OptimizerPlacement(model, layout, config.devices)
     rank_map = RankMap(strategy.pipelines, config.devices, config.cluster.rank_ranges() if config.cluster else ())
-    judges = _judges(config, strategy, rank_map)
+    judges = _judges(config, strategy, rank_map, space)
     classes: dict[tuple, list[int]] = {}
     for rank in range(config.devices):
         classes.setdefault((judges[rank].group, *_class(rank_map, placement, rank)), []).append(rank)
@@ -107,13 +116,15 @@ def memory_report(config: MemoryConfig) -> MemoryReport:
                         _group_memory(config, judges, ranks))
 
 
-def _judges(config: MemoryConfig, strategy: StrategyLayout, rank_map: RankMap) -> list[Judge]:
-    """Every rank's :class:`Judge`: with a cluster, that of the group whose rank range holds it."""
+def _judges(config: MemoryConfig, strategy: StrategyLayout, rank_map: RankMap,
+            space: SchemeSpace | None) -> list[Judge]:
+    """Every rank's :class:`Judge`: with a cluster, that of the group whose rank range holds it;
+    else ``space``, or the analytic space of ``config.device``."""
     cluster = config.cluster
     if cluster is None:
         device = device_preset(config.device)
-        judge = Judge("", config.device, _analytic_space(config.model, strategy, device.name,
-                                                         Cluster(config.devices, config.devices_per_node, device.name)))
+        judge = Judge("", config.device, space or _analytic_space(
+            config.model, strategy, device.name, Cluster(config.devices, config.devices_per_node, device.name)))
         return [judge] * config.devices
     names = [group.name for group in cluster.rank_ranges() for _ in range(group.size)]
     judges = {group.name: Judge(group.name, group.device, _analytic_space(config.model, strategy, group.device,
@@ -125,7 +136,8 @@ def _judges(config: MemoryConfig, strategy: StrategyLayout, rank_map: RankMap) -
 def _longest_held(config: MemoryConfig, judges: list[Judge], placement: OptimizerPlacement, rank_map: RankMap,
                   classes: list[list[int]]) -> tuple[int, ...]:
     """Each pipeline's longest micro-batch that every one of its ranks holds on its own device by
-    the cost model, ``⌊(capacity − states) / activation bytes per token⌋``, computed once per class."""
+    the cost model, ``⌊(capacity − states − workspaces − g_max) / activation bytes per token⌋``
+    (0 when the exchanges' buffers exceed what is left), computed once per class."""
     longest = [math.inf] * len(rank_map.pipelines)
     for members in classes:
         rank, place = members[0], rank_map.place(members[0])
@@ -134,9 +146,11 @@ def _longest_held(config: MemoryConfig, judges: list[Judge], placement: Optimize
         judge, owner = judges[rank], placement.place(rank)
         pipeline = rank_map.pipelines[place.pipeline]
         running = StagePlace(pipeline.scheme, pipeline.stage_layers, place.stage)
-        states = device_memory(judge.space, config.layout, None if owner is None else owner.stage, running, 0).states
+        fixed = device_memory(judge.space, config.layout, None if owner is None else owner.stage, running, 0,
+                              device_preset(judge.device).workspace_bytes)
         per_token = device_memory(judge.space, config.layout, None, running, 1).activations
-        held = max(0, math.floor((capacity_bytes(judge.device) - states) / per_token))
+        free = capacity_bytes(judge.device) - fixed.states - fixed.workspace
+        held = 0 if fixed.exchange > free else max(0, math.floor(free / per_token))
         for pipeline in {rank_map.place(member).pipeline for member in members}:
             longest[pipeline] = min(longest[pipeline], held)
     return tuple(longest)
@@ -164,32 +178,49 @@ def _rank_memory(config: MemoryConfig, judge: Judge, placement: OptimizerPlaceme
     route = route_plan(placement, rank_map, rank)
     owner = placement.place(rank)
     place = rank_map.place(rank)
-    weights = grads = activations = 0
+    dtype = DTYPES[precision]
+    compute_bytes = torch.finfo(dtype).bits // 8
+    weights = grads = activations = largest = 0
+    workspace = 0
     running = None
     if place is not None:
+        workspace = device_preset(judge.device).workspace_bytes
         pipeline = rank_map.pipelines[place.pipeline]
-        params = list(_stage_model(model, pipeline, place, DTYPES[precision]).parameters())
+        params = list(_stage_model(model, pipeline, place, dtype, config.loss_chunk).parameters())
         weights = sum(_bytes(p) for p in params)
         grads = sum(_bytes(grad) for grad in gradient_buffers(params))
+        largest = max(_bytes(p) for p in params)
         layers = tuple(layer_recompute(pipeline, place.stage).values())
         activations = stage_activation_bytes(model, pipeline.scheme, layers, place.stage, tokens[place.pipeline],
-                                             torch.finfo(DTYPES[precision]).bits // 8)
+                                             compute_bytes, config.loss_chunk, config.repeat_kv)
         running = StagePlace(pipeline.scheme, pipeline.stage_layers, place.stage)
+    exchange = _exchange_bytes(route, compute_bytes, ReduceDtype.AUTO.element_bytes(judge.device))
     predicted = device_memory(space, config.layout, None if owner is None else owner.stage, running,
-                              0 if place is None else tokens[place.pipeline])
+                              0 if place is None else tokens[place.pipeline], workspace, config.loss_chunk,
+                              config.repeat_kv)
     return RankMemory(rank, None if place is None else place.pipeline, None if place is None else place.stage,
-                      weights, grads, buffer.nbytes, route.nbytes, activations, predicted)
+                      weights, grads, buffer.nbytes, route.nbytes, activations, predicted, workspace + largest, exchange)
+
+
+def _exchange_bytes(route: RoutePlan, compute_bytes: int, reduce_bytes: int) -> int:
+    """The exchanges' buffers of ``route`` in flight (:func:`~hydraulis.layout.step_memory.exchange_bytes`):
+    the weights its shards receive, the gradients its buffer receives."""
+    held = sum(sum(route.sent(False, bucket)) for bucket in range(route.buckets))
+    received = sum(sum(route.received(True, bucket)) for bucket in range(route.buckets))
+    return exchange_bytes(held, received, compute_bytes, reduce_bytes)
 
 
 def gradient_buffers(params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
-    """The gradients a step accumulates into, as autograd allocates them (like each parameter)."""
-    return [torch.empty(param.shape, dtype=param.dtype, device=param.device) for param in params]
+    """The gradients a step accumulates into: fp32, one per parameter (``.grad`` in fp32, else
+    the fp32 main buffers of :mod:`hydraulis.runtime.gradients`)."""
+    return [torch.empty(param.shape, dtype=torch.float32, device=param.device) for param in params]
 
 
-def _stage_model(model: ModelSpec, pipeline: PipelineLayout, place: RankPlace, dtype: torch.dtype) -> StageModel:
+def _stage_model(model: ModelSpec, pipeline: PipelineLayout, place: RankPlace, dtype: torch.dtype,
+                 loss_chunk: int) -> StageModel:
     scheme = pipeline.scheme
     return StageModel(model, pipeline, place.stage, ParallelGroup(None, scheme.stage_tp(place.stage), place.tp_rank),
-                      ParallelGroup(None, scheme.cp, place.cp_rank), dtype, META)
+                      ParallelGroup(None, scheme.cp, place.cp_rank), dtype, META, loss_chunk=loss_chunk)
 
 
 def _class(rank_map: RankMap, placement: OptimizerPlacement, rank: int) -> tuple:

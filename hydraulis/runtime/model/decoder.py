@@ -60,7 +60,9 @@ recompute      elements kept per token, per layer
 
 Per micro-batch in flight the stage also keeps the rotary tables (``2·d`` fp32 per token,
 shared by its layers), the attention plan (index vectors, linear in ``t``), on the last stage the
-final norm's tensors (as one norm above) and the head's fp32 softmax (``V/tp`` per token).
+final norm's tensors (as one norm above) and the head's fp32 softmax (``V/tp`` per token) — with
+the loss in chunks, the input gradient of the head instead (``H`` per token) and the head's
+fp32 weight gradient (:mod:`~hydraulis.runtime.model.vocab_loss`).
 Attention keeps nothing of size queries × keys (:mod:`hydraulis.runtime.model.attention`).
 """
 
@@ -74,6 +76,7 @@ from torch.utils.checkpoint import checkpoint
 from hydraulis.runtime.model.attention import packed_attention
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.model.packing import PackedMicroBatch
+from hydraulis.runtime.model.vocab_loss import VocabLoss
 from hydraulis.runtime.parallel.columns import column_parallel
 from hydraulis.runtime.parallel.context import start_gather_from_context
 from hydraulis.runtime.parallel.group import ParallelGroup
@@ -211,12 +214,15 @@ class StageModel(nn.Module):
 
     ``forward`` takes the received hidden states (None on the first stage, which embeds the
     micro-batch's tokens) and returns the hidden states to send on, or, on the last stage, the
-    per-token loss of this rank's tokens (fp32); ``compile_layers``: each decoder layer compiled
-    (module docstring).
+    per-token loss of this rank's tokens — summed, ``Σ_t ℓ_t`` (fp32), computed ``loss_chunk``
+    tokens at a time (:mod:`~hydraulis.runtime.model.vocab_loss`; 0: all at once, the
+    ``[T × V/tp]`` logits in fp32); ``compile_layers``: each decoder layer compiled (module
+    docstring).
     """
 
     def __init__(self, model: ModelSpec, layout: PipelineLayout, stage: int, tp: ParallelGroup,
-                 cp: ParallelGroup, dtype: torch.dtype, device: torch.device, compile_layers: bool = False) -> None:
+                 cp: ParallelGroup, dtype: torch.dtype, device: torch.device, compile_layers: bool = False,
+                 loss_chunk: int = 0) -> None:
         super().__init__()
         factory = {"dtype": dtype, "device": device}
         self.model, self.tp = model, tp
@@ -231,6 +237,8 @@ class StageModel(nn.Module):
             first, count = unit_range(model.vocab, tp.size, tp.rank)
             self.vocab_start = first
             self.head = ColumnParallelLinear(model.hidden, count, tp, self.sequence_parallel, **factory)
+            self.vocab_loss = (VocabLoss(self.head, tp, self.sequence_parallel, first, loss_chunk) if loss_chunk
+                               else None)
         self.shapes = {name: param.shape for name, param in self.named_parameters()}
         self.fuse_storage()
         self.compiled = compile_layers
@@ -244,8 +252,10 @@ class StageModel(nn.Module):
             x = layer(x, batch, rope)
         if not self.last:
             return x
+        if self.vocab_loss is not None:
+            return self.vocab_loss(self.norm(x), batch.labels)
         logits = self.head(self.norm(x))
-        return vocab_parallel_cross_entropy(logits, batch.labels, self.tp, self.vocab_start)
+        return vocab_parallel_cross_entropy(logits, batch.labels, self.tp, self.vocab_start).sum()
 
     def fuse_storage(self) -> None:
         """Lay each block's column weights (Q/K/V; gate/up) out as consecutive rows of one

@@ -2,7 +2,11 @@
 loaded the node is while a point runs, and which clock times it.
 
 * CUDA (``--device cuda``, or ``auto`` with a GPU): one process per GPU, bf16, NCCL, the
-  **wall** clock (after synchronising the GPU); the device's memory is the GPU's.
+  **wall** clock (after synchronising the GPU); the device's memory is what the GPU reports
+  free once the process holds its CUDA context (``torch.cuda.mem_get_info``), recorded in the
+  space: the planner subtracts the device preset's overhead (what a process holds outside the
+  allocator, the context included — so measured spaces count the context twice, ~0.5 GiB) and
+  fragmentation margin from it.
 * CPU: gloo, fp32, one intra-op thread per process by default — the trainer's default too
   (:class:`~hydraulis.job.config.RuntimeOptions`), since a space predicts training only at the
   thread count it was measured with — and at most :data:`PROCESSES_PER_CORE` processes per core
@@ -136,7 +140,7 @@ def local_environment(kind: DeviceKind, threads: int, processes: int, clock: Clo
         require(clock is Clock.WALL, "clock", clock.value, "must be wall on CUDA (kernels run asynchronously)")
         name = torch.cuda.get_device_name(0)
         return Environment("cuda", name, torch.__version__, Precision.BF16.value, threads, processes,
-                           torch.cuda.get_device_properties(0).total_memory, clock, fill_node)
+                           torch.cuda.mem_get_info(0)[0], clock, fill_node)
     return Environment("cpu", f"{_cpu_name()}, {_cores()} cores", torch.__version__, Precision.FP32.value, threads,
                        processes, 0, clock, fill_node)
 

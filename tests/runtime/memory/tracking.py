@@ -7,21 +7,25 @@
   what FlashAttention keeps (Q, K, V, the output, the log-sum-exp; Dao 2023), so the CPU
   measures what a CUDA rank keeps around it.
 * :class:`LiveBytes` — the runtime's own count of live tensor storage
-  (:mod:`hydraulis.runtime.memory.peak`), re-exported here.
+  (:mod:`hydraulis.runtime.memory.peak`), re-exported here;
+* :class:`MetaLiveBytes` — the same on the ``meta`` device, as the CUDA allocator counts it.
 """
 
 from __future__ import annotations
 
+import weakref
 from contextlib import contextmanager
 from unittest import mock
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from hydraulis.runtime.memory.peak import LiveBytes
 from hydraulis.runtime.model import decoder
 from hydraulis.runtime.parallel.group import ParallelGroup
 
-__all__ = ["LiveBytes", "ShapeGroup", "flash_core"]
+__all__ = ["LiveBytes", "MetaLiveBytes", "ShapeGroup", "flash_core"]
 
 
 class ShapeGroup(ParallelGroup):
@@ -61,3 +65,36 @@ def flash_core():
 
     with mock.patch.object(decoder, "packed_attention", core):
         yield
+
+
+class MetaLiveBytes(TorchDispatchMode):
+    """Live bytes of every storage an operation creates on the ``meta`` device until it is freed,
+    each rounded up to the CUDA caching allocator's 512-byte blocks (storages are told apart by
+    identity: meta storages have no addresses); ``live`` now, ``peak`` so far."""
+
+    BLOCK = 512
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live = self.peak = 0
+        self._seen: set[int] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {t.untyped_storage()._cdata for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
+        for tensor in tree_flatten(out)[0]:
+            if isinstance(tensor, torch.Tensor):
+                storage = tensor.untyped_storage()
+                key = storage._cdata
+                if key in inputs or key in self._seen:
+                    continue
+                size = -(-storage.nbytes() // self.BLOCK) * self.BLOCK
+                self._seen.add(key)
+                self.live += size
+                weakref.finalize(storage, self._free, size, key)
+        self.peak = max(self.peak, self.live)
+        return out
+
+    def _free(self, size: int, key: int) -> None:
+        self.live -= size
+        self._seen.discard(key)
