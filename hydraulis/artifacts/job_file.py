@@ -1,27 +1,7 @@
 """The TOML job file of ``hydraulis train --config job.toml``: every option of the job's tree
 (:mod:`hydraulis.job.options`) is a key of its section, named as its flag with ``_`` for ``-``
-(torchtitan's job files are the model); every key is a flag.
-
-Layout (every key optional; ``examples/configs/tiny.toml`` is a complete job; ``hydraulis train
---help`` lists each section's keys as its flags)::
-
-    [model]         model = "tiny"                  init_from = "HF_DIR"
-    [training]      steps = 200                     token_budget = 256    max_seq_len = 64
-                    micro_batch_tokens = 96         seed = 0              corpus = "corpus.jsonl"
-                    tokenizer = "tokenizer.json"    cache_dir = "cache"   lengths = "lengths.txt"
-    [parallelism]   strategy = ["1,2,1+1,1,2", "1,1,2x2"]                 proposal = "proposal.json"
-                    method = "dispatch_balanced_packing"                  synthesise = "proposal"
-                    synthesis_evaluations = 16      planner_url = "http://…"   space = "space.json"
-                    cluster = "cluster.json"        optimizer_layout = "4,1,1"  nproc = 4
-    [optimizer]     optimizer = "adamw"   lr = 1e-3   betas = [0.9, 0.95]   eps = 1e-8
-                    weight_decay = 0.1    decay_embeddings = true   clip_grad_norm = 1.0
-    [lr_scheduler]  lr_schedule = "cosine"   warmup_steps = 20   min_lr = 1e-4
-    [runtime]       device = "cpu"   precision = "fp32"   grad_reduce_dtype = "fp32"
-                    timeout_s = 60.0   threads = 1   device_memory = 8_000_000_000
-                    overlap_reduction = false   bucket_mb = 25   allow_math_attention = false
-    [checkpoint]    checkpoint_dir = "checkpoints"   checkpoint_every = 50   keep_checkpoints = 2
-                    resume = "checkpoints"   no_resume = false   overwrite_checkpoints = false
-    [metrics]       tensorboard = "tensorboard"   record_operations = false
+(torchtitan's job files are the model); every key is a flag. The sections and their keys are
+in :func:`read_job_file`.
 
 :func:`read_job_file` checks every key's section, type and limit and returns the keys as flag
 destinations; the command line applies them as if given as flags, its own flags overriding
@@ -49,7 +29,29 @@ def job_file_keys() -> dict[str, dict[str, Leaf]]:
 def read_job_file(path: str | Path) -> dict[str, object]:
     """The file's keys by flag destination (``betas`` a tuple, ``strategy`` a list of strings,
     enums their values); :class:`HydraulisError` names the first unknown section or key or the
-    first value of the wrong type or out of its limit."""
+    first value of the wrong type or out of its limit.
+
+    Layout (every key optional; ``examples/configs/tiny.toml`` is a complete job; ``hydraulis train
+    --help`` lists each section's keys as its flags)::
+
+        [model]         model = "tiny"                  init_from = "HF_DIR"
+        [training]      steps = 200                     token_budget = 256    max_seq_len = 64
+                        micro_batch_tokens = 96         seed = 0              corpus = "corpus.jsonl"
+                        tokenizer = "tokenizer.json"    cache_dir = "cache"   lengths = "lengths.txt"
+        [parallelism]   strategy = ["1,2,1+1,1,2", "1,1,2x2"]                 proposal = "proposal.json"
+                        method = "dispatch_balanced_packing"                  synthesise = "proposal"
+                        synthesis_evaluations = 16      planner_url = "http://…"   space = "space.json"
+                        cluster = "cluster.json"        optimizer_layout = "4,1,1"  nproc = 4
+        [optimizer]     optimizer = "adamw"   lr = 1e-3   betas = [0.9, 0.95]   eps = 1e-8
+                        weight_decay = 0.1    decay_embeddings = true   clip_grad_norm = 1.0
+        [lr_scheduler]  lr_schedule = "cosine"   warmup_steps = 20   min_lr = 1e-4
+        [runtime]       device = "cpu"   precision = "fp32"   grad_reduce_dtype = "fp32"
+                        timeout_s = 60.0   threads = 1   device_memory = 8_000_000_000
+                        overlap_reduction = false   bucket_mb = 25   allow_math_attention = false
+        [checkpoint]    checkpoint_dir = "checkpoints"   checkpoint_every = 50   keep_checkpoints = 2
+                        resume = "checkpoints"   no_resume = false   overwrite_checkpoints = false
+        [metrics]       tensorboard = "tensorboard"   record_operations = false
+    """
     path = Path(path)
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -1,32 +1,6 @@
 """The training-config artifact: what ``hydraulis train --config`` reads and writes back resolved.
 
-Layout (``schema_version`` 4; every field but ``steps`` and one of ``strategies`` and
-``proposal_file`` optional — ``model`` too when ``init_from`` or ``resume`` gives the model;
-version 3, without the runtime's optimizer recipe from ``betas`` on (read with its defaults),
-version 2, without ``init_from``, and version 1, without the fields from ``proposal_file`` on,
-are read too; ``cluster_file``, ``keep_checkpoints``, ``fresh`` and ``overwrite``, added later,
-are optional in every version)::
-
-    {"schema_version": 4, "kind": "train_config", "model": "tiny",
-     "strategies": ["1,2,1+1,1,2", "1,1,2x2"], "steps": 10, "token_budget": 256,
-     "max_seq_len": 64, "micro_batch_tokens": 96, "nproc": 4,
-     "lengths_file": null, "space_file": null,
-     "proposal_file": null, "method": "dispatch_balanced_packing", "planner_url": null,
-     "corpus": null, "tokenizer": null, "cache_dir": null,
-     "optimizer_layout": null | {"dp", "tp", "pp"},
-     "checkpoint_dir": null, "checkpoint_every": 0, "keep_checkpoints": 2, "fresh": false,
-     "overwrite": false, "resume": null, "init_from": null,
-     "tensorboard_dir": null, "synthesise": "proposal", "synthesis_evaluations": 16,
-     "cluster_file": null,
-     "runtime": {"device": "auto", "precision": "auto", "optimizer": "adamw", "lr": 0.001,
-                 "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "auto",
-                 "record_operations": false, "device_memory": null, "overlap_reduction": true,
-                 "bucket_mb": 25.0, "allow_math_attention": false, "compile_layers": false,
-                 "loss_chunk_tokens": 1024,
-                 "betas": [0.9, 0.95],
-                 "eps": 1e-08, "weight_decay": 0.1, "decay_embeddings": true,
-                 "clip_grad_norm": 1.0 | null (never clip), "lr_schedule": "cosine",
-                 "warmup_steps": 0, "min_lr": 0.0}}
+The layout of each version is in :func:`train_config_from_dict`.
 
 Every field is derived from the job's option tree (:mod:`hydraulis.job.options`): the
 ``TrainConfig`` options at the top, the ``RuntimeOptions`` ones under ``runtime``, each under
@@ -62,6 +36,36 @@ def train_config_to_dict(config: TrainConfig) -> dict:
 
 
 def train_config_from_dict(document: object) -> TrainConfig:
+    """The configuration a record of any version that this module reads holds.
+
+    Layout (``schema_version`` 4; every field but ``steps`` and one of ``strategies`` and
+    ``proposal_file`` optional — ``model`` too when ``init_from`` or ``resume`` gives the model;
+    version 3, without the runtime's optimizer recipe from ``betas`` on (read with its defaults),
+    version 2, without ``init_from``, and version 1, without the fields from ``proposal_file`` on,
+    are read too; ``cluster_file``, ``keep_checkpoints``, ``fresh`` and ``overwrite``, added later,
+    are optional in every version)::
+
+        {"schema_version": 4, "kind": "train_config", "model": "tiny",
+         "strategies": ["1,2,1+1,1,2", "1,1,2x2"], "steps": 10, "token_budget": 256,
+         "max_seq_len": 64, "micro_batch_tokens": 96, "nproc": 4,
+         "lengths_file": null, "space_file": null,
+         "proposal_file": null, "method": "dispatch_balanced_packing", "planner_url": null,
+         "corpus": null, "tokenizer": null, "cache_dir": null,
+         "optimizer_layout": null | {"dp", "tp", "pp"},
+         "checkpoint_dir": null, "checkpoint_every": 0, "keep_checkpoints": 2, "fresh": false,
+         "overwrite": false, "resume": null, "init_from": null,
+         "tensorboard_dir": null, "synthesise": "proposal", "synthesis_evaluations": 16,
+         "cluster_file": null,
+         "runtime": {"device": "auto", "precision": "auto", "optimizer": "adamw", "lr": 0.001,
+                     "seed": 0, "timeout_s": 60.0, "threads": 1, "grad_reduce_dtype": "auto",
+                     "record_operations": false, "device_memory": null, "overlap_reduction": true,
+                     "bucket_mb": 25.0, "allow_math_attention": false, "compile_layers": false,
+                     "loss_chunk_tokens": 1024,
+                     "betas": [0.9, 0.95],
+                     "eps": 1e-08, "weight_decay": 0.1, "decay_embeddings": true,
+                     "clip_grad_norm": 1.0 | null (never clip), "lr_schedule": "cosine",
+                     "warmup_steps": 0, "min_lr": 0.0}}
+    """
     record = Record(document)
     check_header(record, KIND, (1, 2, 3, SCHEMA_VERSION))
     runtime = record.optional_sub("runtime")
