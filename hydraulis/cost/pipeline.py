@@ -3,39 +3,13 @@
 Every stage of a pipeline holds ``L/pp`` layers, so micro-batch ``j`` costs the same ``t_j`` on
 every stage, split into a forward part ``f_j = φ·t_j`` and a backward part
 ``b_j = (1 − φ)·t_j`` (φ = 1/3 by default: backward ≈ 2 × forward). A hand-off between stages
-costs ``d`` ms.
-
-**Exact event simulation** (:func:`simulate_1f1b`). Stage ``s`` of ``p`` runs its operations
-in 1F1B order (:func:`hydraulis.cost.order.one_f_one_b`: ``min(p − 1 − s, v)`` warm-up
-forwards, one forward and one backward alternating, the remaining backwards). An operation starts when its stage is free and its input has arrived:
-
-    start(F_j, s) = max(free_s, end(F_j, s − 1) + d)
-    start(B_j, s) = max(free_s, end(B_j, s + 1) + d)      (B_j on the last stage follows F_j)
-
-The pipeline time is the end of the last operation.
-
-**Closed form** (:func:`pipeline_time_closed_form`). The last stage cannot start before the
-first micro-batch's forward crosses the ``p − 1`` stages ahead of it, then must run all its
-``Σ_j t_j`` of work, after which the last micro-batch's backward crosses ``p − 1`` stages back:
+costs ``d`` ms. The closed form (:func:`pipeline_time_closed_form`) is a lower bound of the
+exact schedule (:func:`simulate_1f1b`; stages that differ: :func:`simulate_1f1b_stages`; many
+schedules at once: :func:`pipeline_times_1f1b`)::
 
     T_closed = (p − 1)·(f_1 + d) + Σ_j t_j + (p − 1)·(b_v + d)
 
-It is a lower bound of the simulation for any micro-batches and equals it when all
-micro-batches are equal and ``d = 0``: ``(v + p − 1)·t``. (design §6's approximation
-``Σ_j t_j + (p − 1)·max_j t_j`` is neither: with ``p = 2``, ``t = (T, ε)`` and φ = 1/3 the
-schedule takes ``2T + 2ε/3 < 2T + ε``.)
-
 Worked example: ``p = 2``, ``t = (3, 3, 3)`` ms, φ = 1/3: ``T = 1·1 + 9 + 1·2 = 12 = (3 + 1)·3``.
-
-**Stages that differ** (:func:`simulate_1f1b_stages`). In a staged pipeline (design §6.7)
-micro-batch ``j`` takes ``t_{σ,j}`` on stage ``σ``; the same recurrences with per-stage
-durations give its exact schedule.
-
-**Many schedules at once** (:func:`pipeline_times_1f1b`). The recurrences above form a fixed
-graph for given ``(p, v)``: every operation depends on the one before it on its stage and on one
-operation of a neighbouring stage. Grouping operations by their depth in that graph (about
-``2·(v + p)`` levels), one numpy step per level computes the same end times for a whole batch
-of micro-batch time vectors — what the dispatcher needs to compare many packings quickly.
 """
 
 from __future__ import annotations
@@ -71,7 +45,19 @@ class PipelineTimeline:
 
 
 def pipeline_time_closed_form(times: Sequence[float], pp: int, model: PipelineModel = PipelineModel()) -> float:
-    """``(p − 1)·(f_1 + d) + Σ_j t_j + (p − 1)·(b_v + d)`` — see the module docstring."""
+    """``(p − 1)·(f_1 + d) + Σ_j t_j + (p − 1)·(b_v + d)``.
+
+    **Closed form** (:func:`pipeline_time_closed_form`). The last stage cannot start before the
+    first micro-batch's forward crosses the ``p − 1`` stages ahead of it, then must run all its
+    ``Σ_j t_j`` of work, after which the last micro-batch's backward crosses ``p − 1`` stages back:
+
+        T_closed = (p − 1)·(f_1 + d) + Σ_j t_j + (p − 1)·(b_v + d)
+
+    It is a lower bound of the simulation for any micro-batches and equals it when all
+    micro-batches are equal and ``d = 0``: ``(v + p − 1)·t``. (design §6's approximation
+    ``Σ_j t_j + (p − 1)·max_j t_j`` is neither: with ``p = 2``, ``t = (T, ε)`` and φ = 1/3 the
+    schedule takes ``2T + 2ε/3 < 2T + ε``.)
+    """
     _check(times, pp)
     phi = model.forward_fraction
     edge = (pp - 1) * (phi * times[0] + (1.0 - phi) * times[-1] + 2.0 * model.p2p_ms)
@@ -81,7 +67,18 @@ def pipeline_time_closed_form(times: Sequence[float], pp: int, model: PipelineMo
 def simulate_1f1b(
     times: Sequence[float], pp: int, model: PipelineModel = PipelineModel(), record: bool = False
 ) -> PipelineTimeline:
-    """Exact 1F1B schedule of micro-batches with per-stage times ``times`` (execution order)."""
+    """Exact 1F1B schedule of micro-batches with per-stage times ``times`` (execution order).
+
+    **Exact event simulation** (:func:`simulate_1f1b`). Stage ``s`` of ``p`` runs its operations in
+    1F1B order (:func:`hydraulis.cost.order.one_f_one_b`: ``min(p − 1 − s, v)`` warm-up forwards,
+    one forward and one backward alternating, the remaining backwards). An operation starts when its
+    stage is free and its input has arrived:
+
+        start(F_j, s) = max(free_s, end(F_j, s − 1) + d)
+        start(B_j, s) = max(free_s, end(B_j, s + 1) + d)      (B_j on the last stage follows F_j)
+
+    The pipeline time is the end of the last operation.
+    """
     _check(times, pp)
     return simulate_1f1b_stages([times] * pp, model, record)
 
@@ -91,8 +88,13 @@ def simulate_1f1b_stages(
 ) -> PipelineTimeline:
     """Exact 1F1B schedule where micro-batch ``j`` takes ``times[σ][j]`` on stage ``σ``: the
     stages of a staged pipeline differ in device type, tp and layers (design §6.7), so one
-    micro-batch takes a different time on each. The recurrences of the module docstring with
-    ``f_{σ,j} = φ·t_{σ,j}``, ``b_{σ,j} = (1 − φ)·t_{σ,j}``; equal rows give :func:`simulate_1f1b`."""
+    micro-batch takes a different time on each. The recurrences of :func:`simulate_1f1b` with
+    ``f_{σ,j} = φ·t_{σ,j}``, ``b_{σ,j} = (1 − φ)·t_{σ,j}``; equal rows give :func:`simulate_1f1b`.
+
+    **Stages that differ** (:func:`simulate_1f1b_stages`). In a staged pipeline (design §6.7)
+    micro-batch ``j`` takes ``t_{σ,j}`` on stage ``σ``; the same recurrences with per-stage
+    durations give its exact schedule.
+    """
     pp = len(times)
     require(pp > 0, "stage_times", 0, "must hold one row per stage")
     v = len(times[0])
@@ -106,7 +108,7 @@ def simulate_1f1b_stages(
 
 def simulate_1f1b_phases(forward: Sequence[Sequence[float]], backward: Sequence[Sequence[float]], p2p_ms: float,
                          record: bool = False) -> PipelineTimeline:
-    """The recurrences of the module docstring with every operation's own duration:
+    """The recurrences of :func:`simulate_1f1b` with every operation's own duration:
     ``forward[σ][j]`` and ``backward[σ][j]`` ms (measured ones, to replay a recorded schedule),
     hand-offs of ``p2p_ms``."""
     pp, v, d = len(forward), len(forward[0]), p2p_ms
@@ -152,7 +154,14 @@ def simulate_1f1b_phases(forward: Sequence[Sequence[float]], backward: Sequence[
 
 def pipeline_times_1f1b(times: np.ndarray, pp: int, model: PipelineModel = PipelineModel()) -> np.ndarray:
     """Exact 1F1B makespans of ``times[r]`` (shape ``(rows, v)``, execution order), one per row;
-    equal to :func:`simulate_1f1b` row by row."""
+    equal to :func:`simulate_1f1b` row by row.
+
+    **Many schedules at once** (:func:`pipeline_times_1f1b`). The recurrences above form a fixed
+    graph for given ``(p, v)``: every operation depends on the one before it on its stage and on one
+    operation of a neighbouring stage. Grouping operations by their depth in that graph (about
+    ``2·(v + p)`` levels), one numpy step per level computes the same end times for a whole batch of
+    micro-batch time vectors — what the dispatcher needs to compare many packings quickly.
+    """
     require_int(pp, "pp", minimum=1)
     t = np.asarray(times, dtype=np.float64)
     require(t.ndim == 2 and t.shape[1] > 0, "micro_batch_times", t.shape, "must be (rows, v) with v >= 1")

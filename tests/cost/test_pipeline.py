@@ -43,7 +43,7 @@ def test_simulation_is_never_above_the_reference_systems_max_form(ts, pp, phi):
 
 
 def test_designs_max_form_is_not_a_bound():
-    """design §6's Σt + (p−1)·max t overestimates this schedule (see the module docstring)."""
+    """design §6's Σt + (p−1)·max t overestimates this schedule (see :func:`pipeline_time_closed_form`)."""
     big, small = 30.0, 3.0
     simulated = simulate_1f1b([big, small], 2).makespan_ms
     assert simulated == pytest.approx(2 * big + 2 * small / 3)
