@@ -1,35 +1,15 @@
 """Pipeline counts of one strategy: bisection on the makespan over an integer program.
 
 For a trial makespan ``C`` the fluid model (planner/fluid.py) is linear, so "can counts ``n``
-reach ``C``?" is a mixed-integer feasibility program. The reduction ``ρ`` depends on the least
-sharded scheme used; it takes one of the few values ``ρ_l`` (one per sharding degree), chosen
-by a one-hot ``z_l``, and a pipeline of scheme ``k`` counted at level ``l`` (``n_kl``) gets the
-per-stage work budget ``B_kl = (C − β_k − ρ_l)/γ_k``:
+reach ``C``?" is a mixed-integer feasibility program (:func:`feasible_at`: one per reduction
+level ``ρ_l``, :func:`level_program`). A pipeline of scheme ``k`` counted at level ``l``
+(``n_kl``) gets the per-stage work budget ``B_kl = (C − β_k − ρ_l)/γ_k``; among the constraints
+(all of them in :func:`level_program`)::
 
-    Σ_k f_kj = 1                                   every work class is served
-    Σ_j f_kj·W_kj ≤ Σ_l B_kl·n_kl                  (f_kj = 0 unless S_k holds class j)
-    f_kj ≤ Σ_{l: h_k(ℓ_j) + ρ_l ≤ C} z_l            one sequence of the class finishes in time (T_j ≥ 1)
-    n_kl ≤ ⌊N/D_k⌋·z_l,   Σ_l z_l = 1,   n_kl = 0 unless r_k ≤ ρ_l and B_kl > 0
-    Σ_kl D_k·n_kl ≤ N                              devices = node packing (options.py lemma)
-    Σ_{k,l: S_k ≥ u, h̄_k + ρ_l ≤ C} n_kl ≥ 1      a pipeline finishes the longest sequences
-    Σ_kl ⌊B_kl/w_k(ℓ_j)⌋·n_kl ≥ T_j                 room for the T_j sequences of class ≥ j
-    maximise Σ_kl n_kl·B_kl / W_k                   spare throughput: use the idle devices
+    Σ_j f_kj·W_kj ≤ Σ_l B_kl·n_kl,   Σ_kl D_k·n_kl ≤ N,   maximise Σ_kl n_kl·B_kl / W_k
 
-The one-hot ``z`` is settled by enumeration: at each trial ``C`` one program per level with
-``z_l = 1`` fixed (no ``z``, ``n_k`` for the options the level admits), the answer of largest
-objective over the levels (:func:`feasible_at`).
-
-Bisection keeps ``lo`` (the fluid lower bound, then every ``C`` without an answer) and ``hi``
-(the best answer: the homogeneous incumbent, then the makespan that a feasible answer's own
-routing reaches, which is ≤ its ``C``; any answer proves ``C`` feasible, optimal for its
-objective or not) and stops when ``hi − lo ≤ tol·hi``: at most about
-``⌈log₂((hi₀ − lo₀)/(tol·lo₀))⌉ + 1`` trials, each program within ``nodes`` branch-and-bound nodes
-(hydraulis/solver.py). ``lo`` is a proven bound while every program without an answer was
-proven infeasible: the answer is then optimal within ``tol`` (:attr:`BisectionStatus.OPTIMAL`).
-A program stopped by its node budget without an answer proves nothing, so the reported bound
-stays at the last proven one (:attr:`BisectionStatus.NODE_LIMIT`); the wall-clock safety stop
-ends the bisection with the best answer so far (:attr:`BisectionStatus.TIME_LIMIT`). Nothing
-but the safety stop looks at the clock: the answer depends on the inputs and the budgets only.
+The bisection on ``C`` (:func:`optimise_counts`) stops when ``hi − lo ≤ tol·hi``; what its
+answer is worth: :class:`BisectionStatus`.
 """
 
 from __future__ import annotations
@@ -55,7 +35,7 @@ HEURISTIC = "heuristic"
 
 
 class BisectionStatus(str, Enum):
-    """What the bisection's answer is worth (module docstring)."""
+    """What the bisection's answer is worth (:func:`optimise_counts`)."""
 
     OPTIMAL = "optimal"
     NODE_LIMIT = "node_limit"
@@ -81,9 +61,22 @@ class CountsAnswer:
 
 def optimise_counts(problem: FluidProblem, solver: SolverName, tolerance: float, nodes: int,
                     deadline: float = math.inf) -> CountsAnswer:
-    """Bisection of the module docstring from the homogeneous incumbent, each program within
-    ``nodes`` nodes, stopped for safety at ``deadline`` (``time.monotonic``); the first trial,
-    just below the incumbent, settles the common case where the incumbent is already optimal."""
+    """Bisection (below) from the homogeneous incumbent, each program within ``nodes`` nodes,
+    stopped for safety at ``deadline`` (``time.monotonic``); the first trial, just below the
+    incumbent, settles the common case where the incumbent is already optimal.
+
+    Bisection keeps ``lo`` (the fluid lower bound, then every ``C`` without an answer) and ``hi``
+    (the best answer: the homogeneous incumbent, then the makespan that a feasible answer's own
+    routing reaches, which is ≤ its ``C``; any answer proves ``C`` feasible, optimal for its
+    objective or not) and stops when ``hi − lo ≤ tol·hi``: at most about
+    ``⌈log₂((hi₀ − lo₀)/(tol·lo₀))⌉ + 1`` trials, each program within ``nodes`` branch-and-bound
+    nodes (hydraulis/solver.py). ``lo`` is a proven bound while every program without an answer was
+    proven infeasible: the answer is then optimal within ``tol`` (:attr:`BisectionStatus.OPTIMAL`).
+    A program stopped by its node budget without an answer proves nothing, so the reported bound
+    stays at the last proven one (:attr:`BisectionStatus.NODE_LIMIT`); the wall-clock safety stop
+    ends the bisection with the best answer so far (:attr:`BisectionStatus.TIME_LIMIT`). Nothing but
+    the safety stop looks at the clock: the answer depends on the inputs and the budgets only.
+    """
     best, hi = homogeneous_incumbent(problem)
     bound = lo = lower_bound_ms(problem)
     source, solves, stopped = HEURISTIC, 0, False
@@ -113,7 +106,7 @@ def optimise_counts(problem: FluidProblem, solver: SolverName, tolerance: float,
 
 def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName, nodes: int,
                 time_limit_s: float) -> tuple[Solved, tuple[int, ...], float]:
-    """Solve the program of the module docstring at ``C = makespan``: one program per reduction
+    """Solve the program of :func:`level_program` at ``C = makespan``: one program per reduction
     level ``ρ_l`` (``z_l = 1`` fixed, :func:`level_program`), each within ``nodes`` nodes, the
     answer of largest objective over the levels. How it ended (:func:`_combined`), the counts and
     the makespan their routing reaches (``inf`` without an answer).
@@ -123,7 +116,12 @@ def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName, node
     budgets differ by little once the reduction is mostly hidden (design §6.3: levels of 4–300 ms
     under makespans of ~660 ms): LLaMA-7B on 1,024 A800s needed ~4,000 simplex iterations per
     node, and one program ran past 300 s without an answer, while its seven levels alone each
-    solve at the root."""
+    solve at the root.
+
+    The one-hot ``z`` is settled by enumeration: at each trial ``C`` one program per level with
+    ``z_l = 1`` fixed (no ``z``, ``n_k`` for the options the level admits), the answer of largest
+    objective over the levels (:func:`feasible_at`).
+    """
     started = time.monotonic()
     results: list[tuple[Solved, tuple[int, ...], float, float]] = []
     for rho in np.unique(problem.reduce):
@@ -138,9 +136,25 @@ def feasible_at(problem: FluidProblem, makespan: float, solver: SolverName, node
 
 def level_program(problem: FluidProblem, makespan: float, rho: float, solver: SolverName, nodes: int,
                   time_limit_s: float) -> tuple[Solved, tuple[int, ...], float, float]:
-    """The program of the module docstring at ``C = makespan`` with the reduction at level ``ρ``
-    (``z`` fixed to it): how it ended, the counts, the makespan their routing reaches and the
-    objective (``inf`` and ``−inf`` without an answer)."""
+    """The program below at ``C = makespan`` with the reduction at level ``ρ`` (``z`` fixed to
+    it): how it ended, the counts, the makespan their routing reaches and the objective (``inf``
+    and ``−inf`` without an answer).
+
+    For a trial makespan ``C`` the fluid model (planner/fluid.py) is linear, so "can counts ``n``
+    reach ``C``?" is a mixed-integer feasibility program. The reduction ``ρ`` depends on the least
+    sharded scheme used; it takes one of the few values ``ρ_l`` (one per sharding degree), chosen
+    by a one-hot ``z_l``, and a pipeline of scheme ``k`` counted at level ``l`` (``n_kl``) gets the
+    per-stage work budget ``B_kl = (C − β_k − ρ_l)/γ_k``:
+
+        Σ_k f_kj = 1                                   every work class is served
+        Σ_j f_kj·W_kj ≤ Σ_l B_kl·n_kl                  (f_kj = 0 unless S_k holds class j)
+        f_kj ≤ Σ_{l: h_k(ℓ_j) + ρ_l ≤ C} z_l            one sequence of the class finishes in time (T_j ≥ 1)
+        n_kl ≤ ⌊N/D_k⌋·z_l,   Σ_l z_l = 1,   n_kl = 0 unless r_k ≤ ρ_l and B_kl > 0
+        Σ_kl D_k·n_kl ≤ N                              devices = node packing (options.py lemma)
+        Σ_{k,l: S_k ≥ u, h̄_k + ρ_l ≤ C} n_kl ≥ 1      a pipeline finishes the longest sequences
+        Σ_kl ⌊B_kl/w_k(ℓ_j)⌋·n_kl ≥ T_j                 room for the T_j sequences of class ≥ j
+        maximise Σ_kl n_kl·B_kl / W_k                   spare throughput: use the idle devices
+    """
     none = float("inf"), -math.inf
     model = pulp.LpProblem("pipeline_counts", pulp.LpMaximize)
     n, budget = {}, {}
