@@ -1,38 +1,13 @@
 """A rank's gradients across the micro-batches of one step, accumulated in fp32.
 
 Each micro-batch's backward leaves the gradient of every compute shard in ``param.grad``, in
-the compute dtype. Summing ``v`` micro-batches there in bf16 would round every partial sum to
-8 significant bits — a relative error growing like ``v·2⁻⁹`` that no later fp32 arithmetic can
-undo. So under a compute dtype narrower than fp32 every parameter gets an fp32 **main
-gradient** buffer, and a hook that runs as soon as autograd has accumulated the parameter's
-gradient of a micro-batch (``register_post_accumulate_grad_hook``) adds it to the buffer and
-frees it::
+the compute dtype. Under a compute dtype narrower than fp32 every parameter gets an fp32 **main
+gradient** buffer, and a hook adds each micro-batch's gradient to it and frees it::
 
     main_p ← main_p + fp32(grad_p(micro-batch j)),    j = 1 … v;   grad_p ← None
 
-(the bf16 gradient of one micro-batch is rounded once, the sum never is). In fp32 compute the
-gradient accumulates in ``param.grad`` itself, already fp32.
-
-**Readiness.** The same hook counts, per parameter, the backwards that reached it. Armed for a
-step of ``v`` micro-batches with the parameters' buckets (:meth:`GradientBuffers.arm`), it
-reports a bucket as soon as every parameter in it has been accumulated ``v`` times — the last
-micro-batch's backward has produced it — so that its exchange can start while the backward
-goes on (:class:`~hydraulis.runtime.optimizer.exchange.Reduction`).
-
-The reduction (:mod:`hydraulis.runtime.optimizer.exchange`) then sends these
-gradients to the optimizer layout in ``grad_reduce_dtype`` (:class:`~hydraulis.layout.kinds.ReduceDtype`) —
-fp32 on the CPU, bf16 on CUDA by default, or either when asked, bf16 halving the bytes at the price of one more rounding per rank — and the
-owners sum them in their fp32 buffers.
-
-Memory: 4 bytes per compute-shard element for the main gradients (allocated at the first
-backward of the strategy's first step, freed when the strategy is switched away from), plus
-transiently one parameter's gradient of one micro-batch in the compute dtype.
-
-**One owner** (:mod:`hydraulis.runtime.optimizer.routes`): where the rank owns exactly what it
-computes and each shard is one contiguous run of its optimizer buffer, the main gradients are
-views of the optimizer's own fp32 gradient (:meth:`GradientBuffers.alias`) — no buffers of their
-own and nothing to copy: the first micro-batch's gradient is copied in, the others added, and a
-parameter no backward reached is zeroed (:meth:`GradientBuffers.settle`).
+Why, readiness, memory and one owner: :class:`GradientBuffers`; the reduction that then sends
+these gradients to the optimizer layout: :mod:`hydraulis.runtime.optimizer.exchange`.
 """
 
 from __future__ import annotations
@@ -44,7 +19,42 @@ import torch
 
 
 class GradientBuffers:
-    """The step's accumulated gradients of ``params`` (fp32 main buffers when ``fp32_main``)."""
+    """The step's accumulated gradients of ``params`` (fp32 main buffers when ``fp32_main``).
+
+    Each micro-batch's backward leaves the gradient of every compute shard in ``param.grad``, in
+    the compute dtype. Summing ``v`` micro-batches there in bf16 would round every partial sum to
+    8 significant bits — a relative error growing like ``v·2⁻⁹`` that no later fp32 arithmetic can
+    undo. So under a compute dtype narrower than fp32 every parameter gets an fp32 **main
+    gradient** buffer, and a hook that runs as soon as autograd has accumulated the parameter's
+    gradient of a micro-batch (``register_post_accumulate_grad_hook``) adds it to the buffer and
+    frees it::
+
+        main_p ← main_p + fp32(grad_p(micro-batch j)),    j = 1 … v;   grad_p ← None
+
+    (the bf16 gradient of one micro-batch is rounded once, the sum never is). In fp32 compute the
+    gradient accumulates in ``param.grad`` itself, already fp32.
+
+    **Readiness.** The same hook counts, per parameter, the backwards that reached it. Armed for a
+    step of ``v`` micro-batches with the parameters' buckets (:meth:`GradientBuffers.arm`), it
+    reports a bucket as soon as every parameter in it has been accumulated ``v`` times — the last
+    micro-batch's backward has produced it — so that its exchange can start while the backward
+    goes on (:class:`~hydraulis.runtime.optimizer.exchange.Reduction`).
+
+    The reduction (:mod:`hydraulis.runtime.optimizer.exchange`) then sends these gradients to the
+    optimizer layout in ``grad_reduce_dtype`` (:class:`~hydraulis.layout.kinds.ReduceDtype`) — fp32
+    on the CPU, bf16 on CUDA by default, or either when asked, bf16 halving the bytes at the price
+    of one more rounding per rank — and the owners sum them in their fp32 buffers.
+
+    Memory: 4 bytes per compute-shard element for the main gradients (allocated at the first
+    backward of the strategy's first step, freed when the strategy is switched away from), plus
+    transiently one parameter's gradient of one micro-batch in the compute dtype.
+
+    **One owner** (:mod:`hydraulis.runtime.optimizer.routes`): where the rank owns exactly what it
+    computes and each shard is one contiguous run of its optimizer buffer, the main gradients are
+    views of the optimizer's own fp32 gradient (:meth:`GradientBuffers.alias`) — no buffers of their
+    own and nothing to copy: the first micro-batch's gradient is copied in, the others added, and a
+    parameter no backward reached is zeroed (:meth:`GradientBuffers.settle`).
+    """
 
     def __init__(self, params: Sequence[torch.nn.Parameter], fp32_main: bool) -> None:
         self.params = list(params)
@@ -61,7 +71,7 @@ class GradientBuffers:
 
     def alias(self, views: Sequence[torch.Tensor]) -> None:
         """Accumulate into ``views`` (fp32, one per parameter, its shape) instead of buffers of
-        their own (module docstring: one owner)."""
+        their own (:class:`GradientBuffers`: one owner)."""
         self.main, self.aliased = list(views), True
 
     def settle(self) -> None:
