@@ -36,7 +36,8 @@ class RuntimeOptions:
     (design §9.4; off: whole, between the phases). ``allow_math_attention`` lets CUDA run without
     ``varlen_attn`` on the slow math kernel (:func:`hydraulis.runtime.model.attention.attention_kernel`).
     ``compile_layers`` compiles each decoder layer with ``torch.compile``
-    (:mod:`hydraulis.runtime.model.decoder`; off by default until a GPU run shows it pays).
+    (:meth:`~hydraulis.runtime.model.decoder.DecoderLayer.compile`; off by default until a GPU
+    run shows it pays).
     ``loss_chunk_tokens`` computes the loss over the vocabulary that many tokens at a time
     (:mod:`hydraulis.runtime.model.vocab_loss`; 0: all at once, ``[T × V]`` fp32 logits).
     ``record_operations`` records every stage's forwards and backwards, in order, with their

@@ -63,7 +63,8 @@ def parse_strategy_spec(text: str, field: str = "strategy") -> tuple[SpecGroup, 
     Options in brackets (:class:`~hydraulis.scheme.SchemeOptions`) make another scheme:
     ``1,4,1[sp]x2`` two pipelines of tp 4 with sequence parallelism,
     ``2,2,1[sp,recompute=full]+1,1,2:3/1[recompute=selective]`` one pipeline recomputing whole
-    layers beside one recomputing the attention core (:mod:`hydraulis.runtime.model.decoder`);
+    layers beside one recomputing the attention core
+    (:class:`~hydraulis.runtime.model.decoder.StageModel`);
     ``1,1,2[recompute=full:1]`` recomputes the first layer of each stage in full, ``1,1,2[recompute=full:2/1]``
     the first two of stage 0 and the first of stage 1 (:class:`~hydraulis.scheme.Scheme`). The
     brackets may also come before the split (``1,1,2[sp]:3/1``); a layout prints them after it.

@@ -5,65 +5,10 @@ Per layer, on a packed micro-batch ``x`` of ``T`` tokens × ``H``::
     x ← x + W_o · Attn(RoPE(W_q·n), RoPE(W_k·n), W_v·n),   n = RMSNorm_attn(x)
     x ← x + W_down · (silu(W_gate·m) ⊙ W_up·m),             m = RMSNorm_mlp(x)
 
-RMSNorm ``y = x / √(mean(x²) + ε) · w`` (Zhang & Sennrich 2019, ε = ``model.norm_eps``, 1e-5 in
-Llama 2); rotary positions (Su et al. 2021, base θ = ``model.rope_theta``, 10000 in Llama 2) from
-each token's position *inside its document*;
-grouped-query attention with ``kv_heads`` key/value heads, each shared by ``heads/kv_heads``
-query heads; SwiGLU MLP (Shazeer 2020). The token embedding and the output head are separate
-``V × H`` matrices; the loss is the per-token cross-entropy of the next token.
-
-A :class:`StageModel` holds the layers of one stage, sharded for its tp rank
-(:mod:`hydraulis.layout.sharding`), and communicates through its tp and cp groups; with
-trivial groups and one stage of all layers it is the single-device model, which is how the
-equivalence check's reference runs. A block's column-parallel linears (Q/K/V, gate/up, the
-head alone) run as one function with the block's entry into the tensor-parallel region
-(:mod:`hydraulis.runtime.parallel.columns`: the input gradient's all-reduce overlaps their
-weight gradients); a module that runs its children's weights so, without calling them, names
-them ``fused_children`` (the forward pre-hooks that deliver weights go on it,
-:class:`~hydraulis.runtime.optimizer.exchange.WeightGate`). The scheme's options shape it:
-
-* ``sp`` (:mod:`hydraulis.runtime.parallel.sequence`): the residual stream, the norms and the
-  hand-offs between stages hold ``T/tp`` tokens per tp rank; each block is entered by an
-  all-gather and left by a reduce-scatter instead of an identity and an all-reduce;
-* ``recompute`` per layer (:func:`layer_recompute`: every layer of the stage gets the scheme's,
-  or under ``recompute=full:K`` the stage's first ``K`` layers ``full`` and the others none): ``selective`` runs the attention core under :func:`torch.utils.checkpoint.checkpoint`,
-  ``full`` the whole layer — its forward runs again in the backward, collectives included, on
-  every rank of the tp and cp groups in the same order.
-
-With ``compile_layers`` (``hydraulis train --compile``; off by default until a GPU run shows it
-pays) each decoder layer's computation is compiled by ``torch.compile`` (dynamic shapes: every
-micro-batch has its own token count), fusing the norms', rotary and SwiGLU elementwise
-operations into a few kernels — fewer launches per micro-batch. The attention core stays
-outside the compiled graphs (its plan changes with every micro-batch), and the weights of a
-compiled stage are propagated whole before its forward (the per-module pre-hooks that deliver
-them would be traced into the graphs).
-
-**What a layer keeps for its backward**, per token of a micro-batch on one rank (``t = T/cp``
-tokens; ``s = tp`` under sequence parallelism, else 1; ``H`` hidden, ``F`` MLP width,
-``q = heads·d`` and ``k = kv_heads·d`` with ``d`` the head size, ``h`` the query heads; counts of
-elements in the compute dtype unless marked fp32), measured by counting the storages autograd
-saves (:mod:`torch.autograd.graph.saved_tensors_hooks`; ``tests/runtime/model/test_decoder_options.py``):
-
-=============  ====================================================================================
-recompute      elements kept per token, per layer
-=============  ====================================================================================
-``none``       residual side, ``t/s`` rows: per norm (two) its fp32 input (the input itself when the
-               compute dtype is fp32), its normalised fp32 ``y``, the fp32 ``1/rms`` and its output
-               — ``2·(3·H + 1)``; tensor-parallel side, ``t`` rows per tp rank: under sp the two
-               gathered norm outputs (``2·H``), Q after rotary (``q/tp``), the cp-gathered K and V
-               (``2·cp·k/tp``), the attention output (``q/tp``) and its log-sum-exp (``h/tp``,
-               fp32), the MLP's gate and up outputs, silu(gate) and their product (``4·F/tp``)
-``selective``  the same without the log-sum-exp (the attention core's inputs Q, K, V are kept as
-               its checkpoint's inputs, its output as the output projection's input)
-``full``       the layer's input only (``H/s``)
-=============  ====================================================================================
-
-Per micro-batch in flight the stage also keeps the rotary tables (``2·d`` fp32 per token,
-shared by its layers), the attention plan (index vectors, linear in ``t``), on the last stage the
-final norm's tensors (as one norm above) and the head's fp32 softmax (``V/tp`` per token) — with
-the loss in chunks, the input gradient of the head instead (``H`` per token) and the head's
-fp32 weight gradient (:mod:`~hydraulis.runtime.model.vocab_loss`).
-Attention keeps nothing of size queries × keys (:mod:`hydraulis.runtime.model.attention`).
+The norms, rotary positions, grouped-query attention, SwiGLU MLP, embedding, head and loss:
+:class:`DecoderLayer`. A stage sharded for its tp rank, the scheme's options (``sp``,
+``recompute``) and what a layer keeps for its backward: :class:`StageModel`; ``compile_layers``:
+:meth:`DecoderLayer.compile`.
 """
 
 from __future__ import annotations
@@ -177,6 +122,16 @@ class MLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
+    """One layer: the two residual blocks of the module docstring's formula.
+
+    RMSNorm ``y = x / √(mean(x²) + ε) · w`` (Zhang & Sennrich 2019, ε = ``model.norm_eps``, 1e-5 in
+    Llama 2); rotary positions (Su et al. 2021, base θ = ``model.rope_theta``, 10000 in Llama 2)
+    from each token's position *inside its document*; grouped-query attention with ``kv_heads``
+    key/value heads, each shared by ``heads/kv_heads`` query heads; SwiGLU MLP (Shazeer 2020). The
+    token embedding and the output head are separate ``V × H`` matrices; the loss is the per-token
+    cross-entropy of the next token.
+    """
+
     def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, sequence_parallel: bool = False,
                  recompute: Recompute = Recompute.NONE, **factory) -> None:
         super().__init__()
@@ -196,7 +151,16 @@ class DecoderLayer(nn.Module):
         return x + self.mlp(self.mlp_norm(x))
 
     def compile(self) -> None:
-        """Compile this layer's computation, the attention core left out (module docstring)."""
+        """Compile this layer's computation, the attention core left out.
+
+        With ``compile_layers`` (``hydraulis train --compile``; off by default until a GPU run shows
+        it pays) each decoder layer's computation is compiled by ``torch.compile`` (dynamic shapes:
+        every micro-batch has its own token count), fusing the norms', rotary and SwiGLU elementwise
+        operations into a few kernels — fewer launches per micro-batch. The attention core stays
+        outside the compiled graphs (its plan changes with every micro-batch), and the weights of a
+        compiled stage are propagated whole before its forward (the per-module pre-hooks that
+        deliver them would be traced into the graphs).
+        """
         self.attn.attend = torch.compiler.disable(packed_attention)
         self._forward = torch.compile(self._forward, dynamic=True)
 
@@ -216,8 +180,55 @@ class StageModel(nn.Module):
     micro-batch's tokens) and returns the hidden states to send on, or, on the last stage, the
     per-token loss of this rank's tokens — summed, ``Σ_t ℓ_t`` (fp32), computed ``loss_chunk``
     tokens at a time (:mod:`~hydraulis.runtime.model.vocab_loss`; 0: all at once, the
-    ``[T × V/tp]`` logits in fp32); ``compile_layers``: each decoder layer compiled (module
-    docstring).
+    ``[T × V/tp]`` logits in fp32); ``compile_layers``: each decoder layer compiled
+    (:meth:`DecoderLayer.compile`).
+
+    A :class:`StageModel` holds the layers of one stage, sharded for its tp rank
+    (:mod:`hydraulis.layout.sharding`), and communicates through its tp and cp groups; with
+    trivial groups and one stage of all layers it is the single-device model, which is how the
+    equivalence check's reference runs. A block's column-parallel linears (Q/K/V, gate/up, the
+    head alone) run as one function with the block's entry into the tensor-parallel region
+    (:mod:`hydraulis.runtime.parallel.columns`: the input gradient's all-reduce overlaps their
+    weight gradients); a module that runs its children's weights so, without calling them, names
+    them ``fused_children`` (the forward pre-hooks that deliver weights go on it,
+    :class:`~hydraulis.runtime.optimizer.exchange.WeightGate`). The scheme's options shape it:
+
+    * ``sp`` (:mod:`hydraulis.runtime.parallel.sequence`): the residual stream, the norms and the
+      hand-offs between stages hold ``T/tp`` tokens per tp rank; each block is entered by an
+      all-gather and left by a reduce-scatter instead of an identity and an all-reduce;
+    * ``recompute`` per layer (:func:`layer_recompute`: every layer of the stage gets the scheme's,
+      or under ``recompute=full:K`` the stage's first ``K`` layers ``full`` and the others none):
+      ``selective`` runs the attention core under :func:`torch.utils.checkpoint.checkpoint`,
+      ``full`` the whole layer — its forward runs again in the backward, collectives included, on
+      every rank of the tp and cp groups in the same order.
+
+    **What a layer keeps for its backward**, per token of a micro-batch on one rank (``t = T/cp``
+    tokens; ``s = tp`` under sequence parallelism, else 1; ``H`` hidden, ``F`` MLP width,
+    ``q = heads·d`` and ``k = kv_heads·d`` with ``d`` the head size, ``h`` the query heads; counts
+    of elements in the compute dtype unless marked fp32), measured by counting the storages autograd
+    saves (:mod:`torch.autograd.graph.saved_tensors_hooks`;
+    ``tests/runtime/model/test_decoder_options.py``):
+
+    =============  ====================================================================================
+    recompute      elements kept per token, per layer
+    =============  ====================================================================================
+    ``none``       residual side, ``t/s`` rows: per norm (two) its fp32 input (the input itself when the
+                   compute dtype is fp32), its normalised fp32 ``y``, the fp32 ``1/rms`` and its output
+                   — ``2·(3·H + 1)``; tensor-parallel side, ``t`` rows per tp rank: under sp the two
+                   gathered norm outputs (``2·H``), Q after rotary (``q/tp``), the cp-gathered K and V
+                   (``2·cp·k/tp``), the attention output (``q/tp``) and its log-sum-exp (``h/tp``,
+                   fp32), the MLP's gate and up outputs, silu(gate) and their product (``4·F/tp``)
+    ``selective``  the same without the log-sum-exp (the attention core's inputs Q, K, V are kept as
+                   its checkpoint's inputs, its output as the output projection's input)
+    ``full``       the layer's input only (``H/s``)
+    =============  ====================================================================================
+
+    Per micro-batch in flight the stage also keeps the rotary tables (``2·d`` fp32 per token, shared
+    by its layers), the attention plan (index vectors, linear in ``t``), on the last stage the final
+    norm's tensors (as one norm above) and the head's fp32 softmax (``V/tp`` per token) — with the
+    loss in chunks, the input gradient of the head instead (``H`` per token) and the head's fp32
+    weight gradient (:mod:`~hydraulis.runtime.model.vocab_loss`). Attention keeps nothing of size
+    queries × keys (:mod:`hydraulis.runtime.model.attention`).
     """
 
     def __init__(self, model: ModelSpec, layout: PipelineLayout, stage: int, tp: ParallelGroup,
