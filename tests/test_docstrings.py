@@ -7,7 +7,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MOST_LINES = 25
 STILL_LONG = {
-    "hydraulis/runtime/optimizer/exchange.py",
     "hydraulis/runtime/parallel/pipeline.py", "hydraulis/runtime/step.py", "hydraulis/runtime/tensorboard.py",
     "hydraulis/runtime/trainer.py", "hydraulis/types.py",
 }

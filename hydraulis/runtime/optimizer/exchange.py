@@ -3,32 +3,11 @@
 
 A :class:`~.routes.Route` cuts both exchanges into ``K`` buckets (every rank issues the
 ``K`` all-to-alls of each exchange in bucket order, on a process group of their own, so they
-match whatever else the ranks are doing):
-
-* :class:`Reduction` — a bucket's gradients leave as soon as the last micro-batch's backward
-  has accumulated every shard of it (:meth:`~hydraulis.runtime.gradients.GradientBuffers.arm`
-  calls :meth:`Reduction.ready`), in bucket order (a bucket ready before an earlier one waits
-  for it); the buckets that hold none of the rank's gradients are ready when its compute
-  starts (:meth:`Reduction.start`: the numbering puts other stages' buckets there,
-  :mod:`.routes`); :meth:`Reduction.finish` issues what is left (everything, on a rank that computed
-  nothing or with the overlap off), waits for each bucket and adds it into the owner's fp32
-  gradient, bucket by bucket, source by source — a fixed order, so the sum is deterministic;
-  the optimizer steps after it (:mod:`.master`: update, and clipping by the global norm where
-  configured, see the whole reduced gradient);
-* :class:`Propagation` — every bucket of the updated weights is issued at the step's start,
-  in the order the stages' forwards first need them (:attr:`~.routes.RoutePlan.forward_order`:
-  each position's first-used bucket, then each one's second, …), so a first forward waits for
-  few buckets — in ascending order the first stage waited for all of them, the gloo and NCCL
-  queues completing a group's collectives in the order issued; a bucket is waited for and
-  copied into the compute weights just before the first module that uses one of its parameters
-  runs forward (:class:`WeightGate`'s forward pre-hooks), the rest after the stage's work.
-
-With the overlap off the same buckets run back to back: all weights before the forward, all
-gradients after the backward. Given the step's clock (:func:`~hydraulis.runtime.parallel.operations.step_clock`;
-only with ``record_operations``), the time in flight of each bucket holding the rank's gradients
-(issued → complete) is kept for the step's record: on the CPU the completion is noted by the
-work's future, on CUDA by an event recorded on a side stream that waits for the work. Without a
-clock no bucket is timed: no event, no side stream, no callback.
+match whatever else the ranks are doing): the gradients' :class:`Reduction`, each bucket sent
+as soon as the last micro-batch's backward has accumulated it, and the updated weights'
+:class:`Propagation`, each bucket waited for just before the first forward that needs it
+(:class:`WeightGate`). With the overlap off the same buckets run back to back: all weights
+before the forward, all gradients after the backward. Timing the buckets: :class:`_Exchanges`.
 """
 
 from __future__ import annotations
@@ -41,7 +20,14 @@ from hydraulis.runtime.optimizer.routes import Route
 
 
 class _Exchanges:
-    """Issued buckets of one exchange: output buffers, works and, given a clock, in-flight marks."""
+    """Issued buckets of one exchange: output buffers, works and, given a clock, in-flight marks.
+
+    Given the step's clock (:func:`~hydraulis.runtime.parallel.operations.step_clock`;
+    only with ``record_operations``), the time in flight of each bucket holding the rank's gradients
+    (issued → complete) is kept for the step's record: on the CPU the completion is noted by the
+    work's future, on CUDA by an event recorded on a side stream that waits for the work. Without a
+    clock no bucket is timed: no event, no side stream, no callback.
+    """
 
     def __init__(self, route: Route, clock, device: torch.device) -> None:
         self.route, self.clock, self.device = route, clock, device
@@ -82,8 +68,20 @@ class _Exchanges:
 
 
 class Reduction:
-    """One step's gradient exchange of one rank (module docstring); ``grads()`` gives the shards'
-    accumulated gradients, sent in ``dtype``; ``clock`` (or None) times the buckets."""
+    """One step's gradient exchange of one rank; ``grads()`` gives the shards' accumulated
+    gradients, sent in ``dtype``; ``clock`` (or None) times the buckets.
+
+    :class:`Reduction` — a bucket's gradients leave as soon as the last micro-batch's backward has
+    accumulated every shard of it (:meth:`~hydraulis.runtime.gradients.GradientBuffers.arm` calls
+    :meth:`Reduction.ready`), in bucket order (a bucket ready before an earlier one waits for it);
+    the buckets that hold none of the rank's gradients are ready when its compute starts
+    (:meth:`Reduction.start`: the numbering puts other stages' buckets there, :mod:`.routes`);
+    :meth:`Reduction.finish` issues what is left (everything, on a rank that computed nothing or
+    with the overlap off), waits for each bucket and adds it into the owner's fp32 gradient, bucket
+    by bucket, source by source — a fixed order, so the sum is deterministic; the optimizer steps
+    after it (:mod:`.master`: update, and clipping by the global norm where configured, see the
+    whole reduced gradient).
+    """
 
     def __init__(self, route: Route, grads: Callable[[], list], dtype: torch.dtype, device: torch.device,
                  clock) -> None:
@@ -126,7 +124,16 @@ class Reduction:
 class Propagation:
     """One step's weights from the owners' ``master`` into ``params`` (this rank's shards, in
     shard order), every bucket issued at construction in the compute ``dtype``, in the route's
-    forward order."""
+    forward order.
+
+    :class:`Propagation` — every bucket of the updated weights is issued at the step's start,
+    in the order the stages' forwards first need them (:attr:`~.routes.RoutePlan.forward_order`:
+    each position's first-used bucket, then each one's second, …), so a first forward waits for
+    few buckets — in ascending order the first stage waited for all of them, the gloo and NCCL
+    queues completing a group's collectives in the order issued; a bucket is waited for and
+    copied into the compute weights just before the first module that uses one of its parameters
+    runs forward (:class:`WeightGate`'s forward pre-hooks), the rest after the stage's work.
+    """
 
     def __init__(self, route: Route, master: torch.Tensor, params: list, dtype: torch.dtype, clock) -> None:
         self.route, self.params = route, params
