@@ -35,7 +35,7 @@ other wait is the step's own: the plan's broadcast (:mod:`.broadcast`) comes bef
 operations and the reduction's overlap are gathered after it, only with ``record_operations``. The phases are timed by events on the device's
 stream (the step's one clock, :func:`~.parallel.operations.step_clock`; the exchanges' buckets
 are timed on it only with ``record_operations``), the losses of the micro-batches are summed on the device, shapes
-come from the plan (:mod:`.parallel.pipeline`), and the figures travel in one all-gather after
+come from the plan (:class:`~.parallel.pipeline.StageLink`), and the figures travel in one all-gather after
 the last event. Process groups come from one :class:`~.rank_map.GroupCache` per rank; the
 record counts the communicators a step created (none once every rank set was seen).
 :meth:`StepRunner.warm` does step 1 for every strategy the run may choose before its first step

@@ -8,27 +8,8 @@ the plan, then executed
 (:func:`run_schedule`), so it can be read, logged or checked before anything runs. Worked
 example, ``p = 2, v = 3``: stage 0 runs ``F0 F1 B0 F2 B1 B2``, stage 1 ``F0 B0 F1 B1 F2 B2``.
 
-Micro-batch ``j`` of stage ``s`` hands on ``T_j/sp`` rows × ``H`` (its tokens per cp rank, divided
-among the tp ranks under sequence parallelism); ``T_j`` differs between micro-batches, and every
-rank knows every ``T_j`` from the step plan broadcast to all ranks, so a receiver allocates its
-buffer from its own plan: no shape travels, and the host never waits for the device to learn one.
-Waiting for a hand-off is the stream's on CUDA (NCCL's ``wait``), the host's only with gloo.
-
-Deadlock freedom: a send may not complete before its receive is posted (NCCL; gloo too for
-large messages), so sends are never waited for alone while the peer waits for something else.
-As in Megatron-LM's non-interleaved schedule, each send is posted together with the receive the
-stage needs next from the same neighbour — a forward output with the gradient of the backward
-that follows (``send_forward_recv_backward``), an input gradient with the input of the forward
-that follows (``send_backward_recv_forward``) — each pair in one ``batch_isend_irecv``.
-Neighbouring stages post the pairs in the same order, so every posted send meets its receive.
-
-Stages of different tensor-parallel degree (a staged scheme, design §9.2) hand off by the rule of
-:class:`~hydraulis.runtime.rank_map.HandOff`: a rank receives each message from one rank of
-the neighbour stage and sends to zero or more (``1|2:3>1:1``: stage 1's one rank receives from
-tp rank 0 of stage 0 and sends each input gradient to both). Every rank of a stage runs the
-stage's schedule, so between any two ranks that exchange messages both post them in the stage
-order — a sub-sequence of the one-rank-per-stage exchange above, whose deadlock freedom it
-keeps; a batch may then hold several sends, or none at all (skipped).
+The hand-offs' shapes: :class:`StageLink`; deadlock freedom and stages of different tensor-parallel
+degree: :func:`run_schedule`.
 """
 
 from __future__ import annotations
@@ -50,7 +31,15 @@ Shape = tuple[int, ...]
 class StageLink:
     """Point-to-point hand-offs of one rank to the previous and next stage of its pipeline, with
     the world ranks of its :class:`~hydraulis.runtime.rank_map.HandOff` (the same cp/tp position
-    when the stages' tp is equal); receive buffers are allocated from the shapes the caller knows."""
+    when the stages' tp is equal); receive buffers are allocated from the shapes the caller knows.
+
+    Micro-batch ``j`` of stage ``s`` hands on ``T_j/sp`` rows × ``H`` (its tokens per cp rank,
+    divided among the tp ranks under sequence parallelism); ``T_j`` differs between micro-batches,
+    and every rank knows every ``T_j`` from the step plan broadcast to all ranks, so a receiver
+    allocates its buffer from its own plan: no shape travels, and the host never waits for the
+    device to learn one. Waiting for a hand-off is the stream's on CUDA (NCCL's ``wait``), the
+    host's only with gloo.
+    """
 
     def __init__(self, peers: HandOff, device: torch.device, dtype: torch.dtype) -> None:
         self.peers, self.device, self.dtype = peers, device, dtype
@@ -135,7 +124,24 @@ class StageWork:
 def run_schedule(work: StageWork, link: StageLink, schedule: Sequence[Operation]) -> None:
     """Execute ``schedule``: each operation's send is posted with the next operation's receive
     when both go to the same neighbour — a forward followed by a backward, or the reverse
-    (module docstring) — else alone."""
+    (below) — else alone.
+
+    Deadlock freedom: a send may not complete before its receive is posted (NCCL; gloo too for
+    large messages), so sends are never waited for alone while the peer waits for something else.
+    As in Megatron-LM's non-interleaved schedule, each send is posted together with the receive the
+    stage needs next from the same neighbour — a forward output with the gradient of the backward
+    that follows (``send_forward_recv_backward``), an input gradient with the input of the forward
+    that follows (``send_backward_recv_forward``) — each pair in one ``batch_isend_irecv``.
+    Neighbouring stages post the pairs in the same order, so every posted send meets its receive.
+
+    Stages of different tensor-parallel degree (a staged scheme, design §9.2) hand off by the rule
+    of :class:`~hydraulis.runtime.rank_map.HandOff`: a rank receives each message from one rank of
+    the neighbour stage and sends to zero or more (``1|2:3>1:1``: stage 1's one rank receives from
+    tp rank 0 of stage 0 and sends each input gradient to both). Every rank of a stage runs the
+    stage's schedule, so between any two ranks that exchange messages both post them in the stage
+    order — a sub-sequence of the one-rank-per-stage exchange above, whose deadlock freedom it
+    keeps; a batch may then hold several sends, or none at all (skipped).
+    """
     received: dict[tuple[Phase, int], torch.Tensor | None] = {}
     for index, op in enumerate(schedule):
         _run_operation(work, link, op, schedule[index + 1] if index + 1 < len(schedule) else None, received)
