@@ -1,50 +1,11 @@
 """One training step on one rank: weights in, execute a step plan, gradients out, update.
 
-Recipe (every rank, whatever its place):
-
-1. find the rank's place under the step's strategy (:mod:`.rank_map`); the first time a
-   strategy is seen, find its process groups (created only for rank sets no strategy used
-   before), build its stage model and its :class:`~.optimizer.routes.Route` (kept for later
-   steps);
-2. **propagate**: the owners of the optimizer layout send the current weights to the rank's
-   shards, in the compute dtype, bucket by bucket (:class:`~.optimizer.exchange.Propagation`:
-   all issued now, each waited for just before the first forward that uses it);
-3. pack the rank's micro-batches of its pipeline's plan (:mod:`.model.packing`) and run them under
-   1F1B (:mod:`.parallel.pipeline`), each back-propagating its part of the loss normalised by
-   the whole batch's loss tokens (:mod:`.model.loss`);
-4. **reduce** the shards' gradients, accumulated over the micro-batches in fp32
-   (:mod:`.gradients`), into the owners' buffers, in the ``grad_reduce_dtype``, bucket by bucket
-   (:class:`~.optimizer.exchange.Reduction`: each issued as soon as the last micro-batch's
-   backward has produced it, all waited for here), take the global gradient norm there
-   (:mod:`.optimizer.clipping`) and skip, or clip and step the optimizer at the schedule's
-   learning rate (:mod:`.optimizer.master`) — with ``overlap_reduction`` off, both exchanges run
-   whole between the phases instead;
-5. gather per-rank figures: each pipeline's measured compute time is its slowest rank's (step 3),
-   the step's time the slowest rank's steps 2–4, the reduction's what the step took beyond
-   step 2 and the slowest pipeline; the loss is the sum of the last stages' parts; with
-   ``record_operations``, every stage's operations in the order they ran, with their times
-   (:mod:`.parallel.operations`); with a ``device_memory`` budget, every rank's peak bytes of
-   steps 2–4 (:mod:`.memory.peak`), and every rank fails alike when one exceeds it; with
-   ``record_operations``, the reduction's time in flight summed over the ranks and the part of
-   it during which that rank's own backward was computing
-   (:func:`~.parallel.operations.gather_reduction_overlap`).
-
-The host waits for the device twice per step: for the gradient norm, which decides whether the
-update runs and how much it is clipped, and after the last event, for the step's figures; no
-other wait is the step's own: the plan's broadcast (:mod:`.broadcast`) comes before it, and the
-operations and the reduction's overlap are gathered after it, only with ``record_operations``. The phases are timed by events on the device's
-stream (the step's one clock, :func:`~.parallel.operations.step_clock`; the exchanges' buckets
-are timed on it only with ``record_operations``), the losses of the micro-batches are summed on the device, shapes
-come from the plan (:class:`~.parallel.pipeline.StageLink`), and the figures travel in one all-gather after
-the last event. Process groups come from one :class:`~.rank_map.GroupCache` per rank; the
-record counts the communicators a step created (none once every rank set was seen).
-:meth:`StepRunner.warm` does step 1 for every strategy the run may choose before its first step
-(a strategy synthesised for a step is built when it first runs; its plan charges the switch).
-
-A rank the strategy leaves idle (or whose pipeline the plan gives no micro-batch) computes
-nothing but still owns its share of the optimizer layout and takes part in steps 2 and 4. Only
-the current strategy's compute weights are allocated: switching strategy frees the previous
-one's (its modules, groups and routes stay, built once).
+Every rank, whatever its place, (1) finds its place under the step's strategy and the strategy's
+stage model, process groups and route, (2) **propagates** the owners' weights to its shards,
+(3) runs its micro-batches under 1F1B, (4) **reduces** the gradients into the owners' buffers,
+clips and steps the optimizer, and (5) gathers per-rank figures. The recipe in full, the host's
+two waits per step, the clock and idle ranks: :meth:`StepRunner.run`; step 1 for every strategy
+before the run's first step: :meth:`StepRunner.warm`.
 """
 
 from __future__ import annotations
@@ -132,16 +93,66 @@ class StepRunner:
         weights hold."""
 
     def warm(self, layouts: tuple[StrategyLayout, ...]) -> int:
-        """Step 1 for every strategy in ``layouts`` before the run's first step — process groups,
-        stage models, routes checked, compute weights allocated (then released by the next) — so
-        the first step of a strategy pays none of it; the process groups created."""
+        """Step 1 of :meth:`run` for every strategy in ``layouts`` before the run's first step —
+        process groups, stage models, routes checked, compute weights allocated (then released by
+        the next) — so the first step of a strategy pays none of it; the process groups created."""
         created = self.groups.created
         for layout in layouts:
             self._switch(self._stage(layout))
         return self.groups.created - created
 
     def run(self, step: int, layout: StrategyLayout, plan: StepPlan, documents: Documents) -> StepRecord:
-        """Steps 1–5 of the module docstring."""
+        """One step of ``layout`` under ``plan``, and its record.
+
+        Recipe (every rank, whatever its place):
+
+        1. find the rank's place under the step's strategy (:mod:`.rank_map`); the first time a
+           strategy is seen, find its process groups (created only for rank sets no strategy used
+           before), build its stage model and its :class:`~.optimizer.routes.Route` (kept for later
+           steps);
+        2. **propagate**: the owners of the optimizer layout send the current weights to the rank's
+           shards, in the compute dtype, bucket by bucket
+           (:class:`~.optimizer.exchange.Propagation`: all issued now, each waited for just before
+           the first forward that uses it);
+        3. pack the rank's micro-batches of its pipeline's plan (:mod:`.model.packing`) and run them
+           under 1F1B (:mod:`.parallel.pipeline`), each back-propagating its part of the loss
+           normalised by the whole batch's loss tokens (:mod:`.model.loss`);
+        4. **reduce** the shards' gradients, accumulated over the micro-batches in fp32
+           (:mod:`.gradients`), into the owners' buffers, in the ``grad_reduce_dtype``, bucket by
+           bucket (:class:`~.optimizer.exchange.Reduction`: each issued as soon as the last
+           micro-batch's backward has produced it, all waited for here), take the global gradient
+           norm there (:mod:`.optimizer.clipping`) and skip, or clip and step the optimizer at the
+           schedule's learning rate (:mod:`.optimizer.master`) — with ``overlap_reduction`` off,
+           both exchanges run whole between the phases instead;
+        5. gather per-rank figures: each pipeline's measured compute time is its slowest rank's
+           (step 3), the step's time the slowest rank's steps 2–4, the reduction's what the step
+           took beyond step 2 and the slowest pipeline; the loss is the sum of the last stages'
+           parts; with ``record_operations``, every stage's operations in the order they ran, with
+           their times (:mod:`.parallel.operations`); with a ``device_memory`` budget, every rank's
+           peak bytes of steps 2–4 (:mod:`.memory.peak`), and every rank fails alike when one
+           exceeds it; with ``record_operations``, the reduction's time in flight summed over the
+           ranks and the part of it during which that rank's own backward was computing
+           (:func:`~.parallel.operations.gather_reduction_overlap`).
+
+        The host waits for the device twice per step: for the gradient norm, which decides whether
+        the update runs and how much it is clipped, and after the last event, for the step's
+        figures; no other wait is the step's own: the plan's broadcast (:mod:`.broadcast`) comes
+        before it, and the operations and the reduction's overlap are gathered after it, only with
+        ``record_operations``. The phases are timed by events on the device's stream (the step's one
+        clock, :func:`~.parallel.operations.step_clock`; the exchanges' buckets are timed on it only
+        with ``record_operations``), the losses of the micro-batches are summed on the device,
+        shapes come from the plan (:class:`~.parallel.pipeline.StageLink`), and the figures travel
+        in one all-gather after the last event. Process groups come from one
+        :class:`~.rank_map.GroupCache` per rank; the record counts the communicators a step created
+        (none once every rank set was seen). :meth:`StepRunner.warm` does step 1 for every strategy
+        the run may choose before its first step (a strategy synthesised for a step is built when it
+        first runs; its plan charges the switch).
+
+        A rank the strategy leaves idle (or whose pipeline the plan gives no micro-batch) computes
+        nothing but still owns its share of the optimizer layout and takes part in steps 2 and 4.
+        Only the current strategy's compute weights are allocated: switching strategy frees the
+        previous one's (its modules, groups and routes stay, built once).
+        """
         _check_plan(layout, plan)
         created = self.groups.created
         stage = self._switch(self._stage(layout))

@@ -30,7 +30,7 @@ after it when it was not finite and the update was skipped, with a warning — o
 prediction, and the process groups the step created; with ``--record-operations``, ``reduce`` is
 followed by the step's ``(hidden X)``, the share of its reduction in flight while the same rank's
 backward computed, :mod:`hydraulis.job.overlap`). The line and the records are built from
-the figures the step brought to the host (:mod:`.step`); between steps the loop reads the device
+the figures the step brought to the host (:meth:`~.step.StepRunner.run`); between steps the loop reads the device
 only for a checkpoint's snapshot and, in the equivalence check, the canonical gradients. The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
 """
 
