@@ -203,7 +203,7 @@ def pipeline_schemes(spec: str) -> list[Scheme]:
 
 
 def format_record(record: StepRecord) -> str:
-    """The per-step log line (module :mod:`hydraulis.runtime.trainer`)."""
+    """The per-step log line (:func:`hydraulis.runtime.trainer.train`)."""
     pipelines = " | ".join(f"{m:.1f}/{p:.1f}" for m, p in zip(record.measured_ms, record.predicted_ms))
     skipped = f"  SKIPPED ({record.skipped_steps} so far)" if record.skipped else ""
     fraction = record.reduction_hidden_fraction

@@ -1,37 +1,11 @@
 """The training loop: global batches → step plans → steps, with checkpoints.
 
-Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the checkpoint resumed, else 0),
-once every strategy the run may choose is built — process groups, stage models, routes
-(:meth:`~.step.StepRunner.warm`), so no step pays for them but one synthesised for its step:
-
-1. the loader yields the global batch of step ``t`` (every rank runs the same deterministic
-   loader, :mod:`.data`, so no tokens travel);
-2. rank 0 takes the plan of step ``t`` from its planning thread (:class:`~.planning.PlanAhead`)
-   and broadcasts it (:mod:`.broadcast`); it then hands the batch of step ``t + 1`` to the
-   thread, so planning ``t + 1`` overlaps executing ``t``;
-3. every rank runs the step (:class:`~.step.StepRunner`: propagate, 1F1B, reduce, update) under
-   the strategy the plan chose;
-4. after the steps the policy names, every rank snapshots its part of a checkpoint to host
-   memory and writes it in the background (:mod:`.checkpoint.writer`, :mod:`.checkpoint.store`),
-   recording the loader position of the next batch; rank 0 adds the step to TensorBoard when
-   asked (:mod:`.tensorboard`).
-
-The weights start from the seed, the checkpoint resumed (rank 0 logs which), or a Hugging Face directory
-(:mod:`.checkpoint.hf_import`); a run of 0 steps writes that start as checkpoint
-``step-00000000`` (a conversion).
-
-Rank 0 logs one line per step::
-
-    step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  lr 8.682e-04  grad_norm 1.3274  tokens/s 2634  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0  new groups 0
-
-(the learning rate of the step's update, the global gradient norm before clipping — ``SKIPPED``
-after it when it was not finite and the update was skipped, with a warning — one
-``measured/predicted`` compute pair per pipeline, then the whole step against the plan's
-prediction, and the process groups the step created; with ``--record-operations``, ``reduce`` is
-followed by the step's ``(hidden X)``, the share of its reduction in flight while the same rank's
-backward computed, :mod:`hydraulis.job.overlap`). The line and the records are built from
-the figures the step brought to the host (:meth:`~.step.StepRunner.run`); between steps the loop reads the device
-only for a checkpoint's snapshot and, in the equivalence check, the canonical gradients. The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they start.
+On every rank, for steps ``t = t₀ … K − 1``: the loader yields the global batch of step
+``t``, rank 0 takes its plan from the planning thread and broadcasts it, every rank runs the step
+under the strategy the plan chose and, after the steps the policy names, writes its part of a
+checkpoint. The recipe in full, where the weights start and the line rank 0 logs per step:
+:func:`train`. The ranks get a :class:`~hydraulis.runtime.run.TrainingRun` resolved before they
+start.
 """
 
 from __future__ import annotations
@@ -81,10 +55,45 @@ class TrainResult:
 
 def train(context: RankContext, run: TrainingRun, options: RuntimeOptions, reference: bool = False,
           canonical: bool = False) -> TrainResult:
-    """The recipe of the module docstring on this rank; ``reference``: on one device, each batch
-    as one micro-batch (the equivalence check's single-process side, no checkpoints);
-    ``canonical``: gather, on every rank, the gradients of the first step and the final
-    weights (:func:`~.optimizer.master.gather_canonical`)."""
+    """The recipe below on this rank; ``reference``: on one device, each batch as one
+    micro-batch (the equivalence check's single-process side, no checkpoints); ``canonical``:
+    gather, on every rank, the gradients of the first step and the final weights
+    (:func:`~.optimizer.master.gather_canonical`).
+
+    Recipe on every rank, for steps ``t = t₀ … K − 1`` (``t₀`` from the checkpoint resumed, else 0),
+    once every strategy the run may choose is built — process groups, stage models, routes
+    (:meth:`~.step.StepRunner.warm`), so no step pays for them but one synthesised for its step:
+
+    1. the loader yields the global batch of step ``t`` (every rank runs the same deterministic
+       loader, :mod:`.data`, so no tokens travel);
+    2. rank 0 takes the plan of step ``t`` from its planning thread (:class:`~.planning.PlanAhead`)
+       and broadcasts it (:mod:`.broadcast`); it then hands the batch of step ``t + 1`` to the
+       thread, so planning ``t + 1`` overlaps executing ``t``;
+    3. every rank runs the step (:class:`~.step.StepRunner`: propagate, 1F1B, reduce, update) under
+       the strategy the plan chose;
+    4. after the steps the policy names, every rank snapshots its part of a checkpoint to host
+       memory and writes it in the background (:mod:`.checkpoint.writer`, :mod:`.checkpoint.store`),
+       recording the loader position of the next batch; rank 0 adds the step to TensorBoard when
+       asked (:mod:`.tensorboard`).
+
+    The weights start from the seed, the checkpoint resumed (rank 0 logs which), or a Hugging Face
+    directory (:mod:`.checkpoint.hf_import`); a run of 0 steps writes that start as checkpoint
+    ``step-00000000`` (a conversion).
+
+    Rank 0 logs one line per step::
+
+        step 3  strategy 1,2,1+1,1,2  tokens 251  loss 6.1804  lr 8.682e-04  grad_norm 1.3274  tokens/s 2634  ms measured/predicted 41.2/30.5 | 38.0/33.1  step 95.3/62.0  propagate 3.1  reduce 6.4  plan 2.1 wait 0.0  new groups 0
+
+    (the learning rate of the step's update, the global gradient norm before clipping — ``SKIPPED``
+    after it when it was not finite and the update was skipped, with a warning — one
+    ``measured/predicted`` compute pair per pipeline, then the whole step against the plan's
+    prediction, and the process groups the step created; with ``--record-operations``, ``reduce`` is
+    followed by the step's ``(hidden X)``, the share of its reduction in flight while the same
+    rank's backward computed, :mod:`hydraulis.job.overlap`). The line and the records are built from
+    the figures the step brought to the host (:meth:`~.step.StepRunner.run`); between steps the loop
+    reads the device only for a checkpoint's snapshot and, in the equivalence check, the canonical
+    gradients.
+    """
     layouts = (_single_device_layout(run),) if reference else run.layouts
     layout = _optimizer_layout(run, context, reference)
     ranges = run.cluster.rank_ranges() if run.cluster and not reference else ()
