@@ -7,7 +7,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MOST_LINES = 25
 STILL_LONG = {
-    "hydraulis/runtime/tensorboard.py",
     "hydraulis/types.py",
 }
 """Modules other work was changing when the limit came; each leaves the list once it is cut."""

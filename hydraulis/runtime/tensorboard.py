@@ -1,38 +1,10 @@
 """TensorBoard event files of a training run (``hydraulis train --tensorboard DIR``), written by
 rank 0 as each step ends, so a running job can be watched with ``tensorboard --logdir DIR``.
 
-Scalars of step ``t`` (tag: value), with ``n_t`` loss tokens, measured step time ``m_t``
-(slowest rank), predicted step time ``p_t``, ``w_t`` the wait for the plan and ``U_t``, ``H_t`` the
-reduction's time in flight and the part of it hidden behind the backward, summed over the ranks
-(:mod:`hydraulis.job.records`, :mod:`hydraulis.job.overlap`):
-
-===================================  ================================================================
-``train/loss``                       the step's loss
-``train/tokens_per_s``               ``n_t / (m_t + w_t)``
-``train/lr``                         the learning rate of the step's update
-``train/grad_norm``                  the global gradient norm before clipping (inf or NaN: skipped)
-``train/skipped_steps``              steps skipped so far (a non-finite gradient norm)
-``time/measured_step_ms``            ``m_t``
-``time/predicted_step_ms``           ``p_t``
-``time/prediction_error``            ``|m_t − p_t| / m_t``
-``time/slowest_pipeline_ms``         the slowest pipeline's compute (0: no pipeline computed)
-``time/propagate_ms``                the weights' propagation before the compute (slowest rank)
-``time/reduce_ms``                   the rest: the exposed reduction and the update (design §9.4)
-``reduction/hidden_fraction``        ``H_t / U_t`` — only for steps that recorded it
-                                     (``--record-operations``; ``U_t > 0``)
-``plan/strategy_index``              the strategy the plan chose (index into the run's strategies;
-                                     −1: one made for the step)
-``plan/planning_ms``                 dispatch time of the step's plan
-``plan/wait_ms``                     ``w_t``
-``runtime/communicators_created``    process groups the step created (0 once every rank set was seen)
-``run/tokens_per_s``                 ``Σ n / Σ (m + w)`` over the steps so far (the summary's)
-``run/steady_tokens_per_s``          the same without the run's first, warm-up step (from the second)
-``run/mfu``, ``run/steady_mfu``      ``6·P·tokens/s / (D·F)`` of both (:mod:`hydraulis.job.records`;
-                                     only with the model's size and the devices' peak)
-===================================  ================================================================
-
-Text ``proposal`` (at the run's first step): the strategies the run may use, as the Markdown
-table ``hydraulis propose`` prints, with the planner's explanation.
+Scalars of step ``t``, among them ``train/tokens_per_s`` ``n_t / (m_t + w_t)``,
+``time/prediction_error`` ``|m_t − p_t| / m_t`` and ``reduction/hidden_fraction`` ``H_t / U_t``:
+every scalar and symbol in :func:`step_scalars`, the ``run/`` ones :class:`RunRates`; the text
+``proposal``: :func:`proposal_markdown`.
 
 Worked example: 500 tokens in a step measured at 200 ms after a 50 ms wait, predicted 150 ms:
 2,000 tokens/s, prediction error 25 %; recorded with 40 ms of reduction in flight, 10 of them
@@ -52,7 +24,38 @@ TEXT_TAG = "proposal"
 
 
 def step_scalars(record: StepRecord) -> dict[str, float]:
-    """The module docstring's scalars of one step."""
+    """The scalars of one step (the ``run/`` ones: :class:`RunRates`).
+
+    Scalars of step ``t`` (tag: value), with ``n_t`` loss tokens, measured step time ``m_t``
+    (slowest rank), predicted step time ``p_t``, ``w_t`` the wait for the plan and ``U_t``, ``H_t``
+    the reduction's time in flight and the part of it hidden behind the backward, summed over the
+    ranks (:mod:`hydraulis.job.records`, :mod:`hydraulis.job.overlap`):
+
+    ===================================  ================================================================
+    ``train/loss``                       the step's loss
+    ``train/tokens_per_s``               ``n_t / (m_t + w_t)``
+    ``train/lr``                         the learning rate of the step's update
+    ``train/grad_norm``                  the global gradient norm before clipping (inf or NaN: skipped)
+    ``train/skipped_steps``              steps skipped so far (a non-finite gradient norm)
+    ``time/measured_step_ms``            ``m_t``
+    ``time/predicted_step_ms``           ``p_t``
+    ``time/prediction_error``            ``|m_t − p_t| / m_t``
+    ``time/slowest_pipeline_ms``         the slowest pipeline's compute (0: no pipeline computed)
+    ``time/propagate_ms``                the weights' propagation before the compute (slowest rank)
+    ``time/reduce_ms``                   the rest: the exposed reduction and the update (design §9.4)
+    ``reduction/hidden_fraction``        ``H_t / U_t`` — only for steps that recorded it
+                                         (``--record-operations``; ``U_t > 0``)
+    ``plan/strategy_index``              the strategy the plan chose (index into the run's strategies;
+                                         −1: one made for the step)
+    ``plan/planning_ms``                 dispatch time of the step's plan
+    ``plan/wait_ms``                     ``w_t``
+    ``runtime/communicators_created``    process groups the step created (0 once every rank set was seen)
+    ``run/tokens_per_s``                 ``Σ n / Σ (m + w)`` over the steps so far (the summary's)
+    ``run/steady_tokens_per_s``          the same without the run's first, warm-up step (from the second)
+    ``run/mfu``, ``run/steady_mfu``      ``6·P·tokens/s / (D·F)`` of both (:mod:`hydraulis.job.records`;
+                                         only with the model's size and the devices' peak)
+    ===================================  ================================================================
+    """
     fraction = record.reduction_hidden_fraction
     recorded = {} if fraction is None else {"reduction/hidden_fraction": fraction}
     return {
@@ -77,7 +80,11 @@ def step_scalars(record: StepRecord) -> dict[str, float]:
 
 def proposal_markdown(proposals: Sequence[Proposal], cycle: bool) -> str:
     """The strategies a run may use in ``strategy_index`` order: the proposal's, or, when SPECs
-    are cycled, the one strategy of each SPEC's proposal."""
+    are cycled, the one strategy of each SPEC's proposal.
+
+    Text ``proposal`` (at the run's first step): the strategies the run may use, as the Markdown
+    table ``hydraulis propose`` prints, with the planner's explanation.
+    """
     strategies = [p.strategies[0] for p in proposals] if cycle else list(proposals[0].strategies)
     rows = [STRATEGY_COLUMNS, ["---"] * len(STRATEGY_COLUMNS), *strategy_rows(strategies)]
     lines = [proposal_heading(proposals[0]) + ("; strategies cycled per step" if cycle else ""), "",
@@ -88,7 +95,7 @@ def proposal_markdown(proposals: Sequence[Proposal], cycle: bool) -> str:
 
 
 class RunRates:
-    """The ``run/`` scalars (module docstring) kept as running sums; ``flops_per_token``
+    """The ``run/`` scalars (:func:`step_scalars`) kept as running sums; ``flops_per_token``
     ``6·P`` and ``peak_flops`` ``D·F`` (0: no MFU)."""
 
     def __init__(self, flops_per_token: float = 0.0, peak_flops: float = 0.0) -> None:
