@@ -2,8 +2,31 @@
 
 Every part of the system speaks these words (design §2); each is one frozen dataclass, validated at
 construction so that a value that exists is a valid value. They live in one module per concept
-(the ``module`` column) and this module re-exports them all, so ``from hydraulis.types import X``
-names any of them.
+and this module re-exports them all, so ``from hydraulis.types import X`` names any of them. The
+glossary (word, module, meaning): :data:`__all__`.
+
+Units: times in milliseconds, memory in bytes, lengths in tokens.
+"""
+
+from __future__ import annotations
+
+from hydraulis.scheme import Recompute, Scheme, SchemeOptions
+from hydraulis.scheme_profile import FitQuality, SchemeProfile, TimeCoefficients
+from hydraulis.space import MemoryModel, PipelineModel, Provenance, SchemeSpace, SpaceSource
+from hydraulis.specs import Cluster, DeviceSpec, ModelSpec, OptimizerLayout
+from hydraulis.step_plan import (
+    SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, MicroBatch, PipelinePlan, StepPlan, Synthesis, Synthesise,
+)
+from hydraulis.strategy import PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
+
+__all__ = [
+    "BatchingMethod", "Cluster", "DeviceSpec", "FitQuality", "MemoryModel", "MicroBatch", "ModelSpec",
+    "OptimizerLayout", "PipelineGroup", "PipelineModel", "PipelinePlan", "Proposal", "ProposedStrategy",
+    "Provenance", "Recompute", "SYNTHESIS_EVALUATIONS_DEFAULT", "Scheme", "SchemeOptions", "SchemeProfile",
+    "SchemeSpace", "SolverReport", "SpaceSource", "StepPlan", "Strategy", "Synthesis", "Synthesise",
+    "TimeCoefficients",
+]
+"""The glossary: each word, the module that defines it (the ``module`` column) and its meaning.
 
 =====================  ===========  ========================================================================
 word                   module       meaning
@@ -32,25 +55,4 @@ synthesis              step_plan    a strategy made for one step from the propos
                                     (:class:`Synthesis`)
 batching method        step_plan    how a batch is cut into micro-batches (:class:`BatchingMethod`)
 =====================  ===========  ========================================================================
-
-Units: times in milliseconds, memory in bytes, lengths in tokens.
 """
-
-from __future__ import annotations
-
-from hydraulis.scheme import Recompute, Scheme, SchemeOptions
-from hydraulis.scheme_profile import FitQuality, SchemeProfile, TimeCoefficients
-from hydraulis.space import MemoryModel, PipelineModel, Provenance, SchemeSpace, SpaceSource
-from hydraulis.specs import Cluster, DeviceSpec, ModelSpec, OptimizerLayout
-from hydraulis.step_plan import (
-    SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, MicroBatch, PipelinePlan, StepPlan, Synthesis, Synthesise,
-)
-from hydraulis.strategy import PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
-
-__all__ = [
-    "BatchingMethod", "Cluster", "DeviceSpec", "FitQuality", "MemoryModel", "MicroBatch", "ModelSpec",
-    "OptimizerLayout", "PipelineGroup", "PipelineModel", "PipelinePlan", "Proposal", "ProposedStrategy",
-    "Provenance", "Recompute", "SYNTHESIS_EVALUATIONS_DEFAULT", "Scheme", "SchemeOptions", "SchemeProfile",
-    "SchemeSpace", "SolverReport", "SpaceSource", "StepPlan", "Strategy", "Synthesis", "Synthesise",
-    "TimeCoefficients",
-]

@@ -6,9 +6,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MOST_LINES = 25
-STILL_LONG = {
-    "hydraulis/types.py",
-}
+STILL_LONG: set[str] = set()
 """Modules other work was changing when the limit came; each leaves the list once it is cut."""
 
 
