@@ -1,7 +1,7 @@
 """Memory per device of a scheme under an optimizer layout, and the longest sequence it holds.
 
 A device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer stage ``σ_o``
-(design §6.4; every symbol in :func:`memory_breakdown`)::
+(design §6.4; every symbol in :class:`MemoryBreakdown`)::
 
     states = (L_σ·B_layer·ρ + n_σ·B_emb/tp)·(1 − α) + (L_σo·B_layer + n_σo·B_emb)·α/(tp_o·dp_o)
     free   = M − safety − overhead − states − g_max
@@ -38,7 +38,32 @@ class MemoryLimit(str, Enum):
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Bytes per device of one scheme under one optimizer layout."""
+    """Bytes per device of one scheme under one optimizer layout.
+
+    For compute scheme ``(cp, tp, pp)`` and optimizer layout ``(dp_o, tp_o, pp_o)`` (design §6.4;
+    the original system's formula, README of the reference pools, with the runtime's own shares),
+    a device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer stage ``σ_o``::
+
+        states = (L_σ·B_layer·ρ + n_σ·B_emb/tp)·(1 − α) + (L_σo·B_layer + n_σo·B_emb)·α/(tp_o·dp_o)
+        ρ      = P_l(tp)/P_l                  the share of a layer a tp rank holds
+        n_σ    = [σ first] + [σ last]          (the embedding, the output head)
+        free   = M − safety − overhead − states − g_max
+        S_max  = ⌊free / m_tok⌋  (0 when the exchanges' buffers X exceed free)
+
+    ``B_layer``/``B_emb`` are one layer's / one ``V×H`` matrix's unsharded model-state bytes, α the
+    share that follows the optimizer layout (:mod:`hydraulis.layout.states`: master weights, reduced
+    gradients and Adam moments, 16 of the 22 bytes per parameter under bf16), ``P_l(tp)`` the
+    elements of a layer each tp rank holds (``1/tp`` of it, plus the norm weights and, when ``tp``
+    exceeds the kv heads, a kv head it shares). The planner judges a scheme by its most loaded
+    device (:func:`memory_breakdown`): ``L_σ = ⌈L/pp⌉``, ``n_σ = 2`` if ``pp = 1`` else 1, the same
+    for the owner, and ``m_tok`` the scheme's activation bytes per token on that device (the first
+    1F1B stage keeps up to ``pp`` micro-batches of ``L/pp`` layers); ``overhead`` holds the
+    libraries' workspaces, ``g_max`` and ``X`` are those of :mod:`hydraulis.layout.step_memory` (the
+    activations and ``X`` take turns). ``S_max`` bounds both the longest sequence and a
+    micro-batch's tokens. :func:`device_memory` predicts any one device: its own stage and buffer,
+    and ``m_tok`` scaled by the runtime's accounting of its stage
+    (:mod:`hydraulis.layout.activations`) against the most loaded one of the even split.
+    """
 
     compute_states: float
     optimizer_states: float
@@ -77,32 +102,7 @@ class MemoryBreakdown:
 def memory_breakdown(
     memory: MemoryModel, model: ModelSpec, profile: SchemeProfile, layout: OptimizerLayout
 ) -> MemoryBreakdown:
-    """The terms of the formula below for ``profile``'s most loaded device under ``layout``.
-
-    For compute scheme ``(cp, tp, pp)`` and optimizer layout ``(dp_o, tp_o, pp_o)`` (design §6.4;
-    the original system's formula, README of the reference pools, with the runtime's own shares),
-    a device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer stage ``σ_o``::
-
-        states = (L_σ·B_layer·ρ + n_σ·B_emb/tp)·(1 − α) + (L_σo·B_layer + n_σo·B_emb)·α/(tp_o·dp_o)
-        ρ      = P_l(tp)/P_l                  the share of a layer a tp rank holds
-        n_σ    = [σ first] + [σ last]          (the embedding, the output head)
-        free   = M − safety − overhead − states − g_max
-        S_max  = ⌊free / m_tok⌋  (0 when the exchanges' buffers X exceed free)
-
-    ``B_layer``/``B_emb`` are one layer's / one ``V×H`` matrix's unsharded model-state bytes, α the
-    share that follows the optimizer layout (:mod:`hydraulis.layout.states`: master weights, reduced
-    gradients and Adam moments, 16 of the 22 bytes per parameter under bf16), ``P_l(tp)`` the
-    elements of a layer each tp rank holds (``1/tp`` of it, plus the norm weights and, when ``tp``
-    exceeds the kv heads, a kv head it shares). The planner judges a scheme by its most loaded
-    device (:func:`memory_breakdown`): ``L_σ = ⌈L/pp⌉``, ``n_σ = 2`` if ``pp = 1`` else 1, the same
-    for the owner, and ``m_tok`` the scheme's activation bytes per token on that device (the first
-    1F1B stage keeps up to ``pp`` micro-batches of ``L/pp`` layers); ``overhead`` holds the
-    libraries' workspaces, ``g_max`` and ``X`` are those of :mod:`hydraulis.layout.step_memory` (the
-    activations and ``X`` take turns). ``S_max`` bounds both the longest sequence and a
-    micro-batch's tokens. :func:`device_memory` predicts any one device: its own stage and buffer,
-    and ``m_tok`` scaled by the runtime's accounting of its stage
-    (:mod:`hydraulis.layout.activations`) against the most loaded one of the even split.
-    """
+    """The terms of the module docstring's formula for ``profile``'s most loaded device under ``layout``."""
     scheme = profile.scheme
     compute = _most_loaded_states(memory, model, scheme)
     even = PipelineLayout(scheme, scheme.stage_layers(model.layers))
@@ -131,7 +131,7 @@ def compute_states(memory: MemoryModel, model: ModelSpec, scheme: Scheme, layers
 
 
 def _most_loaded_states(memory: MemoryModel, model: ModelSpec, scheme: Scheme) -> float:
-    """:func:`compute_states` of :func:`memory_breakdown`'s most loaded device; of a staged scheme,
+    """:func:`compute_states` of :class:`MemoryBreakdown`'s most loaded device; of a staged scheme,
     the largest of its stages' (each with its own tp and layers)."""
     if not scheme.is_staged:
         return compute_states(memory, model, scheme, math.ceil(model.layers / scheme.pp), _embedding_matrices(scheme.pp))
@@ -181,7 +181,7 @@ def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int 
     """The cost model's bytes for a device that owns a buffer of optimizer stage ``owner_stage``
     (None: none) and runs ``running`` (None: idle) with micro-batches of ``tokens`` tokens, the
     libraries' ``workspace`` bytes, the loss in chunks of ``loss_chunk`` tokens (0: none) and K/V
-    repeated when ``repeat_kv`` (:func:`memory_breakdown`; safety margin and overhead excluded; the
+    repeated when ``repeat_kv`` (:class:`MemoryBreakdown`; safety margin and overhead excluded; the
     space's activations, of the whole loss and grouped-query attention, scaled by the runtime's
     accounting of the options)."""
     model = space.model

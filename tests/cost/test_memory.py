@@ -51,7 +51,7 @@ def test_worked_example_of_the_docstring(space_7b):
 
 
 def _original(memory):
-    """``memory`` without the runtime's step terms (:func:`hydraulis.cost.memory.memory_breakdown`)."""
+    """``memory`` without the runtime's step terms (:class:`hydraulis.cost.memory.MemoryBreakdown`)."""
     return replace(memory, gradient=0.0, exchange=0.0)
 
 
