@@ -1,5 +1,5 @@
 """A strategy's step time: the slowest pipeline plus the gradient reduction the backward cannot
-hide (design §6.3, §6.3).
+hide (design §6.3, §9.4).
 
     T_step = max_p T_pipe(p) + X
     R      = max_p (g + 2)·P/(tp_p·pp_p) / (β·10⁶)   ms     (the full reduction, :func:`reduce_ms`)

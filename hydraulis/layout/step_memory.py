@@ -1,4 +1,4 @@
-"""What a rank's step holds besides its model states and its activations (design §4.4).
+"""What a rank's step holds besides its model states and its activations (design §6.4).
 
 A device's peak over a step, with ``S`` its states (:mod:`.states`) and ``A(T)`` its
 activations (:mod:`.activations`)::
