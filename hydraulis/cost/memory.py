@@ -24,7 +24,7 @@ from hydraulis.stages import even_split
 from hydraulis.layout.activations import stage_activation_bytes
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.layout.states import MAIN_GRADIENT_BYTES, largest_held_elements, layer_elements
-from hydraulis.layout.step_memory import analytic_exchange_bytes
+from hydraulis.layout.step_memory import analytic_exchange_bytes, held_gradient_bytes, one_owner
 from hydraulis.types import MemoryModel, ModelSpec, OptimizerLayout, Scheme, SchemeProfile, SchemeSpace
 
 
@@ -100,13 +100,15 @@ class MemoryBreakdown:
 
 
 def memory_breakdown(
-    memory: MemoryModel, model: ModelSpec, profile: SchemeProfile, layout: OptimizerLayout
+    memory: MemoryModel, model: ModelSpec, profile: SchemeProfile, layout: OptimizerLayout, devices: int = 0
 ) -> MemoryBreakdown:
-    """The terms of the module docstring's formula for ``profile``'s most loaded device under ``layout``."""
+    """The terms of the module docstring's formula for ``profile``'s most loaded device under
+    ``layout``, on a world of ``devices`` ranks (0: unknown, never one owner: :func:`_one_owner`)."""
     scheme = profile.scheme
-    compute = _most_loaded_states(memory, model, scheme)
     even = PipelineLayout(scheme, scheme.stage_layers(model.layers))
-    gradient, exchange = (max(terms) for terms in zip(*(step_terms(memory, model, even, stage, compute)
+    local = _one_owner(memory, model, layout, even, devices)
+    compute = _most_loaded_states(memory, model, scheme) * _held_share(memory, model, local)
+    gradient, exchange = (max(terms) for terms in zip(*(step_terms(memory, model, even, stage, compute, local)
                                                        for stage in range(scheme.pp))))
     return MemoryBreakdown(
         compute_states=compute,
@@ -192,12 +194,14 @@ def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int 
     if running is None:
         return DeviceMemory(0.0, optimizer, 0.0)
     scheme, stage, pp = running.scheme, running.stage, running.scheme.pp
+    pipeline = PipelineLayout(scheme, running.stage_layers)
+    local = _one_owner(space.memory, model, layout, pipeline, space.cluster.devices)
     compute = compute_states(space.memory, model, scheme, running.stage_layers[stage], (stage == 0) + (stage == pp - 1),
-                             stage)
+                             stage) * _held_share(space.memory, model, local)
     b = _dtype_bytes(space.memory, model)
     share = (_activation_share(model, scheme, running.stage_layers, b, tokens, loss_chunk, repeat_kv)[stage]
              if tokens else 0.0)
-    gradient, exchange = step_terms(space.memory, model, PipelineLayout(scheme, running.stage_layers), stage, compute)
+    gradient, exchange = step_terms(space.memory, model, pipeline, stage, compute, local)
     return DeviceMemory(compute, optimizer, space.profile(scheme).activation_bytes_per_token * tokens * share,
                         workspace + gradient, exchange)
 
@@ -219,7 +223,7 @@ def scheme_capacities(space: SchemeSpace, layout: OptimizerLayout) -> tuple[Sche
     and the cluster's device count first)."""
     layout.check(space.model, space.cluster.devices)
     return tuple(
-        SchemeCapacity(profile, memory_breakdown(space.memory, space.model, profile, layout))
+        SchemeCapacity(profile, memory_breakdown(space.memory, space.model, profile, layout, space.cluster.devices))
         for profile in space.profiles
     )
 
@@ -245,18 +249,39 @@ def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int,
     return tuple(value / most for value in per_stage(stage_layers, loss_chunk, repeat_kv))
 
 
-def step_terms(memory: MemoryModel, model: ModelSpec, layout: PipelineLayout, stage: int, compute: float
-               ) -> tuple[float, float]:
+def step_terms(memory: MemoryModel, model: ModelSpec, layout: PipelineLayout, stage: int, compute: float,
+               local: bool = False) -> tuple[float, float]:
     """``(g_max, X)`` of :mod:`hydraulis.layout.step_memory` for a device of ``stage`` of
-    ``layout`` whose compute states are ``compute`` bytes; ``(0, 0)`` for states that are not
-    this runtime's (``w + 4`` bytes per held parameter: an imported reference pool describes the
-    original system's runtime, which has neither term)."""
-    b = _dtype_bytes(memory, model)
-    per_parameter = memory.layer_state_bytes * (1.0 - memory.sharded_state_fraction) / model.params_per_layer
-    if abs(per_parameter - (b + MAIN_GRADIENT_BYTES)) > 0.01:
+    ``layout`` whose compute states are ``compute`` bytes (``X = 0`` when ``local``: one owner,
+    :func:`~hydraulis.layout.step_memory.one_owner`); ``(0, 0)`` for states that are not this
+    runtime's (:func:`_runtime_states`)."""
+    if not _runtime_states(memory, model):
         return 0.0, 0.0
-    return (float(b * largest_held_elements(model, layout, stage)),
-            analytic_exchange_bytes(compute / (b + MAIN_GRADIENT_BYTES), b, _reduce_bytes(b)))
+    b = _dtype_bytes(memory, model)
+    exchange = 0.0 if local else analytic_exchange_bytes(compute / (b + MAIN_GRADIENT_BYTES), b, _reduce_bytes(b))
+    return float(b * largest_held_elements(model, layout, stage)), exchange
+
+
+def _runtime_states(memory: MemoryModel, model: ModelSpec) -> bool:
+    """Whether the compute share of the states is this runtime's, ``w + 4`` bytes per held
+    parameter (an imported reference pool describes the original system's runtime, which has
+    neither ``g_max`` nor ``X`` nor one owner)."""
+    per_parameter = memory.layer_state_bytes * (1.0 - memory.sharded_state_fraction) / model.params_per_layer
+    return abs(per_parameter - (_dtype_bytes(memory, model) + MAIN_GRADIENT_BYTES)) <= 0.01
+
+
+def _one_owner(memory: MemoryModel, model: ModelSpec, layout: OptimizerLayout, pipeline: PipelineLayout,
+               devices: int) -> bool:
+    """:func:`~hydraulis.layout.step_memory.one_owner` for states of this runtime."""
+    return _runtime_states(memory, model) and one_owner(layout, pipeline, devices)
+
+
+def _held_share(memory: MemoryModel, model: ModelSpec, local: bool) -> float:
+    """``(w + g)/(w + 4)``: the part of the compute states a device holds, ``g`` of
+    :func:`~hydraulis.layout.step_memory.held_gradient_bytes` (bf16 one owner: 2/6, the main
+    gradients are the optimizer's fp32 gradient, counted in its states)."""
+    b = _dtype_bytes(memory, model)
+    return (b + held_gradient_bytes(b, local)) / (b + MAIN_GRADIENT_BYTES)
 
 
 def _reduce_bytes(dtype_bytes: int) -> int:

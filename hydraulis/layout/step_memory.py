@@ -26,6 +26,11 @@ recomputation, so the step peaks at the end of its backward at ``148.2 + 0.07 + 
 
 from __future__ import annotations
 
+from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.layout.states import MAIN_GRADIENT_BYTES
+from hydraulis.stages import even_split
+from hydraulis.types import OptimizerLayout
+
 
 def exchange_bytes(held: int, received: int, compute_bytes: int, reduce_bytes: int) -> int:
     """``X`` of the module docstring for a rank holding ``held`` elements whose buffer receives
@@ -37,3 +42,31 @@ def analytic_exchange_bytes(held: float, compute_bytes: int, reduce_bytes: int) 
     """``X`` when only the held elements are known (the cost model): an owner receives about as
     many gradient elements as a rank holds (ZeRO over the ranks that compute)."""
     return held * max(compute_bytes, reduce_bytes)
+
+
+def one_owner(layout: OptimizerLayout, pipeline: PipelineLayout, devices: int) -> bool:
+    """Whether ``pipeline``, alone on ``devices`` ranks, owns under the optimizer layout exactly
+    what it computes (:attr:`~hydraulis.runtime.optimizer.routes.RoutePlan.local`): then ``X = 0``
+    and, under a compute dtype narrower than fp32, its main gradients are views of the optimizer's
+    fp32 gradient (:func:`held_gradient_bytes`).
+
+    Every element must have one holder (one pipeline, ``cp = 1``, ``tp = 1`` on every stage: the
+    norm weights of ``tp > 1`` are held by every tp rank, owned by one) and rank ``s`` must own
+    stage ``s``: the layout ``(1, 1, pp)`` and the pipeline's stages the even split
+    :mod:`~hydraulis.layout.optimizer_placement` cuts its stages by. A ``dp_o`` or ``tp_o`` above 1
+    cuts some parameter between owners that one rank holds. Worked example: ``1,1,1`` on one device
+    with ``(1, 1, 1)`` and ``1,1,4`` on four with ``(1, 1, 4)`` are one owner; ``1,1,4`` with
+    ``(4, 1, 1)``, ``1,2,1`` or ``1,1,1x2`` are not."""
+    scheme = pipeline.scheme
+    return (devices == scheme.devices and scheme.cp == 1 and all(scheme.stage_tp(s) == 1 for s in range(scheme.pp))
+            and (layout.dp, layout.tp, layout.pp) == (1, 1, scheme.pp)
+            and tuple(pipeline.stage_layers) == even_split(sum(pipeline.stage_layers), scheme.pp))
+
+
+def held_gradient_bytes(compute_bytes: int, local: bool) -> int:
+    """``g`` per held element (:mod:`~hydraulis.layout.states`): 4 bytes of fp32 gradient, 0 when
+    the main gradients are views of the optimizer's fp32 gradient — one owner (:func:`one_owner`)
+    under a compute dtype narrower than fp32, where every shard is one whole run of its owner's
+    buffer (:meth:`~hydraulis.runtime.optimizer.routes.Route.aliases`); in fp32 the gradient
+    accumulates in ``.grad``, its own 4 bytes, whoever owns it."""
+    return 0 if local and compute_bytes < MAIN_GRADIENT_BYTES else MAIN_GRADIENT_BYTES

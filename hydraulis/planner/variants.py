@@ -92,7 +92,7 @@ def choose_variant(space: SchemeSpace, layout: OptimizerLayout, plain: SchemePro
                    work: Work) -> VariantChoice | None:
     """``v*(longest)`` of :func:`choose_variants` for ``plain``'s degrees, None when no variant
     holds ``longest`` (or the space has no segments for them)."""
-    free = memory_breakdown(space.memory, space.model, plain, layout).free_for_activations
+    free = memory_breakdown(space.memory, space.model, plain, layout, space.cluster.devices).free_for_activations
     if free <= 0:
         return None
     best: tuple[float, SchemeProfile] | None = None

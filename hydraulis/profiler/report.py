@@ -44,7 +44,7 @@ def _mode_variants(space: SchemeSpace, plain: Scheme) -> list[Scheme]:
 
 def _row(space: SchemeSpace, profile: SchemeProfile, layout: OptimizerLayout) -> dict:
     scheme = profile.scheme
-    memory = memory_breakdown(space.memory, space.model, profile, layout)
+    memory = memory_breakdown(space.memory, space.model, profile, layout, space.cluster.devices)
     split = even_split(space.model.layers, scheme.pp)
     return {
         "cp": scheme.cp, "tp": scheme.tp, "pp": scheme.pp,

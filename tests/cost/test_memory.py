@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from hydraulis.cost import MemoryLimit, scheme_capacities
+from hydraulis.cost import MemoryLimit, memory_breakdown, scheme_capacities
 from hydraulis.errors import HydraulisError
-from hydraulis.types import OptimizerLayout
-from tests.conftest import load_pool
+from hydraulis.types import OptimizerLayout, Scheme
+from tests.conftest import analytic_space, load_pool
 
 LAYOUTS = [OptimizerLayout(8, 4, 1), OptimizerLayout(16, 2, 2), OptimizerLayout(64, 1, 1), OptimizerLayout(4, 8, 2)]
 
@@ -74,3 +74,20 @@ def test_states_larger_than_memory_give_zero_and_say_why(space_32b_analytic):
 def test_layout_not_dividing_devices_is_rejected(space_7b):
     with pytest.raises(HydraulisError, match="optimizer_layout"):
         scheme_capacities(space_7b, OptimizerLayout(3, 4, 1))
+
+
+@pytest.mark.parametrize("devices, layout", [(1, OptimizerLayout(1, 1, 1)), (4, OptimizerLayout(1, 1, 4))])
+def test_a_scheme_that_owns_what_it_computes_holds_neither_exchange_nor_main_gradients(devices, layout):
+    """One owner (:func:`hydraulis.layout.step_memory.one_owner`): the scheme that fills the
+    devices under a layout of its own stages has ``X = 0`` and, in bf16, 2 of its 6 compute bytes
+    per parameter (the main gradients are the optimizer's fp32 gradient); beside other ranks, or
+    on unknown devices, the same scheme keeps both."""
+    space = analytic_space("llama-7b", "h200", devices)
+    alone = next(c for c in scheme_capacities(space, layout) if c.profile.scheme == Scheme(1, 1, devices))
+    shared = next(c for c in scheme_capacities(analytic_space("llama-7b", "h200", 2 * devices), layout)
+                  if c.profile.scheme == Scheme(1, 1, devices)).memory
+    unknown = memory_breakdown(space.memory, space.model, alone.profile, layout)
+    assert alone.memory.exchange == 0 < unknown.exchange
+    assert alone.memory.compute_states == pytest.approx(unknown.compute_states * 2 / 6, rel=1e-12)
+    assert shared.exchange > 0 and shared.compute_states == pytest.approx(unknown.compute_states, rel=1e-12)
+    assert alone.max_seq_len > unknown.max_seq_len

@@ -27,7 +27,7 @@ from hydraulis.job.memory_report import GroupMemory, MemoryConfig, MemoryReport,
 from hydraulis.runtime.model.decoder import StageModel, layer_recompute
 from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.runtime.optimizer.routes import RoutePlan, route_plan
+from hydraulis.runtime.optimizer.routes import Route, RoutePlan, route_plan
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap, RankPlace
 from hydraulis.job.staged_profile import analytic_profile_of
@@ -106,9 +106,11 @@ def memory_report(config: MemoryConfig, space: SchemeSpace | None = None) -> Mem
     tokens = (_longest_held(config, judges, placement, rank_map, list(classes.values()))
               if config.cluster and config.tokens is None
               else _tokens(config, judges[0].space, strategy))
+    routes = {members[0]: route_plan(placement, rank_map, members[0]) for members in classes.values()}
+    local = all(route.local for route in routes.values())
     ranks: list[RankMemory] = [None] * config.devices
     for members in classes.values():
-        first = _rank_memory(config, judges[members[0]], placement, rank_map, members[0], tokens)
+        first = _rank_memory(config, judges[members[0]], placement, routes[members[0]], rank_map, local, tokens)
         for rank in members:
             place = rank_map.place(rank)
             ranks[rank] = dataclasses.replace(first, rank=rank, pipeline=None if place is None else place.pipeline)
@@ -168,14 +170,16 @@ def _group_memory(config: MemoryConfig, judges: list[Judge], ranks: list[RankMem
     return tuple(groups)
 
 
-def _rank_memory(config: MemoryConfig, judge: Judge, placement: OptimizerPlacement, rank_map: RankMap,
-                 rank: int, tokens: tuple[int, ...]) -> RankMemory:
-    """Step 3 for ``rank``: its objects on the meta device, its activations, the prediction."""
-    model, space = config.model, judge.space
+def _rank_memory(config: MemoryConfig, judge: Judge, placement: OptimizerPlacement, route: RoutePlan,
+                 rank_map: RankMap, local: bool, tokens: tuple[int, ...]) -> RankMemory:
+    """Step 3 for ``route``'s rank: its objects on the meta device, its activations, the
+    prediction; ``local``: every rank's route is (one owner: no exchange, and the main gradients
+    are views of the buffer's fp32 gradient where :meth:`~hydraulis.runtime.optimizer.routes.Route.aliases`
+    finds every shard one run of it, as the runtime does)."""
+    model, space, rank = config.model, judge.space, route.rank
     precision = device_precision(judge.device)
     options = RuntimeOptions(precision=precision, optimizer=OptimizerKind.ADAM)
     buffer = OptimizerShard(placement, rank, options, META, initialise=False)
-    route = route_plan(placement, rank_map, rank)
     owner = placement.place(rank)
     place = rank_map.place(rank)
     dtype = DTYPES[precision]
@@ -188,13 +192,14 @@ def _rank_memory(config: MemoryConfig, judge: Judge, placement: OptimizerPlaceme
         pipeline = rank_map.pipelines[place.pipeline]
         params = list(_stage_model(model, pipeline, place, dtype, config.loss_chunk).parameters())
         weights = sum(_bytes(p) for p in params)
-        grads = sum(_bytes(grad) for grad in gradient_buffers(params))
+        aliased = local and dtype != torch.float32 and Route(route, None).aliases(buffer.grad) is not None
+        grads = 0 if aliased else sum(_bytes(grad) for grad in gradient_buffers(params))
         largest = max(_bytes(p) for p in params)
         layers = tuple(layer_recompute(pipeline, place.stage).values())
         activations = stage_activation_bytes(model, pipeline.scheme, layers, place.stage, tokens[place.pipeline],
                                              compute_bytes, config.loss_chunk, config.repeat_kv)
         running = StagePlace(pipeline.scheme, pipeline.stage_layers, place.stage)
-    exchange = _exchange_bytes(route, compute_bytes, ReduceDtype.AUTO.element_bytes(judge.device))
+    exchange = 0 if local else _exchange_bytes(route, compute_bytes, ReduceDtype.AUTO.element_bytes(judge.device))
     predicted = device_memory(space, config.layout, None if owner is None else owner.stage, running,
                               0 if place is None else tokens[place.pipeline], workspace, config.loss_chunk,
                               config.repeat_kv)

@@ -6,20 +6,23 @@ many ranks hold its elements: the cost model does not see them)."""
 from pathlib import Path
 
 import pytest
+import torch
 
 from hydraulis.artifacts.cluster import read_cluster
 from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost.staged import staged_cost
+from hydraulis.job.memory_report import MemoryConfig
+from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
+from hydraulis.layout.kinds import OptimizerKind, Precision
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
+from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.layout.states import device_precision, held_elements, layer_elements, state_bytes
+from hydraulis.layout.step_memory import one_owner
 from hydraulis.presets import model_names, model_preset
 from hydraulis.profiler.cluster import group_scheme_space
-from hydraulis.job.memory_report import MemoryConfig
 from hydraulis.runtime.memory.report import memory_report
-from hydraulis.layout.states import held_elements, layer_elements, state_bytes
-from hydraulis.layout.kinds import OptimizerKind, Precision
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
+from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
 from hydraulis.types import OptimizerLayout, Scheme
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -79,3 +82,51 @@ def test_with_a_cluster_each_stage_is_judged_on_its_group_and_holds_what_the_sta
     for rank in report.ranks:
         idle = rank.exchange_bytes if rank.stage is None else 0
         assert rank.total_bytes - idle == pytest.approx(rank.predicted.total, rel=1e-5)
+
+
+ONE_OWNER = [("1,1,1", 1, None, True), ("1,1,4", 4, OptimizerLayout(1, 1, 4), True),
+             ("1|1:1>1:3", 2, OptimizerLayout(1, 1, 2), False), ("1|1:2>1:2", 2, OptimizerLayout(1, 1, 2), True),
+             ("1,1,4", 4, None, False), ("1,1,2", 2, OptimizerLayout(2, 1, 1), False),
+             ("1,2,1", 2, OptimizerLayout(1, 2, 1), False), ("1,1,1x2", 2, OptimizerLayout(1, 1, 1), False),
+             ("2,1,1", 2, OptimizerLayout(1, 1, 1), False), ("1,1,2", 2, OptimizerLayout(1, 2, 1), False)]
+
+
+@pytest.mark.parametrize("device", ["h200", "cpu"])
+@pytest.mark.parametrize("spec, devices, layout, local", ONE_OWNER)
+def test_one_owner_is_predicted_as_the_runtime_routes_it(spec, devices, layout, local, device):
+    """Where every rank's route is local (the runtime's RoutePlan decides), the report counts no
+    exchange and, under bf16, no main gradients of their own (the runtime's Route.aliases views
+    them in the buffer's fp32 gradient); the cost model's prediction agrees, both when it is and
+    when it is not."""
+    model = model_preset("tiny")
+    config = MemoryConfig(model, spec, devices, device, 8, layout, tokens=1024)
+    report = memory_report(config)
+    strategy = parse_strategy(spec, model, scheme_times(model, devices), 1)
+    rank_map, placement = RankMap(strategy.pipelines, devices), OptimizerPlacement(model, config.layout, devices)
+    plans = [route_plan(placement, rank_map, rank) for rank in range(devices)]
+    assert all(plan.local for plan in plans) is local
+    assert one_owner(config.layout, strategy.pipelines[0], devices) is local
+    state = state_bytes(device_precision(device), OptimizerKind.ADAM)
+    for rank, plan in zip(report.ranks, plans):
+        held = held_elements(model, strategy.pipelines[rank.pipeline], rank.stage, rank_map.place(rank.rank).tp_rank)
+        aliased = local and state.weight == 2
+        if aliased:
+            grad = torch.empty(placement.buffer_size(rank.rank), device="meta")
+            assert Route(plan, None).aliases(grad) is not None
+        assert rank.grad_bytes == (0 if aliased else held * state.grad)
+        assert (rank.exchange_bytes == 0) is local and (rank.predicted.exchange == 0) is local
+        assert rank.states_bytes == pytest.approx(rank.predicted.states, rel=0.01)
+        assert rank.total_bytes - rank.route_bytes == pytest.approx(rank.predicted.total, rel=0.01)
+
+
+def test_one_device_bf16_holds_weights_workspaces_optimizer_and_activations_only():
+    """Llama-7B alone on one H200 (the runtime's one owner): 2 bytes per parameter of weights,
+    16 of optimizer states (its fp32 gradient the main gradients), no exchange — 18·P + W + g_max + A."""
+    model = model_preset("llama-7b")
+    report = memory_report(MemoryConfig(model, "1,1,1[recompute=full]", 1, "h200", 8, tokens=4096, loss_chunk=0))
+    (rank,) = report.ranks
+    params = held_elements(model, PipelineLayout(Scheme(1, 1, 1), (model.layers,)), 0, 0)
+    assert (rank.weights_bytes, rank.grad_bytes, rank.optimizer_bytes) == (2 * params, 0, 16 * params)
+    assert rank.exchange_bytes == 0 and rank.predicted.exchange == 0
+    assert rank.total_bytes == (18 * params + rank.route_bytes + rank.workspace_bytes + rank.activation_bytes)
+    assert rank.total_bytes - rank.route_bytes == pytest.approx(rank.predicted.total, rel=0.01)
