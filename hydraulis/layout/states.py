@@ -7,10 +7,10 @@ and, in the optimizer layout, **owns** a buffer (:mod:`hydraulis.layout.optimize
                  + g = 4 bytes of gradient, accumulated over the step's micro-batches in fp32
     owned element  4 (master θ) + 4 (the reduced gradient) + 8 (Adam's m and v; SGD: 0)
 
-``g`` is 4 whatever the compute dtype: in fp32 the gradient accumulates in ``.grad``, under
-bf16 in an fp32 main buffer per parameter (:mod:`hydraulis.runtime.gradients`) — bf16
-training keeps ``2 + 4 + 16 = 22`` bytes per parameter, not 20. The held elements of tp rank
-``t`` of a stage with ``L_s`` layers::
+``g`` is 4 whatever the compute dtype (fp32 ``.grad``, or an fp32 main buffer under bf16: 22
+bytes per parameter; 0 on a one-owner rank, whose main gradients are the optimizer's own,
+:func:`~hydraulis.layout.step_memory.held_gradient_bytes`). The held elements of tp rank ``t``
+of a stage with ``L_s`` layers::
 
     held = L_s·P_l(tp) + [first stage]·V·H/tp + [last stage]·(V·H/tp + H)
     P_l(tp) = 2·H·(h_q·d)/tp + 2·H·d·max(h_kv/tp, 1) + 3·H·F/tp + 2·H

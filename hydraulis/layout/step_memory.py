@@ -15,13 +15,10 @@ activations (:mod:`.activations`)::
                                          ``r``), every bucket's kept until the update (what a rank
                                          sends is freed once its stream waits for the collective)
 
-``X`` and ``A(T)`` take turns: the propagated weights are consumed as the forward builds up the
-activations, the reduced gradients arrive as the backward frees them, so the sum of both stays
-below the larger (each layer frees and adds in proportion). Worked example, Llama-7B alone on
-one H200 (``n = 6.74e9``, bf16, ``r = 2``, ``w = 32 MiB``): ``W = 67 MB``, ``g_max = 262 MB``
-(the head), ``X = 13.5 GB`` — above the 3.6 GB of activations of 4,096 tokens under full
-recomputation, so the step peaks at the end of its backward at ``148.2 + 0.07 + 0.26 + 13.5``
-≈ 162 GB.
+``X`` and ``A(T)`` take turns (weights consumed as the forward builds activations, gradients
+arriving as the backward frees them); a one-owner rank (:func:`one_owner`) has ``X = 0`` and,
+under bf16, no main gradients of its own. Worked example, Llama-7B alone on one H200 at 4,096
+tokens under full recomputation: ``18·n = 112.96 + 0.31 + 3.36`` ≈ 116.6 GiB.
 """
 
 from __future__ import annotations
