@@ -18,7 +18,7 @@ activations (:mod:`.activations`)::
 ``X`` and ``A(T)`` take turns (weights consumed as the forward builds activations, gradients
 arriving as the backward frees them); a one-owner rank (:func:`one_owner`) has ``X = 0`` and,
 under bf16, no main gradients of its own. Worked example, Llama-7B alone on one H200 at 4,096
-tokens under full recomputation: ``18·n = 112.96 + 0.31 + 3.36`` ≈ 116.6 GiB.
+tokens, full recomputation: states ``18·n`` = 112.96, ``W + g_max`` 0.31, ``A`` 3.36: 116.6 GiB.
 """
 
 from __future__ import annotations
