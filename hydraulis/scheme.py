@@ -29,14 +29,16 @@ class Recompute(str, Enum):
 @dataclass(frozen=True)
 class SchemeOptions:
     """The options of a scheme apart from its degrees, written as in a SPEC's brackets:
-    ``sp`` and ``recompute=none|selective|full``, comma-separated (e.g. ``sp,recompute=full``;
-    empty: the defaults). Full recomputation of only some layers is ``recompute=full:K`` (the
+    ``sp``, ``recompute=none|selective|full`` and ``ep=N`` (expert parallelism of a mixture of
+    experts), comma-separated (e.g. ``sp,recompute=full,ep=4``; empty: the defaults). Full
+    recomputation of only some layers is ``recompute=full:K`` (the
     first ``K`` layers of every stage) or ``recompute=full:K1/K2/…`` (one count per stage), see
     :class:`Scheme`. :meth:`parse` reads that text, :meth:`scheme` applies the options to degrees."""
 
     sp: bool = False
     recompute: Recompute = Recompute.NONE
     recompute_layers: tuple[int, ...] = ()
+    ep: int = 1
 
     @classmethod
     def parse(cls, text: str, field: str = "options") -> SchemeOptions:
@@ -51,8 +53,13 @@ class SchemeOptions:
                 require("sp" not in values, field, item, "is given twice")
                 values["sp"] = True
                 continue
+            if name == "ep":
+                require(value.isdigit() and int(value) >= 1, field, item, "must be ep=N with N ≥ 1")
+                require("ep" not in values, field, item, "is given twice")
+                values["ep"] = int(value)
+                continue
             if name != "recompute" or mode not in {r.value for r in Recompute} or not _layer_counts(layers, mode):
-                raise HydraulisError(field, item, "is not an option: sp, or recompute=" +
+                raise HydraulisError(field, item, "is not an option: sp, ep=N, or recompute=" +
                                      "|".join(r.value for r in Recompute) + " (full:K or full:K1/K2/… for K layers "
                                                                            "of each stage)")
             require("recompute" not in values, field, item, "is given twice")
@@ -65,10 +72,11 @@ class SchemeOptions:
         """The non-default options in SPEC order, e.g. ``("sp", "recompute=full:2")``."""
         layers = ":" + "/".join(str(k) for k in self.recompute_layers) if self.recompute_layers else ""
         return (("sp",) if self.sp else ()) + (
-            (f"recompute={self.recompute.value}{layers}",) if self.recompute is not Recompute.NONE else ())
+            (f"recompute={self.recompute.value}{layers}",) if self.recompute is not Recompute.NONE else ()) + (
+            (f"ep={self.ep}",) if self.ep > 1 else ())
 
     def scheme(self, cp: int, tp: int, pp: int) -> Scheme:
-        return Scheme(cp, tp, pp, self.sp, self.recompute, self.recompute_layers)
+        return Scheme(cp, tp, pp, self.sp, self.recompute, self.recompute_layers, ep=self.ep)
 
     def __str__(self) -> str:
         return ",".join(self.items)
@@ -100,7 +108,13 @@ class Scheme:
     device group; ``pp`` is then their number and ``tp`` the widest stage's (build one with
     :meth:`staged`). E.g. ``Scheme.staged(1, (Stage(4, 20), Stage(2, 12)))`` is ``(1|4:20>2:12)``:
     6 devices, 32 layers. Empty ``stages``: every stage has ``tp`` devices and the layers are
-    split evenly."""
+    split evenly.
+
+    ``ep`` is the expert-parallel degree of a mixture of experts (:mod:`hydraulis.moe`), folded
+    over a stage's ``cp·tp`` ranks as Megatron-Core's MoE parallel folding does: attention keeps
+    its cp and tp, the routed experts are split over ``ep`` consecutive ranks of the stage, each
+    holding ``E/ep`` of them, and tokens reach them by all-to-all. ``ep`` divides ``cp·tp``: e.g.
+    ``(1,4,1)[ep=4]`` holds a quarter of the experts per device, ``(2,2,1)[ep=2]`` half."""
 
     cp: int
     tp: int
@@ -109,6 +123,7 @@ class Scheme:
     recompute: Recompute = Recompute.NONE
     recompute_layers: tuple[int, ...] = ()
     stages: tuple[Stage, ...] = ()
+    ep: int = 1
 
     @classmethod
     def staged(cls, cp: int, stages: tuple[Stage, ...], recompute: Recompute = Recompute.NONE,
@@ -135,6 +150,10 @@ class Scheme:
                 f"must give one count for every stage or one per stage (pp = {self.pp})")
         require(not layers or any(layers), "scheme.recompute_layers", list(layers),
                 "recomputes no layer: leave recomputation out")
+        PARALLEL_DEGREE.check(self.ep, "scheme.ep")
+        require((self.cp * self.tp) % self.ep == 0, "scheme.ep", self.ep,
+                f"must divide the ranks of a stage, cp·tp = {self.cp * self.tp} (experts fold over them)")
+        require(self.ep == 1 or not self.stages, "scheme.ep", self.ep, "is not supported with per-stage tp")
         if len(set(layers)) == 1 and len(layers) > 1:
             object.__setattr__(self, "recompute_layers", layers[:1])
         self._check_stages()
@@ -178,7 +197,7 @@ class Scheme:
     @property
     def variant(self) -> SchemeOptions:
         """The options apart from the degrees."""
-        return SchemeOptions(self.sp, self.recompute, self.recompute_layers)
+        return SchemeOptions(self.sp, self.recompute, self.recompute_layers, self.ep)
 
     def full_layers(self, stage: int, layers: int) -> int:
         """How many of the ``layers`` decoder layers of ``stage`` are recomputed in full."""

@@ -64,6 +64,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from hydraulis.runtime.model.attention import packed_attention
+from hydraulis.runtime.model.moe import MixtureOfExperts
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.model.packing import PackedMicroBatch
 from hydraulis.runtime.parallel.columns import column_parallel
@@ -72,6 +73,7 @@ from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import (
     ColumnParallelLinear,
     RowParallelLinear,
+    IGNORE_INDEX,
     VocabParallelEmbedding,
     vocab_parallel_cross_entropy,
 )
@@ -135,14 +137,20 @@ class Attention(nn.Module):
         self.wv = ColumnParallelLinear(model.hidden, self.kv_heads * model.head_dim, tp, sequence_parallel, **factory)
         self.fused_children = (self.wq, self.wk, self.wv)
         self.wo = RowParallelLinear(self.heads * model.head_dim, model.hidden, tp, sequence_parallel, **factory)
+        if model.qk_norm:
+            self.q_norm = RMSNorm(model.head_dim, model.norm_eps, **factory)
+            self.k_norm = RMSNorm(model.head_dim, model.norm_eps, **factory)
 
     def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         q, k, v = column_parallel(x, [layer.weight for layer in self.fused_children], self.tp, self.sequence_parallel)
         tokens = q.shape[0]
-        k = apply_rotary(k.view(tokens, self.kv_heads, self.head_dim), rope)
+        q, k = q.view(tokens, self.heads, self.head_dim), k.view(tokens, self.kv_heads, self.head_dim)
+        if hasattr(self, "q_norm"):
+            q, k = self.q_norm(q), self.k_norm(k)
+        k = apply_rotary(k, rope)
         gathering = start_gather_from_context(torch.cat((k, v.view(tokens, self.kv_heads, self.head_dim)), dim=1),
                                               self.cp)
-        q = apply_rotary(q.view(tokens, self.heads, self.head_dim), rope)
+        q = apply_rotary(q, rope)
         k, v = gathering().split(self.kv_heads, dim=1)
         if self.recompute_core:
             return self.wo(recomputed(packed_attention, q, k, v, batch.attention))
@@ -150,10 +158,11 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, model: ModelSpec, tp: ParallelGroup, sequence_parallel: bool = False, **factory) -> None:
+    def __init__(self, model: ModelSpec, tp: ParallelGroup, sequence_parallel: bool = False, width: int | None = None,
+                 **factory) -> None:
         super().__init__()
         self.tp, self.sequence_parallel = tp, sequence_parallel
-        width = model.ffn_hidden // tp.size
+        width = (width or model.ffn_hidden) // tp.size
         self.gate = ColumnParallelLinear(model.hidden, width, tp, sequence_parallel, **factory)
         self.up = ColumnParallelLinear(model.hidden, width, tp, sequence_parallel, **factory)
         self.fused_children = (self.gate, self.up)
@@ -172,7 +181,11 @@ class DecoderLayer(nn.Module):
         self.attn_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
         self.attn = Attention(model, tp, cp, sequence_parallel, recompute is Recompute.SELECTIVE, **factory)
         self.mlp_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
-        self.mlp = MLP(model, tp, sequence_parallel, **factory)
+        if model.is_moe:
+            shared = MLP(model, tp, sequence_parallel, model.shared_experts * model.ffn_hidden, **factory)
+            self.moe = MixtureOfExperts(model, tp, sequence_parallel, shared if model.shared_experts else None, **factory)
+        else:
+            self.mlp = MLP(model, tp, sequence_parallel, **factory)
 
     def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         if self.recompute is Recompute.FULL:
@@ -181,7 +194,18 @@ class DecoderLayer(nn.Module):
 
     def _forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), batch, rope)
+        if hasattr(self, "moe"):
+            return x + self.moe(self.mlp_norm(x), _real_rows(batch, x.shape[0], self.moe))
         return x + self.mlp(self.mlp_norm(x))
+
+
+def _real_rows(batch: PackedMicroBatch, rows: int, moe: MixtureOfExperts) -> torch.Tensor:
+    """Which of the ``rows`` tokens a rank holds between blocks are not padding (its share of
+    the micro-batch's under sequence parallelism)."""
+    real = batch.labels != IGNORE_INDEX
+    if rows == real.shape[0]:
+        return real
+    return real.chunk(real.shape[0] // rows)[moe.tp_rank]
 
 
 def layer_recompute(layout: PipelineLayout, stage: int) -> dict[int, Recompute]:
@@ -203,6 +227,8 @@ class StageModel(nn.Module):
     def __init__(self, model: ModelSpec, layout: PipelineLayout, stage: int, tp: ParallelGroup,
                  cp: ParallelGroup, dtype: torch.dtype, device: torch.device) -> None:
         super().__init__()
+        if layout.scheme.ep > 1:
+            raise NotImplementedError(f"expert parallelism (scheme {layout.scheme}) is planned, not yet run")
         factory = {"dtype": dtype, "device": device}
         self.model, self.tp = model, tp
         self.sequence_parallel = layout.scheme.sp
