@@ -148,7 +148,7 @@ class ModelSpec:
                     f"hold {total} layers in all, not model.layers = {self.layers}")
         else:
             self._check_tp(scheme.tp, f"{field_name}.tp")
-        require(scheme.ep == 1 or self.experts % scheme.ep == 0, f"{field_name}.ep", scheme.ep,
+        require(scheme.ep == 1 or self.is_moe and self.experts % scheme.ep == 0, f"{field_name}.ep", scheme.ep,
                 f"must divide model.experts = {self.experts}" if self.is_moe else "needs a mixture of experts")
         require(scheme.pp <= self.layers, f"{field_name}.pp", scheme.pp,
                 f"exceeds model.layers = {self.layers}")

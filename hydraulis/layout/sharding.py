@@ -23,9 +23,9 @@ so only tp rank 0 contributes it (:attr:`Shard.contributes`) — unless the pipe
 parallelism (:mod:`hydraulis.runtime.parallel.sequence`): each tp rank then normalises its own
 tokens and every tp rank contributes its partial gradient. Replicated kv heads receive
 different partial gradients (from different query heads) and all contribute. So do parameters
-marked ``partial``: Qwen3's q/k norms (each tp rank normalises its own heads) and a mixture of
-experts' router and experts (the MoE block works on each tp rank's own share of the tokens,
-:mod:`hydraulis.moe`). A routed expert's parameters name their expert (``expert``); under expert
+marked ``partial``: Qwen3's q/k norms (each tp rank normalises its own heads). A mixture of
+experts' router and routed experts are held whole and follow the norms' rule: without sp every tp
+rank runs the same mixture on the same tokens, under sp each its own share. A routed expert's parameters name their expert (``expert``); under expert
 parallelism ``ep`` rank ``e`` of a stage holds experts ``e·E/ep … (e+1)·E/ep − 1`` whole.
 """
 
@@ -132,8 +132,8 @@ def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
 
 
 def _swiglu_specs(prefix: str, hidden: int, width: int, layer: int, **marks) -> list[ParameterSpec]:
-    """A SwiGLU MLP's gate, up and down matrices; tensor-parallel unless ``marks`` hold a routed
-    expert's ``expert`` (held whole, ``partial``)."""
+    """A SwiGLU MLP's gate, up and down matrices; tensor-parallel unless ``marks`` name a routed
+    expert (``expert``: held whole)."""
     dims = (None, None) if marks else (0, 1)
     return [ParameterSpec(prefix + "gate.weight", (width, hidden), Holder.LAYER, layer, dims[0], **marks),
             ParameterSpec(prefix + "up.weight", (width, hidden), Holder.LAYER, layer, dims[0], **marks),
@@ -144,12 +144,11 @@ def _mlp_specs(model: ModelSpec, layer: int) -> list[ParameterSpec]:
     """A mixture of experts' router ``E × H``, its shared experts as one tensor-parallel SwiGLU of
     width ``n_s·F`` and each routed expert's SwiGLU of width ``F``."""
     prefix = f"layers.{layer}.moe."
-    specs = [ParameterSpec(prefix + "router.weight", (model.experts, model.hidden), Holder.LAYER, layer, partial=True)]
+    specs = [ParameterSpec(prefix + "router.weight", (model.experts, model.hidden), Holder.LAYER, layer)]
     if model.shared_experts:
         specs += _swiglu_specs(prefix + "shared.", model.hidden, model.shared_experts * model.ffn_hidden, layer)
     for expert in range(model.experts):
-        specs += _swiglu_specs(f"{prefix}experts.{expert}.", model.hidden, model.ffn_hidden, layer,
-                               partial=True, expert=expert)
+        specs += _swiglu_specs(f"{prefix}experts.{expert}.", model.hidden, model.ffn_hidden, layer, expert=expert)
     return specs
 
 

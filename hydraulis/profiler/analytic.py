@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from dataclasses import replace
 
 from hydraulis.errors import require
 from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
@@ -82,6 +83,7 @@ from hydraulis.layout.activations import (
     released_bytes_per_token,
 )
 from hydraulis.layout.states import DTYPE_BYTES, device_precision, state_bytes
+from hydraulis.profiler.analytic_moe import routed_layer_time
 from hydraulis.segments import Block, Segments, compose_profile
 from hydraulis.types import (
     Cluster,
@@ -116,15 +118,20 @@ def analytic_scheme_space(
     """Every ``(cp, tp, pp)`` from the given degrees that shards ``model`` and fits the cluster,
     under each of ``variants`` (an ``sp`` variant where ``tp > 1``); with ``segments``, the plain
     schemes and the segments of every ``(cp, tp, sp)`` they use, from which the space composes
-    every variant (:class:`~hydraulis.space.SchemeSpace`)."""
+    every variant (:class:`~hydraulis.space.SchemeSpace`). A mixture of experts gets every
+    expert-parallel degree ``ep`` that divides ``cp·tp`` and the experts, each scheme listed
+    (segments do not carry ``ep``): with ``segments``, under :data:`EXPERT_VARIANTS`."""
     variants = tuple(dict.fromkeys(variants))
     require(not segments or variants == (SchemeOptions(),), "options", [str(v) for v in variants],
             "are all in a space with variants: list none")
+    if model.is_moe and segments:
+        variants, segments = EXPERT_VARIANTS, False
     schemes = [
-        variant.scheme(cp, tp, pp)
+        replace(variant, ep=ep).scheme(cp, tp, pp)
         for cp, tp, pp in itertools.product(sorted(set(cps)), sorted(set(tps)), sorted(set(pps)))
         if cp * tp * pp <= cluster.devices and model.shards(Scheme(cp, tp, pp))
         for variant in variants if tp > 1 or not variant.sp
+        for ep in expert_degrees(model, cp * tp)
     ]
     require(bool(schemes), "schemes", [], f"none of the degrees shards {model.name} on {cluster.devices} devices")
     degrees = {(s.cp, s.tp): None for s in schemes}
@@ -145,6 +152,18 @@ def analytic_scheme_space(
     )
 
 
+EXPERT_VARIANTS = (SchemeOptions(), SchemeOptions(sp=True), SchemeOptions(recompute=Recompute.FULL),
+                   SchemeOptions(sp=True, recompute=Recompute.FULL))
+"""The variants a mixture of experts' analytic space lists for every degree."""
+
+
+def expert_degrees(model: ModelSpec, ranks: int) -> tuple[int, ...]:
+    """The expert-parallel degrees a stage of ``ranks`` ranks may fold: those dividing both
+    ``ranks`` and the experts (1 for a dense model)."""
+    return tuple(ep for ep in range(1, ranks + 1) if ranks % ep == 0 and model.experts % ep == 0) if model.is_moe \
+        else (1,)
+
+
 def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_bytes: int | None = None) -> MemoryModel:
     """Model-state memory per :func:`~hydraulis.layout.states.state_bytes` at the
     device's precision under Adam; the device's memory (or ``device_memory_bytes`` when
@@ -161,13 +180,15 @@ def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_by
 
 def analytic_profile(model: ModelSpec, device: DeviceSpec, cluster: Cluster, scheme: Scheme) -> SchemeProfile:
     """One scheme composed from its analytic segments (module docstring)."""
-    return compose_profile(analytic_segments(model, device, cluster, scheme.cp, scheme.tp, scheme.sp), model, scheme,
-                           cluster.devices_per_node, device.runtime_overhead_bytes)
+    segments = analytic_segments(model, device, cluster, scheme.cp, scheme.tp, scheme.sp, scheme.ep)
+    return compose_profile(segments, model, scheme, cluster.devices_per_node, device.runtime_overhead_bytes)
 
 
-def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp: int, tp: int, sp: bool) -> Segments:
+def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp: int, tp: int, sp: bool,
+                      ep: int = 1) -> Segments:
     """The layer of every recompute mode and the ends of a stage at every position, for
-    ``(cp, tp, sp)`` (module docstring)."""
+    ``(cp, tp, sp)`` and, of a mixture of experts, expert parallelism ``ep`` (module docstring;
+    the routed experts' terms: :mod:`.analytic_moe`)."""
     h, kv, v = model.hidden, model.kv_dim, model.vocab
     per_node = cluster.devices_per_node
     rate_ms = device.peak_tflops * 1e12 / 1e3
@@ -175,16 +196,18 @@ def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp
     beta_cp = _bytes_per_ms(device, tp * cp <= per_node)
     latency_ms = device.collective_latency_us / 1e3
     dtype_bytes = DTYPE_BYTES[device_precision(device.name)]
-    widths = Widths.of(model, Scheme(cp, tp, 1, sp))
+    widths = Widths.of(model, Scheme(cp, tp, 1, sp, ep=ep))
 
     def layer(recompute: Recompute) -> Block:
         full = recompute is Recompute.FULL
-        b = (8.0 if full else 6.0) * model.params_per_layer / (tp * cp * rate_ms * device.matmul_efficiency)
+        b = (8.0 if full else 6.0) * model.dense_params_per_layer / (tp * cp * rate_ms * device.matmul_efficiency)
         b += (24.0 if full else 16.0) * h * (tp - 1) / tp / (cp * beta_tp)
         b += (16.0 if full else 12.0) * kv * (cp - 1) / cp / (tp * beta_cp)
-        a = (7.0 if recompute is Recompute.NONE else 9.0) * h / (tp * cp * rate_ms * device.attention_efficiency)
+        a = (7.0 if recompute is Recompute.NONE else 9.0) * model.heads * model.head_dim / (
+            tp * cp * rate_ms * device.attention_efficiency)
         c = device.layer_overhead_us / 1e3 + latency_ms * ((12 if full else 8) * (tp > 1) + (4 if full else 3) * (cp - 1))
-        return Block(TimeCoefficients(a, b, c), layer_bytes_per_token(widths, recompute, dtype_bytes) / cp,
+        routed = routed_layer_time(model, device, cluster, cp, tp, sp, ep, recompute, dtype_bytes)
+        return Block(TimeCoefficients(a, b + routed.b, c + routed.c), layer_bytes_per_token(widths, recompute, dtype_bytes) / cp,
                      layer_backward_bytes_per_token(widths, recompute, dtype_bytes) / cp)
 
     def hand_off(inside_node: bool) -> TimeCoefficients:

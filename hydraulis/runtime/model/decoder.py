@@ -177,13 +177,14 @@ class DecoderLayer(nn.Module):
     def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, sequence_parallel: bool = False,
                  recompute: Recompute = Recompute.NONE, **factory) -> None:
         super().__init__()
-        self.recompute = recompute
+        self.recompute, self.tp_rank = recompute, tp.rank
         self.attn_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
         self.attn = Attention(model, tp, cp, sequence_parallel, recompute is Recompute.SELECTIVE, **factory)
         self.mlp_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
         if model.is_moe:
             shared = MLP(model, tp, sequence_parallel, model.shared_experts * model.ffn_hidden, **factory)
-            self.moe = MixtureOfExperts(model, tp, sequence_parallel, shared if model.shared_experts else None, **factory)
+            groups = (cp, tp) if sequence_parallel else (cp,)
+            self.moe = MixtureOfExperts(model, groups, shared if model.shared_experts else None, **factory)
         else:
             self.mlp = MLP(model, tp, sequence_parallel, **factory)
 
@@ -195,17 +196,22 @@ class DecoderLayer(nn.Module):
     def _forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), batch, rope)
         if hasattr(self, "moe"):
-            return x + self.moe(self.mlp_norm(x), _real_rows(batch, x.shape[0], self.moe))
+            real, documents = _token_documents(batch, x.shape[0], self.tp_rank)
+            return x + self.moe(self.mlp_norm(x), real, documents, batch.cu_seqlens.numel() - 1)
         return x + self.mlp(self.mlp_norm(x))
 
 
-def _real_rows(batch: PackedMicroBatch, rows: int, moe: MixtureOfExperts) -> torch.Tensor:
-    """Which of the ``rows`` tokens a rank holds between blocks are not padding (its share of
-    the micro-batch's under sequence parallelism)."""
+def _token_documents(batch: PackedMicroBatch, rows: int, tp_rank: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Of the ``rows`` tokens a rank holds between blocks (its share under sequence parallelism),
+    which are not padding and each one's document (0, 1, …: a document starts where the positions
+    stop rising, which holds for a cp rank's chunks too)."""
+    positions = batch.positions
+    documents = torch.cat((positions.new_zeros(1), torch.cumsum(positions[1:] <= positions[:-1], 0)))
     real = batch.labels != IGNORE_INDEX
-    if rows == real.shape[0]:
-        return real
-    return real.chunk(real.shape[0] // rows)[moe.tp_rank]
+    if rows != real.shape[0]:
+        shares = real.shape[0] // rows
+        real, documents = real.chunk(shares)[tp_rank], documents.chunk(shares)[tp_rank]
+    return real, documents
 
 
 def layer_recompute(layout: PipelineLayout, stage: int) -> dict[int, Recompute]:
@@ -242,6 +248,12 @@ class StageModel(nn.Module):
             first, count = unit_range(model.vocab, tp.size, tp.rank)
             self.vocab_start = first
             self.head = ColumnParallelLinear(model.hidden, count, tp, self.sequence_parallel, **factory)
+
+    def count_loss_tokens(self, tokens: int) -> None:
+        """The step's loss tokens ``N``, for a mixture of experts' balance loss (:mod:`.moe`)."""
+        for layer in self.layers.values():
+            if hasattr(layer, "moe"):
+                layer.moe.count_loss_tokens(tokens)
 
     def forward(self, hidden: torch.Tensor | None, batch: PackedMicroBatch) -> torch.Tensor:
         x = self.embed(batch.input_ids) if self.first else hidden

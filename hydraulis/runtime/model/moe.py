@@ -14,19 +14,25 @@ dense model's MLP (tensor-parallel). Tokens are sorted by expert and each expert
 at once: torch's grouped GEMM (``torch._grouped_mm``) on CUDA, a loop over the experts elsewhere.
 
 **Load-balancing loss** (Switch Transformer, Fedus et al. 2022, eq. 4–6; Hugging Face's
-``load_balancing_loss_func`` per layer) on the ``n`` real tokens of the micro-batch::
+``load_balancing_loss_func``), per document ``d`` of ``n_d`` tokens (as DeepSeek-V3's
+sequence-wise balance loss) so that it does not depend on how a step is cut into pipelines,
+micro-batches and cp or sp shares::
 
-    aux = E · Σ_i f_i · P_i,    f_i = (times expert i is among a token's k)/n,    P_i = Σ_t p_t,i / n
+    aux_d = E · Σ_i f_d,i · P_d,i,   f_d,i = (times expert i is among a token's k)/n_d,   P_d,i = Σ_t p_t,i / n_d
+    objective += coef · (1/L) · Σ_layers Σ_d (n_d/N) · aux_d        (N the step's loss tokens)
 
-Its gradient enters through the layer's output (:class:`_AuxLoss`, as Megatron-Core's
-auxiliary-loss scaler), weighted ``model.aux_loss_coef / L`` so the objective adds
-``coef·mean_l aux_l``; each layer keeps its last ``aux`` and tokens per expert for the logs.
-Worked example: E = 4, k = 2, 2 tokens routed to (0, 1) and (0, 2) with ``P = (.4, .3, .2, .1)``:
-``f = (1, .5, .5, 0)``, ``aux = 4·(.4 + .15 + .1) = 2.6`` (perfect balance gives k = 2).
+A document's counts and probability sums are summed over the ranks that share its tokens
+(``token_groups``: cp, and tp under sp) before the product; each rank differentiates through its
+own tokens' probabilities only, so the sum over ranks is the gradient. The gradient enters
+through the layer's output (:class:`_AuxLoss`, as Megatron-Core's auxiliary-loss scaler); each
+layer keeps its last token-weighted mean ``aux`` and tokens per expert for the logs. Worked
+example: E = 4, k = 2, one document of 2 tokens routed to (0, 1) and (0, 2) with
+``P = (.4, .3, .2, .1)``: ``f = (1, .5, .5, 0)``, ``aux = 4·(.4 + .15 + .1) = 2.6``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -78,13 +84,27 @@ def tokens_per_expert(experts: torch.Tensor, count: int) -> torch.Tensor:
     return torch.bincount(experts.reshape(-1), minlength=count)
 
 
-def load_balancing_loss(routing: Routing, count: int) -> torch.Tensor:
-    """``E · Σ_i f_i·P_i`` of the module docstring (0 without tokens)."""
-    tokens = routing.probabilities.shape[0]
-    if tokens == 0:
-        return routing.probabilities.sum()
-    share = tokens_per_expert(routing.experts, count).to(routing.probabilities.dtype) / tokens
-    return count * (share * routing.probabilities.mean(dim=0)).sum()
+def document_balance(routing: Routing, documents: torch.Tensor, document_count: int, count: int,
+                     token_groups: Sequence[ParallelGroup]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``Σ_d n_d·aux_d`` (differentiable through this rank's probabilities) and ``Σ_d n_d`` of
+    the module docstring, for tokens of document ids ``documents`` (ids ``0 … document_count − 1``,
+    the same numbering on every rank of ``token_groups``)."""
+    top_k = routing.experts.shape[1]
+    probabilities = routing.probabilities
+    chosen = torch.zeros((document_count, count), dtype=probabilities.dtype, device=probabilities.device)
+    sums = chosen.index_add(0, documents, probabilities)
+    chosen.index_put_((documents.repeat_interleave(top_k), routing.experts.reshape(-1)),
+                      torch.ones((), dtype=chosen.dtype), accumulate=True)
+    tokens = chosen.sum(dim=1) / top_k
+    whole = sums.detach().clone()
+    for group in token_groups:
+        group.all_reduce(chosen)
+        group.all_reduce(whole)
+        group.all_reduce(tokens)
+    sums = sums + (whole - sums.detach())
+    present = tokens > 0
+    weighted = count * ((chosen * sums)[present].sum(dim=1) / tokens[present]).sum()
+    return weighted, tokens.sum()
 
 
 class _AuxLoss(torch.autograd.Function):
@@ -141,30 +161,45 @@ def _grouped_swiglu(copies: torch.Tensor, counts: torch.Tensor, experts: nn.Modu
 class MixtureOfExperts(nn.Module):
     """A decoder layer's mixture of experts on one rank (module docstring). ``shared`` is the
     tensor-parallel SwiGLU of the shared experts (None without), built by the caller. The block
-    runs on the tokens the rank holds between blocks: all of them with ``tp = 1``, the rank's share
-    under sequence parallelism; other tensor-parallel layouts are not run yet."""
+    routes the tokens the rank holds between blocks: under sequence parallelism its share, its
+    router and experts receiving partial gradients; else, with ``tp > 1``, every tp rank computes
+    the same (replicated) mixture. ``token_groups`` are the groups whose ranks share a document's
+    tokens (cp, and tp under sp); :meth:`count_loss_tokens` sets the step's ``N``. It runs its
+    router's and experts' weights without calling them: ``fused_children`` (the hooks that
+    deliver weights go on it, :class:`~hydraulis.runtime.optimizer.exchange.WeightGate`)."""
 
-    def __init__(self, model: ModelSpec, tp: ParallelGroup, sequence_parallel: bool, shared: nn.Module | None,
+    def __init__(self, model: ModelSpec, token_groups: Sequence[ParallelGroup], shared: nn.Module | None,
                  **factory) -> None:
         super().__init__()
-        if tp.size > 1 and not sequence_parallel:
-            raise NotImplementedError("a mixture of experts with tp > 1 needs sequence parallelism (sp)")
-        self.model, self.tp_rank = model, tp.rank
+        self.model, self.token_groups = model, tuple(token_groups)
         self.router = Matrix(model.experts, model.hidden, **factory)
         self.experts = nn.ModuleList(Expert(model.hidden, model.ffn_hidden, **factory) for _ in range(model.experts))
+        self.fused_children = (self.router, *(m for e in self.experts for m in (e.gate, e.up, e.down)))
         self.shared = shared
-        self.aux_scale = model.aux_loss_coef / model.layers
+        self.loss_tokens: int | None = None
         self.aux = torch.zeros(())
         self.tokens_per_expert = torch.zeros(model.experts, dtype=torch.int64)
 
-    def forward(self, x: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
-        """The mixture's output for ``x: [t, H]``; ``real`` marks the rows that are not padding."""
+    def count_loss_tokens(self, tokens: int) -> None:
+        """``N``, the step's loss tokens, which weigh each document's balance loss by ``n_d/N``
+        (None: the micro-batch's own)."""
+        self.loss_tokens = tokens
+
+    def forward(self, x: torch.Tensor, real: torch.Tensor, documents: torch.Tensor, document_count: int
+                ) -> torch.Tensor:
+        """The mixture's output for ``x: [t, H]``; ``real`` marks the rows that are not padding,
+        ``documents`` their document ids."""
         tokens = real.nonzero().squeeze(-1)
         inputs = x[tokens]
         routing = route(F.linear(inputs, self.router.weight), self.model.top_k, self.model.normalise_top_k)
         routed = torch.zeros_like(x).index_copy(0, tokens, expert_outputs(inputs, routing, self.experts))
-        aux = load_balancing_loss(routing, self.model.experts)
-        self.aux, self.tokens_per_expert = aux.detach(), tokens_per_expert(routing.experts, self.model.experts)
+        weighted, counted = document_balance(routing, documents[tokens], document_count, self.model.experts,
+                                             self.token_groups)
+        self.aux = (weighted / counted.clamp(min=1)).detach()
+        self.tokens_per_expert = tokens_per_expert(routing.experts, self.model.experts)
         if self.shared is not None:
             routed = routed + self.shared(x)
-        return _AuxLoss.apply(routed, aux, self.aux_scale) if aux.requires_grad else routed
+        if not weighted.requires_grad:
+            return routed
+        scale = self.model.aux_loss_coef / (self.model.layers * (self.loss_tokens or int(counted.item()) or 1))
+        return _AuxLoss.apply(routed, weighted, scale)

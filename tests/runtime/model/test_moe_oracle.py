@@ -1,8 +1,8 @@
 """Our mixture of experts equals ``transformers``' ``MixtralForCausalLM`` and
 ``Qwen3MoeForCausalLM``: the same weights (through the checkpoints' per-expert names,
 :mod:`hydraulis.runtime.checkpoint.moe_mapping`) give the same logits, the same load-balancing
-loss per layer and, with the loss ``ℓ + coef·mean_l aux_l``, the same gradient of every
-parameter, within 1e-5 relative in fp32 — our packed micro-batch of several documents against
+loss per layer and document and, with the loss ``ℓ + coef·mean_l Σ_d (n_d/N)·aux_l,d``, the same
+gradient of every parameter, within 1e-5 relative in fp32 — our packed micro-batch of several documents against
 ``transformers`` running each document on its own. Weights are random (norms too), the router's
 large enough that tokens spread over the experts."""
 
@@ -19,7 +19,6 @@ from hydraulis.runtime.checkpoint.llama_mapping import (
     model_from_hf_config,
 )
 from hydraulis.runtime.model.decoder import StageModel
-from hydraulis.runtime.model.moe import MixtureOfExperts
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.types import MicroBatch, ModelSpec, Scheme
@@ -95,6 +94,7 @@ def runs(request, tmp_path_factory):
                              CPU)
     captured = []
     hook = ours.head.register_forward_hook(lambda module, inputs, output: captured.append(output))
+    ours.count_loss_tokens(sum(LENGTHS))
     our_ce = ours(None, batch).sum() / sum(LENGTHS)
     hook.remove()
     mixtures = [layer.moe for layer in ours.layers.values()]
@@ -103,9 +103,9 @@ def runs(request, tmp_path_factory):
     outputs = [reference(input_ids=doc[:-1].unsqueeze(0), output_router_logits=True) for doc in docs]
     their_ce = sum(torch.nn.functional.cross_entropy(out.logits[0], doc[1:], reduction="sum")
                    for out, doc in zip(outputs, docs)) / sum(LENGTHS)
-    their_aux = torch.stack([load_balancing_loss_func((torch.cat([out.router_logits[layer] for out in outputs]),),
-                                                      model.experts, model.top_k)
-                             for layer in range(model.layers)])
+    their_aux = torch.stack([sum(length * load_balancing_loss_func((out.router_logits[layer],), model.experts,
+                                                                   model.top_k) for out, length in zip(outputs, LENGTHS))
+                             / sum(LENGTHS) for layer in range(model.layers)])
     (their_ce + model.aux_loss_coef * their_aux.mean()).backward()
     starts = batch.cu_seqlens.tolist()
     our_logits = [captured[0][start:start + length] for start, length in zip(starts, LENGTHS)]
@@ -141,7 +141,3 @@ def test_config_round_trips_through_transformers(name, tmp_path):
     import json
     assert model_from_hf_config(json.loads((tmp_path / "config.json").read_text()), model.name, "config.json") == model
 
-
-def test_a_mixture_with_tp_and_without_sp_is_refused():
-    with pytest.raises(NotImplementedError, match="sequence parallelism"):
-        MixtureOfExperts(CONFIGS["mixtral"], ParallelGroup(None, 2, 0), False, None)
