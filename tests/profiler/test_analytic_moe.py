@@ -5,10 +5,19 @@ import pytest
 
 from hydraulis.cost.memory import memory_breakdown
 from hydraulis.errors import HydraulisError
-from hydraulis.layout.activations import Widths, layer_bytes_per_token, routed_bytes_per_token
+from hydraulis.layout.activations import (
+    Widths,
+    layer_bytes_per_token,
+    routed_bytes_per_token,
+)
 from hydraulis.layout.states import layer_elements
 from hydraulis.presets import device_preset, model_preset
-from hydraulis.profiler.analytic import analytic_memory_model, analytic_profile, analytic_scheme_space, expert_degrees
+from hydraulis.profiler.analytic import (
+    analytic_memory_model,
+    analytic_profile,
+    analytic_scheme_space,
+    expert_degrees,
+)
 from hydraulis.profiler.analytic_moe import routed_layer_time
 from hydraulis.types import Cluster, OptimizerLayout, Recompute, Scheme, SchemeOptions
 
