@@ -110,11 +110,12 @@ class Scheme:
     6 devices, 32 layers. Empty ``stages``: every stage has ``tp`` devices and the layers are
     split evenly.
 
-    ``ep`` is the expert-parallel degree of a mixture of experts (:mod:`hydraulis.moe`), folded
-    over a stage's ``cp·tp`` ranks as Megatron-Core's MoE parallel folding does: attention keeps
-    its cp and tp, the routed experts are split over ``ep`` consecutive ranks of the stage, each
-    holding ``E/ep`` of them, and tokens reach them by all-to-all. ``ep`` divides ``cp·tp``: e.g.
-    ``(1,4,1)[ep=4]`` holds a quarter of the experts per device, ``(2,2,1)[ep=2]`` half."""
+    ``ep`` is the expert-parallel degree of a mixture of experts, folded over a stage's tp ranks
+    as Megatron-Core's MoE parallel folding folds it over attention's ranks: attention keeps its
+    cp and tp, the routed experts are split over ``ep`` consecutive tp ranks, each holding ``E/ep``
+    of them, and each rank's own tokens — its sequence-parallel share, so ``ep > 1`` needs ``sp`` —
+    reach them by all-to-all. ``ep`` divides ``tp``: e.g. ``(1,4,1)[sp,ep=4]`` holds a quarter of
+    the experts per device, ``(2,4,1)[sp,ep=2]`` half."""
 
     cp: int
     tp: int
@@ -151,8 +152,10 @@ class Scheme:
         require(not layers or any(layers), "scheme.recompute_layers", list(layers),
                 "recomputes no layer: leave recomputation out")
         PARALLEL_DEGREE.check(self.ep, "scheme.ep")
-        require((self.cp * self.tp) % self.ep == 0, "scheme.ep", self.ep,
-                f"must divide the ranks of a stage, cp·tp = {self.cp * self.tp} (experts fold over them)")
+        require(self.tp % self.ep == 0, "scheme.ep", self.ep,
+                f"must divide scheme.tp = {self.tp} (the experts fold over the tp ranks)")
+        require(self.ep == 1 or self.sp, "scheme.ep", self.ep,
+                "needs sp (each tp rank dispatches its own share of the tokens)")
         require(self.ep == 1 or not self.stages, "scheme.ep", self.ep, "is not supported with per-stage tp")
         if len(set(layers)) == 1 and len(layers) > 1:
             object.__setattr__(self, "recompute_layers", layers[:1])

@@ -103,7 +103,7 @@ class Widths:
         return cls(model.hidden, model.heads // tp * d, unit_range(model.kv_heads, tp, 0)[1] * d,
                    mlp // tp, model.heads // tp, model.vocab // tp, d, tp if scheme.sp else 1, scheme.cp,
                    model.experts, model.top_k, model.ffn_hidden if model.is_moe else 0,
-                   tp if scheme.sp or scheme.ep > 1 else 1, model.routing_imbalance if scheme.ep > 1 else 1.0)
+                   tp if scheme.sp else 1, model.routing_imbalance if scheme.ep > 1 else 1.0)
 
 
 def layer_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int) -> float:
@@ -120,7 +120,7 @@ def layer_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int
 def routed_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:
     """What a mixture of experts' router and routed experts keep, bytes per token of the rank:
     ``(4E + 12k + ρ·k·(2·b·H + 4·b·F_e))/s_m`` (0 for a dense model), ``s_m`` the ranks that split
-    the tokens for the routed experts (tp under sp or expert parallelism), ``ρ`` the routing
+    the tokens for the routed experts (tp under sp), ``ρ`` the routing
     imbalance under expert parallelism (the most loaded rank's copies over the mean)."""
     if not widths.experts:
         return 0.0

@@ -25,8 +25,10 @@ tokens and every tp rank contributes its partial gradient. Replicated kv heads r
 different partial gradients (from different query heads) and all contribute. So do parameters
 marked ``partial``: Qwen3's q/k norms (each tp rank normalises its own heads). A mixture of
 experts' router and routed experts are held whole and follow the norms' rule: without sp every tp
-rank runs the same mixture on the same tokens, under sp each its own share. A routed expert's parameters name their expert (``expert``); under expert
-parallelism ``ep`` rank ``e`` of a stage holds experts ``e·E/ep … (e+1)·E/ep − 1`` whole.
+rank runs the same mixture on the same tokens, under sp each its own share. A routed expert's
+parameters name their expert (``expert`` of ``experts``); under expert parallelism ``ep`` (folded
+over the tp ranks, :class:`~hydraulis.scheme.Scheme`) tp rank ``t`` holds experts
+``e·E/ep … (e+1)·E/ep − 1`` whole, ``e = t mod ep`` (:func:`held`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class ParameterSpec:
     unit: int = 1
     partial: bool = False
     expert: int | None = None
+    experts: int = 0
 
     @property
     def numel(self) -> int:
@@ -148,20 +151,21 @@ def _mlp_specs(model: ModelSpec, layer: int) -> list[ParameterSpec]:
     if model.shared_experts:
         specs += _swiglu_specs(prefix + "shared.", model.hidden, model.shared_experts * model.ffn_hidden, layer)
     for expert in range(model.experts):
-        specs += _swiglu_specs(f"{prefix}experts.{expert}.", model.hidden, model.ffn_hidden, layer, expert=expert)
+        specs += _swiglu_specs(f"{prefix}experts.{expert}.", model.hidden, model.ffn_hidden, layer, expert=expert,
+                               experts=model.experts)
     return specs
 
 
-def expert_held(spec: ParameterSpec, model: ModelSpec, ep: int, ep_rank: int) -> bool:
-    """Whether expert-parallel rank ``ep_rank`` of ``ep`` holds ``spec`` (any non-expert parameter: yes)."""
-    per_rank = model.experts // ep
-    return spec.expert is None or ep_rank * per_rank <= spec.expert < (ep_rank + 1) * per_rank
+def held(spec: ParameterSpec, scheme: Scheme, tp_rank: int) -> bool:
+    """Whether tp rank ``tp_rank`` of a pipeline of ``scheme`` holds ``spec`` if its stage does:
+    a routed expert only on its expert-parallel rank (module docstring), anything else always."""
+    return spec.expert is None or spec.expert // (spec.experts // scheme.ep) == tp_rank % scheme.ep
 
 
 def stage_shards(model: ModelSpec, layout: PipelineLayout, stage: int, tp_rank: int) -> tuple[Shard, ...]:
     """The shards held by tp rank ``tp_rank`` of ``stage`` of a pipeline laid out as ``layout``."""
     return tuple(shard_of(spec, layout.scheme, stage, tp_rank) for spec in parameter_specs(model)
-                 if holding_stage(spec, layout) == stage)
+                 if holding_stage(spec, layout) == stage and held(spec, layout.scheme, tp_rank))
 
 
 def shard_of(spec: ParameterSpec, scheme: Scheme, stage: int, tp_rank: int) -> Shard:

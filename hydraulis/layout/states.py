@@ -33,7 +33,7 @@ from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.layout.sharding import (
     Holder,
     Shard,
-    expert_held,
+    held,
     parameter_specs,
     shard_of,
     stage_shards,
@@ -92,4 +92,4 @@ def layer_elements(model: ModelSpec, scheme: Scheme, stage: int) -> int:
     same on every tp rank of the stage); of a mixture of experts, with the ``E/ep`` routed experts
     of one expert-parallel rank."""
     return sum(shard_elements(shard_of(spec, scheme, stage, 0)) for spec in parameter_specs(model)
-               if spec.holder is Holder.LAYER and spec.layer == 0 and expert_held(spec, model, scheme.ep, 0))
+               if spec.holder is Holder.LAYER and spec.layer == 0 and held(spec, scheme, 0))

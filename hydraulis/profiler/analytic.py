@@ -119,8 +119,8 @@ def analytic_scheme_space(
     under each of ``variants`` (an ``sp`` variant where ``tp > 1``); with ``segments``, the plain
     schemes and the segments of every ``(cp, tp, sp)`` they use, from which the space composes
     every variant (:class:`~hydraulis.space.SchemeSpace`). A mixture of experts gets every
-    expert-parallel degree ``ep`` that divides ``cp·tp`` and the experts, each scheme listed
-    (segments do not carry ``ep``): with ``segments``, under :data:`EXPERT_VARIANTS`."""
+    expert-parallel degree ``ep`` that divides ``tp`` and the experts (``ep > 1`` with sp), each
+    scheme listed (segments do not carry ``ep``): with ``segments``, under :data:`EXPERT_VARIANTS`."""
     variants = tuple(dict.fromkeys(variants))
     require(not segments or variants == (SchemeOptions(),), "options", [str(v) for v in variants],
             "are all in a space with variants: list none")
@@ -131,7 +131,7 @@ def analytic_scheme_space(
         for cp, tp, pp in itertools.product(sorted(set(cps)), sorted(set(tps)), sorted(set(pps)))
         if cp * tp * pp <= cluster.devices and model.shards(Scheme(cp, tp, pp))
         for variant in variants if tp > 1 or not variant.sp
-        for ep in expert_degrees(model, cp * tp)
+        for ep in expert_degrees(model, tp) if ep == 1 or variant.sp
     ]
     require(bool(schemes), "schemes", [], f"none of the degrees shards {model.name} on {cluster.devices} devices")
     degrees = {(s.cp, s.tp): None for s in schemes}
@@ -157,11 +157,10 @@ EXPERT_VARIANTS = (SchemeOptions(), SchemeOptions(sp=True), SchemeOptions(recomp
 """The variants a mixture of experts' analytic space lists for every degree."""
 
 
-def expert_degrees(model: ModelSpec, ranks: int) -> tuple[int, ...]:
-    """The expert-parallel degrees a stage of ``ranks`` ranks may fold: those dividing both
-    ``ranks`` and the experts (1 for a dense model)."""
-    return tuple(ep for ep in range(1, ranks + 1) if ranks % ep == 0 and model.experts % ep == 0) if model.is_moe \
-        else (1,)
+def expert_degrees(model: ModelSpec, tp: int) -> tuple[int, ...]:
+    """The expert-parallel degrees a stage of ``tp`` tensor-parallel ranks may fold: those dividing
+    both ``tp`` and the experts (1 for a dense model)."""
+    return tuple(ep for ep in range(1, tp + 1) if tp % ep == 0 and model.experts % ep == 0) if model.is_moe else (1,)
 
 
 def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_bytes: int | None = None) -> MemoryModel:

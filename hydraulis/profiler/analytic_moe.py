@@ -6,9 +6,9 @@ Notation as :mod:`.analytic` (``R``, ``η_m``, ``λ``), plus ``E`` experts of wi
 experts per token, ``ρ`` the routing imbalance (the most loaded expert-parallel rank's routed
 tokens over the mean, ``model.routing_imbalance``; 1 without expert parallelism, where every
 rank runs every expert on its own tokens), ``b`` the activations' bytes and ``s_m`` the ranks
-that split a stage's tokens for the routed experts: ``cp·tp`` under sequence parallelism or
-expert parallelism (the dispatch takes each tp rank's share), else ``cp`` (the tp ranks repeat
-the mixture). Per token of the micro-batch:
+that split a stage's tokens for the routed experts: ``cp·tp`` under sequence parallelism (which
+expert parallelism needs), else ``cp`` (the tp ranks repeat the mixture). Per token of the
+micro-batch:
 
 * the routed experts' work, 6 FLOPs per parameter per token for ``k`` experts of ``3·H·F``::
 
@@ -38,7 +38,7 @@ def routed_layer_time(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp
         return TimeCoefficients(0.0, 0.0, 0.0)
     full = recompute is Recompute.FULL
     imbalance = model.routing_imbalance if ep > 1 else 1.0
-    shards = cp * (tp if sp or ep > 1 else 1)
+    shards = cp * (tp if sp else 1)
     rate_ms = device.peak_tflops * 1e12 / 1e3 * device.matmul_efficiency
     work = (8.0 if full else 6.0) * model.top_k * model.expert_params / (shards * rate_ms)
     inside = ep <= cluster.devices_per_node

@@ -175,7 +175,7 @@ class MLP(nn.Module):
 
 class DecoderLayer(nn.Module):
     def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, sequence_parallel: bool = False,
-                 recompute: Recompute = Recompute.NONE, **factory) -> None:
+                 recompute: Recompute = Recompute.NONE, expert_parallel: int = 1, **factory) -> None:
         super().__init__()
         self.recompute, self.tp_rank = recompute, tp.rank
         self.attn_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
@@ -184,7 +184,8 @@ class DecoderLayer(nn.Module):
         if model.is_moe:
             shared = MLP(model, tp, sequence_parallel, model.shared_experts * model.ffn_hidden, **factory)
             groups = (cp, tp) if sequence_parallel else (cp,)
-            self.moe = MixtureOfExperts(model, groups, shared if model.shared_experts else None, **factory)
+            experts = tp if expert_parallel > 1 else ParallelGroup.single()
+            self.moe = MixtureOfExperts(model, groups, experts, shared if model.shared_experts else None, **factory)
         else:
             self.mlp = MLP(model, tp, sequence_parallel, **factory)
 
@@ -233,15 +234,17 @@ class StageModel(nn.Module):
     def __init__(self, model: ModelSpec, layout: PipelineLayout, stage: int, tp: ParallelGroup,
                  cp: ParallelGroup, dtype: torch.dtype, device: torch.device) -> None:
         super().__init__()
-        if layout.scheme.ep > 1:
-            raise NotImplementedError(f"expert parallelism (scheme {layout.scheme}) is planned, not yet run")
+        ep = layout.scheme.ep
+        if 1 < ep < tp.size:
+            raise NotImplementedError(f"expert parallelism over part of the tp group ({layout.scheme}) is planned, "
+                                      "not yet run: the runtime folds ep = tp")
         factory = {"dtype": dtype, "device": device}
         self.model, self.tp = model, tp
         self.sequence_parallel = layout.scheme.sp
         self.first, self.last = stage == 0, stage == layout.scheme.pp - 1
         if self.first:
             self.embed = VocabParallelEmbedding(model.vocab, model.hidden, tp, self.sequence_parallel, **factory)
-        self.layers = nn.ModuleDict({str(i): DecoderLayer(model, tp, cp, self.sequence_parallel, recompute, **factory)
+        self.layers = nn.ModuleDict({str(i): DecoderLayer(model, tp, cp, self.sequence_parallel, recompute, ep, **factory)
                                      for i, recompute in layer_recompute(layout, stage).items()})
         if self.last:
             self.norm = RMSNorm(model.hidden, model.norm_eps, **factory)

@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from hydraulis.runtime.parallel.expert import combine, dispatch
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.types import ModelSpec
 
@@ -120,18 +121,25 @@ class _AuxLoss(torch.autograd.Function):
         return grad, torch.full((), ctx.scale, dtype=torch.float32, device=grad.device), None
 
 
-def expert_outputs(x: torch.Tensor, routing: Routing, experts: nn.ModuleList) -> torch.Tensor:
-    """``Σ_j w_j·E_{e_j}(x)`` for every row of ``x``: the routed copies sorted by expert, each
-    expert's rows as one matrix product (grouped on CUDA), combined by index addition."""
+def expert_outputs(x: torch.Tensor, routing: Routing, experts: list[Expert], count: int,
+                   expert_group: ParallelGroup) -> torch.Tensor:
+    """``Σ_j w_j·E_{e_j}(x)`` for every row of ``x``: the routed copies sorted by expert, sent to
+    the ranks of ``expert_group`` holding their experts (:mod:`~hydraulis.runtime.parallel.expert`;
+    ``experts`` this rank's, of ``count``), each expert's rows as one matrix product (grouped on
+    CUDA), brought back and combined by index addition."""
     top_k = routing.experts.shape[1]
     order = torch.argsort(routing.experts.reshape(-1), stable=True)
     rows = order // top_k
-    counts = tokens_per_expert(routing.experts, len(experts))
+    counts = tokens_per_expert(routing.experts, count)
     copies = x[rows]
+    dispatched = None if expert_group.trivial else dispatch(copies, counts, expert_group)
+    inputs, local = (copies, counts) if dispatched is None else (dispatched.rows, dispatched.local_counts)
     if _grouped(x, experts):
-        hidden = _grouped_swiglu(copies, counts, experts)
+        hidden = _grouped_swiglu(inputs, local, experts)
     else:
-        hidden = torch.cat([_swiglu(part, expert) for part, expert in zip(copies.split(counts.tolist()), experts)])
+        hidden = torch.cat([_swiglu(part, expert) for part, expert in zip(inputs.split(local.tolist()), experts)])
+    if dispatched is not None:
+        hidden = combine(hidden, dispatched, expert_group)
     weighted = hidden * routing.weights.reshape(-1)[order].unsqueeze(-1)
     return torch.zeros_like(x).index_add_(0, rows, weighted.to(x.dtype))
 
@@ -140,14 +148,14 @@ def _swiglu(x: torch.Tensor, expert: Expert) -> torch.Tensor:
     return F.linear(F.silu(F.linear(x, expert.gate.weight)) * F.linear(x, expert.up.weight), expert.down.weight)
 
 
-def _grouped(x: torch.Tensor, experts: nn.ModuleList) -> bool:
+def _grouped(x: torch.Tensor, experts: list[Expert]) -> bool:
     """Whether torch's grouped GEMM runs here: CUDA, and rows of 16-byte multiples."""
     first = experts[0].gate.weight
     aligned = all(size * x.element_size() % 16 == 0 for size in first.shape)
     return x.is_cuda and hasattr(torch, "_grouped_mm") and aligned
 
 
-def _grouped_swiglu(copies: torch.Tensor, counts: torch.Tensor, experts: nn.ModuleList) -> torch.Tensor:
+def _grouped_swiglu(copies: torch.Tensor, counts: torch.Tensor, experts: list[Expert]) -> torch.Tensor:
     offsets = torch.cumsum(counts, 0).to(torch.int32)
 
     def stacked(name: str) -> torch.Tensor:
@@ -164,17 +172,22 @@ class MixtureOfExperts(nn.Module):
     routes the tokens the rank holds between blocks: under sequence parallelism its share, its
     router and experts receiving partial gradients; else, with ``tp > 1``, every tp rank computes
     the same (replicated) mixture. ``token_groups`` are the groups whose ranks share a document's
-    tokens (cp, and tp under sp); :meth:`count_loss_tokens` sets the step's ``N``. It runs its
+    tokens (cp, and tp under sp); :meth:`count_loss_tokens` sets the step's ``N``. Under expert
+    parallelism it holds the experts of its rank of ``expert_group`` (:func:`~hydraulis.layout.sharding.held`:
+    ``E/ep`` consecutive ones, named by their index in the model). It runs its
     router's and experts' weights without calling them: ``fused_children`` (the hooks that
     deliver weights go on it, :class:`~hydraulis.runtime.optimizer.exchange.WeightGate`)."""
 
-    def __init__(self, model: ModelSpec, token_groups: Sequence[ParallelGroup], shared: nn.Module | None,
-                 **factory) -> None:
+    def __init__(self, model: ModelSpec, token_groups: Sequence[ParallelGroup], expert_group: ParallelGroup,
+                 shared: nn.Module | None, **factory) -> None:
         super().__init__()
-        self.model, self.token_groups = model, tuple(token_groups)
+        self.model, self.token_groups, self.expert_group = model, tuple(token_groups), expert_group
         self.router = Matrix(model.experts, model.hidden, **factory)
-        self.experts = nn.ModuleList(Expert(model.hidden, model.ffn_hidden, **factory) for _ in range(model.experts))
-        self.fused_children = (self.router, *(m for e in self.experts for m in (e.gate, e.up, e.down)))
+        per_rank = model.experts // expert_group.size
+        first = expert_group.rank * per_rank
+        self.experts = nn.ModuleDict({str(i): Expert(model.hidden, model.ffn_hidden, **factory)
+                                      for i in range(first, first + per_rank)})
+        self.fused_children = (self.router, *(m for e in self.experts.values() for m in (e.gate, e.up, e.down)))
         self.shared = shared
         self.loss_tokens: int | None = None
         self.aux = torch.zeros(())
@@ -192,7 +205,8 @@ class MixtureOfExperts(nn.Module):
         tokens = real.nonzero().squeeze(-1)
         inputs = x[tokens]
         routing = route(F.linear(inputs, self.router.weight), self.model.top_k, self.model.normalise_top_k)
-        routed = torch.zeros_like(x).index_copy(0, tokens, expert_outputs(inputs, routing, self.experts))
+        outputs = expert_outputs(inputs, routing, list(self.experts.values()), self.model.experts, self.expert_group)
+        routed = torch.zeros_like(x).index_copy(0, tokens, outputs)
         weighted, counted = document_balance(routing, documents[tokens], document_count, self.model.experts,
                                              self.token_groups)
         self.aux = (weighted / counted.clamp(min=1)).detach()

@@ -88,7 +88,7 @@ from hydraulis.errors import require
 from hydraulis.layout.buckets import STAGE_BUCKETS, forward_order, shard_buckets
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap, strided
-from hydraulis.layout.sharding import ParameterSpec, Shard, holding_stage, shard_of, stage_shards
+from hydraulis.layout.sharding import ParameterSpec, Shard, held, holding_stage, shard_of, stage_shards
 from hydraulis.runtime.rank_map import RankMap, RankPlace
 
 HELD = ("peer", "parameter", "offset", "shard", "count", "length", "stride", "contributes", "bucket")
@@ -295,7 +295,7 @@ def _holders(rank_map: RankMap, spec: ParameterSpec) -> list[tuple[list[int], Sh
     for p, layout in enumerate(rank_map.pipelines):
         scheme, stage = layout.scheme, holding_stage(spec, layout)
         for c in range(scheme.cp):
-            for t in range(scheme.stage_tp(stage)):
+            for t in filter(lambda t: held(spec, scheme, t), range(scheme.stage_tp(stage))):
                 groups.setdefault(shard_of(spec, scheme, stage, t), []).append(rank_map.rank(RankPlace(p, stage, c, t)))
     return [(ranks, shard) for shard, ranks in groups.items()]
 
