@@ -37,9 +37,10 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", action="append", metavar="SPEC",
                         help="strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][[OPTIONS]][xCOUNT] "
                              "with OPTIONS sp (sequence parallelism, tp > 1) and recompute=none|selective|full "
-                             "(full:K: the first K layers of each stage, full:K1/K2/…: per stage), "
-                             "e.g. 1,2,1+1,1,2, 1,1,2x2 or 1,4,1[sp,recompute=full]x2; repeat to cycle strategies "
-                             "per step")
+                             "(full:K: the first K layers of each stage, full:K1/K2/…: per stage) and, for a "
+                             "mixture of experts, ep=N (expert parallelism over N tp ranks, with sp), "
+                             "e.g. 1,2,1+1,1,2, 1,1,2x2, 1,4,1[sp,recompute=full]x2 or 1,2,1[sp,ep=2]+1,1,1; repeat to "
+                             "cycle strategies per step")
     parser.add_argument("--proposal", type=InputFile(FileKind.PROPOSAL),
                         help="proposal JSON (hydraulis propose): dispatch picks one of its "
                              "strategies every step (instead of --strategy)")

@@ -71,7 +71,9 @@ class StepRecord:
     steps the job has skipped so far, this one included (:mod:`hydraulis.runtime.optimizer.master`);
     ``reduction_inflight_ms`` and ``reduction_hidden_ms`` the reduction's time in flight summed
     over the ranks and the part of it while the same rank's backward computed (:mod:`hydraulis.job.overlap`;
-    0 unless recorded)."""
+    0 unless recorded); of a mixture of experts, ``aux_loss`` the step's load-balancing loss (a
+    token-weighted mean over layers and documents, before its coefficient) and ``tokens_per_expert``
+    the routed copies each expert received, summed over the layers (empty for a dense model)."""
 
     step: int
     strategy: str
@@ -95,6 +97,8 @@ class StepRecord:
     skipped_steps: int = 0
     reduction_inflight_ms: float = 0.0
     reduction_hidden_ms: float = 0.0
+    aux_loss: float = 0.0
+    tokens_per_expert: tuple[int, ...] = ()
 
     @property
     def tokens_per_s(self) -> float:
@@ -186,7 +190,9 @@ def format_record(record: StepRecord) -> str:
             f"lr {record.lr:.3e}  grad_norm {record.grad_norm:.4f}{skipped}  tokens/s {record.tokens_per_s:.0f}  "
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
             f"propagate {record.propagate_ms:.1f}  reduce {record.reduce_ms:.1f}{hidden}  "
-            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}")
+            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}"
+            + (f"  aux {record.aux_loss:.4f}  tokens/expert {'/'.join(map(str, record.tokens_per_expert))}"
+               if record.tokens_per_expert else ""))
 
 
 def summary_line(summary: TrainSummary) -> str:

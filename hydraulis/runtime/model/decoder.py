@@ -254,11 +254,26 @@ class StageModel(nn.Module):
 
     def count_loss_tokens(self, tokens: int) -> None:
         """The step's loss tokens ``N``, for a mixture of experts' balance loss (:mod:`.moe`)."""
-        for layer in self.layers.values():
-            if hasattr(layer, "moe"):
-                layer.moe.count_loss_tokens(tokens)
+        for moe in self.mixtures:
+            moe.count_loss_tokens(tokens)
+
+    @property
+    def mixtures(self) -> list[MixtureOfExperts]:
+        """The stage's mixtures of experts (none for a dense model)."""
+        return [layer.moe for layer in self.layers.values() if hasattr(layer, "moe")]
 
     def forward(self, hidden: torch.Tensor | None, batch: PackedMicroBatch) -> torch.Tensor:
+        """The module docstring's forward; a mixture of experts records its statistics during it
+        (not when a recomputed layer runs again in the backward)."""
+        for moe in self.mixtures:
+            moe.recording = True
+        try:
+            return self._forward(hidden, batch)
+        finally:
+            for moe in self.mixtures:
+                moe.recording = False
+
+    def _forward(self, hidden: torch.Tensor | None, batch: PackedMicroBatch) -> torch.Tensor:
         x = self.embed(batch.input_ids) if self.first else hidden
         rope = rotary_tables(batch.positions, self.model.head_dim, self.model.rope_theta, x.dtype)
         for layer in self.layers.values():

@@ -190,8 +190,10 @@ class MixtureOfExperts(nn.Module):
         self.fused_children = (self.router, *(m for e in self.experts.values() for m in (e.gate, e.up, e.down)))
         self.shared = shared
         self.loss_tokens: int | None = None
+        self.recording = False
         self.aux = torch.zeros(())
         self.tokens_per_expert = torch.zeros(model.experts, dtype=torch.int64)
+        self.statistics = torch.zeros(model.experts + 2, dtype=torch.float64)
 
     def count_loss_tokens(self, tokens: int) -> None:
         """``N``, the step's loss tokens, which weigh each document's balance loss by ``n_d/N``
@@ -211,9 +213,28 @@ class MixtureOfExperts(nn.Module):
                                              self.token_groups)
         self.aux = (weighted / counted.clamp(min=1)).detach()
         self.tokens_per_expert = tokens_per_expert(routing.experts, self.model.experts)
+        if self.recording:
+            self.statistics += torch.cat((self.tokens_per_expert.double().cpu(),
+                                          torch.stack((weighted.detach(), counted)).double().cpu()))
         if self.shared is not None:
             routed = routed + self.shared(x)
         if not weighted.requires_grad:
             return routed
         scale = self.model.aux_loss_coef / (self.model.layers * (self.loss_tokens or int(counted.item()) or 1))
         return _AuxLoss.apply(routed, weighted, scale)
+
+
+def step_statistics(mixtures: Sequence[MixtureOfExperts], experts: int, counts_tokens: bool, counts_aux: bool
+                    ) -> torch.Tensor:
+    """What ``mixtures`` recorded since the last call, as ``[c_0 … c_{E−1}, Σ n·aux, Σ n]`` (fp64),
+    then cleared: routed copies per expert (when ``counts_tokens``: this rank's tokens are its own,
+    not a tp replica's) and the documents' balance loss weighted by their tokens (when
+    ``counts_aux``: the rank leads its token groups, whose ranks all hold the same value). Summed
+    over the ranks, ``Σ n·aux / Σ n`` is the step's balance loss, a token-weighted mean over the
+    layers' documents."""
+    total = torch.zeros(experts + 2, dtype=torch.float64)
+    for moe in mixtures:
+        total[:experts] += moe.statistics[:experts] if counts_tokens else 0.0
+        total[experts:] += moe.statistics[experts:] if counts_aux else 0.0
+        moe.statistics.zero_()
+    return total
