@@ -59,9 +59,9 @@ class SchemeOptions:
                 values["ep"] = int(value)
                 continue
             if name != "recompute" or mode not in {r.value for r in Recompute} or not _layer_counts(layers, mode):
-                raise HydraulisError(field, item, "is not an option: sp, ep=N, or recompute=" +
+                raise HydraulisError(field, item, "is not an option: sp, or recompute=" +
                                      "|".join(r.value for r in Recompute) + " (full:K or full:K1/K2/… for K layers "
-                                                                           "of each stage)")
+                                                                           "of each stage), or ep=N (experts)")
             require("recompute" not in values, field, item, "is given twice")
             values["recompute"] = Recompute(mode)
             values["recompute_layers"] = tuple(int(k) for k in layers.split("/")) if layers else ()

@@ -24,9 +24,9 @@ from hydraulis.types import Cluster
 pytestmark = pytest.mark.distributed
 
 STRATEGIES = ["1,2,1[sp,ep=2]", "1,2,1[sp,ep=2]+1,1,1", "2,2,1[sp,ep=2]", "1,4,1[sp,ep=4]",
-              "1,2,2[sp,ep=2]+2,1,1+1,1,1x2", "1,1,2+2,1,1+1,1,1"]
-"""EP 2 alone; EP beside a dense layout; EP with cp; EP 4; an EP pipeline of two stages beside a
-cp pipeline and a plain one; dense layouts only (the balance loss per document under cp and pp)."""
+              "1,2,2[sp,ep=2]", "1,1,2+2,1,1"]
+"""EP 2 alone; EP beside a dense layout; EP with cp; EP 4; EP in a pipeline of two stages; dense
+layouts only (the balance loss per document under cp and pp)."""
 OPTIONS = RuntimeOptions(device=DeviceKind.CPU, optimizer=OptimizerKind.SGD, lr=1.0, timeout_s=120.0,
                          clip_grad_norm=math.inf, lr_schedule=LrScheduleKind.CONSTANT)
 """Plain SGD at lr 1: the step is the gradient itself, so every parameter compares the reduction."""
