@@ -118,19 +118,22 @@ def analytic_scheme_space(
     """Every ``(cp, tp, pp)`` from the given degrees that shards ``model`` and fits the cluster,
     under each of ``variants`` (an ``sp`` variant where ``tp > 1``); with ``segments``, the plain
     schemes and the segments of every ``(cp, tp, sp)`` they use, from which the space composes
-    every variant (:class:`~hydraulis.space.SchemeSpace`). A mixture of experts gets every
-    expert-parallel degree ``ep`` that divides ``tp`` and the experts (``ep > 1`` with sp), each
-    scheme listed (segments do not carry ``ep``): with ``segments``, under :data:`EXPERT_VARIANTS`."""
+    every variant (:class:`~hydraulis.space.SchemeSpace`). A mixture of experts gets its
+    :func:`expert_degrees` (``ep > 1`` with sp), each scheme listed (segments do not carry
+    ``ep``): with ``segments``, under :data:`EXPERT_VARIANTS`, with sp wherever ``tp > 1`` (sp
+    changes no time term and keeps less; without it the tp ranks repeat the routed experts)."""
     variants = tuple(dict.fromkeys(variants))
     require(not segments or variants == (SchemeOptions(),), "options", [str(v) for v in variants],
             "are all in a space with variants: list none")
-    if model.is_moe and segments:
+    listed = model.is_moe and segments
+    if listed:
         variants, segments = EXPERT_VARIANTS, False
     schemes = [
         replace(variant, ep=ep).scheme(cp, tp, pp)
         for cp, tp, pp in itertools.product(sorted(set(cps)), sorted(set(tps)), sorted(set(pps)))
         if cp * tp * pp <= cluster.devices and model.shards(Scheme(cp, tp, pp))
         for variant in variants if tp > 1 or not variant.sp
+        if not listed or tp == 1 or variant.sp
         for ep in expert_degrees(model, tp) if ep == 1 or variant.sp
     ]
     require(bool(schemes), "schemes", [], f"none of the degrees shards {model.name} on {cluster.devices} devices")
@@ -158,9 +161,11 @@ EXPERT_VARIANTS = (SchemeOptions(), SchemeOptions(sp=True), SchemeOptions(recomp
 
 
 def expert_degrees(model: ModelSpec, tp: int) -> tuple[int, ...]:
-    """The expert-parallel degrees a stage of ``tp`` tensor-parallel ranks may fold: those dividing
-    both ``tp`` and the experts (1 for a dense model)."""
-    return tuple(ep for ep in range(1, tp + 1) if tp % ep == 0 and model.experts % ep == 0) if model.is_moe else (1,)
+    """The expert-parallel degrees an analytic space lists for a stage of ``tp`` ranks: 1 and, when
+    it divides the experts, ``tp`` — the degrees the runtime runs (1 for a dense model). A degree
+    between trades the experts' memory against all-to-all bytes; listing them all doubles the
+    space and the planner's time for little (Mixtral-8x7B on 1,024 H100s chose ``ep = tp`` either way)."""
+    return (1, tp) if model.is_moe and tp > 1 and model.experts % tp == 0 else (1,)
 
 
 def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_bytes: int | None = None) -> MemoryModel:

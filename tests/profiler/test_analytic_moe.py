@@ -80,10 +80,11 @@ def test_a_mixtures_space_lists_every_expert_degree_and_variant():
     space = analytic_scheme_space(MIXTRAL, H100, CLUSTER, (1, 2), (1, 8), (1,), "now", "test", segments=True)
     schemes = {p.scheme for p in space.profiles}
     assert Scheme(1, 8, 1, True, Recompute.FULL, ep=8) in schemes and all(s.sp for s in schemes if s.ep > 1)
-    assert {s.ep for s in schemes if (s.cp, s.tp) == (2, 8)} == {1, 2, 4, 8}
+    assert {s.ep for s in schemes if (s.cp, s.tp) == (2, 8)} == {1, 8}
     assert {s.ep for s in schemes if (s.cp, s.tp) == (2, 1)} == {1}
     assert not space.segments
-    assert expert_degrees(model_preset("qwen3-30b-a3b"), 12) == (1, 2, 4)
+    assert expert_degrees(model_preset("qwen3-30b-a3b"), 8) == (1, 8)
+    assert expert_degrees(MIXTRAL, 16) == (1,)
     assert expert_degrees(model_preset("llama-7b"), 8) == (1,)
 
 
