@@ -21,7 +21,7 @@ class ModelSpec:
 
     ``head_dim`` (0: ``hidden/heads``) and ``qk_norm`` (an RMSNorm over each query and key head
     before the rotation) shape Qwen3's attention. ``experts > 0`` makes every MLP a mixture of
-    experts (:mod:`hydraulis.moe`): ``experts`` routed SwiGLU experts of width ``ffn_hidden``, each
+    experts (the runtime's ``runtime/model/moe.py``): ``experts`` routed SwiGLU experts of width ``ffn_hidden``, each
     token sent to ``top_k`` of them, plus ``shared_experts`` experts' width that every token runs
     (DeepSeekMoE); ``normalise_top_k`` rescales the top-k router probabilities to sum to 1
     (Mixtral, Qwen3-30B-A3B; not DeepSeekMoE); ``aux_loss_coef`` weighs the load-balancing loss;
