@@ -29,14 +29,16 @@ class Recompute(str, Enum):
 @dataclass(frozen=True)
 class SchemeOptions:
     """The options of a scheme apart from its degrees, written as in a SPEC's brackets:
-    ``sp`` and ``recompute=none|selective|full``, comma-separated (e.g. ``sp,recompute=full``;
-    empty: the defaults). Full recomputation of only some layers is ``recompute=full:K`` (the
+    ``sp``, ``recompute=none|selective|full`` and ``ep=N`` (expert parallelism of a mixture of
+    experts), comma-separated (e.g. ``sp,recompute=full,ep=4``; empty: the defaults). Full
+    recomputation of only some layers is ``recompute=full:K`` (the
     first ``K`` layers of every stage) or ``recompute=full:K1/K2/…`` (one count per stage), see
     :class:`Scheme`. :meth:`parse` reads that text, :meth:`scheme` applies the options to degrees."""
 
     sp: bool = False
     recompute: Recompute = Recompute.NONE
     recompute_layers: tuple[int, ...] = ()
+    ep: int = 1
 
     @classmethod
     def parse(cls, text: str, field: str = "options") -> SchemeOptions:
@@ -51,10 +53,15 @@ class SchemeOptions:
                 require("sp" not in values, field, item, "is given twice")
                 values["sp"] = True
                 continue
+            if name == "ep":
+                require(value.isdigit() and int(value) >= 1, field, item, "must be ep=N with N ≥ 1")
+                require("ep" not in values, field, item, "is given twice")
+                values["ep"] = int(value)
+                continue
             if name != "recompute" or mode not in {r.value for r in Recompute} or not _layer_counts(layers, mode):
                 raise HydraulisError(field, item, "is not an option: sp, or recompute=" +
                                      "|".join(r.value for r in Recompute) + " (full:K or full:K1/K2/… for K layers "
-                                                                           "of each stage)")
+                                                                           "of each stage), or ep=N (experts)")
             require("recompute" not in values, field, item, "is given twice")
             values["recompute"] = Recompute(mode)
             values["recompute_layers"] = tuple(int(k) for k in layers.split("/")) if layers else ()
@@ -65,10 +72,11 @@ class SchemeOptions:
         """The non-default options in SPEC order, e.g. ``("sp", "recompute=full:2")``."""
         layers = ":" + "/".join(str(k) for k in self.recompute_layers) if self.recompute_layers else ""
         return (("sp",) if self.sp else ()) + (
-            (f"recompute={self.recompute.value}{layers}",) if self.recompute is not Recompute.NONE else ())
+            (f"recompute={self.recompute.value}{layers}",) if self.recompute is not Recompute.NONE else ()) + (
+            (f"ep={self.ep}",) if self.ep > 1 else ())
 
     def scheme(self, cp: int, tp: int, pp: int) -> Scheme:
-        return Scheme(cp, tp, pp, self.sp, self.recompute, self.recompute_layers)
+        return Scheme(cp, tp, pp, self.sp, self.recompute, self.recompute_layers, ep=self.ep)
 
     def __str__(self) -> str:
         return ",".join(self.items)
@@ -100,7 +108,14 @@ class Scheme:
     device group; ``pp`` is then their number and ``tp`` the widest stage's (build one with
     :meth:`staged`). E.g. ``Scheme.staged(1, (Stage(4, 20), Stage(2, 12)))`` is ``(1|4:20>2:12)``:
     6 devices, 32 layers. Empty ``stages``: every stage has ``tp`` devices and the layers are
-    split evenly."""
+    split evenly.
+
+    ``ep`` is the expert-parallel degree of a mixture of experts, folded over a stage's tp ranks
+    as Megatron-Core's MoE parallel folding folds it over attention's ranks: attention keeps its
+    cp and tp, the routed experts are split over ``ep`` consecutive tp ranks, each holding ``E/ep``
+    of them, and each rank's own tokens — its sequence-parallel share, so ``ep > 1`` needs ``sp`` —
+    reach them by all-to-all. ``ep`` divides ``tp``: e.g. ``(1,4,1)[sp,ep=4]`` holds a quarter of
+    the experts per device, ``(2,4,1)[sp,ep=2]`` half."""
 
     cp: int
     tp: int
@@ -109,6 +124,7 @@ class Scheme:
     recompute: Recompute = Recompute.NONE
     recompute_layers: tuple[int, ...] = ()
     stages: tuple[Stage, ...] = ()
+    ep: int = 1
 
     @classmethod
     def staged(cls, cp: int, stages: tuple[Stage, ...], recompute: Recompute = Recompute.NONE,
@@ -135,6 +151,12 @@ class Scheme:
                 f"must give one count for every stage or one per stage (pp = {self.pp})")
         require(not layers or any(layers), "scheme.recompute_layers", list(layers),
                 "recomputes no layer: leave recomputation out")
+        PARALLEL_DEGREE.check(self.ep, "scheme.ep")
+        require(self.tp % self.ep == 0, "scheme.ep", self.ep,
+                f"must divide scheme.tp = {self.tp} (the experts fold over the tp ranks)")
+        require(self.ep == 1 or self.sp, "scheme.ep", self.ep,
+                "needs sp (each tp rank dispatches its own share of the tokens)")
+        require(self.ep == 1 or not self.stages, "scheme.ep", self.ep, "is not supported with per-stage tp")
         if len(set(layers)) == 1 and len(layers) > 1:
             object.__setattr__(self, "recompute_layers", layers[:1])
         self._check_stages()
@@ -178,7 +200,7 @@ class Scheme:
     @property
     def variant(self) -> SchemeOptions:
         """The options apart from the degrees."""
-        return SchemeOptions(self.sp, self.recompute, self.recompute_layers)
+        return SchemeOptions(self.sp, self.recompute, self.recompute_layers, self.ep)
 
     def full_layers(self, stage: int, layers: int) -> int:
         """How many of the ``layers`` decoder layers of ``stage`` are recomputed in full."""

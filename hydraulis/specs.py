@@ -17,7 +17,16 @@ from hydraulis.scheme import Scheme
 @dataclass(frozen=True)
 class ModelSpec:
     """A Llama-style decoder: RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention.
-    ``rope_theta`` is the rotary base θ, ``norm_eps`` the RMSNorm ε (Llama 2: 10000 and 1e-5)."""
+    ``rope_theta`` is the rotary base θ, ``norm_eps`` the RMSNorm ε (Llama 2: 10000 and 1e-5).
+
+    ``head_dim`` (0: ``hidden/heads``) and ``qk_norm`` (an RMSNorm over each query and key head
+    before the rotation) shape Qwen3's attention. ``experts > 0`` makes every MLP a mixture of
+    experts (the runtime's ``runtime/model/moe.py``): ``experts`` routed SwiGLU experts of width ``ffn_hidden``, each
+    token sent to ``top_k`` of them, plus ``shared_experts`` experts' width that every token runs
+    (DeepSeekMoE); ``normalise_top_k`` rescales the top-k router probabilities to sum to 1
+    (Mixtral, Qwen3-30B-A3B; not DeepSeekMoE); ``aux_loss_coef`` weighs the load-balancing loss;
+    ``routing_imbalance`` ``ρ ≥ 1`` is the most loaded expert-parallel rank's tokens over the mean
+    (a planning assumption until profiled)."""
 
     name: str
     layers: int
@@ -28,6 +37,14 @@ class ModelSpec:
     vocab: int
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
+    head_dim_override: int = 0
+    qk_norm: bool = False
+    experts: int = 0
+    top_k: int = 0
+    shared_experts: int = 0
+    normalise_top_k: bool = True
+    aux_loss_coef: float = 0.0
+    routing_imbalance: float = 1.0
 
     def __post_init__(self) -> None:
         require(bool(self.name), "model.name", self.name, "must not be empty")
@@ -36,14 +53,63 @@ class ModelSpec:
         require(require_number(self.rope_theta, "model.rope_theta") > 1, "model.rope_theta", self.rope_theta,
                 "must be > 1")
         require(require_number(self.norm_eps, "model.norm_eps") > 0, "model.norm_eps", self.norm_eps, "must be > 0")
-        require(self.hidden % self.heads == 0, "model.hidden", self.hidden,
-                f"must be a multiple of model.heads = {self.heads}")
+        require_int(self.head_dim_override, "model.head_dim_override", minimum=0)
+        require(self.head_dim_override > 0 or self.hidden % self.heads == 0, "model.hidden", self.hidden,
+                f"must be a multiple of model.heads = {self.heads} (or give model.head_dim_override)")
+        require(self.head_dim % 2 == 0, "model.head_dim", self.head_dim, "must be even (rotary halves)")
+        require(isinstance(self.qk_norm, bool), "model.qk_norm", self.qk_norm, "must be true or false")
+        require(isinstance(self.normalise_top_k, bool), "model.normalise_top_k", self.normalise_top_k,
+                "must be true or false")
+        for name in ("experts", "top_k", "shared_experts"):
+            require_int(getattr(self, name), f"model.{name}", minimum=0)
+        require(self.top_k <= self.experts, "model.top_k", self.top_k, f"exceeds model.experts = {self.experts}")
+        require(self.experts == 0 or self.top_k >= 1, "model.top_k", self.top_k,
+                "must be ≥ 1 for a mixture of experts")
+        require(self.experts > 0 or self.top_k == self.shared_experts == 0, "model.experts", self.experts,
+                "must be > 0 when model.top_k or model.shared_experts is set")
+        require_number(self.aux_loss_coef, "model.aux_loss_coef", minimum=0.0)
+        require_number(self.routing_imbalance, "model.routing_imbalance", minimum=1.0)
         require(self.heads % self.kv_heads == 0, "model.kv_heads", self.kv_heads,
                 f"must divide model.heads = {self.heads}")
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_dim_override or self.hidden // self.heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def attention_params(self) -> int:
+        """``W_q, W_o``: ``2·H·h_q·d``; ``W_k, W_v``: ``2·H·kv``; two RMSNorm weights ``2·H``; the
+        q/k norms ``2·d`` under ``qk_norm``."""
+        h, q = self.hidden, self.heads * self.head_dim
+        return 2 * h * q + 2 * h * self.kv_dim + 2 * h + (2 * self.head_dim if self.qk_norm else 0)
+
+    @property
+    def expert_params(self) -> int:
+        """One SwiGLU expert of width ``F``: ``3·H·F``."""
+        return 3 * self.hidden * self.ffn_hidden
+
+    @property
+    def routed_params_per_layer(self) -> int:
+        """The routed experts of one layer, ``E·3·H·F`` (what expert parallelism splits); 0 when dense."""
+        return self.experts * self.expert_params
+
+    @property
+    def dense_params_per_layer(self) -> int:
+        """What every rank of a stage's tensor-parallel group shards: attention, norms, the MLP of
+        a dense model; of a mixture, the router ``E·H`` and the shared experts ``n_s·3·H·F``."""
+        if not self.is_moe:
+            return self.attention_params + self.expert_params
+        return self.attention_params + self.experts * self.hidden + self.shared_experts * self.expert_params
+
+    @property
+    def active_params_per_layer(self) -> int:
+        """The parameters one token's forward multiplies by: all of a dense layer's; of a mixture's,
+        attention, router, shared experts and ``top_k`` routed experts."""
+        return self.dense_params_per_layer + self.top_k * self.expert_params
 
     def matches(self, other: ModelSpec) -> bool:
         """The same model: the same name, or the same shape under another name (e.g. a
@@ -56,9 +122,9 @@ class ModelSpec:
 
     @property
     def params_per_layer(self) -> int:
-        """Attention ``H·(H + 2·kv_dim) + H²``, SwiGLU ``3·H·F``, two RMSNorm weights ``2·H``."""
-        h = self.hidden
-        return h * (h + 2 * self.kv_dim) + h * h + 3 * h * self.ffn_hidden + 2 * h
+        """Attention ``H·(H + 2·kv_dim) + H²``, SwiGLU ``3·H·F``, two RMSNorm weights ``2·H``; of a
+        mixture of experts, :attr:`dense_params_per_layer` plus :attr:`routed_params_per_layer`."""
+        return self.dense_params_per_layer + self.routed_params_per_layer
 
     @property
     def embedding_params(self) -> int:
@@ -82,6 +148,8 @@ class ModelSpec:
                     f"hold {total} layers in all, not model.layers = {self.layers}")
         else:
             self._check_tp(scheme.tp, f"{field_name}.tp")
+        require(scheme.ep == 1 or self.is_moe and self.experts % scheme.ep == 0, f"{field_name}.ep", scheme.ep,
+                f"must divide model.experts = {self.experts}" if self.is_moe else "needs a mixture of experts")
         require(scheme.pp <= self.layers, f"{field_name}.pp", scheme.pp,
                 f"exceeds model.layers = {self.layers}")
         for stage, layers in enumerate(scheme.stage_layers(self.layers)):
@@ -103,7 +171,8 @@ class ModelSpec:
         require(self.heads % tp == 0, field_name, tp, f"does not divide model.heads = {self.heads}")
         require(self.kv_heads % tp == 0 or tp % self.kv_heads == 0, field_name, tp,
                 f"neither divides nor is a multiple of model.kv_heads = {self.kv_heads}")
-        require(self.ffn_hidden % tp == 0, field_name, tp, f"does not divide model.ffn_hidden = {self.ffn_hidden}")
+        mlp = self.shared_experts * self.ffn_hidden if self.is_moe else self.ffn_hidden
+        require(mlp % tp == 0, field_name, tp, f"does not divide the tensor-parallel MLP's width {mlp}")
         require(self.vocab % tp == 0, field_name, tp, f"does not divide model.vocab = {self.vocab}")
 
 

@@ -59,7 +59,8 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
 
         {"schema_version": 3, "kind": "scheme_space",
          "model": {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-                   "rope_theta", "norm_eps"},            (the last two only when not 10000 and 1e-5)
+                   "rope_theta", "norm_eps", …}, (defaulted fields only when not their defaults:
+                   10000, 1e-5, and a mixture of experts' "experts", "top_k", "shared_experts", …)
          "cluster": {"devices", "devices_per_node", "device"},
          "memory": {"device_memory_bytes", "safety_margin_bytes", "layer_state_bytes",
                     "embedding_state_bytes", "sharded_state_fraction"},
@@ -78,7 +79,8 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
 
     A scheme's options (:class:`~hydraulis.scheme.SchemeOptions`) are written only when they are not
     the defaults: ``"sp": true`` (sequence parallelism), ``"recompute": "selective" | "full"`` and
-    ``"recompute_layers": [K, …]`` (full recomputation of the first K layers of each stage); the
+    ``"recompute_layers": [K, …]`` (full recomputation of the first K layers of each stage), ``"ep":
+    N`` (expert parallelism); the
     same degrees with other options are another entry of ``schemes``. Version 2 added the options,
     version 3 the segments (:mod:`hydraulis.segments`) of a space whose variants are composed
     rather than listed. A version-1 file still loads, every scheme with the defaults (no sp, no
@@ -156,7 +158,14 @@ def model_from_record(record: Record) -> ModelSpec:
                  hidden=record.int("hidden"), heads=record.int("heads"),
                  kv_heads=record.int("kv_heads"), ffn_hidden=record.int("ffn_hidden"),
                  vocab=record.int("vocab"),
-                 **{name: record.float(name, default) for name, default in _MODEL_DEFAULTS.items()})
+                 **{name: _typed(record, name, default) for name, default in _MODEL_DEFAULTS.items()})
+
+
+def _typed(record: Record, name: str, default):
+    """A defaulted model field read as its default's type (bool, int or float)."""
+    if isinstance(default, bool):
+        return record.bool(name, default)
+    return record.int(name, default) if isinstance(default, int) else record.float(name, default)
 
 
 
@@ -174,6 +183,8 @@ def scheme_to_dict(scheme: Scheme) -> dict:
         options["recompute"] = scheme.recompute.value
     if scheme.recompute_layers:
         options["recompute_layers"] = list(scheme.recompute_layers)
+    if scheme.ep > 1:
+        options["ep"] = scheme.ep
     if scheme.stages:
         options["stages"] = [{"tp": s.tp, "layers": s.layers, "group": s.group} for s in scheme.stages]
     return {"cp": scheme.cp, "tp": scheme.tp, "pp": scheme.pp, **options}
@@ -184,7 +195,7 @@ def scheme_from_record(record: Record) -> Scheme:
                    for r in (record.records("stages") if record.raw("stages", None) is not None else ()))
     return build(record.path, Scheme, cp=record.int("cp"), tp=record.int("tp"), pp=record.int("pp"),
                  sp=record.bool("sp", False), recompute=record.enum("recompute", Recompute, Recompute.NONE),
-                 recompute_layers=record.ints("recompute_layers", []), stages=stages)
+                 recompute_layers=record.ints("recompute_layers", []), stages=stages, ep=record.int("ep", 1))
 
 
 def time_from_record(record: Record) -> TimeCoefficients:

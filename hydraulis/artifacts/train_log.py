@@ -12,6 +12,7 @@ Layout (``schema_version`` 1)::
                 "propagate_ms", "reduce_ms", "step_ms", "predicted_step_ms", "planning_ms",
                 "wait_ms", "strategy_index", "communicators", "synthesised", "lr", "grad_norm", "skipped",
                 "skipped_steps", "tokens_per_s", "reduction_inflight_ms", "reduction_hidden_ms", "exchanged",
+                "aux_loss", "tokens_per_expert": [...],
                 ["operations": [{"pipeline", "micro_batch_ms": [...],
                                  "ops": [{"stage", "micro_batch", "phase": "F" | "B",
                                           "start_ms", "end_ms"}]}]]}]}
@@ -19,7 +20,9 @@ Layout (``schema_version`` 1)::
 ``communicators`` (process groups the step created), ``synthesised`` (a step that ran a strategy
 made for it), ``lr``, ``grad_norm`` (null when not finite: the step was skipped), ``skipped``,
 ``skipped_steps`` (:class:`~hydraulis.job.records.StepRecord`), ``reduction_inflight_ms``,
-``reduction_hidden_ms`` and ``exchanged`` are optional (absent: 0, false; ``exchanged`` true), so older logs load; ``tokens_per_s`` is
+``reduction_hidden_ms``, ``exchanged``, ``aux_loss`` and ``tokens_per_expert`` (a mixture of
+experts') are optional (absent: 0, false, true for ``exchanged``, empty), so older logs load;
+``tokens_per_s`` is
 written for readers and recomputed on reading.
 ``operations`` (``hydraulis train --record-operations``) is written only when recorded.
 """
@@ -62,6 +65,7 @@ def write_train_log(path: str | Path, records: tuple[StepRecord, ...]) -> None:
 
 def _step_to_dict(step: StepRecord) -> dict:
     document = {**asdict(step), "measured_ms": list(step.measured_ms), "predicted_ms": list(step.predicted_ms),
+                "tokens_per_expert": list(step.tokens_per_expert),
                 "grad_norm": step.grad_norm if math.isfinite(step.grad_norm) else None,
                 "tokens_per_s": step.tokens_per_s}
     del document["operations"]
@@ -87,6 +91,7 @@ def _step(record: Record) -> StepRecord:
                  reduction_inflight_ms=record.float("reduction_inflight_ms", 0.0),
                  reduction_hidden_ms=record.float("reduction_hidden_ms", 0.0),
                  exchanged=record.bool("exchanged", True),
+                 aux_loss=record.float("aux_loss", 0.0), tokens_per_expert=record.ints("tokens_per_expert", []),
                  **{key: record.float(key) for key in _TIMES})
 
 

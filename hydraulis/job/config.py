@@ -308,8 +308,9 @@ class TrainConfig:
             PARALLELISM,
             "strategy SPEC, pipelines joined by '+', each cp,tp,pp[:L1/L2/…][[OPTIONS]][xCOUNT] with "
             "OPTIONS sp (sequence parallelism, tp > 1) and recompute=none|selective|full (full:K: the first "
-            "K layers of each stage, full:K1/K2/…: per stage), e.g. 1,2,1+1,1,2, 1,1,2x2 or "
-            "1,4,1[sp,recompute=full]x2; repeat to cycle strategies per step",
+            "K layers of each stage, full:K1/K2/…: per stage) and, for a mixture of experts, ep=N (expert "
+            "parallelism over N tp ranks, with sp), e.g. 1,2,1+1,1,2, 1,1,2x2, 1,4,1[sp,recompute=full]x2 or "
+            "1,2,1[sp,ep=2]+1,1,1; repeat to cycle strategies per step",
             key="strategy",
             metavar="SPEC",
         )

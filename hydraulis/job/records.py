@@ -53,7 +53,10 @@ class StepRecord:
     0 unless recorded); ``exchanged`` False when every rank owned exactly what it computed (a
     one-device job): no gradient exchange and no weight propagation ran, ``propagate_ms`` is 0 but
     for a step whose weights were laid out or loaded, and ``reduce_ms`` is the update alone
-    (:mod:`hydraulis.runtime.optimizer.routes`, one owner)."""
+    (:mod:`hydraulis.runtime.optimizer.routes`, one owner); of a mixture of experts, ``aux_loss``
+    the step's load-balancing loss (a token-weighted mean over layers and documents, before its
+    coefficient) and ``tokens_per_expert`` the routed copies each expert received, summed over the
+    layers (empty for a dense model)."""
 
     step: int
     strategy: str
@@ -78,6 +81,8 @@ class StepRecord:
     reduction_inflight_ms: float = 0.0
     reduction_hidden_ms: float = 0.0
     exchanged: bool = True
+    aux_loss: float = 0.0
+    tokens_per_expert: tuple[int, ...] = ()
 
     @property
     def tokens_per_s(self) -> float:
@@ -213,7 +218,9 @@ def format_record(record: StepRecord) -> str:
             f"ms measured/predicted {pipelines}  step {record.step_ms:.1f}/{record.predicted_step_ms:.1f}  "
             f"propagate {record.propagate_ms:.1f}  "
             f"{'reduce' if record.exchanged else 'update (no exchange)'} {record.reduce_ms:.1f}{hidden}  "
-            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}")
+            f"plan {record.planning_ms:.1f} wait {record.wait_ms:.1f}  new groups {record.communicators}"
+            + (f"  aux {record.aux_loss:.4f}  tokens/expert {'/'.join(map(str, record.tokens_per_expert))}"
+               if record.tokens_per_expert else ""))
 
 
 def summary_line(summary: TrainSummary) -> str:

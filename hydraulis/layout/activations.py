@@ -44,13 +44,21 @@ class Widths:
     head_dim: int
     sequence_shards: int
     context: int
+    experts: int = 0
+    top_k: int = 0
+    expert_ffn: int = 0
+    routed_shards: int = 1
+    imbalance: float = 1.0
 
     @classmethod
     def of(cls, model: ModelSpec, scheme: Scheme, stage: int = 0) -> Widths:
         """The widths of a tp rank of ``stage`` (the same on every stage but of a staged scheme)."""
         tp, d = scheme.stage_tp(stage), model.head_dim
+        mlp = model.shared_experts * model.ffn_hidden if model.is_moe else model.ffn_hidden
         return cls(model.hidden, model.heads // tp * d, unit_range(model.kv_heads, tp, 0)[1] * d,
-                   model.ffn_hidden // tp, model.heads // tp, model.vocab // tp, d, tp if scheme.sp else 1, scheme.cp)
+                   mlp // tp, model.heads // tp, model.vocab // tp, d, tp if scheme.sp else 1, scheme.cp,
+                   model.experts, model.top_k, model.ffn_hidden if model.is_moe else 0,
+                   tp if scheme.sp else 1, model.routing_imbalance if scheme.ep > 1 else 1.0)
 
 
 def layer_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int, repeat_kv: bool = False) -> float:
@@ -64,7 +72,12 @@ def layer_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int
                                                            linears keep (gathered under sp)
             K and V over cp    cp·2·b·k                    gathered for the attention core
             attention          2·b·q + 4h                  rotated Q, output; log-sum-exp (fp32)
-            MLP                4·b·F'                      gate, up, silu, their product
+            MLP                4·b·F'                      gate, up, silu, their product (of a mixture
+                                                           of experts: its shared experts, F = n_s·F_e)
+            routed experts     (4E + 12k + ρ·k·(2·b·H + 4·b·F_e))/s_m      a mixture's router
+                                                           probabilities, top-k weights and indices,
+                                                           and per routed copy its input, gate, up,
+                                                           silu, product and output (:func:`routed_bytes_per_token`)
         recompute selective: none's bytes without the log-sum-exp (the core runs again)
         recompute full:      b·H/s, the layer's input
 
@@ -110,7 +123,19 @@ def layer_bytes_per_token(widths: Widths, recompute: Recompute, dtype_bytes: int
     norms = 2 * _norm(h, b, s)
     keys = widths.context * 2 * b * (max(widths.kv, widths.query) if repeat_kv else widths.kv)
     attention = 2 * b * widths.query + (FP32 * widths.heads if recompute is Recompute.NONE else 0)
-    return norms + keys + attention + 4 * b * widths.ffn
+    return norms + keys + attention + 4 * b * widths.ffn + routed_bytes_per_token(widths, b)
+
+
+def routed_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:
+    """What a mixture of experts' router and routed experts keep, bytes per token of the rank:
+    ``(4E + 12k + ρ·k·(2·b·H + 4·b·F_e))/s_m`` (0 for a dense model), ``s_m`` the ranks that split
+    the tokens for the routed experts (tp under sp), ``ρ`` the routing
+    imbalance under expert parallelism (the most loaded rank's copies over the mean)."""
+    if not widths.experts:
+        return 0.0
+    k, b = widths.top_k, dtype_bytes
+    copies = widths.imbalance * k * (2 * b * widths.hidden + 4 * b * widths.expert_ffn)
+    return (FP32 * widths.experts + 12 * k + copies) / widths.routed_shards
 
 
 def micro_batch_bytes_per_token(widths: Widths, layers: Sequence[Recompute], first: bool, last: bool,
@@ -152,7 +177,8 @@ def layer_backward_bytes_per_token(widths: Widths, recompute: Recompute, dtype_b
     b = dtype_bytes
     recomputed = {Recompute.NONE: 0.0, Recompute.SELECTIVE: b * widths.query + FP32 * widths.heads,
                   Recompute.FULL: layer_bytes_per_token(widths, Recompute.NONE, b, repeat_kv)}[recompute]
-    return b * (2 * widths.ffn + widths.hidden) + recomputed
+    routed = widths.imbalance * widths.top_k * b * (2 * widths.expert_ffn + widths.hidden) / widths.routed_shards
+    return b * (2 * widths.ffn + widths.hidden) + routed + recomputed
 
 
 def norm_backward_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:

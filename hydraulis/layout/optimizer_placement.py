@@ -52,8 +52,10 @@ class OptimizerPlacement:
        final norm and the head on the last;
     2. **tp slice** ``t``: of each such parameter, the tensor-parallel slice of
        :mod:`hydraulis.layout.sharding` — except that every element has exactly one owner: a
-       parameter without a tp dimension (RMSNorm weights) belongs to ``t = 0``, and a kv head that
-       ``tp_o/U`` ranks would share (``U`` heads < ``tp_o``) to the first of them;
+       parameter without a tp dimension (RMSNorm weights) belongs to ``t = 0`` — a mixture of
+       experts' routed expert ``j``, held whole, to ``t = j mod tp_o``, so the experts' states
+       spread over the tp ranks as over their dp chunks —, and a kv head that ``tp_o/U`` ranks would
+       share (``U`` heads < ``tp_o``) to the first of them;
     3. **dp chunk** ``d`` (ZeRO-1): the stage's tp slices of rank ``t``, flattened and
        concatenated in canonical order, ``Q`` elements, are cut into ``dp_o`` contiguous chunks
        ``[⌊d·Q/dp_o⌋, ⌊(d+1)·Q/dp_o⌋)``; the chunk is the rank's **buffer** (master weights,
@@ -157,7 +159,8 @@ class OptimizerPlacement:
 
     def _owned_slice(self, spec: ParameterSpec, tp_rank: int) -> Region | None:
         if spec.tp_dim is None:
-            return Region.whole(spec) if tp_rank == 0 else None
+            owner = 0 if spec.expert is None else spec.expert % self.layout.tp
+            return Region.whole(spec) if tp_rank == owner else None
         units, tp = spec.units, self.layout.tp
         if units < tp and tp_rank % (tp // units):
             return None

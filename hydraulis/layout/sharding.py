@@ -45,6 +45,9 @@ class ParameterSpec:
     layer: int | None = None
     tp_dim: int | None = None
     unit: int = 1
+    partial: bool = False
+    expert: int | None = None
+    experts: int = 0
 
     @property
     def numel(self) -> int:
@@ -104,9 +107,15 @@ def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
     so only tp rank 0 contributes it (:attr:`Shard.contributes`) — unless the pipeline runs sequence
     parallelism (:mod:`hydraulis.runtime.parallel.sequence`): each tp rank then normalises its own
     tokens and every tp rank contributes its partial gradient. Replicated kv heads receive
-    different partial gradients (from different query heads) and all contribute.
+    different partial gradients (from different query heads) and all contribute. So do parameters
+    marked ``partial``: Qwen3's q/k norms (each tp rank normalises its own heads). A mixture of
+    experts' router and routed experts are held whole and follow the norms' rule: without sp every
+    tp rank runs the same mixture on the same tokens, under sp each its own share. A routed expert's
+    parameters name their expert (``expert`` of ``experts``); under expert parallelism ``ep``
+    (folded over the tp ranks, :class:`~hydraulis.scheme.Scheme`) tp rank ``t`` holds experts
+    ``e·E/ep … (e+1)·E/ep − 1`` whole, ``e = t mod ep`` (:func:`held`).
     """
-    h, hd, f, v = model.hidden, model.head_dim, model.ffn_hidden, model.vocab
+    h, hd, v = model.hidden, model.head_dim, model.vocab
     specs = [ParameterSpec("embed.weight", (v, h), Holder.EMBEDDING, tp_dim=0)]
     for i in range(model.layers):
         prefix = f"layers.{i}."
@@ -116,26 +125,55 @@ def parameter_specs(model: ModelSpec) -> tuple[ParameterSpec, ...]:
             ParameterSpec(prefix + "attn.wk.weight", (model.kv_dim, h), Holder.LAYER, i, 0, hd),
             ParameterSpec(prefix + "attn.wv.weight", (model.kv_dim, h), Holder.LAYER, i, 0, hd),
             ParameterSpec(prefix + "attn.wo.weight", (h, model.heads * hd), Holder.LAYER, i, 1, hd),
-            ParameterSpec(prefix + "mlp_norm.weight", (h,), Holder.LAYER, i),
-            ParameterSpec(prefix + "mlp.gate.weight", (f, h), Holder.LAYER, i, 0),
-            ParameterSpec(prefix + "mlp.up.weight", (f, h), Holder.LAYER, i, 0),
-            ParameterSpec(prefix + "mlp.down.weight", (h, f), Holder.LAYER, i, 1),
         ]
+        if model.qk_norm:
+            specs += [ParameterSpec(prefix + f"attn.{n}_norm.weight", (hd,), Holder.LAYER, i, partial=True)
+                      for n in ("q", "k")]
+        specs.append(ParameterSpec(prefix + "mlp_norm.weight", (h,), Holder.LAYER, i))
+        specs += _mlp_specs(model, i) if model.is_moe else _swiglu_specs(prefix + "mlp.", h, model.ffn_hidden, i)
     specs += [ParameterSpec("norm.weight", (h,), Holder.OUTPUT),
               ParameterSpec("head.weight", (v, h), Holder.OUTPUT, tp_dim=0)]
     return tuple(specs)
 
 
+def _swiglu_specs(prefix: str, hidden: int, width: int, layer: int, **marks) -> list[ParameterSpec]:
+    """A SwiGLU MLP's gate, up and down matrices; tensor-parallel unless ``marks`` name a routed
+    expert (``expert``: held whole)."""
+    dims = (None, None) if marks else (0, 1)
+    return [ParameterSpec(prefix + "gate.weight", (width, hidden), Holder.LAYER, layer, dims[0], **marks),
+            ParameterSpec(prefix + "up.weight", (width, hidden), Holder.LAYER, layer, dims[0], **marks),
+            ParameterSpec(prefix + "down.weight", (hidden, width), Holder.LAYER, layer, dims[1], **marks)]
+
+
+def _mlp_specs(model: ModelSpec, layer: int) -> list[ParameterSpec]:
+    """A mixture of experts' router ``E × H``, its shared experts as one tensor-parallel SwiGLU of
+    width ``n_s·F`` and each routed expert's SwiGLU of width ``F``."""
+    prefix = f"layers.{layer}.moe."
+    specs = [ParameterSpec(prefix + "router.weight", (model.experts, model.hidden), Holder.LAYER, layer)]
+    if model.shared_experts:
+        specs += _swiglu_specs(prefix + "shared.", model.hidden, model.shared_experts * model.ffn_hidden, layer)
+    for expert in range(model.experts):
+        specs += _swiglu_specs(f"{prefix}experts.{expert}.", model.hidden, model.ffn_hidden, layer, expert=expert,
+                               experts=model.experts)
+    return specs
+
+
+def held(spec: ParameterSpec, scheme: Scheme, tp_rank: int) -> bool:
+    """Whether tp rank ``tp_rank`` of a pipeline of ``scheme`` holds ``spec`` if its stage does:
+    a routed expert only on its expert-parallel rank (:func:`parameter_specs`), anything else always."""
+    return spec.expert is None or spec.expert // (spec.experts // scheme.ep) == tp_rank % scheme.ep
+
+
 def stage_shards(model: ModelSpec, layout: PipelineLayout, stage: int, tp_rank: int) -> tuple[Shard, ...]:
     """The shards held by tp rank ``tp_rank`` of ``stage`` of a pipeline laid out as ``layout``."""
     return tuple(shard_of(spec, layout.scheme, stage, tp_rank) for spec in parameter_specs(model)
-                 if holding_stage(spec, layout) == stage)
+                 if holding_stage(spec, layout) == stage and held(spec, layout.scheme, tp_rank))
 
 
 def shard_of(spec: ParameterSpec, scheme: Scheme, stage: int, tp_rank: int) -> Shard:
     """The shard of ``spec`` that tp rank ``tp_rank`` of ``stage`` of a pipeline of ``scheme`` holds."""
     if spec.tp_dim is None:
-        return Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0 or scheme.sp)
+        return Shard(spec, None, 0, spec.shape[0], contributes=tp_rank == 0 or scheme.sp or spec.partial)
     first, count = unit_range(spec.units, scheme.stage_tp(stage), tp_rank)
     return Shard(spec, spec.tp_dim, first * spec.unit, count * spec.unit, contributes=True)
 

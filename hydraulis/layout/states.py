@@ -32,7 +32,14 @@ from functools import lru_cache
 from hydraulis.errors import require
 from hydraulis.layout.kinds import OptimizerKind, Precision
 from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.layout.sharding import Holder, Shard, parameter_specs, shard_of, stage_shards
+from hydraulis.layout.sharding import (
+    Holder,
+    Shard,
+    held,
+    parameter_specs,
+    shard_of,
+    stage_shards,
+)
 from hydraulis.types import ModelSpec, Scheme
 
 DTYPE_BYTES = {Precision.FP32: 4, Precision.BF16: 2}
@@ -84,9 +91,10 @@ def held_elements(model: ModelSpec, layout: PipelineLayout, stage: int, tp_rank:
 @lru_cache(maxsize=256)
 def layer_elements(model: ModelSpec, scheme: Scheme, stage: int) -> int:
     """``P_l(tp_σ)``: elements of one decoder layer a tp rank of ``stage`` of ``scheme`` holds (the
-    same on every tp rank of the stage)."""
+    same on every tp rank of the stage); of a mixture of experts, with the ``E/ep`` routed experts
+    of one expert-parallel rank."""
     return sum(shard_elements(shard_of(spec, scheme, stage, 0)) for spec in parameter_specs(model)
-               if spec.holder is Holder.LAYER and spec.layer == 0)
+               if spec.holder is Holder.LAYER and spec.layer == 0 and held(spec, scheme, 0))
 
 
 def largest_held_elements(model: ModelSpec, layout: PipelineLayout, stage: int) -> int:

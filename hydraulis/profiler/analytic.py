@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from dataclasses import replace
 
 from hydraulis.errors import require
 from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
@@ -30,6 +31,7 @@ from hydraulis.layout.activations import (
     released_bytes_per_token,
 )
 from hydraulis.layout.states import DTYPE_BYTES, device_precision, state_bytes
+from hydraulis.profiler.analytic_moe import routed_layer_time
 from hydraulis.segments import Block, Segments, compose_profile
 from hydraulis.types import (
     Cluster,
@@ -64,7 +66,10 @@ def analytic_scheme_space(
     """Every ``(cp, tp, pp)`` from the given degrees that shards ``model`` and fits the cluster,
     under each of ``variants`` (an ``sp`` variant where ``tp > 1``); with ``segments``, the plain
     schemes and the segments of every ``(cp, tp, sp)`` they use, from which the space composes
-    every variant (:class:`~hydraulis.space.SchemeSpace`).
+    every variant (:class:`~hydraulis.space.SchemeSpace`). A mixture of experts gets its
+    :func:`expert_degrees` (``ep > 1`` with sp), each scheme listed (segments do not carry
+    ``ep``): with ``segments``, under :data:`EXPERT_VARIANTS`, with sp wherever ``tp > 1`` (sp
+    changes no time term and keeps less; without it the tp ranks repeat the routed experts).
 
           b_flop = 6·P_l / (tp·cp·R·η_m)
 
@@ -122,11 +127,16 @@ def analytic_scheme_space(
     variants = tuple(dict.fromkeys(variants))
     require(not segments or variants == (SchemeOptions(),), "options", [str(v) for v in variants],
             "are all in a space with variants: list none")
+    listed = model.is_moe and segments
+    if listed:
+        variants, segments = EXPERT_VARIANTS, False
     schemes = [
-        variant.scheme(cp, tp, pp)
+        replace(variant, ep=ep).scheme(cp, tp, pp)
         for cp, tp, pp in itertools.product(sorted(set(cps)), sorted(set(tps)), sorted(set(pps)))
         if cp * tp * pp <= cluster.devices and model.shards(Scheme(cp, tp, pp))
         for variant in variants if tp > 1 or not variant.sp
+        if not listed or tp == 1 or variant.sp
+        for ep in expert_degrees(model, tp) if ep == 1 or variant.sp
     ]
     require(bool(schemes), "schemes", [], f"none of the degrees shards {model.name} on {cluster.devices} devices")
     degrees = {(s.cp, s.tp): None for s in schemes}
@@ -147,6 +157,19 @@ def analytic_scheme_space(
     )
 
 
+EXPERT_VARIANTS = (SchemeOptions(), SchemeOptions(sp=True), SchemeOptions(recompute=Recompute.FULL),
+                   SchemeOptions(sp=True, recompute=Recompute.FULL))
+"""The variants a mixture of experts' analytic space lists for every degree."""
+
+
+def expert_degrees(model: ModelSpec, tp: int) -> tuple[int, ...]:
+    """The expert-parallel degrees an analytic space lists for a stage of ``tp`` ranks: 1 and, when
+    it divides the experts, ``tp`` — the degrees the runtime runs (1 for a dense model). A degree
+    between trades the experts' memory against all-to-all bytes; listing them all doubles the
+    space and the planner's time for little (Mixtral-8x7B on 1,024 H100s chose ``ep = tp`` either way)."""
+    return (1, tp) if model.is_moe and tp > 1 and model.experts % tp == 0 else (1,)
+
+
 def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_bytes: int | None = None) -> MemoryModel:
     """Model-state memory per :func:`~hydraulis.layout.states.state_bytes` at the
     device's precision under Adam; the device's memory (or ``device_memory_bytes`` when
@@ -163,13 +186,16 @@ def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_by
 
 def analytic_profile(model: ModelSpec, device: DeviceSpec, cluster: Cluster, scheme: Scheme) -> SchemeProfile:
     """One scheme composed from its analytic segments (:func:`analytic_scheme_space`)."""
-    return compose_profile(analytic_segments(model, device, cluster, scheme.cp, scheme.tp, scheme.sp), model, scheme,
-                           cluster.devices_per_node, device.runtime_overhead_bytes + device.workspace_bytes)
+    segments = analytic_segments(model, device, cluster, scheme.cp, scheme.tp, scheme.sp, scheme.ep)
+    return compose_profile(segments, model, scheme, cluster.devices_per_node,
+                           device.runtime_overhead_bytes + device.workspace_bytes)
 
 
-def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp: int, tp: int, sp: bool) -> Segments:
+def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp: int, tp: int, sp: bool,
+                      ep: int = 1) -> Segments:
     """The layer of every recompute mode and the ends of a stage at every position, for
-    ``(cp, tp, sp)`` (:func:`analytic_scheme_space`)."""
+    ``(cp, tp, sp)`` and, of a mixture of experts, expert parallelism ``ep``
+    (:func:`analytic_scheme_space`; the routed experts' terms: :mod:`.analytic_moe`)."""
     h, kv, v = model.hidden, model.kv_dim, model.vocab
     per_node = cluster.devices_per_node
     rate_ms = device.peak_tflops * 1e12 / 1e3
@@ -177,16 +203,18 @@ def analytic_segments(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp
     beta_cp = _bytes_per_ms(device, tp * cp <= per_node)
     latency_ms = device.collective_latency_us / 1e3
     dtype_bytes = DTYPE_BYTES[device_precision(device.name)]
-    widths = Widths.of(model, Scheme(cp, tp, 1, sp))
+    widths = Widths.of(model, Scheme(cp, tp, 1, sp, ep=ep))
 
     def layer(recompute: Recompute) -> Block:
         full = recompute is Recompute.FULL
-        b = (8.0 if full else 6.0) * model.params_per_layer / (tp * cp * rate_ms * device.matmul_efficiency)
+        b = (8.0 if full else 6.0) * model.dense_params_per_layer / (tp * cp * rate_ms * device.matmul_efficiency)
         b += (24.0 if full else 16.0) * h * (tp - 1) / tp / (cp * beta_tp)
         b += (16.0 if full else 12.0) * kv * (cp - 1) / cp / (tp * beta_cp)
-        a = (7.0 if recompute is Recompute.NONE else 9.0) * h / (tp * cp * rate_ms * device.attention_efficiency)
+        a = (7.0 if recompute is Recompute.NONE else 9.0) * model.heads * model.head_dim / (
+            tp * cp * rate_ms * device.attention_efficiency)
         c = device.layer_overhead_us / 1e3 + latency_ms * ((12 if full else 8) * (tp > 1) + (4 if full else 3) * (cp - 1))
-        return Block(TimeCoefficients(a, b, c), layer_bytes_per_token(widths, recompute, dtype_bytes) / cp,
+        routed = routed_layer_time(model, device, cluster, cp, tp, sp, ep, recompute, dtype_bytes)
+        return Block(TimeCoefficients(a, b + routed.b, c + routed.c), layer_bytes_per_token(widths, recompute, dtype_bytes) / cp,
                      layer_backward_bytes_per_token(widths, recompute, dtype_bytes) / cp)
 
     def hand_off(inside_node: bool) -> TimeCoefficients:

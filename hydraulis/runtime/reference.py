@@ -84,6 +84,7 @@ class StageReference:
         plan = single_device_plan(lengths)
         batch = pack_micro_batch(documents, plan.pipelines[0].micro_batches[0], plan.alignment,
                                  ParallelGroup.single(), CPU)
+        self.module.count_loss_tokens(sum(lengths))
         return self.module(None, batch).sum() / sum(lengths)
 
 

@@ -28,6 +28,7 @@ from hydraulis.runtime.gradients import GradientBuffers
 from hydraulis.runtime.launch import RankContext
 from hydraulis.layout.pipeline import StrategyLayout
 from hydraulis.runtime.model.loss import loss_tokens
+from hydraulis.runtime.model.moe import step_statistics
 from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import Documents, pack_micro_batch, packed_rows
@@ -200,6 +201,7 @@ class StepRunner:
                             dtype=torch.float64, device=self.context.device)
         mine[FIGURES.index("loss")] = loss_part
         measured, figures, every = self._gather(stage, mine)
+        aux_loss, routed = self._expert_statistics(stage)
         if self.budget is not None:
             check_budget(self.budget, step, [int(v) for v in every[:, FIGURES.index("peak_bytes")]],
                          [int(v) for v in every[:, FIGURES.index("held_bytes")]])
@@ -218,7 +220,22 @@ class StepRunner:
                           strategy_index=plan.strategy_index, communicators=communicators,
                           operations=operations, lr=update.lr, grad_norm=update.grad_norm, skipped=update.skipped,
                           skipped_steps=self.optimizer.skipped, reduction_inflight_ms=overlap[0],
-                          reduction_hidden_ms=overlap[1], exchanged=not local)
+                          reduction_hidden_ms=overlap[1], exchanged=not local, aux_loss=aux_loss,
+                          tokens_per_expert=routed)
+
+    def _expert_statistics(self, stage: ComputeStage) -> tuple[float, tuple[int, ...]]:
+        """A mixture of experts' step: its balance loss and the routed copies each expert received,
+        summed over the ranks (:func:`~hydraulis.runtime.model.moe.step_statistics`); dense: 0, ()."""
+        experts = self.model.experts
+        if not self.model.is_moe:
+            return 0.0, ()
+        place, model = stage.place, stage.model
+        mine = torch.zeros(experts + 2, dtype=torch.float64)
+        if model is not None:
+            mine = step_statistics(model.mixtures, experts, model.sequence_parallel or place.tp_rank == 0,
+                                   place.tp_rank == 0 and place.cp_rank == 0)
+        total = self.context.world.all_reduce(mine.to(self.context.device)).cpu()
+        return float(total[experts] / max(float(total[experts + 1]), 1.0)), tuple(int(c) for c in total[:experts])
 
     def _compute(self, stage: ComputeStage, plan: StepPlan, documents: Documents, tokens: int,
                  reduction: Reduction | None, clock) -> tuple[torch.Tensor, RecordingWork | None]:

@@ -65,7 +65,7 @@ def read_hf_directory(path: str | Path, field: str = "init_from") -> HfDirectory
     found = _headers(folder, field)
     tensors = {}
     for spec in parameter_specs(model):
-        name = hf_name(spec.name)
+        name = hf_name(spec.name, model)
         require(name in found, field, str(path), f"has no tensor {name} (shape {list(spec.shape)} was expected)")
         file, shape, dtype = found.pop(name)
         where = f"{folder / file}: {name}"

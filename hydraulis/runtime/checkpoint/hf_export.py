@@ -132,7 +132,7 @@ def _write_shards(folder: Path, manifest: CheckpointManifest, placement: Optimiz
 
     weight_map = {}
     for group, file in zip(tqdm(shards, desc="export", unit="shard", disable=None), files):
-        tensors = {hf_name(spec.name): _assemble(placement, spec, buffer).to(dtype) for spec in group}
+        tensors = {hf_name(spec.name, manifest.model): _assemble(placement, spec, buffer).to(dtype) for spec in group}
         save_file(tensors, str(partial / file), metadata={"format": "pt"})
         fsync(partial / file)
         weight_map.update(dict.fromkeys(tensors, file))

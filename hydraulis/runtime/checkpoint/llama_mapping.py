@@ -8,6 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from hydraulis.errors import HydraulisError, require
+from hydraulis.runtime.checkpoint.moe_mapping import (
+    MIXTRAL,
+    QWEN3_MOE,
+    moe_config,
+    moe_fields,
+    moe_layer_name,
+)
 from hydraulis.types import ModelSpec
 
 DEFAULT_ROPE_THETA = 10000.0
@@ -24,8 +31,9 @@ IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)
 """Tensors of older checkpoints that are buffers computed from the config, not weights."""
 
 
-def hf_name(name: str) -> str:
-    """The Hugging Face name of our parameter ``name`` (table of :func:`hf_name`).
+def hf_name(name: str, model: ModelSpec | None = None) -> str:
+    """The Hugging Face name of our parameter ``name`` (table below; of a mixture of experts
+    ``model``, :mod:`.moe_mapping`'s).
 
     Config fields (``config.json`` of a ``LlamaConfig``)::
 
@@ -66,7 +74,8 @@ def hf_name(name: str) -> str:
     if name in _GLOBAL:
         return _GLOBAL[name]
     _, layer, suffix = name.split(".", 2)
-    return f"model.layers.{layer}.{_LAYER[suffix]}"
+    theirs = moe_layer_name(suffix, model) if model is not None and (model.is_moe or model.qk_norm) else None
+    return f"model.layers.{layer}.{theirs or _LAYER[suffix]}"
 
 
 def model_from_hf_config(config: dict[str, Any], name: str, where: str) -> ModelSpec:
@@ -82,16 +91,19 @@ def model_from_hf_config(config: dict[str, Any], name: str, where: str) -> Model
         require(value == expected, f"{where}: {key}", value, f"must be {expected!r} ({why})")
 
     require(isinstance(config, dict), where, type(config).__name__, "must hold a JSON object (a LlamaConfig)")
-    expect("model_type", "llama", None, "a Llama model; other architectures are not supported")
+    kind = config.get("model_type")
+    require(kind in ("llama", MIXTRAL, QWEN3_MOE), f"{where}: model_type", kind,
+            "must be 'llama', 'mixtral' or 'qwen3_moe'; other architectures are not supported")
     expect("hidden_act", "silu", "silu", "the SwiGLU MLP of Llama")
     expect("attention_bias", False, False, "Llama's projections have no bias")
     expect("mlp_bias", False, False, "Llama's projections have no bias")
     expect("tie_word_embeddings", False, False, "our output head is a matrix of its own")
     heads = field("num_attention_heads")
     hidden = field("hidden_size")
+    moe = moe_fields(config, kind, where) if kind != "llama" else {"ffn_hidden": field("intermediate_size")}
     spec = _build(where, name=name, layers=field("num_hidden_layers"), hidden=hidden, heads=heads,
-                  kv_heads=config.get("num_key_value_heads") or heads, ffn_hidden=field("intermediate_size"),
-                  vocab=field("vocab_size"), rope_theta=_rope_theta(config, where), norm_eps=field("rms_norm_eps"))
+                  kv_heads=config.get("num_key_value_heads") or heads, vocab=field("vocab_size"),
+                  rope_theta=_rope_theta(config, where), norm_eps=field("rms_norm_eps"), **moe)
     head_dim = config.get("head_dim")
     require(head_dim in (None, spec.head_dim), f"{where}: head_dim", head_dim,
             f"must be hidden_size / num_attention_heads = {spec.head_dim}")
@@ -100,8 +112,9 @@ def model_from_hf_config(config: dict[str, Any], name: str, where: str) -> Model
 
 def hf_config(model: ModelSpec, dtype: str) -> dict[str, Any]:
     """A ``config.json`` that ``transformers`` (4.x and 5.x) loads as ``model``'s
-    ``LlamaForCausalLM``; ``dtype`` is the weights' (``float32``, ``bfloat16``, ``float16``)."""
-    return {
+    ``LlamaForCausalLM`` (a mixture of experts: ``MixtralForCausalLM`` or ``Qwen3MoeForCausalLM``,
+    :mod:`.moe_mapping`); ``dtype`` is the weights' (``float32``, ``bfloat16``, ``float16``)."""
+    llama = {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
         "num_hidden_layers": model.layers,
@@ -120,6 +133,7 @@ def hf_config(model: ModelSpec, dtype: str) -> dict[str, Any]:
         "tie_word_embeddings": False,
         "torch_dtype": dtype,
     }
+    return {**llama, **moe_config(model)} if model.is_moe else llama
 
 
 def _rope_theta(config: dict[str, Any], where: str) -> float:

@@ -19,6 +19,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from hydraulis.runtime.model.attention import packed_attention
+from hydraulis.runtime.model.moe import MixtureOfExperts
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.model.packing import PackedMicroBatch
 from hydraulis.runtime.model.vocab_loss import VocabLoss
@@ -28,6 +29,7 @@ from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import (
     ColumnParallelLinear,
     RowParallelLinear,
+    IGNORE_INDEX,
     VocabParallelEmbedding,
     vocab_parallel_cross_entropy,
 )
@@ -92,14 +94,20 @@ class Attention(nn.Module):
         self.fused_children = (self.wq, self.wk, self.wv)
         self.wo = RowParallelLinear(self.heads * model.head_dim, model.hidden, tp, sequence_parallel, **factory)
         self.attend = packed_attention
+        if model.qk_norm:
+            self.q_norm = RMSNorm(model.head_dim, model.norm_eps, **factory)
+            self.k_norm = RMSNorm(model.head_dim, model.norm_eps, **factory)
 
     def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         q, k, v = column_parallel(x, [layer.weight for layer in self.fused_children], self.tp, self.sequence_parallel)
         tokens = q.shape[0]
-        k = apply_rotary(k.view(tokens, self.kv_heads, self.head_dim), rope)
+        q, k = q.view(tokens, self.heads, self.head_dim), k.view(tokens, self.kv_heads, self.head_dim)
+        if hasattr(self, "q_norm"):
+            q, k = self.q_norm(q), self.k_norm(k)
+        k = apply_rotary(k, rope)
         gathering = start_gather_from_context(torch.cat((k, v.view(tokens, self.kv_heads, self.head_dim)), dim=1),
                                               self.cp)
-        q = apply_rotary(q.view(tokens, self.heads, self.head_dim), rope)
+        q = apply_rotary(q, rope)
         k, v = gathering().split(self.kv_heads, dim=1)
         if self.recompute_core:
             return self.wo(recomputed(self.attend, q, k, v, batch.attention))
@@ -107,10 +115,11 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, model: ModelSpec, tp: ParallelGroup, sequence_parallel: bool = False, **factory) -> None:
+    def __init__(self, model: ModelSpec, tp: ParallelGroup, sequence_parallel: bool = False, width: int | None = None,
+                 **factory) -> None:
         super().__init__()
         self.tp, self.sequence_parallel = tp, sequence_parallel
-        width = model.ffn_hidden // tp.size
+        width = (width or model.ffn_hidden) // tp.size
         self.gate = ColumnParallelLinear(model.hidden, width, tp, sequence_parallel, **factory)
         self.up = ColumnParallelLinear(model.hidden, width, tp, sequence_parallel, **factory)
         self.fused_children = (self.gate, self.up)
@@ -133,13 +142,19 @@ class DecoderLayer(nn.Module):
     """
 
     def __init__(self, model: ModelSpec, tp: ParallelGroup, cp: ParallelGroup, sequence_parallel: bool = False,
-                 recompute: Recompute = Recompute.NONE, **factory) -> None:
+                 recompute: Recompute = Recompute.NONE, expert_parallel: int = 1, **factory) -> None:
         super().__init__()
-        self.recompute = recompute
+        self.recompute, self.tp_rank = recompute, tp.rank
         self.attn_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
         self.attn = Attention(model, tp, cp, sequence_parallel, recompute is Recompute.SELECTIVE, **factory)
         self.mlp_norm = RMSNorm(model.hidden, model.norm_eps, **factory)
-        self.mlp = MLP(model, tp, sequence_parallel, **factory)
+        if model.is_moe:
+            shared = MLP(model, tp, sequence_parallel, model.shared_experts * model.ffn_hidden, **factory)
+            groups = (cp, tp) if sequence_parallel else (cp,)
+            experts = tp if expert_parallel > 1 else ParallelGroup.single()
+            self.moe = MixtureOfExperts(model, groups, experts, shared if model.shared_experts else None, **factory)
+        else:
+            self.mlp = MLP(model, tp, sequence_parallel, **factory)
 
     def forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         if self.recompute is Recompute.FULL:
@@ -148,6 +163,9 @@ class DecoderLayer(nn.Module):
 
     def _forward(self, x: torch.Tensor, batch: PackedMicroBatch, rope: Rope) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), batch, rope)
+        if hasattr(self, "moe"):
+            real, documents = _token_documents(batch, x.shape[0], self.tp_rank)
+            return x + self.moe(self.mlp_norm(x), real, documents, batch.cu_seqlens.numel() - 1)
         return x + self.mlp(self.mlp_norm(x))
 
     def compile(self) -> None:
@@ -163,6 +181,26 @@ class DecoderLayer(nn.Module):
         """
         self.attn.attend = torch.compiler.disable(packed_attention)
         self._forward = torch.compile(self._forward, dynamic=True)
+
+
+def _token_documents(batch: PackedMicroBatch, rows: int, tp_rank: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Of the ``rows`` tokens a rank holds between blocks (its share under sequence parallelism),
+    which are not padding and each one's document (0, 1, …: a document starts where the positions
+    stop rising, which holds for a cp rank's chunks too)."""
+    positions = batch.positions
+    documents = torch.cat((positions.new_zeros(1), torch.cumsum(positions[1:] <= positions[:-1], 0)))
+    real = batch.labels != IGNORE_INDEX
+    if rows != real.shape[0]:
+        shares = real.shape[0] // rows
+        real, documents = real.chunk(shares)[tp_rank], documents.chunk(shares)[tp_rank]
+    return real, documents
+
+
+def _fused_blocks(layer: DecoderLayer) -> list[nn.Module]:
+    """The layer's blocks whose column weights share one storage: attention's Q/K/V, the dense
+    MLP's (or a mixture's shared experts') gate/up."""
+    mlp = layer.moe.shared if hasattr(layer, "moe") else layer.mlp
+    return [block for block in (layer.attn, mlp) if block is not None]
 
 
 def layer_recompute(layout: PipelineLayout, stage: int) -> dict[int, Recompute]:
@@ -235,13 +273,17 @@ class StageModel(nn.Module):
                  cp: ParallelGroup, dtype: torch.dtype, device: torch.device, compile_layers: bool = False,
                  loss_chunk: int = 0) -> None:
         super().__init__()
+        ep = layout.scheme.ep
+        if 1 < ep < tp.size:
+            raise NotImplementedError(f"expert parallelism over part of the tp group ({layout.scheme}) is planned, "
+                                      "not yet run: the runtime folds ep = tp")
         factory = {"dtype": dtype, "device": device}
         self.model, self.tp = model, tp
         self.sequence_parallel = layout.scheme.sp
         self.first, self.last = stage == 0, stage == layout.scheme.pp - 1
         if self.first:
             self.embed = VocabParallelEmbedding(model.vocab, model.hidden, tp, self.sequence_parallel, **factory)
-        self.layers = nn.ModuleDict({str(i): DecoderLayer(model, tp, cp, self.sequence_parallel, recompute, **factory)
+        self.layers = nn.ModuleDict({str(i): DecoderLayer(model, tp, cp, self.sequence_parallel, recompute, ep, **factory)
                                      for i, recompute in layer_recompute(layout, stage).items()})
         if self.last:
             self.norm = RMSNorm(model.hidden, model.norm_eps, **factory)
@@ -256,7 +298,28 @@ class StageModel(nn.Module):
         for layer in self.layers.values() if compile_layers else ():
             layer.compile()
 
+    def count_loss_tokens(self, tokens: int) -> None:
+        """The step's loss tokens ``N``, for a mixture of experts' balance loss (:mod:`.moe`)."""
+        for moe in self.mixtures:
+            moe.count_loss_tokens(tokens)
+
+    @property
+    def mixtures(self) -> list[MixtureOfExperts]:
+        """The stage's mixtures of experts (none for a dense model)."""
+        return [layer.moe for layer in self.layers.values() if hasattr(layer, "moe")]
+
     def forward(self, hidden: torch.Tensor | None, batch: PackedMicroBatch) -> torch.Tensor:
+        """The module docstring's forward; a mixture of experts records its statistics during it
+        (not when a recomputed layer runs again in the backward)."""
+        for moe in self.mixtures:
+            moe.recording = True
+        try:
+            return self._forward(hidden, batch)
+        finally:
+            for moe in self.mixtures:
+                moe.recording = False
+
+    def _forward(self, hidden: torch.Tensor | None, batch: PackedMicroBatch) -> torch.Tensor:
         x = self.embed(batch.input_ids) if self.first else hidden
         rope = rotary_tables(batch.positions, self.model.head_dim, self.model.rope_theta, x.dtype)
         for layer in self.layers.values():
@@ -273,7 +336,7 @@ class StageModel(nn.Module):
         storage, each still its own parameter (:mod:`hydraulis.runtime.parallel.columns`: one
         product for all); their values are left unset, as a new module's."""
         for layer in self.layers.values():
-            for block in (layer.attn, layer.mlp):
+            for block in _fused_blocks(layer):
                 weights = [child.weight for child in block.fused_children]
                 storage = weights[0].new_empty((sum(w.shape[0] for w in weights), weights[0].shape[1]))
                 for weight, rows in zip(weights, storage.split([w.shape[0] for w in weights])):

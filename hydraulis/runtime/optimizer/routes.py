@@ -23,7 +23,7 @@ from hydraulis.errors import require
 from hydraulis.layout.buckets import STAGE_BUCKETS, forward_order, shard_buckets
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap, strided
-from hydraulis.layout.sharding import ParameterSpec, Shard, holding_stage, shard_of, stage_shards
+from hydraulis.layout.sharding import ParameterSpec, Shard, held, holding_stage, shard_of, stage_shards
 from hydraulis.runtime.rank_map import RankMap, RankPlace
 
 HELD = ("peer", "parameter", "offset", "shard", "count", "length", "stride", "contributes", "bucket")
@@ -57,7 +57,7 @@ class RoutePlan:
 
     @property
     def local(self) -> bool:
-        """Every block this rank sends or receives is its own (module docstring: one owner)."""
+        """Every block this rank sends or receives is its own (:func:`route_plan`: one owner)."""
         return bool((self.held[:, 0] == self.rank).all() and (self.owned[:, 0] == self.rank).all())
 
     @property
@@ -259,7 +259,7 @@ class Route:
         self.local = bool(self.world.all_reduce(local, dist.ReduceOp.MIN).item())
 
     def gather_local(self, grads: list, into: torch.Tensor) -> None:
-        """One owner (module docstring): ``into`` ← this rank's own gradient blocks (``grads[k]``
+        """One owner (:func:`route_plan`): ``into`` ← this rank's own gradient blocks (``grads[k]``
         None: zeros), copied in place — the reduction without buffers or all-to-all."""
         targets, sources, missing = [], [], False
         for held, owned in self._own_blocks(reduce=True):
@@ -275,7 +275,7 @@ class Route:
             torch._foreach_copy_(targets, sources)
 
     def propagate_local(self, master: torch.Tensor, params: list) -> None:
-        """One owner (module docstring): every shard's blocks ← ``master``'s, cast to the shard's
+        """One owner (:func:`route_plan`): every shard's blocks ← ``master``'s, cast to the shard's
         dtype — the propagation without buffers or all-to-all."""
         targets, sources = [], []
         for held, owned in self._own_blocks(reduce=False):
@@ -372,7 +372,7 @@ def _holders(rank_map: RankMap, spec: ParameterSpec) -> list[tuple[list[int], Sh
     for p, layout in enumerate(rank_map.pipelines):
         scheme, stage = layout.scheme, holding_stage(spec, layout)
         for c in range(scheme.cp):
-            for t in range(scheme.stage_tp(stage)):
+            for t in filter(lambda t: held(spec, scheme, t), range(scheme.stage_tp(stage))):
                 groups.setdefault(shard_of(spec, scheme, stage, t), []).append(rank_map.rank(RankPlace(p, stage, c, t)))
     return [(ranks, shard) for shard, ranks in groups.items()]
 

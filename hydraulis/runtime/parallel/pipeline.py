@@ -93,6 +93,7 @@ class StageWork:
     def __init__(self, model: StageModel, pack: Callable[[int], PackedMicroBatch], rows: Sequence[int],
                  loss_tokens: int) -> None:
         self.model, self.pack, self.rows, self.loss_tokens = model, pack, rows, loss_tokens
+        model.count_loss_tokens(loss_tokens)
         self.saved: dict[int, tuple[torch.Tensor | None, torch.Tensor]] = {}
         self.loss = torch.zeros((), dtype=torch.float32, device=next(model.parameters()).device)
 
