@@ -17,14 +17,9 @@ Layout (``schema_version`` 1)::
                                  "ops": [{"stage", "micro_batch", "phase": "F" | "B",
                                           "start_ms", "end_ms"}]}]]}]}
 
-``communicators`` (process groups the step created), ``synthesised`` (a step that ran a strategy
-made for it), ``lr``, ``grad_norm`` (null when not finite: the step was skipped), ``skipped``,
-``skipped_steps`` (:class:`~hydraulis.job.records.StepRecord`), ``reduction_inflight_ms``,
-``reduction_hidden_ms``, ``exchanged``, ``aux_loss`` and ``tokens_per_expert`` (a mixture of
-experts') are optional (absent: 0, false, true for ``exchanged``, empty), so older logs load;
-``tokens_per_s`` is
-written for readers and recomputed on reading.
-``operations`` (``hydraulis train --record-operations``) is written only when recorded.
+The fields after ``synthesised`` (:class:`~hydraulis.job.records.StepRecord`) are optional
+(absent: 0, false, true for ``exchanged``, empty), so older logs load; ``tokens_per_s`` is
+recomputed on reading; ``operations`` (``--record-operations``) is written only when recorded.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The analytic time of a mixture of experts' routed part, per token of a micro-batch, forward +
-backward (design §4; :mod:`.analytic` adds it to the decoder layer's dense terms, whose
+backward (design §6.1; :mod:`.analytic` adds it to the decoder layer's dense terms, whose
 ``6·P_l`` counts attention, router and shared experts only).
 
-Notation as :mod:`.analytic` (``R``, ``η_m``, ``λ``), plus ``E`` experts of width ``F``, ``k``
-experts per token, ``ρ`` the routing imbalance (the most loaded expert-parallel rank's routed
-tokens over the mean, ``model.routing_imbalance``; 1 without expert parallelism, where every
-rank runs every expert on its own tokens), ``b`` the activations' bytes and ``s_m`` the ranks
-that split a stage's tokens for the routed experts: ``cp·tp`` under sequence parallelism (which
-expert parallelism needs), else ``cp`` (the tp ranks repeat the mixture). Per token of the
-micro-batch:
+``E`` experts of width ``F``, ``k`` per token, ``ρ`` the routing imbalance, ``s_m`` the ranks
+that split a stage's tokens for the routed experts (:func:`routed_layer_time`). Per token:
 
 * the routed experts' work, 6 FLOPs per parameter per token for ``k`` experts of ``3·H·F``::
 
@@ -33,7 +28,15 @@ from hydraulis.types import Cluster, DeviceSpec, ModelSpec, Recompute, TimeCoeff
 
 def routed_layer_time(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp: int, tp: int, sp: bool, ep: int,
                       recompute: Recompute, dtype_bytes: int) -> TimeCoefficients:
-    """``(0, b_exp + b_a2a, c_a2a)`` of the module docstring (zero for a dense model)."""
+    """``(0, b_exp + b_a2a, c_a2a)`` of the module docstring (zero for a dense model).
+
+    Notation as :mod:`.analytic` (``R``, ``η_m``, ``λ``), plus ``E`` experts of width ``F``, ``k``
+    experts per token, ``ρ`` the routing imbalance (the most loaded expert-parallel rank's routed
+    tokens over the mean, ``model.routing_imbalance``; 1 without expert parallelism, where every
+    rank runs every expert on its own tokens), ``b`` the activations' bytes and ``s_m`` the ranks
+    that split a stage's tokens for the routed experts: ``cp·tp`` under sequence parallelism
+    (which expert parallelism needs), else ``cp`` (the tp ranks repeat the mixture).
+    """
     if not model.is_moe:
         return TimeCoefficients(0.0, 0.0, 0.0)
     full = recompute is Recompute.FULL

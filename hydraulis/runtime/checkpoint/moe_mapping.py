@@ -14,16 +14,8 @@ Config fields beyond Llama's::
     head_dim_override head_dim (when not H/heads)    head_dim
     qk_norm           (none)                         (always)
 
-Tensor names in the checkpoints' per-expert form, ``i`` the layer, ``j`` the expert::
-
-    layers.i.moe.router.weight            block_sparse_moe.gate.weight        mlp.gate.weight
-    layers.i.moe.experts.j.gate.weight    block_sparse_moe.experts.j.w1.weight  mlp.experts.j.gate_proj.weight
-    layers.i.moe.experts.j.up.weight      block_sparse_moe.experts.j.w3.weight  mlp.experts.j.up_proj.weight
-    layers.i.moe.experts.j.down.weight    block_sparse_moe.experts.j.w2.weight  mlp.experts.j.down_proj.weight
-    layers.i.attn.q_norm.weight           (none)                                self_attn.q_norm.weight
-
-(each under ``model.layers.i.``). Every tensor maps one to one, unchanged. Shared experts
-(DeepSeekMoE) have no mapping here. Qwen3-MoE's dense layers (``mlp_only_layers``,
+Tensor names (each under ``model.layers.i.``): :func:`moe_layer_name`. Every tensor maps one to
+one, unchanged. Shared experts (DeepSeekMoE) have no mapping here. Qwen3-MoE's dense layers (``mlp_only_layers``,
 ``decoder_sparse_step`` > 1) and sliding windows are refused on import.
 """
 
@@ -48,7 +40,16 @@ def family(model: ModelSpec) -> str:
 
 def moe_layer_name(suffix: str, model: ModelSpec) -> str | None:
     """The Hugging Face name (after ``model.layers.i.``) of a layer parameter that only a mixture
-    has, or None for one named as Llama's."""
+    has, or None for one named as Llama's.
+
+    Tensor names in the checkpoints' per-expert form, ``i`` the layer, ``j`` the expert::
+
+        layers.i.moe.router.weight            block_sparse_moe.gate.weight        mlp.gate.weight
+        layers.i.moe.experts.j.gate.weight    block_sparse_moe.experts.j.w1.weight  mlp.experts.j.gate_proj.weight
+        layers.i.moe.experts.j.up.weight      block_sparse_moe.experts.j.w3.weight  mlp.experts.j.up_proj.weight
+        layers.i.moe.experts.j.down.weight    block_sparse_moe.experts.j.w2.weight  mlp.experts.j.down_proj.weight
+        layers.i.attn.q_norm.weight           (none)                                self_attn.q_norm.weight
+    """
     kind = family(model)
     if suffix.startswith("attn.") and suffix.endswith("_norm.weight"):
         return f"self_attn.{suffix.removeprefix('attn.')}"

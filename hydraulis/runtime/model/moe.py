@@ -13,21 +13,7 @@ For a rank's tokens ``x: [t, H]`` (the real ones: padding never reaches an exper
 dense model's MLP (tensor-parallel). Tokens are sorted by expert and each expert's rows multiplied
 at once: torch's grouped GEMM (``torch._grouped_mm``) on CUDA, a loop over the experts elsewhere.
 
-**Load-balancing loss** (Switch Transformer, Fedus et al. 2022, eq. 4–6; Hugging Face's
-``load_balancing_loss_func``), per document ``d`` of ``n_d`` tokens (as DeepSeek-V3's
-sequence-wise balance loss) so that it does not depend on how a step is cut into pipelines,
-micro-batches and cp or sp shares::
-
-    aux_d = E · Σ_i f_d,i · P_d,i,   f_d,i = (times expert i is among a token's k)/n_d,   P_d,i = Σ_t p_t,i / n_d
-    objective += coef · (1/L) · Σ_layers Σ_d (n_d/N) · aux_d        (N the step's loss tokens)
-
-A document's counts and probability sums are summed over the ranks that share its tokens
-(``token_groups``: cp, and tp under sp) before the product; each rank differentiates through its
-own tokens' probabilities only, so the sum over ranks is the gradient. The gradient enters
-through the layer's output (:class:`_AuxLoss`, as Megatron-Core's auxiliary-loss scaler); each
-layer keeps its last token-weighted mean ``aux`` and tokens per expert for the logs. Worked
-example: E = 4, k = 2, one document of 2 tokens routed to (0, 1) and (0, 2) with
-``P = (.4, .3, .2, .1)``: ``f = (1, .5, .5, 0)``, ``aux = 4·(.4 + .15 + .1) = 2.6``.
+The load-balancing loss per document: :func:`document_balance`.
 """
 
 from __future__ import annotations
@@ -88,8 +74,25 @@ def tokens_per_expert(experts: torch.Tensor, count: int) -> torch.Tensor:
 def document_balance(routing: Routing, documents: torch.Tensor, document_count: int, count: int,
                      token_groups: Sequence[ParallelGroup]) -> tuple[torch.Tensor, torch.Tensor]:
     """``Σ_d n_d·aux_d`` (differentiable through this rank's probabilities) and ``Σ_d n_d`` of
-    the module docstring, for tokens of document ids ``documents`` (ids ``0 … document_count − 1``,
-    the same numbering on every rank of ``token_groups``)."""
+    the loss below, for tokens of document ids ``documents`` (ids ``0 … document_count − 1``,
+    the same numbering on every rank of ``token_groups``).
+
+    **Load-balancing loss** (Switch Transformer, Fedus et al. 2022, eq. 4–6; Hugging Face's
+    ``load_balancing_loss_func``), per document ``d`` of ``n_d`` tokens (as DeepSeek-V3's
+    sequence-wise balance loss) so that it does not depend on how a step is cut into pipelines,
+    micro-batches and cp or sp shares::
+
+        aux_d = E · Σ_i f_d,i · P_d,i,   f_d,i = (times expert i is among a token's k)/n_d,   P_d,i = Σ_t p_t,i / n_d
+        objective += coef · (1/L) · Σ_layers Σ_d (n_d/N) · aux_d        (N the step's loss tokens)
+
+    A document's counts and probability sums are summed over the ranks that share its tokens
+    (``token_groups``: cp, and tp under sp) before the product; each rank differentiates through its
+    own tokens' probabilities only, so the sum over ranks is the gradient. The gradient enters
+    through the layer's output (:class:`_AuxLoss`, as Megatron-Core's auxiliary-loss scaler); each
+    layer keeps its last token-weighted mean ``aux`` and tokens per expert for the logs. Worked
+    example: E = 4, k = 2, one document of 2 tokens routed to (0, 1) and (0, 2) with
+    ``P = (.4, .3, .2, .1)``: ``f = (1, .5, .5, 0)``, ``aux = 4·(.4 + .15 + .1) = 2.6``.
+    """
     top_k = routing.experts.shape[1]
     probabilities = routing.probabilities
     chosen = torch.zeros((document_count, count), dtype=probabilities.dtype, device=probabilities.device)
