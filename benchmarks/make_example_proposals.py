@@ -22,8 +22,8 @@ import numpy as np
 
 from hydraulis import __version__
 from hydraulis.artifacts import read_json, read_lengths, write_proposal
-from hydraulis.dispatch import dispatch
 from hydraulis.cost import exposed_reduce_ms, reduction_model, scheme_capacities
+from hydraulis.dispatch import dispatch
 from hydraulis.presets import device_preset, model_matching, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape

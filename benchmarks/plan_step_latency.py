@@ -40,7 +40,6 @@ from hydraulis.dispatch.synthesis import plan_step, proposal_communicators, stra
 from hydraulis.workload import sample_batches
 
 
-
 def proposal_path(case: str) -> str:
     return case if case.endswith(".json") else f"examples/proposals/{case}.json"
 

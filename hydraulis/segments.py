@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hydraulis.errors import require, require_number
-from hydraulis.stages import even_split
 from hydraulis.scheme import Recompute, Scheme
 from hydraulis.scheme_profile import SchemeProfile, TimeCoefficients
 from hydraulis.specs import ModelSpec
+from hydraulis.stages import even_split
 
 ZERO_TIME = TimeCoefficients(0.0, 0.0, 0.0)
 

@@ -15,7 +15,13 @@ from hydraulis.scheme_profile import FitQuality, SchemeProfile, TimeCoefficients
 from hydraulis.space import MemoryModel, PipelineModel, Provenance, SchemeSpace, SpaceSource
 from hydraulis.specs import Cluster, DeviceSpec, ModelSpec, OptimizerLayout
 from hydraulis.step_plan import (
-    SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, MicroBatch, PipelinePlan, StepPlan, Synthesis, Synthesise,
+    SYNTHESIS_EVALUATIONS_DEFAULT,
+    BatchingMethod,
+    MicroBatch,
+    PipelinePlan,
+    StepPlan,
+    Synthesis,
+    Synthesise,
 )
 from hydraulis.strategy import PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
 

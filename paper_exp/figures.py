@@ -17,7 +17,6 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
 from tables import BASELINES, PAPER_RANGE, RESULTS, load_runs  # noqa: E402
 
 DPI = 90

@@ -4,6 +4,7 @@ tests over random strategies)."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.errors import HydraulisError
 from hydraulis.placement import (
     Communicator,
     CommunicatorKind,
@@ -14,7 +15,6 @@ from hydraulis.placement import (
     placement_problem,
     stage_offsets,
 )
-from hydraulis.errors import HydraulisError
 from hydraulis.stages import Stage, parse_stages
 from hydraulis.types import Scheme
 

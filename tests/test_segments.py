@@ -4,11 +4,11 @@ import itertools
 
 import pytest
 
+from hydraulis.layout.activations import stage_bytes_per_token as runtime_bytes_per_token
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_segments
+from hydraulis.segments import Block, Segments, compose_profile, in_flight_bytes_per_token, stage_block
 from hydraulis.stages import even_split
-from hydraulis.layout.activations import stage_bytes_per_token as runtime_bytes_per_token
-from hydraulis.segments import Block, Segments, compose_profile, stage_block, in_flight_bytes_per_token
 from hydraulis.types import Cluster, ModelSpec, Recompute, Scheme, TimeCoefficients
 
 

@@ -27,8 +27,8 @@ from hydraulis.artifacts.record import Record, build, check_header, read_json, w
 from hydraulis.artifacts.scheme_space import model_from_record, model_to_dict
 from hydraulis.data.loader import LoaderConfig, LoaderPosition
 from hydraulis.errors import HydraulisError
-from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.job.manifest import CheckpointManifest, FileDigest, ShardFile
+from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.types import OptimizerLayout
 
 KIND = "checkpoint"

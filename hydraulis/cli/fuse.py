@@ -6,10 +6,10 @@ import argparse
 import os
 import time
 
+from hydraulis import limits
 from hydraulis.artifacts.fused import read_fused_problem, write_fused_problem, write_fused_schedule
 from hydraulis.artifacts.scheme_space import read_scheme_space
 from hydraulis.artifacts.step_plan import read_step_plan
-from hydraulis import limits
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit, table
 from hydraulis.errors import HydraulisError

@@ -18,6 +18,7 @@ from hydraulis.cli.output import (
     table,
 )
 from hydraulis.errors import require
+from hydraulis.layout.kinds import DeviceKind
 from hydraulis.planner.config import Variants
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.measurement import Clock
@@ -29,7 +30,6 @@ from hydraulis.profiler.profile import (
     profile_segment_space,
 )
 from hydraulis.profiler.sweep import Interleave, Statistic, SweepConfig, parse_token_counts
-from hydraulis.layout.kinds import DeviceKind
 from hydraulis.types import SchemeSpace
 
 PRESET_OF_DEVICE = {DeviceKind.CPU: "cpu", DeviceKind.CUDA: "h100-80g"}

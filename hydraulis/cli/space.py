@@ -7,7 +7,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from hydraulis import __version__, limits
-
 from hydraulis.artifacts import read_json, read_scheme_space, timestamp, write_scheme_space
 from hydraulis.artifacts.cluster import read_cluster
 from hydraulis.cli.arguments import Bounded, BoundedList, FileKind, InputFile, OutputPath, optimizer_layout
@@ -22,17 +21,17 @@ from hydraulis.cli.output import (
     scheme_variants,
     table,
 )
-from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
 from hydraulis.cost.memory import memory_breakdown
 from hydraulis.errors import HydraulisError
 from hydraulis.integrations.model_description import model_from_description
+from hydraulis.planner.config import Variants
+from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.profiler.cluster import group_scheme_space
 from hydraulis.profiler.budget import under_budget
+from hydraulis.profiler.cluster import group_scheme_space
 from hydraulis.profiler.compare import compare_spaces
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
 from hydraulis.profiler.report import space_rows
-from hydraulis.planner.config import Variants
 from hydraulis.types import Cluster, ModelSpec, OptimizerLayout
 
 DEFAULT_COMPARE_LENGTHS = (128, 512, 1024, 4096, 16384)

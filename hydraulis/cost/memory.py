@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
-from hydraulis.stages import even_split
 from hydraulis.layout.activations import stage_activation_bytes
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.layout.states import MAIN_GRADIENT_BYTES, largest_held_elements, layer_elements
 from hydraulis.layout.step_memory import analytic_exchange_bytes, held_gradient_bytes, one_owner
+from hydraulis.stages import even_split
 from hydraulis.types import MemoryModel, ModelSpec, OptimizerLayout, Scheme, SchemeProfile, SchemeSpace
 
 

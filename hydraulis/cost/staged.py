@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from hydraulis.cluster import ClusterSpaces
 from hydraulis.cost.memory import compute_states, optimizer_states, step_terms
-from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.cost.pipeline import simulate_1f1b_stages
 from hydraulis.errors import HydraulisError, require
+from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.segments import Block, Segments, in_flight_bytes_per_token, max_time, stage_block
 from hydraulis.stages import Stage, stages_text
 from hydraulis.types import OptimizerLayout, PipelineModel, Scheme, SchemeProfile, SchemeSpace, TimeCoefficients

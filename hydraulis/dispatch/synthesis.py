@@ -33,13 +33,13 @@ from hydraulis.placement import Communicator, communicators, placement_problem
 from hydraulis.planner.options import synthesis_schemes
 from hydraulis.planner.search import IMPROVEMENT, CountsSearch
 from hydraulis.types import (
+    SYNTHESIS_EVALUATIONS_DEFAULT,
     BatchingMethod,
     PipelineGroup,
     Proposal,
     SchemeSpace,
     StepPlan,
     Strategy,
-    SYNTHESIS_EVALUATIONS_DEFAULT,
     Synthesis,
     Synthesise,
 )

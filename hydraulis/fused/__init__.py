@@ -8,10 +8,10 @@ baselines (:mod:`.baselines`), starting schedules (:mod:`.construct`) → anneal
 a problem from two step plans. Pure: no file I/O, no torch.
 """
 
+from hydraulis.cost.order import Phase
 from hydraulis.fused.bound import LowerBound, lower_bound
 from hydraulis.fused.check import check_schedule, peak_memory
 from hydraulis.fused.from_plans import problem_from_step_plans
-from hydraulis.cost.order import Phase
 from hydraulis.fused.problem import FusedModel, FusedProblem, Placement, fused_model
 from hydraulis.fused.schedule import FusedSchedule, ScheduledTask, fused_schedule, scheduled_tasks
 from hydraulis.fused.search import FusedResult, FuseOptions, StopReason, fuse

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from hydraulis import limits
 from hydraulis.errors import require, require_http_url, require_int, require_number
 from hydraulis.job.options import Section, option
-from hydraulis.layout.activations import LOSS_CHUNK_TOKENS
 from hydraulis.job.schedule import LrSchedule, LrScheduleKind
+from hydraulis.layout.activations import LOSS_CHUNK_TOKENS
 from hydraulis.layout.buckets import BUCKET_MB
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
 from hydraulis.presets import model_names

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hydraulis.cost.pipeline import ScheduledOp
-from hydraulis.placement import communicator_bound, communicators
 from hydraulis.job.strategy_spec import parse_strategy_spec
+from hydraulis.placement import communicator_bound, communicators
 from hydraulis.types import Scheme
 
 

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from hydraulis.errors import HydraulisError, require
-from hydraulis.presets import device_preset
-from hydraulis.layout.pipeline import PipelineLayout, StrategyLayout
 from hydraulis.job.staged_profile import analytic_profile_of, space_profile_of
+from hydraulis.layout.pipeline import PipelineLayout, StrategyLayout
+from hydraulis.presets import device_preset
 from hydraulis.stages import parse_stages
 from hydraulis.types import (
     Cluster,

@@ -13,9 +13,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from hydraulis.stages import even_split
 from hydraulis.layout.ranges import Region
 from hydraulis.layout.sharding import Holder, ParameterSpec, parameter_specs, unit_range
+from hydraulis.stages import even_split
 from hydraulis.types import ModelSpec, OptimizerLayout
 
 

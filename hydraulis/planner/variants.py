@@ -24,8 +24,8 @@ from hydraulis.cost import memory_breakdown
 from hydraulis.errors import HydraulisError
 from hydraulis.planner.config import Variants
 from hydraulis.planner.distribution import StepStatistics
+from hydraulis.segments import Segments, in_flight_bytes_per_token, max_time, stage_block
 from hydraulis.stages import even_split
-from hydraulis.segments import Segments, max_time, stage_block, in_flight_bytes_per_token
 from hydraulis.types import (
     OptimizerLayout,
     ProposedStrategy,

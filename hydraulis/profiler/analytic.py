@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from hydraulis.errors import require
-from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
 from hydraulis.layout.activations import (
     Widths,
     layer_backward_bytes_per_token,
@@ -30,6 +29,7 @@ from hydraulis.layout.activations import (
     norm_backward_bytes_per_token,
     released_bytes_per_token,
 )
+from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
 from hydraulis.layout.states import DTYPE_BYTES, device_precision, state_bytes
 from hydraulis.profiler.analytic_moe import routed_layer_time
 from hydraulis.segments import Block, Segments, compose_profile

@@ -35,14 +35,14 @@ import numpy as np
 
 from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.cost.step import implied_reduce_gbps
-from hydraulis.layout.kinds import ReduceDtype
 from hydraulis.errors import HydraulisError
+from hydraulis.layout.kinds import ReduceDtype
 from hydraulis.profiler.analytic import analytic_memory_model
 from hydraulis.profiler.fit import SchemeFit, fit_scheme
 from hydraulis.profiler.measurement import (
     Environment,
-    Measurement,
     MeasureJob,
+    Measurement,
     MeasureSettings,
     ReductionMeasurement,
 )

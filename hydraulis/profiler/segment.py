@@ -25,8 +25,8 @@ from hydraulis.profiler.sweep import (
     local_schemes,
     sweep_degrees,
 )
-from hydraulis.stages import even_split
 from hydraulis.segments import Block, Segments, stage_block
+from hydraulis.stages import even_split
 from hydraulis.types import ModelSpec, Recompute, Scheme, TimeCoefficients
 
 ENDS = ("first", "middle", "last", "only")

@@ -24,15 +24,13 @@ from pathlib import Path
 import torch
 
 from hydraulis.job.config import RuntimeOptions
-
+from hydraulis.job.records import StepRecord
 from hydraulis.layout.kinds import OptimizerKind, Precision
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.optimizer.master import initial_weights
-from hydraulis.job.records import StepRecord
 from hydraulis.runtime.reference import ReferenceRun, StageReference, train_reference
 from hydraulis.runtime.run import TrainingRun
 from hydraulis.runtime.trainer import train
-
 
 FP32_TOLERANCE = 1e-5
 BF16_TOLERANCE = 5e-2

@@ -28,8 +28,8 @@ from dataclasses import dataclass, replace
 from hydraulis.cost import ReductionModel, exposed_reduce_ms
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, proposal_communicators
-from hydraulis.placement import Communicator, communicators
 from hydraulis.layout.pipeline import StrategyLayout
+from hydraulis.placement import Communicator, communicators
 from hydraulis.types import (
     BatchingMethod,
     MicroBatch,

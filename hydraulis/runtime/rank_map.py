@@ -20,8 +20,8 @@ from functools import cached_property
 from typing import Any
 
 from hydraulis.errors import require
-from hydraulis.placement import RankRange, cp_set, pipeline_offsets, stage_offsets, stage_rank, stage_starts, tp_set
 from hydraulis.layout.pipeline import PipelineLayout, pipelines_spec
+from hydraulis.placement import RankRange, cp_set, pipeline_offsets, stage_offsets, stage_rank, stage_starts, tp_set
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.stages import hand_off_peers
 

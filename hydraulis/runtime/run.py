@@ -26,16 +26,16 @@ from hydraulis.data.tokenizer import TokenizerSpec
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import synthesis_options
 from hydraulis.errors import require
+from hydraulis.job.config import TrainConfig
+from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
+from hydraulis.layout.kinds import ReduceDtype
+from hydraulis.layout.pipeline import StrategyLayout, even_layout
 from hydraulis.placement import stage_offsets
 from hydraulis.presets import FALLBACK_GPU, device_preset, gpu_preset, model_preset
-from hydraulis.job.config import TrainConfig
-from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_lengths
-from hydraulis.layout.pipeline import StrategyLayout, even_layout
-from hydraulis.layout.kinds import ReduceDtype
-from hydraulis.runtime.planning import Planning, spec_proposal
 from hydraulis.runtime.checkpoint.hf_directory import HfDirectory, read_hf_directory
 from hydraulis.runtime.checkpoint.resume import Resume, check_resumable, complete_checkpoints, find_checkpoint
-from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
+from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_lengths
+from hydraulis.runtime.planning import Planning, spec_proposal
 from hydraulis.types import DeviceSpec, ModelSpec, OptimizerLayout, PipelineModel
 
 log = logging.getLogger(__name__)

@@ -15,34 +15,32 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
-import torch.distributed as dist
 
 from hydraulis.errors import require
-from hydraulis.placement import RankRange
-from hydraulis.runtime.memory.peak import PeakMemory, check_budget
-from hydraulis.runtime.model.attention import attention_kernel
 from hydraulis.job.config import RuntimeOptions
+from hydraulis.job.records import StepRecord
 from hydraulis.job.schedule import LrSchedule
+from hydraulis.layout.buckets import bucket_elements
 from hydraulis.layout.kinds import ReduceDtype
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
+from hydraulis.layout.pipeline import StrategyLayout
+from hydraulis.placement import RankRange
 from hydraulis.runtime.gradients import GradientBuffers
 from hydraulis.runtime.launch import RankContext
-from hydraulis.layout.pipeline import StrategyLayout
+from hydraulis.runtime.memory.peak import PeakMemory, check_budget
+from hydraulis.runtime.model.attention import attention_kernel
+from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.model.moe import step_statistics
-from hydraulis.runtime.optimizer.master import OptimizerShard
-from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import Documents, pack_micro_batch, packed_rows
-from hydraulis.runtime.parallel.operations import (RecordingWork, gather_operations, gather_reduction_overlap,
-                                                   step_clock)
-from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
-from hydraulis.job.records import StepRecord
-from hydraulis.layout.buckets import bucket_elements
-from hydraulis.runtime.optimizer.exchange import Propagation, Reduction, WeightGate
 from hydraulis.runtime.optimizer.clipping import global_grad_norm
+from hydraulis.runtime.optimizer.exchange import Propagation, Reduction, WeightGate
+from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.runtime.parallel.group import ParallelGroup
+from hydraulis.runtime.parallel.operations import RecordingWork, gather_operations, gather_reduction_overlap, step_clock
+from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
+from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
 from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
 
 log = logging.getLogger(__name__)

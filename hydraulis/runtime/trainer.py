@@ -21,20 +21,20 @@ import torch
 
 from hydraulis.artifacts.train_log import read_train_log, write_train_log
 from hydraulis.data.loader import LoaderPosition
+from hydraulis.errors import require
+from hydraulis.job.config import RuntimeOptions
+from hydraulis.job.records import StepRecord, format_record
+from hydraulis.job.strategy_spec import SpecGroup, strategy_layout
+from hydraulis.layout.pipeline import StrategyLayout, even_layout
 from hydraulis.runtime.broadcast import share_plan
 from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.store import restore
 from hydraulis.runtime.checkpoint.writer import Checkpointer
-from hydraulis.job.config import RuntimeOptions
-from hydraulis.errors import require
 from hydraulis.runtime.launch import RankContext, run_job, world_size
-from hydraulis.layout.pipeline import StrategyLayout, even_layout
 from hydraulis.runtime.optimizer.master import gather_canonical
 from hydraulis.runtime.planning import PlanAhead
 from hydraulis.runtime.run import TrainingRun
-from hydraulis.job.records import StepRecord, format_record
 from hydraulis.runtime.step import StepRunner
-from hydraulis.job.strategy_spec import SpecGroup, strategy_layout
 from hydraulis.runtime.tensorboard import RunRates, TensorBoardLog
 from hydraulis.types import ModelSpec, OptimizerLayout, Scheme, StepPlan, TimeCoefficients
 

@@ -20,8 +20,8 @@ import httpx
 
 from hydraulis.artifacts import proposal_to_dict, scheme_space_to_dict, step_plan_from_dict
 from hydraulis.dispatch import DispatchOptions
-from hydraulis.errors import HydraulisError, require, require_http_url, require_int, require_number
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
+from hydraulis.errors import HydraulisError, require, require_http_url, require_int, require_number
 from hydraulis.types import BatchingMethod, Proposal, SchemeSpace, StepPlan
 
 ROUTE = "/v1/step-plans"

@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from hydraulis.cost.order import Phase  # noqa: E402
-from hydraulis.fused.problem import FusedProblem  # noqa: E402
 from hydraulis.files import atomic_path  # noqa: E402
+from hydraulis.fused.problem import FusedProblem  # noqa: E402
 from hydraulis.fused.schedule import FusedSchedule  # noqa: E402
 
 MODEL_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")

@@ -32,8 +32,7 @@ from hydraulis.fused import FusedProblem, fused_model, simulate, task_graph
 from hydraulis.fused.baselines import sequential_order
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.types import (Cluster, OptimizerLayout, PipelineGroup, Proposal, ProposedStrategy, SolverReport,
-                             Strategy)
+from hydraulis.types import Cluster, OptimizerLayout, PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
 from hydraulis.workload import sample_batches
 
 HERE = Path(__file__).resolve().parent

@@ -10,13 +10,13 @@ from hydraulis.artifacts.checkpoint import (
     write_checkpoint_manifest,
 )
 from hydraulis.artifacts.train_log import read_train_log, write_train_log
+from hydraulis.cost.pipeline import Phase, ScheduledOp
 from hydraulis.data.loader import LoaderConfig, LoaderPosition
 from hydraulis.errors import HydraulisError
-from hydraulis.presets import model_preset
-from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest, ShardFile
-from hydraulis.cost.pipeline import Phase, ScheduledOp
 from hydraulis.job.records import PipelineOperations, StepRecord
+from hydraulis.layout.kinds import OptimizerKind
+from hydraulis.presets import model_preset
 from hydraulis.runtime.checkpoint.resume import find_checkpoint, latest_checkpoint
 from hydraulis.types import OptimizerLayout
 

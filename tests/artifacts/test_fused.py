@@ -1,9 +1,13 @@
 import pytest
 
-from hydraulis.artifacts.fused import (fused_problem_from_dict, fused_problem_to_dict, fused_schedule_from_dict,
-                                       fused_schedule_to_dict)
+from hydraulis.artifacts.fused import (
+    fused_problem_from_dict,
+    fused_problem_to_dict,
+    fused_schedule_from_dict,
+    fused_schedule_to_dict,
+)
 from hydraulis.errors import HydraulisError
-from hydraulis.fused import FuseOptions, fuse, fused_model, fused_schedule, FusedProblem
+from hydraulis.fused import FusedProblem, FuseOptions, fuse, fused_model, fused_schedule
 from tests.fused.helpers import two_models
 
 

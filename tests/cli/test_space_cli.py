@@ -6,10 +6,9 @@ import sys
 
 import pytest
 
-from tests.conftest import pool_path
-from tests.cost.test_memory import reference_max_seq_len
-from tests.conftest import load_pool
 from hydraulis.types import OptimizerLayout
+from tests.conftest import load_pool, pool_path
+from tests.cost.test_memory import reference_max_seq_len
 
 
 def hydraulis(*args: str) -> subprocess.CompletedProcess:

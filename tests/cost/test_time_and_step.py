@@ -3,8 +3,8 @@ import pytest
 from hydraulis.cost import reduce_ms, step_time_ms
 from hydraulis.cost.step import implied_reduce_gbps, sharding
 from hydraulis.errors import HydraulisError
-from hydraulis.stages import parse_stages
 from hydraulis.presets import model_preset
+from hydraulis.stages import parse_stages
 from hydraulis.types import OptimizerLayout, Scheme, TimeCoefficients
 
 

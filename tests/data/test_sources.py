@@ -1,8 +1,7 @@
-from hydraulis.data.fingerprint import ContentHash
-from hydraulis.data.sources import collect_sources
-
 import pytest
 
+from hydraulis.data.fingerprint import ContentHash
+from hydraulis.data.sources import collect_sources
 from hydraulis.errors import HydraulisError
 
 

@@ -13,7 +13,6 @@ from hydraulis.errors import HydraulisError
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.rank_map import RankMap, RankPlace
 from hydraulis.types import BatchingMethod, MicroBatch, PipelinePlan, Scheme, StepPlan
-
 from tests.dispatch.helpers import group, proposal
 
 

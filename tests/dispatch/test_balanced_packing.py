@@ -2,7 +2,8 @@
 candidate, the others the winning target row and first-fit decreasing."""
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hydraulis.dispatch import balanced_packing
 from hydraulis.dispatch.balanced_packing import REPRESENTED, balanced_packings

@@ -10,7 +10,6 @@ from hydraulis.dispatch.packing import first_fit_decreasing, organ_order
 from hydraulis.dispatch.pipelines import PipelineTable
 from hydraulis.errors import HydraulisError
 from hydraulis.types import BatchingMethod
-
 from tests.dispatch.helpers import group, proposal
 
 FAST = group(pp=1, count=2, capacity=1000, a=0.0, b=1.0, c=0.0)

@@ -1,7 +1,8 @@
 """Stage 1's estimate: the many-pipeline form equals the one-pipeline form bit for bit."""
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hydraulis.dispatch.estimate import estimate_many, estimate_ms
 

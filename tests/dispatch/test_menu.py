@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hydraulis.dispatch.menu import MenuCosts, fluid_answers, fluid_counts
-
 from tests.dispatch.helpers import kind
 
 

@@ -13,7 +13,6 @@ from hydraulis.dispatch import DispatchOptions, PackingStatus, dispatch, strateg
 from hydraulis.dispatch.batch import prepare_batch
 from hydraulis.dispatch.pipelines import PipelineTable
 from hydraulis.types import BatchingMethod, PipelineModel
-
 from tests.dispatch.helpers import group, proposal
 
 ILP = DispatchOptions(ilp_nodes=100_000, ilp_time_limit_s=3600.0)

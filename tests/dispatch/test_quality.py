@@ -8,7 +8,6 @@ from hydraulis.artifacts import read_lengths
 from hydraulis.dispatch import compare_methods
 from hydraulis.types import BatchingMethod
 from hydraulis.workload import sample_batches
-
 from tests.dispatch.helpers import EXAMPLES, example_proposal
 
 

@@ -14,7 +14,6 @@ from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step
 from hydraulis.errors import HydraulisError
 from hydraulis.placement import placement_problem
 from hydraulis.types import BatchingMethod
-
 from tests.dispatch.helpers import BATCH, CHEAP, FAST, check_plan, consistent_proposal, group, kind, proposal
 
 kinds = st.builds(kind, tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2]), capacity=st.integers(500, 6000),

@@ -2,7 +2,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.fused import anneal, fused_model, FusedProblem, simulate, task_graph
+from hydraulis.fused import FusedProblem, anneal, fused_model, simulate, task_graph
 from hydraulis.fused.tasks import TaskGraph
 from tests.fused.helpers import assert_valid, problems, random_order
 

@@ -4,9 +4,9 @@ space without the segments of a stage's tp cannot describe it."""
 import pytest
 
 from hydraulis.errors import HydraulisError
+from hydraulis.job.staged_profile import analytic_profile_of, space_profile_of
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_profile, analytic_scheme_space
-from hydraulis.job.staged_profile import analytic_profile_of, space_profile_of
 from hydraulis.stages import Stage
 from hydraulis.types import Cluster, Recompute, Scheme
 

@@ -3,11 +3,10 @@
 import pytest
 
 from hydraulis.errors import HydraulisError
-from hydraulis.presets import model_preset
-from hydraulis.layout.pipeline import PipelineLayout, even_layout
-from hydraulis.stages import even_split
 from hydraulis.job.strategy_spec import SpecGroup, parse_strategy, parse_strategy_spec, scheme_times
-from hydraulis.stages import Stage
+from hydraulis.layout.pipeline import PipelineLayout, even_layout
+from hydraulis.presets import model_preset
+from hydraulis.stages import Stage, even_split
 from hydraulis.types import PipelineGroup, Recompute, Scheme, Strategy
 
 TINY = model_preset("tiny")

@@ -2,10 +2,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hydraulis.job.strategy_spec import parse_strategy, scheme_times
 from hydraulis.layout.buckets import bucket_count, bucket_elements, forward_order, shard_buckets, shard_numel
 from hydraulis.layout.sharding import stage_shards
 from hydraulis.presets import model_preset
-from hydraulis.job.strategy_spec import parse_strategy, scheme_times
 
 TINY = model_preset("tiny")
 

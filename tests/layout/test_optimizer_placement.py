@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from hydraulis.errors import HydraulisError
-from hydraulis.presets import model_preset
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap
+from hydraulis.presets import model_preset
 from hydraulis.types import OptimizerLayout
 
 TINY = model_preset("tiny")

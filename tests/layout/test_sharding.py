@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-from hydraulis.presets import model_preset
 from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.runtime.optimizer.master import initial_weights
-from hydraulis.runtime.model.decoder import StageModel
-from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.layout.sharding import parameter_specs, stage_shards, unit_range
+from hydraulis.presets import model_preset
+from hydraulis.runtime.model.decoder import StageModel
+from hydraulis.runtime.optimizer.master import initial_weights
+from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.types import Scheme
 
 TINY = model_preset("tiny")

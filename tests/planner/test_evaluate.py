@@ -5,7 +5,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hydraulis.cost import lower_bound_ms, simulate_1f1b
 from hydraulis.errors import HydraulisError

@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hydraulis.cost import pipeline_time_closed_form, simulate_1f1b
 from hydraulis.planner.fluid import (

@@ -5,7 +5,8 @@ exhaustive search proves best."""
 import itertools
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hydraulis.planner.evaluate import CostContext
 from hydraulis.planner.propose import Judge, strategy_of

@@ -10,8 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.planner.distribution import step_statistics
+from hydraulis.cost import memory_breakdown, scheme_capacities
+from hydraulis.errors import HydraulisError
 from hydraulis.planner.config import Variants
+from hydraulis.planner.distribution import step_statistics
+from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.planner.variants import (
     Work,
     capacity,
@@ -22,13 +25,10 @@ from hydraulis.planner.variants import (
     plain_space,
     variant_targets,
 )
-from hydraulis.cost import memory_breakdown, scheme_capacities
-from hydraulis.errors import HydraulisError
-from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.stages import even_split
 from hydraulis.segments import Block, Segments, compose_profile
+from hydraulis.stages import even_split
 from hydraulis.types import (
     Cluster,
     OptimizerLayout,

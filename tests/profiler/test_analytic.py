@@ -1,9 +1,9 @@
 import pytest
 
+from hydraulis.layout.activations import stage_bytes_per_token
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_profile
 from hydraulis.stages import even_split
-from hydraulis.layout.activations import stage_bytes_per_token
 from hydraulis.types import Cluster, Recompute, Scheme
 
 

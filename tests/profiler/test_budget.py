@@ -3,8 +3,8 @@ from pathlib import Path
 
 from hydraulis.artifacts import read_scheme_space
 from hydraulis.cost.memory import scheme_capacities
-from hydraulis.profiler.budget import under_budget
 from hydraulis.layout.activations import stage_bytes_per_token
+from hydraulis.profiler.budget import under_budget
 from hydraulis.types import OptimizerLayout, Recompute, Scheme
 
 SPACES = Path(__file__).resolve().parents[2] / "examples" / "spaces"

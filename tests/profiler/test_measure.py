@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from hydraulis.runtime.profiling.measure import _summary
 from hydraulis.profiler.sweep import Statistic, SweepPoint
+from hydraulis.runtime.profiling.measure import _summary
 from hydraulis.types import Scheme
 
 POINT = SweepPoint(Scheme(1, 2, 1), 1, (64,))

@@ -6,9 +6,9 @@ import pytest
 
 from hydraulis.artifacts.measurements import MeasurementCache
 from hydraulis.cost import scheme_capacities
+from hydraulis.cost.step import implied_reduce_gbps
 from hydraulis.errors import HydraulisError
 from hydraulis.presets import device_preset, model_preset
-from hydraulis.cost.step import implied_reduce_gbps
 from hydraulis.profiler.measurement import Environment, Measurement, MeasureStatus, ReductionMeasurement
 from hydraulis.profiler.profile import ProfileRequest, profile_scheme_space
 from hydraulis.profiler.sweep import SweepConfig, sweep_plan

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from hydraulis.errors import HydraulisError
+from hydraulis.layout.kinds import DeviceKind
 from hydraulis.presets import model_preset
-from hydraulis.runtime.profiling.device import default_interleave
 from hydraulis.profiler.sweep import (
     MIN_PIECE,
     Interleave,
@@ -18,7 +18,7 @@ from hydraulis.profiler.sweep import (
     parse_token_counts,
     sweep_plan,
 )
-from hydraulis.layout.kinds import DeviceKind
+from hydraulis.runtime.profiling.device import default_interleave
 from hydraulis.types import Recompute, Scheme, SchemeOptions
 
 TINY = model_preset("tiny")

@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision
 from hydraulis.runtime.model import attention
 from hydraulis.runtime.model.attention import KernelKind, attention_kernel, packed_attention

@@ -3,17 +3,16 @@
 All cases share one spawned job of 4 processes (start-up is most of the cost); cases that need
 fewer devices leave the other ranks idle, which still take part in the gradient reduction."""
 
-import pytest
-
 import itertools
 import json
 import math
 
-from hydraulis.job.config import RuntimeOptions, TrainConfig
+import pytest
 
+from hydraulis.job.config import RuntimeOptions, TrainConfig
+from hydraulis.job.schedule import LrScheduleKind
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind
 from hydraulis.runtime.equivalence import check_equivalence
-from hydraulis.job.schedule import LrScheduleKind
 from hydraulis.runtime.rank_map import RankMap
 from hydraulis.runtime.run import resolve_run
 from hydraulis.types import BatchingMethod

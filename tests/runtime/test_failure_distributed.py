@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from hydraulis.runtime.checkpoint.store import read_canonical
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
+from hydraulis.runtime.checkpoint.store import read_canonical
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.distributed

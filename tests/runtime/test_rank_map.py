@@ -4,11 +4,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hydraulis.errors import HydraulisError
-from hydraulis.placement import RankRange
 from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.stages import even_split
+from hydraulis.placement import RankRange
 from hydraulis.runtime.rank_map import GroupCache, GroupKind, HandOff, ProcessGroups, RankMap, RankPlace
-from hydraulis.stages import Stage
+from hydraulis.stages import Stage, even_split
 from hydraulis.types import Scheme
 
 

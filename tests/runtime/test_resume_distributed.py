@@ -5,11 +5,11 @@ sums (measured: 1.2e-7 in the loss, 3.8e-8 relative in the weights)."""
 
 import pytest
 
-from hydraulis.runtime.checkpoint.store import read_canonical
 from hydraulis.job.config import RuntimeOptions, TrainConfig
 from hydraulis.job.schedule import LrScheduleKind
 from hydraulis.layout.kinds import DeviceKind, OptimizerKind
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
+from hydraulis.runtime.checkpoint.store import read_canonical
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import run_training
 

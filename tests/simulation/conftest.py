@@ -7,7 +7,6 @@ import pytest
 from hydraulis.artifacts import read_lengths
 from hydraulis.planner import PlannerConfig
 from hydraulis.simulation import SimulationConfig, simulate
-
 from tests.conftest import imported_space
 from tests.dispatch.helpers import EXAMPLES
 

@@ -9,8 +9,8 @@ import pytest
 
 from hydraulis.dispatch import dispatch
 from hydraulis.dispatch.synthesis import plan_step
-from hydraulis.simulation import Contender, compare_step
 from hydraulis.planner.options import proposal_options
+from hydraulis.simulation import Contender, compare_step
 from hydraulis.simulation.contenders import homogeneous_candidates
 from hydraulis.types import BatchingMethod
 from hydraulis.workload import sample_batches

@@ -7,7 +7,6 @@ import pytest
 from hydraulis.artifacts import write_scheme_space
 from hydraulis.errors import HydraulisError
 from hydraulis.simulation.inputs import scheme_space_for, workload_lengths
-
 from tests.data.conftest import write_code_corpus
 from tests.simulation.conftest import LENGTHS
 

@@ -8,11 +8,10 @@ import pytest
 from hydraulis.dispatch import dispatch
 from hydraulis.errors import HydraulisError
 from hydraulis.planner import PlannerConfig, validate_proposal
-from hydraulis.simulation import Contender, Family, SimulationConfig, simulate
 from hydraulis.planner.options import proposal_options
+from hydraulis.simulation import Contender, Family, SimulationConfig, simulate
 from hydraulis.simulation.contenders import homogeneous_candidates, static_candidates
 from hydraulis.workload import sample_batches
-
 from tests.simulation.conftest import small_config
 
 

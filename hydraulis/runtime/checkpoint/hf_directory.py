@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hydraulis.errors import HydraulisError, require
-from hydraulis.runtime.checkpoint.llama_mapping import IGNORED_SUFFIXES, hf_name, model_from_hf_config
 from hydraulis.layout.sharding import parameter_specs
+from hydraulis.runtime.checkpoint.llama_mapping import IGNORED_SUFFIXES, hf_name, model_from_hf_config
 from hydraulis.types import ModelSpec
 
 CONFIG_FILE = "config.json"

@@ -36,13 +36,13 @@ from tqdm import tqdm
 from hydraulis.artifacts.checkpoint import read_checkpoint_manifest
 from hydraulis.errors import require
 from hydraulis.files import fsync
-from hydraulis.runtime.checkpoint.hf_directory import CONFIG_FILE, INDEX_FILE, WEIGHTS_FILE
-from hydraulis.runtime.checkpoint.llama_mapping import hf_config, hf_name
 from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest
-from hydraulis.runtime.checkpoint.store import load_shard
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap
 from hydraulis.layout.sharding import ParameterSpec
+from hydraulis.runtime.checkpoint.hf_directory import CONFIG_FILE, INDEX_FILE, WEIGHTS_FILE
+from hydraulis.runtime.checkpoint.llama_mapping import hf_config, hf_name
+from hydraulis.runtime.checkpoint.store import load_shard
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from hydraulis.artifacts.checkpoint import read_checkpoint_manifest
 from hydraulis.errors import HydraulisError, require
 from hydraulis.files import file_digest
+from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest, FileDigest
 from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.runtime.data import TrainingData
-from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest, FileDigest
 
 log = logging.getLogger(__name__)
 _COMPLETE = re.compile(r"^step-\d{8}$")

@@ -13,25 +13,25 @@ import torch
 from hydraulis import __version__
 from hydraulis.cost.memory import StagePlace, device_memory, scheme_capacities
 from hydraulis.errors import require
+from hydraulis.job.config import RuntimeOptions
+from hydraulis.job.memory_report import GroupMemory, MemoryConfig, MemoryReport, RankMemory, capacity_bytes
+from hydraulis.job.staged_profile import analytic_profile_of
+from hydraulis.job.strategy_spec import parse_strategy
+from hydraulis.layout.activations import stage_activation_bytes
+from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
+from hydraulis.layout.pipeline import PipelineLayout, StrategyLayout
+from hydraulis.layout.states import device_precision
+from hydraulis.layout.step_memory import exchange_bytes
 from hydraulis.presets import device_preset
 from hydraulis.profiler.analytic import analytic_memory_model
 from hydraulis.profiler.cluster import group_cluster
-from hydraulis.job.config import RuntimeOptions
-from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
-from hydraulis.layout.step_memory import exchange_bytes
-from hydraulis.layout.pipeline import PipelineLayout, StrategyLayout
 from hydraulis.runtime.launch import DTYPES
-from hydraulis.layout.activations import stage_activation_bytes
-from hydraulis.layout.states import device_precision
-from hydraulis.job.memory_report import GroupMemory, MemoryConfig, MemoryReport, RankMemory, capacity_bytes
 from hydraulis.runtime.model.decoder import StageModel, layer_recompute
 from hydraulis.runtime.optimizer.master import OptimizerShard
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.runtime.optimizer.routes import Route, RoutePlan, route_plan
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap, RankPlace
-from hydraulis.job.staged_profile import analytic_profile_of
-from hydraulis.job.strategy_spec import parse_strategy
 from hydraulis.types import Cluster, ModelSpec, Provenance, Scheme, SchemeSpace, SpaceSource, TimeCoefficients
 
 META = torch.device("meta")

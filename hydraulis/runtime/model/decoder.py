@@ -18,22 +18,22 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.layout.sharding import Shard, unit_range
 from hydraulis.runtime.model.attention import packed_attention
 from hydraulis.runtime.model.moe import MixtureOfExperts
-from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.model.packing import PackedMicroBatch
 from hydraulis.runtime.model.vocab_loss import VocabLoss
 from hydraulis.runtime.parallel.columns import column_parallel
 from hydraulis.runtime.parallel.context import start_gather_from_context
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import (
+    IGNORE_INDEX,
     ColumnParallelLinear,
     RowParallelLinear,
-    IGNORE_INDEX,
     VocabParallelEmbedding,
     vocab_parallel_cross_entropy,
 )
-from hydraulis.layout.sharding import Shard, unit_range
 from hydraulis.types import ModelSpec, Recompute
 
 Rope = tuple[torch.Tensor, torch.Tensor]

@@ -36,7 +36,6 @@ from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
 from hydraulis.types import MicroBatch
 
-
 Documents = Sequence[np.ndarray | torch.Tensor]
 """A global batch's token documents, indexed by the plan's sequence numbers."""
 

@@ -20,13 +20,12 @@ from torch.optim.adamw import adamw
 
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.job.schedule import LrSchedule
-
 from hydraulis.layout.kinds import OptimizerKind
-from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap
 from hydraulis.layout.sharding import Holder, ParameterSpec, parameter_specs
 from hydraulis.runtime.optimizer.clipping import clip_coefficient
+from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.types import ModelSpec
 
 INIT_STD = 0.02

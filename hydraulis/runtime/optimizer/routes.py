@@ -262,8 +262,8 @@ class Route:
         """One owner (:func:`route_plan`): ``into`` ← this rank's own gradient blocks (``grads[k]``
         None: zeros), copied in place — the reduction without buffers or all-to-all."""
         targets, sources, missing = [], [], False
-        for held, owned in self._own_blocks(reduce=True):
-            _, k, offset, count, length, stride, _ = held
+        for block, owned in self._own_blocks(reduce=True):
+            _, k, offset, count, length, stride, _ = block
             if grads[k] is None:
                 missing = True
                 continue
@@ -278,8 +278,8 @@ class Route:
         """One owner (:func:`route_plan`): every shard's blocks ← ``master``'s, cast to the shard's
         dtype — the propagation without buffers or all-to-all."""
         targets, sources = [], []
-        for held, owned in self._own_blocks(reduce=False):
-            _, k, offset, count, length, stride, _ = held
+        for block, owned in self._own_blocks(reduce=False):
+            _, k, offset, count, length, stride, _ = block
             targets.append(strided(params[k].data.view(-1), offset, count, length, stride))
             sources.append(strided(master, owned[1], count, length, owned[4]))
         if targets:
@@ -289,8 +289,8 @@ class Route:
         """One owner: each shard as a view of ``into`` (its run of the buffer, its shape), or None
         unless every shard is one contiguous run (then :meth:`gather_local` copies instead)."""
         runs: dict[int, list] = {}
-        for held, owned in self._own_blocks(reduce=False):
-            runs.setdefault(held[1], []).append((held, owned))
+        for block, owned in self._own_blocks(reduce=False):
+            runs.setdefault(block[1], []).append((block, owned))
         views = []
         for k, shard in enumerate(self.shards):
             blocks = runs.get(k, [])

@@ -28,10 +28,10 @@ import torch
 
 from hydraulis.cost.pipeline import Phase, ScheduledOp
 from hydraulis.dispatch import micro_batch_times_ms
-from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.runtime.rank_map import RankMap
 from hydraulis.job.overlap import rank_overlap
 from hydraulis.job.records import PipelineOperations
+from hydraulis.runtime.parallel.group import ParallelGroup
+from hydraulis.runtime.rank_map import RankMap
 from hydraulis.types import StepPlan, Strategy
 
 COLUMNS = 4

@@ -20,8 +20,8 @@ import torch
 import torch.distributed as dist
 
 from hydraulis.cost.order import Operation, Phase, one_f_one_b
-from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.model.decoder import StageModel
+from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.model.packing import PackedMicroBatch
 from hydraulis.runtime.rank_map import HandOff
 

@@ -25,10 +25,10 @@ from pathlib import Path
 import torch
 
 from hydraulis.errors import require
-from hydraulis.profiler.measurement import Clock, Environment
-from hydraulis.profiler.sweep import Interleave
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.layout.kinds import DeviceKind, Precision
+from hydraulis.profiler.measurement import Clock, Environment
+from hydraulis.profiler.sweep import Interleave
 
 PROCESSES_PER_CORE = 2
 TIMEOUT_S = 600.0

@@ -25,19 +25,19 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from hydraulis.artifacts.measurements import MeasurementCache
-from hydraulis.profiler.handoff import point_handoff
-from hydraulis.profiler.measurement import Clock, Measurement, MeasureJob, MeasureStatus, Statistic
-from hydraulis.runtime.profiling.loopback import LoopbackLink
-from hydraulis.runtime.profiling.reduction import measure_reduction
-from hydraulis.profiler.sweep import Interleave, SweepPoint, points_by_scheme
-from hydraulis.runtime.model.attention import attention_kernel
 from hydraulis.job.config import RuntimeOptions
-from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.profiler.handoff import point_handoff
+from hydraulis.profiler.measurement import Clock, MeasureJob, Measurement, MeasureStatus, Statistic
+from hydraulis.profiler.sweep import Interleave, SweepPoint, points_by_scheme
+from hydraulis.runtime.launch import RankContext, run_job
+from hydraulis.runtime.model.attention import attention_kernel
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import PackedMicroBatch, pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
+from hydraulis.runtime.profiling.loopback import LoopbackLink
+from hydraulis.runtime.profiling.reduction import measure_reduction
 from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
 from hydraulis.types import MicroBatch, Scheme
 

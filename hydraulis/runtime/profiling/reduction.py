@@ -21,11 +21,11 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from hydraulis.profiler.measurement import ReductionMeasurement, overlap_share
 from hydraulis.job.config import RuntimeOptions
+from hydraulis.job.strategy_spec import SpecGroup, strategy_layout
+from hydraulis.profiler.measurement import ReductionMeasurement, overlap_share
 from hydraulis.runtime.launch import RankContext
 from hydraulis.runtime.step import StepRunner
-from hydraulis.job.strategy_spec import SpecGroup, strategy_layout
 from hydraulis.types import BatchingMethod, ModelSpec, OptimizerLayout, PipelinePlan, Scheme, StepPlan, TimeCoefficients
 
 REDUCTION_WARMUP = 3

@@ -13,13 +13,13 @@ from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from hydraulis.errors import HydraulisError
+from hydraulis.job.config import RuntimeOptions
+from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.runtime.checkpoint.hf_directory import read_hf_directory
 from hydraulis.runtime.checkpoint.hf_export import export_checkpoint
 from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.llama_mapping import hf_name
-from hydraulis.job.config import RuntimeOptions
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.types import OptimizerLayout
 
 CPU = torch.device("cpu")

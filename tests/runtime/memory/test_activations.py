@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.layout.activations import Widths, micro_batch_bytes_per_token, stage_activation_bytes
+from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.model import decoder
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import PackedMicroBatch, pack_micro_batch

@@ -1,11 +1,10 @@
 """Recomputation changes what a stage keeps for its backward, never its gradients."""
 
 import pytest
-
 import torch
 
-from hydraulis.presets import model_preset
 from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.presets import model_preset
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup

@@ -8,17 +8,17 @@ import pytest
 import torch
 
 from hydraulis.errors import HydraulisError
+from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.layout.sharding import stage_shards
 from hydraulis.presets import model_preset
 from hydraulis.runtime.data import SyntheticCorpus
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.runtime.model.loss import part_loss
-from hydraulis.runtime.optimizer.master import initial_weights
 from hydraulis.runtime.model.decoder import StageModel
+from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.model.packing import pack_micro_batch
+from hydraulis.runtime.optimizer.master import initial_weights
 from hydraulis.runtime.parallel.context import context_segments, load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
-from hydraulis.layout.sharding import stage_shards
 from hydraulis.types import MicroBatch, Scheme
 
 TINY = model_preset("tiny")

@@ -11,8 +11,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from hydraulis.runtime.checkpoint.llama_mapping import hf_config, hf_name, model_from_hf_config
 from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.runtime.checkpoint.llama_mapping import hf_config, hf_name, model_from_hf_config
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from hydraulis.presets import model_preset
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.job.schedule import LrScheduleKind
 from hydraulis.layout.kinds import OptimizerKind
-from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical, initial_weights
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap
+from hydraulis.presets import model_preset
+from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical, initial_weights
 from hydraulis.types import OptimizerLayout
 
 TINY = model_preset("tiny")

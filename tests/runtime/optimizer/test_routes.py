@@ -5,15 +5,15 @@ canonical values; plans stay tiny at 7B–70B scale."""
 import pytest
 import torch
 
-from hydraulis.presets import model_preset
-from hydraulis.runtime.optimizer.master import assemble_canonical
+from hydraulis.job.strategy_spec import parse_strategy, scheme_times
+from hydraulis.layout.buckets import STAGE_BUCKETS
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap
-from hydraulis.layout.buckets import STAGE_BUCKETS
-from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.layout.sharding import parameter_specs
+from hydraulis.presets import model_preset
+from hydraulis.runtime.optimizer.master import assemble_canonical
+from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.job.strategy_spec import parse_strategy, scheme_times
 from hydraulis.types import OptimizerLayout
 
 TINY = model_preset("tiny")

@@ -9,12 +9,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.cost.order import one_f_one_b
+from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.parallel.pipeline import StageLink, run_schedule
 from hydraulis.runtime.rank_map import HandOff, RankMap, RankPlace
-from hydraulis.stages import hand_off_peers
-from hydraulis.stages import Stage
+from hydraulis.stages import Stage, hand_off_peers
 from hydraulis.types import Scheme
 
 
