@@ -17,7 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hydraulis"
 ROOT = "hydraulis"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("hydraulis", "hydraulis.errors", "hydraulis.files", "hydraulis.bisection", "hydraulis.directories"),
+    ("hydraulis", "hydraulis.errors", "hydraulis.files", "hydraulis.bisection", "hydraulis.directories",
+     "hydraulis.first_fit"),
     ("hydraulis.limits",),
     ("hydraulis.stages",),
     ("hydraulis.scheme",),
