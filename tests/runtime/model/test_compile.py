@@ -40,6 +40,9 @@ def _loss_and_grads(compile_layers: bool, scheme: Scheme):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="torch 2.13's CPU inductor generates code that fails on this graph with a fresh cache "
+                           "(NameError for a dynamic size symbol); --compile is for CUDA, where gpu_check runs this")
 @pytest.mark.parametrize("recompute", [Recompute.NONE, Recompute.FULL])
 def test_compiled_layers_compute_what_the_eager_layers_do(recompute):
     scheme = Scheme(1, 1, 1, recompute=recompute)
