@@ -43,7 +43,7 @@ class CPOption:
         require_int(self.capacity, "capacity", minimum=1)
 
     def ms(self, length: int) -> float:
-        """``t_k(s)`` of :func:`cp_ranks`."""
+        """``t_k(s)`` of the module docstring."""
         return self.time.sequence_ms(length)
 
 
@@ -84,28 +84,8 @@ class CPRanks:
 
 
 def cp_ranks(space: SchemeSpace, tp: int, ranks: int, max_seq_len_per_rank: int) -> CPRanks:
-    """The options of :func:`cp_ranks` for ``ranks`` DP×CP ranks of the space's
+    """The options of the module docstring for ``ranks`` DP×CP ranks of the space's
     ``(k, tp, 1)`` schemes (those without options); ``ValueError`` naming field, value and limit.
-
-    and fits when ``s ≤ C_k = min(S_k, k·m)``: ``S_k`` the longest sequence the space's
-    ``(k, tp, 1)`` holds under the optimizer layout ``dp{n}·tp{tp}·pp1`` (Megatron's distributed
-    optimizer shards over all ``n`` DP×CP ranks; design §6.4), ``m`` the caller's
-    ``max_seq_len_per_rank`` (Megatron's own cap: ``k`` ranks hold ``k·m`` tokens). Only powers of
-    two ``k`` that divide ``n`` are options (Megatron creates its hybrid groups as aligned blocks of
-    every power of two).
-
-    **Useful sizes** (:meth:`CPRanks.useful`, per step). With ``k_i`` the smallest option holding
-    sample ``i``, the ranks' mean load is at least ``T₀ = Σ_i k_i·t_{k_i}(s_i) / n``; a sample whose
-    time on ``k`` ranks is already at most ``T₀`` gains nothing from more ranks (the step cannot end
-    before the mean load, and a wider block only adds ``k·c`` and communication). So a step plans
-    with the options up to ``K``, the smallest ``k ≥ k_max`` (the longest sample's ``k_i``) with
-    ``t_K(s_max) ≤ T₀`` — every shorter sample's own limit is at most ``K`` — or all of them when
-    none is. E.g. 64 ranks, a 32K sample that needs ``k = 2`` and takes 900 ms there, 400 ms on 4
-    ranks, ``T₀`` = 600 ms: options 1, 2, 4; the space's 8–64 are not searched.
-
-    Worked example: LLaMA-7B analytic on A800s, tp 8, ``n = 64``, ``m = 16,384``: ``k = 1`` holds
-    16,384 tokens, ``k = 2`` 32,768; a 20K sample needs ``k = 2`` and costs ``c_2 + a_2·20,000² +
-    b_2·20,000`` on each of its two ranks.
     """
     require_int(max_seq_len_per_rank, "max_seq_len_per_rank", minimum=1)
     require_int(ranks, "dp_cp_group.size()", minimum=1)
