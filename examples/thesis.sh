@@ -17,7 +17,7 @@
 #
 # Usage: bash examples/thesis.sh [--out DIR] [--repeats 3] [--steps 8] [--space SPACE.json]
 #            [--device-memory 16000000] [--homogeneous 2,2,1] [--stdlib-root DIR]
-#            [--token-budget 2048] [--max-seq-len 1024] [--check-memory yes|no]
+#            [--token-budget 2048] [--max-seq-len 1000] [--check-memory yes|no]
 #
 # --space: a scheme space of 4 CPU devices under the budget (default examples/spaces/tiny_cpu_16mb.json:
 #   the measured tiny_cpu.json under 16,000,000 bytes per process, by `hydraulis space budget`;
@@ -33,7 +33,7 @@ export PATH="$root/.venv/bin:$PATH"
 stdlib=$(python -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
 
 out=$root/out/thesis repeats=3 steps=8 space=$root/examples/spaces/tiny_cpu_16mb.json budget=16000000
-homogeneous=2,2,1 corpus_root=$stdlib/lib2to3/fixes token_budget=2048 max_seq_len=1024 check=yes
+homogeneous=2,2,1 corpus_root=$stdlib/lib2to3/fixes token_budget=2048 max_seq_len=1000 check=yes
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2 ;; --repeats) repeats=$2 ;; --steps) steps=$2 ;; --space) space=$2 ;;

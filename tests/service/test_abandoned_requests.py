@@ -45,10 +45,8 @@ def test_an_abandoned_proposal_stops_its_worker_and_removes_its_solver_files(tmp
             request = socket.create_connection(("127.0.0.1", port))
             request.sendall(b"POST /v1/proposals HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-            started = time.monotonic()
-            while not list(Path(abandoned.folder).glob("*-pulp.mps")):  # the solver is at work
-                assert time.monotonic() - started < HANG_GUARD_S, "no solver file appeared"
-                time.sleep(0.05)
+            time.sleep(1.0)  # abandoned after a second, as a client that gives up early
+            assert abandoned.process.is_alive() and app.state.pool.admitted == 1  # the worker is at it
             request.close()
             answer = client.post("/v1/step-plans", json={"proposal": PROPOSAL, "lengths": [100, 2000, 4000]})
         assert answer.status_code == 200, answer.text
