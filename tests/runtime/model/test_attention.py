@@ -50,6 +50,13 @@ def _packed(cp: int, rank: int):
 @pytest.mark.parametrize("kernel", [KernelKind.CPU_FLASH, KernelKind.MATH])
 @pytest.mark.parametrize("cp", [1, 2, 3])
 def test_segments_equal_the_full_mask_forward_and_backward(cp, kernel):
+    _assert_ranks_equal_the_full_mask(
+        cp, lambda q, k, v, rank, bounds, mine: packed_attention(q, k, v, _packed(cp, rank).attention, kernel))
+
+
+def _assert_ranks_equal_the_full_mask(cp, attend):
+    """Every cp rank's ``attend(q[mine], k[gathered], v[gathered], rank, bounds, mine)`` equals its
+    rows of the full-mask reference, and the ranks' gradients sum to the reference's."""
     bounds = _packed(cp, 0).cu_seqlens.tolist()
     q, k, v = _inputs(bounds[-1])
     reference = full_mask_attention(q, k, v, bounds)
@@ -60,7 +67,7 @@ def test_segments_equal_the_full_mask_forward_and_backward(cp, kernel):
     grads = [torch.zeros_like(t) for t in (q, k, v)]
     for rank in range(cp):
         mine = torch.tensor(per_rank[rank])
-        out = packed_attention(q[mine], k[gathered], v[gathered], _packed(cp, rank).attention, kernel)
+        out = attend(q[mine], k[gathered], v[gathered], rank, bounds, mine)
         assert torch.allclose(out, reference[mine], rtol=1e-10, atol=1e-12)
         for total, grad in zip(grads, torch.autograd.grad((out * weights[mine]).sum(), (q, k, v))):
             total += grad
@@ -133,23 +140,9 @@ def test_the_varlen_kernel_is_told_apart_by_its_signature():
 @pytest.mark.parametrize("cp", [1, 2])
 def test_grouped_query_attention_on_a_varlen_kernel_with_and_without_enable_gqa(cp, function, monkeypatch):
     monkeypatch.setattr(attention, "_varlen_kernel", lambda: varlen_kernel_of(function))
-    bounds = _packed(cp, 0).cu_seqlens.tolist()
-    q, k, v = _inputs(bounds[-1])
-    reference = full_mask_attention(q, k, v, bounds)
-    weights = torch.randn(reference.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    expected = torch.autograd.grad((reference * weights).sum(), (q, k, v))
-    per_rank = [load_balanced_indices(bounds, cp, r) for r in range(cp)] if cp > 1 else [list(range(bounds[-1]))]
-    gathered = torch.tensor([i for part in per_rank for i in part])
-    grads = [torch.zeros_like(t) for t in (q, k, v)]
-    for rank in range(cp):
-        mine = torch.tensor(per_rank[rank])
-        plan = varlen_plan(context_segments(bounds, cp, rank), mine.numel(), CPU)
-        out = packed_attention(q[mine], k[gathered], v[gathered], plan)
-        assert torch.allclose(out, reference[mine], rtol=1e-10, atol=1e-12)
-        for total, grad in zip(grads, torch.autograd.grad((out * weights[mine]).sum(), (q, k, v))):
-            total += grad
-    for grad, want in zip(grads, expected):
-        assert torch.allclose(grad, want, rtol=1e-10, atol=1e-12)
+    _assert_ranks_equal_the_full_mask(
+        cp, lambda q, k, v, rank, bounds, mine: packed_attention(
+            q, k, v, varlen_plan(context_segments(bounds, cp, rank), mine.numel(), CPU)))
 
 
 def test_padded_sizes_waste_at_most_an_eighth_above_sixteen():
