@@ -8,7 +8,9 @@ both see the same machine.
 Each repeat runs ``hydraulis train`` (tiny, synthetic documents, CPU) with each tree first on
 ``PYTHONPATH`` — this checkout first in even repeats, the baseline first in odd ones. Over every
 step after the first it prints the median measured step time of each arm (pooled over the
-repeats), each repeat's medians, and as the last line::
+repeats), each repeat's medians and ratio, a 90 % bootstrap interval of the pooled ratio (on a
+shared machine one run's median moves by ±15 %: the interval says whether a difference is
+resolved at all), and as the last line::
 
     candidate_over_baseline=<median step of this checkout / median step of the baseline>
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -24,11 +27,11 @@ import tempfile
 from pathlib import Path
 
 from hydraulis.artifacts.train_log import read_train_log
+from hydraulis.cli.output import table
 
 CANDIDATE = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(CANDIDATE / "benchmarks"))
-
-from overlap_ab import report  # noqa: E402  (the sibling script's summary)
+BOOTSTRAP_DRAWS = 2000
+"""Resamples behind the ratio's interval (seeded: the same steps give the same interval)."""
 
 
 def run_arm(source: Path, out: Path, args: argparse.Namespace) -> tuple[list[float], list[float]]:
@@ -66,6 +69,40 @@ def main() -> None:
                 rows.append([repeat, arm, len(steps), round(statistics.median(steps), 1),
                              round(statistics.median(compute), 1)])
     report(("repeat", "arm", "steps", "median_step_ms", "median_compute_ms"), rows, runs)
+
+
+def report(headers: tuple[str, ...], rows: list[list], runs: dict[str, list[list[float]]]) -> None:
+    """The repeats' table, each arm's median step pooled over them, each repeat's ratio, the
+    pooled ratio's bootstrap interval and, as the last line, ``<first arm>_over_<second arm>=``
+    the ratio of the two pooled medians (``runs``: per arm, each repeat's steps)."""
+    print(table(headers, rows))
+    first, second = runs
+    medians = {arm: statistics.median(_pooled(repeats)) for arm, repeats in runs.items()}
+    print("pooled median step: " + ", ".join(f"{arm} {median:.1f} ms" for arm, median in medians.items()))
+    pairs = list(zip(runs[first], runs[second]))
+    print("per repeat: " + ", ".join(f"{statistics.median(a) / statistics.median(b):.3f}" for a, b in pairs))
+    low, high = bootstrap_interval(pairs)
+    print(f"90% interval of the ratio: {low:.3f}-{high:.3f}")
+    print(f"{first}_over_{second}={medians[first] / medians[second]:.3f}")
+
+
+def bootstrap_interval(pairs: list[tuple[list[float], list[float]]], draws: int = BOOTSTRAP_DRAWS) -> tuple[float, float]:
+    """The 5th and 95th percentiles of the ratio of pooled medians over ``draws`` resamples: the
+    repeats drawn with replacement (an arm's runs stay paired with the other's), then the steps
+    of each run."""
+    rng = random.Random(0)
+    ratios = []
+    for _ in range(draws):
+        chosen = [rng.choice(pairs) for _ in pairs]
+        a = [rng.choice(run) for run, _ in chosen for _ in run]
+        b = [rng.choice(run) for _, run in chosen for _ in run]
+        ratios.append(statistics.median(a) / statistics.median(b))
+    ratios.sort()
+    return ratios[int(0.05 * draws)], ratios[int(0.95 * draws) - 1]
+
+
+def _pooled(repeats: list[list[float]]) -> list[float]:
+    return [step for steps in repeats for step in steps]
 
 
 if __name__ == "__main__":

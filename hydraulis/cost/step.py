@@ -83,15 +83,16 @@ def exposed_reduce_ms(params: int, pipelines: Sequence[PipelineGroup], layout: O
     waited for where the next forward needs it. Stage ``σ`` of a pipeline (its device's gradients
     ``R_g,σ = g·P/sh_σ/(β·10⁶)`` ms, weights ``R_w,σ = 2·P/sh_σ/(β·10⁶)``, ``n_σ`` buckets as the
     runtime cuts its ``P/sh_σ`` elements: :func:`hydraulis.layout.buckets.bucket_count`, a first
-    bucket of at most 1 MiB, then ``B`` each, at least four) runs a full micro-batch in
-    ``t = c + b·S`` (``S`` its ``max_seq_len``, attention left out: the lightest full micro-batch),
-    backward ``β_t = (1 − φ)·t``, forward ``φ·t``. Bucket ``i`` is ready at ``i·β_t/n`` into the
-    stage's last backward and the link sends one bucket in ``R_g/n``, so the stage's exchange ends
-    ``max(R_g − β_t, 0) + min(R_g, β_t)/n`` after that backward; the stages before it still run the
-    last micro-batch's backward for ``σ·(β_t + d)``. Symmetrically the weights of bucket ``i``
-    arrive at ``i·R_w/n`` and are needed at ``σ·(φ·t + d) + (i − 1)·φ·t/n``:
+    bucket of at most 1 MiB, then ``B`` each) runs a full micro-batch in ``t = c + b·S`` (``S`` its
+    ``max_seq_len``, attention left out: the lightest full micro-batch), backward
+    ``β_t = (1 − φ)·t``, forward ``φ·t``. The ``i``-th all-to-all carries bucket ``i`` of every
+    stage, so it leaves when the first stage, which finishes its backward last, has produced it:
+    at ``i·β_t/n`` into that stage's last backward; the link sends one bucket in ``R_g/n``, so the
+    exchange ends ``max(R_g − β_t, 0) + min(R_g, β_t)/n`` after the pipeline's last backward.
+    The weights of bucket ``i`` arrive at ``i·R_w/n`` and are needed at
+    ``σ·(φ·t + d) + (i − 1)·φ·t/n`` (stage ``σ`` starts its first forward ``σ·(φ·t + d)`` late):
 
-        E_g,σ = (max(R_g,σ − β_t, 0) + min(R_g,σ, β_t)/n_σ − σ·(β_t + d))⁺
+        E_g,σ = max(R_g,σ − β_t, 0) + min(R_g,σ, β_t)/n_σ
         E_w,σ = (max(R_w,σ − φ·t, 0) + min(R_w,σ, φ·t)/n_σ − σ·(φ·t + d))⁺
         X_p   = (1 − ω)·max_σ (R_g,σ + R_w,σ) + ω·(max_σ E_g,σ + max_σ E_w,σ)
         X     = max_p X_p
@@ -123,7 +124,7 @@ def _exposed_pipeline_ms(params: int, group: PipelineGroup, model: ReductionMode
         r_w = WEIGHT_BYTES * held / (model.gbps * 1e6)
         buckets = bucket_count(math.ceil(held), *bucket_elements(model.bucket_mb, model.gradient_bytes))
         totals.append(r_g + r_w)
-        gradient.append(max(0.0, max(r_g - backward, 0.0) + min(r_g, backward) / buckets - stage * (backward + d)))
+        gradient.append(max(r_g - backward, 0.0) + min(r_g, backward) / buckets)
         weights.append(max(0.0, max(r_w - forward, 0.0) + min(r_w, forward) / buckets - stage * (forward + d)))
     return (1.0 - model.overlap) * max(totals) + model.overlap * (max(gradient) + max(weights))
 

@@ -129,9 +129,9 @@ class RuntimeOptions:
         default=BUCKET_MB,
         metadata=option(
             RUNTIME,
-            "size of the overlapped reduction's buckets, in MiB of the reduction's dtype (default 25, as "
-            "PyTorch DDP; a bucket also holds at most a quarter of its stage's gradients, so a small model's "
-            "stage has several)",
+            "size of the overlapped reduction's buckets, in MiB of the reduction's dtype (default 25, the "
+            "first at most 1, as PyTorch DDP; a stage smaller than one bucket sends its gradients whole, "
+            "after its backward)",
             limit=limits.BUCKET_MB,
             metavar="MIB",
         ),

@@ -250,7 +250,6 @@ class StepRunner:
                          [packed_rows(mb, plan.alignment, cp.size, shards) for mb in batches], tokens)
         if self.overlap and batches and reduction is not None:
             stage.gradients.arm(len(batches), stage.route.plan.shard_buckets, reduction.ready)
-            reduction.start()
         recording = RecordingWork(work, clock) if self.record else None
         run_1f1b(recording or work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
         return (work.loss if model.last and place.tp_rank == 0 else torch.zeros_like(work.loss)), recording

@@ -3,7 +3,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hydraulis.job.strategy_spec import parse_strategy, scheme_times
-from hydraulis.layout.buckets import bucket_count, bucket_elements, forward_order, shard_buckets, shard_numel
+from hydraulis.layout.buckets import bucket_count, bucket_elements, shard_buckets, shard_numel
 from hydraulis.layout.sharding import stage_shards
 from hydraulis.presets import model_preset
 
@@ -17,23 +17,18 @@ def test_worked_example():
 
     shards = [Sized(300), Sized(500), Sized(200), Sized(700)]
     assert shard_buckets(shards, 900, 400) == (2, 1, 1, 0)
-    assert shard_buckets(shards, 900, 400, parts=4) == (3, 2, 1, 0)
 
 
-@pytest.mark.parametrize("parts", [1, 4])
 @pytest.mark.parametrize("capacity, first", [(1, 1), (5_000, 1_000), (40_000, 40_000), (10**9, 2**18)])
-def test_buckets_are_consecutive_from_the_last_shard_and_within_capacity(capacity, first, parts):
+def test_buckets_are_consecutive_from_the_last_shard_and_within_capacity(capacity, first):
     layout = parse_strategy("1,1,1", TINY, scheme_times(TINY, 1), 64).pipelines[0]
     shards = stage_shards(TINY, layout, 0, 0)
-    buckets = shard_buckets(shards, capacity, first, parts)
-    capacity = min(capacity, -(-sum(map(shard_numel, shards)) // parts))
+    buckets = shard_buckets(shards, capacity, first)
     assert buckets[-1] == 0
     assert all(a in (b, b + 1) for a, b in zip(buckets, buckets[1:]))
     for k in set(buckets):
         sizes = [shard_numel(s) for s, b in zip(shards, buckets) if b == k]
-        assert len(sizes) == 1 or sum(sizes) <= (min(first, capacity) if k == 0 else capacity)
-    if capacity >= 2**18:
-        assert max(buckets) + 1 >= min(parts, len(shards)) // 2
+        assert len(sizes) == 1 or sum(sizes) <= (first if k == 0 else capacity)
 
 
 def test_bucket_elements_count_the_reduction_dtype():
@@ -41,22 +36,17 @@ def test_bucket_elements_count_the_reduction_dtype():
     assert bucket_elements(25.0, 2) == (25 * 2**19, 2**19)
 
 
-@pytest.mark.parametrize("counts, order", [
-    ((4, 4), (7, 3, 6, 2, 5, 1, 4, 0)),
-    ((5,), (4, 3, 2, 1, 0)),
-    ((2, 3, 1), (5, 4, 1, 3, 0, 2)),
-])
-def test_forward_order_takes_each_positions_next_bucket_first_stages_first(counts, order):
-    assert forward_order(counts) == order
-
+def test_bucket_count_worked_example():
+    assert bucket_count(1_000, 250, 100) == 5
+    assert bucket_count(50, 250, 100) == 1
 
 
 class _Element:
     shape = (1,)
 
 
-@given(st.integers(1, 3000), st.integers(1, 400), st.integers(1, 400), st.integers(1, 8))
-def test_the_cost_models_count_is_the_runtimes_cut(elements, capacity, first, parts):
+@given(st.integers(1, 3000), st.integers(1, 400), st.integers(1, 400))
+def test_the_cost_models_count_is_the_runtimes_cut(elements, capacity, first):
     """One bucket rule: the runtime cutting ``E`` one-element shards makes :func:`bucket_count` buckets."""
-    buckets = shard_buckets([_Element()] * elements, capacity, first, parts)
-    assert max(buckets) + 1 == bucket_count(elements, capacity, first, parts)
+    buckets = shard_buckets([_Element()] * elements, capacity, first)
+    assert max(buckets) + 1 == bucket_count(elements, capacity, first)

@@ -23,8 +23,9 @@ ACCEPTANCE = ["1,1,1x2", "1,2,1", "1,1,2", "2,1,1", "1,2,1+1,1,2", "1,1,2+1,1,1x
               "1,2,1[sp]", "2,2,1[sp,recompute=full]", "1,1,2[recompute=selective]+1,2,1[sp]", "4,1,1",
               "1,1,2[recompute=full:2/1]+1,2,1[sp,recompute=full:1]", "1|2:3>1:1", "1|2:1>1:3+1,1,1"]
 OPTIONS = RuntimeOptions(device=DeviceKind.CPU, optimizer=OptimizerKind.SGD, lr=1.0, timeout_s=60.0,
-                         clip_grad_norm=math.inf, lr_schedule=LrScheduleKind.CONSTANT)
-"""Plain SGD at lr 1: the step is the gradient itself, so every parameter compares the reduction."""
+                         clip_grad_norm=math.inf, lr_schedule=LrScheduleKind.CONSTANT, bucket_mb=0.1)
+"""Plain SGD at lr 1: the step is the gradient itself, so every parameter compares the reduction;
+buckets of 0.1 MiB cut tiny's stages in several, holders of different sizes in different counts."""
 BUDGET = 192
 PIPELINE_CASE = TrainConfig("tiny", ("1,1,4",), 2, token_budget=BUDGET, max_seq_len=32, micro_batch_tokens=32,
                             method=BatchingMethod.FIXED_PACKING, runtime=OPTIONS)

@@ -74,9 +74,8 @@ class Reduction:
     :class:`Reduction` — a bucket's gradients leave as soon as the last micro-batch's backward has
     accumulated every shard of it (:meth:`~hydraulis.runtime.gradients.GradientBuffers.arm` calls
     :meth:`Reduction.ready`), in bucket order (a bucket ready before an earlier one waits for it);
-    the buckets that hold none of the rank's gradients are ready when its compute starts
-    (:meth:`Reduction.start`: the numbering puts other stages' buckets there, :mod:`.routes`);
-    :meth:`Reduction.finish` issues what is left (everything, on a rank that computed nothing or
+    a bucket holding none of the rank's gradients (a holder cutting fewer than ``K``) is ready from
+    the start and leaves as soon as the order reaches it; :meth:`Reduction.finish` issues what is left (everything, on a rank that computed nothing or
     with the overlap off), waits for each bucket and adds it into the owner's fp32 gradient, bucket
     by bucket, source by source — a fixed order, so the sum is deterministic; the optimizer steps
     after it (:mod:`.master`: update, and clipping by the global norm where configured, see the
@@ -87,15 +86,9 @@ class Reduction:
                  clock) -> None:
         self.route, self.grads, self.dtype, self.device = route, grads, dtype, device
         self.exchanges = _Exchanges(route, clock, device)
-        self.ready_buckets: set[int] = set()
-        self.next = 0
         self.own = set(route.plan.shard_buckets)
-
-    def start(self) -> None:
-        """The compute is about to run: the buckets holding none of this rank's gradients are
-        ready now (issued as soon as the order allows)."""
-        for bucket in set(range(self.route.buckets)) - self.own:
-            self.ready(bucket)
+        self.ready_buckets = set(range(route.buckets)) - self.own
+        self.next = 0
 
     def ready(self, bucket: int) -> None:
         """Bucket ``bucket`` is complete: issue it and every ready bucket after it, in order."""
@@ -123,23 +116,21 @@ class Reduction:
 
 class Propagation:
     """One step's weights from the owners' ``master`` into ``params`` (this rank's shards, in
-    shard order), every bucket issued at construction in the compute ``dtype``, in the route's
-    forward order.
+    shard order), every bucket issued at construction in the compute ``dtype``, last bucket first.
 
-    :class:`Propagation` — every bucket of the updated weights is issued at the step's start,
-    in the order the stages' forwards first need them (:attr:`~.routes.RoutePlan.forward_order`:
-    each position's first-used bucket, then each one's second, …), so a first forward waits for
-    few buckets — in ascending order the first stage waited for all of them, the gloo and NCCL
-    queues completing a group's collectives in the order issued; a bucket is waited for and
-    copied into the compute weights just before the first module that uses one of its parameters
-    runs forward (:class:`WeightGate`'s forward pre-hooks), the rest after the stage's work.
+    :class:`Propagation` — every bucket of the updated weights is issued at the step's start in
+    descending order, the order of use: a stage's first layers are cut last (:mod:`hydraulis.layout.buckets`),
+    and the gloo and NCCL queues complete a group's collectives in the order issued, so a first
+    forward waits for one bucket, not for all of them; a bucket is waited for and copied into the
+    compute weights just before the first module that uses one of its parameters runs forward
+    (:class:`WeightGate`'s forward pre-hooks), the rest after the stage's work.
     """
 
     def __init__(self, route: Route, master: torch.Tensor, params: list, dtype: torch.dtype, clock) -> None:
         self.route, self.params = route, params
         self.exchanges = _Exchanges(route, clock, master.device)
         self.pending = set(range(route.buckets))
-        for bucket in route.plan.forward_order:
+        for bucket in reversed(range(route.buckets)):
             self.exchanges.issue(bucket, route.pack_weights(master, dtype, bucket), route.sent[False][bucket],
                                  route.received[False][bucket])
 

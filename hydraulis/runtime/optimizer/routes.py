@@ -19,8 +19,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from hydraulis.errors import require
-from hydraulis.layout.buckets import STAGE_BUCKETS, forward_order, shard_buckets
+from hydraulis.layout.buckets import shard_buckets
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap, strided
 from hydraulis.layout.sharding import ParameterSpec, Shard, held, holding_stage, shard_of, stage_shards
@@ -44,16 +43,9 @@ class RoutePlan:
     held: np.ndarray
     owned: np.ndarray
     buckets: int = 1
-    """``K``: the exchanges per step, the most buckets any rank of the strategy holds."""
+    """``K``: the exchanges per step, the most buckets any holder of the strategy cuts."""
     shard_buckets: tuple[int, ...] = ()
     """The bucket of each of :attr:`shards`."""
-    forward_order: tuple[int, ...] = (0,)
-    """Every bucket in the order the stages' forwards first need them
-    (:func:`~hydraulis.layout.buckets.forward_order`): the order the weights are propagated in."""
-
-    def __post_init__(self) -> None:
-        require(sorted(self.forward_order) == list(range(self.buckets)), "forward_order", self.forward_order,
-                f"must order each of the {self.buckets} buckets once")
 
     @property
     def local(self) -> bool:
@@ -92,16 +84,11 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
     the holder's shards in reverse order of use, cut by size), and each exchange is one
     ``all_to_all_single`` per bucket, ``K`` of them per step, so a bucket's exchange can start
     as soon as the backward has produced it and a bucket's weights be waited for where the forward
-    needs them (:mod:`.exchange`). Under 1F1B a pipeline's last stage finishes its backward first
-    and its first stage last, so buckets are numbered by position from the pipeline's end: the
-    holders ``q`` stages before their pipeline's last share the numbers ``O_q … O_q + K_q − 1``
-    (``K_q`` the most buckets such a holder cuts, ``O_0 = 0``, ``O_{q+1} = O_q + K_q``, ``K`` the
-    sum). A rank sends nothing in the buckets of other positions and issues them as soon as its
-    compute starts, so an exchange waits only for the ranks that hold its gradients. Worked
-    example, ``1,1,2x2`` with four buckets per holder: the last stages' gradients travel in
-    buckets 0–3, the first stages' in 4–7; a first stage's rank issues 0–3 empty when its compute
-    starts, and they complete as the last stages produce them. Both sides order a bucket's blocks by (peer, parameter, offset in
-    the shard), so a sender packs and a receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
+    needs them (:mod:`.exchange`). Every holder numbers its buckets from 0 in the order its
+    backward produces them, so the ``k``-th all-to-all carries bucket ``k`` of every holder; ``K``
+    is the most buckets any holder cuts, and a holder with fewer sends nothing in the rest. Both
+    sides order a bucket's blocks by (peer, parameter, offset in the shard), so a sender packs and
+    a receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
     (:attr:`~hydraulis.layout.sharding.Shard.contributes`, the RMSNorm weights) is left
     out of the reduction and still receives weights.
 
@@ -160,7 +147,7 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
     place = rank_map.place(rank)
     cut = _BucketCut(placement, rank_map, bucket_elements)
     shards = () if place is None else cut.shards(place)
-    mine = cut.buckets(place) if place is not None else ()
+    mine = tuple(cut.buckets(place)[shard.name] for shard in shards)
     index = {spec.name: i for i, spec in enumerate(placement.specs)}
     held = []
     for k, shard in enumerate(shards):
@@ -175,56 +162,39 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
             owned += [(holder, index[region.spec.name], block.a, block.b, block.count, block.length, block.b_stride,
                        shard.contributes, cut.bucket_of(holder, shard.name))
                       for holder in holders for block in blocks]
-    return RoutePlan(rank, rank_map.world_size, shards, _table(held, HELD), _table(owned, OWNED), cut.most(),
-                     tuple(mine), forward_order(cut.counts()))
+    return RoutePlan(rank, rank_map.world_size, shards, _table(held, HELD), _table(owned, OWNED), cut.most(), mine)
 
 
 class _BucketCut:
-    """Every holder's buckets under one strategy (:func:`route_plan`), computed once per
-    (pipeline, stage, tp rank): its own cut (:func:`~hydraulis.layout.buckets.shard_buckets`)
-    numbered after the buckets of every stage nearer its pipeline's end."""
+    """Every holder's buckets under one strategy (:func:`route_plan`): the cut of its shards
+    (:func:`~hydraulis.layout.buckets.shard_buckets`; one bucket without ``elements``), computed
+    once per (pipeline, stage, tp rank)."""
 
     def __init__(self, placement: OptimizerPlacement, rank_map: RankMap, elements: tuple[int, int] | None) -> None:
         self.placement, self.rank_map, self.elements = placement, rank_map, elements
         self.cache: dict[tuple[int, int, int], dict[str, int]] = {}
-        places = {(p.pipeline, p.stage, p.tp_rank): p for p in map(rank_map.place, range(rank_map.world_size))
-                  if p is not None}
-        counts = {0: 1}
-        for place in places.values() if elements else ():
-            position = self._position(place)
-            cut = shard_buckets(self.shards(place), *elements, STAGE_BUCKETS)
-            counts[position] = max(counts.get(position, 1), max(cut, default=-1) + 1)
-        self.offsets = [0]
-        for position in range(max(counts, default=0) + 1):
-            self.offsets.append(self.offsets[-1] + counts.get(position, 0))
 
     def shards(self, place: RankPlace) -> tuple[Shard, ...]:
         return stage_shards(self.placement.model, self.rank_map.pipelines[place.pipeline], place.stage, place.tp_rank)
 
-    def buckets(self, place: RankPlace) -> tuple[int, ...]:
-        if not self.elements:
-            return (0,) * len(self.shards(place))
-        offset = self.offsets[self._position(place)]
-        return tuple(offset + b for b in shard_buckets(self.shards(place), *self.elements, STAGE_BUCKETS))
-
-    def bucket_of(self, rank: int, name: str) -> int:
-        place = self.rank_map.place(rank)
+    def buckets(self, place: RankPlace) -> dict[str, int]:
+        """The bucket of each shard of ``place``, by name."""
         key = (place.pipeline, place.stage, place.tp_rank)
         if key not in self.cache:
-            self.cache[key] = {s.name: b for s, b in zip(self.shards(place), self.buckets(place))}
-        return self.cache[key][name]
+            shards = self.shards(place)
+            cut = shard_buckets(shards, *self.elements) if self.elements else (0,) * len(shards)
+            self.cache[key] = {shard.name: bucket for shard, bucket in zip(shards, cut)}
+        return self.cache[key]
 
-    def counts(self) -> list[int]:
-        """The buckets of each position, from the pipelines' ends."""
-        return [b - a for a, b in zip(self.offsets, self.offsets[1:])]
+    def bucket_of(self, rank: int, name: str) -> int:
+        return self.buckets(self.rank_map.place(rank))[name]
 
     def most(self) -> int:
-        """``K``: the buckets of every position (at least 1)."""
-        return max(1, self.offsets[-1])
-
-    def _position(self, place: RankPlace) -> int:
-        """Stages from the pipeline's end: 0 for a last stage."""
-        return self.rank_map.pipelines[place.pipeline].scheme.pp - 1 - place.stage
+        """``K``: the most buckets any holder cuts (at least 1)."""
+        if not self.elements:
+            return 1
+        places = (p for p in map(self.rank_map.place, range(self.rank_map.world_size)) if p is not None)
+        return 1 + max((max(self.buckets(p).values(), default=0) for p in places), default=0)
 
 
 class Route:

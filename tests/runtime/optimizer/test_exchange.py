@@ -1,16 +1,14 @@
 """The propagation issues its buckets in the order the forwards need them (design §9.4): the
-shards of a stage are in order of use and their buckets never increase along it, and every
-rank issues every bucket once, in one order."""
+shards of a stage are in order of use and their buckets never increase along it, so every rank
+issues every bucket once, last first; the reduction issues in bucket order as buckets get ready."""
 
-from dataclasses import replace
 from itertools import pairwise
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from hydraulis.errors import HydraulisError
-from hydraulis.runtime.optimizer.exchange import Propagation
+from hydraulis.runtime.optimizer.exchange import Propagation, Reduction
 from hydraulis.runtime.parallel.operations import WallClock
 from tests.runtime.optimizer.test_routes import CASES, routes
 
@@ -38,9 +36,9 @@ class _Route:
     buckets = 3
 
     def __init__(self) -> None:
-        self.plan = SimpleNamespace(forward_order=(2, 0, 1))
+        self.plan = SimpleNamespace(shard_buckets=(1, 0))
         self.world = _RecordingWorld()
-        self.sent = self.received = {False: [[1]] * self.buckets}
+        self.sent = self.received = {reduce: [[1]] * self.buckets for reduce in (False, True)}
         self.copied: list[int] = []
 
     def pack_weights(self, master, dtype, bucket):
@@ -49,28 +47,28 @@ class _Route:
     def copy_received(self, incoming, params, bucket):
         self.copied.append(bucket)
 
+    def pack_gradients(self, grads, device, bucket):
+        return torch.tensor([float(bucket)])
 
-def test_propagation_issues_in_the_routes_forward_order_and_delivers_what_is_needed():
+
+def test_propagation_issues_last_bucket_first_and_delivers_what_is_needed():
     route = _Route()
     propagation = Propagation(route, torch.zeros(1), [], torch.float32, WallClock())
-    assert route.world.issued == [2, 0, 1]
-    propagation.need([2])
+    assert route.world.issued == [2, 1, 0]
+    propagation.need([1])
     propagation.finish()
-    assert route.copied == [2, 0, 1]
+    assert route.copied == [1, 0, 2]
 
 
-@pytest.mark.parametrize("spec,layout,world", CASES)
-def test_every_rank_propagates_every_bucket_once_in_one_order(spec, layout, world):
-    _, every = routes(spec, layout, world, (20_000, 5_000))
-    orders = {route.plan.forward_order for route in every}
-    assert len(orders) == 1
-    assert sorted(orders.pop()) == list(range(every[0].buckets))
-
-
-def test_a_plan_whose_forward_order_misses_a_bucket_is_refused():
-    plan = routes("1,1,2x2", (4, 1, 1), 4, (20_000, 5_000))[1][0].plan
-    with pytest.raises(HydraulisError, match="forward_order"):
-        replace(plan, forward_order=plan.forward_order[1:])
+def test_reduction_issues_in_order_once_ready_and_a_bucket_it_holds_nothing_of_with_the_last():
+    """The rank holds buckets 0 and 1 of ``K = 3``: bucket 1 ready first waits for 0; bucket 2,
+    none of its gradients, leaves right after 1."""
+    route = _Route()
+    reduction = Reduction(route, lambda: [], torch.float32, torch.device("cpu"), None)
+    reduction.ready(1)
+    assert route.world.issued == []
+    reduction.ready(0)
+    assert route.world.issued == [0, 1, 2]
 
 
 def test_without_a_clock_no_bucket_is_timed():

@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from hydraulis.job.strategy_spec import parse_strategy, scheme_times
-from hydraulis.layout.buckets import STAGE_BUCKETS
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.ranges import Region, overlap
 from hydraulis.layout.sharding import parameter_specs
@@ -112,18 +111,12 @@ def test_plans_at_scale_hold_kilobytes_not_an_entry_per_element(name, spec, devi
         assert plan.nbytes <= 256 * 1024
 
 
-def test_buckets_are_numbered_from_the_pipelines_end_and_cut_every_stage_in_several():
-    """``1,1,2x2`` in default buckets: the last stages' buckets come first, then the first
-    stages'; each stage is cut in at least STAGE_BUCKETS (its shards allowing)."""
-    _, every = routes("1,1,2x2", (4, 1, 1), 4, (25 * 2**18, 2**18))
-    strategy = parse_strategy("1,1,2x2", TINY, scheme_times(TINY, 4), 64)
-    rank_map = RankMap(strategy.pipelines, 4)
-    own = {rank: set(route.plan.shard_buckets) for rank, route in enumerate(every)}
-    last = [r for r in range(4) if rank_map.place(r).stage == 1]
-    first = [r for r in range(4) if rank_map.place(r).stage == 0]
-    assert max(k for r in last for k in own[r]) < min(k for r in first for k in own[r])
-    assert all(len(own[r]) >= STAGE_BUCKETS for r in range(4))
-    assert every[0].buckets == len(set().union(*own.values()))
+@pytest.mark.parametrize("spec, layout, world", CASES)
+def test_every_holder_numbers_its_buckets_from_zero_and_k_is_the_most_any_cuts(spec, layout, world):
+    _, every = routes(spec, layout, world, BUCKETINGS[1])
+    own = [set(route.plan.shard_buckets) for route in every]
+    assert all(mine == set(range(len(mine))) for mine in own)
+    assert {route.buckets for route in every} == {max(map(len, own))} and every[0].buckets > 1
 
 
 ONE_OWNER = [("1,1,1", (1, 1, 1), 1), ("1,1,4", (1, 1, 4), 4), ("1,1,2", (1, 1, 2), 2)]
