@@ -1,7 +1,7 @@
 """The overlapped reduction measured honestly: with ``--no-overlap-reduction`` every bucket
 leaves after its rank's own backward, so the share of the reduction hidden behind that rank's
 backward is ~0; with the overlap, some of it is hidden (design §9.4). Buckets of 0.1 MiB cut
-tiny's stages (0.6 MB of fp32 gradients) in six."""
+tiny's stages (0.6 MB of fp32 gradients) in five."""
 
 import pytest
 
