@@ -52,10 +52,3 @@ def rank_overlap(buckets: Iterable[Interval], backwards: Iterable[Interval]) -> 
     intervals, ``backwards`` its own backward operations, on one clock."""
     buckets = list(buckets)
     return length(buckets), covered(buckets, list(backwards))
-
-
-def reduction_overlap(ranks: Iterable[tuple[float, float]]) -> tuple[float, float]:
-    """``(in flight, hidden)`` of the module docstring: the sums of every rank's
-    :func:`rank_overlap`."""
-    ranks = list(ranks)
-    return sum(r[0] for r in ranks), sum(r[1] for r in ranks)
