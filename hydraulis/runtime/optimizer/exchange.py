@@ -75,11 +75,11 @@ class Reduction:
     accumulated every shard of it (:meth:`~hydraulis.runtime.gradients.GradientBuffers.arm` calls
     :meth:`Reduction.ready`), in bucket order (a bucket ready before an earlier one waits for it);
     a bucket holding none of the rank's gradients (a holder cutting fewer than ``K``) is ready from
-    the start and leaves as soon as the order reaches it; :meth:`Reduction.finish` issues what is left (everything, on a rank that computed nothing or
-    with the overlap off), waits for each bucket and adds it into the owner's fp32 gradient, bucket
-    by bucket, source by source — a fixed order, so the sum is deterministic; the optimizer steps
-    after it (:mod:`.master`: update, and clipping by the global norm where configured, see the
-    whole reduced gradient).
+    the start and leaves as soon as the order reaches it; :meth:`Reduction.finish` issues what is
+    left (everything, on a rank that computed nothing or with the overlap off), waits for each
+    bucket and adds it into the owner's fp32 gradient, bucket by bucket, source by source — a
+    fixed order, so the sum is deterministic; the optimizer steps after it (:mod:`.master`:
+    update, and clipping by the global norm where configured, see the whole reduced gradient).
     """
 
     def __init__(self, route: Route, grads: Callable[[], list], dtype: torch.dtype, device: torch.device,
