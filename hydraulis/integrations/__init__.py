@@ -10,7 +10,8 @@
 * :mod:`.rank_batches` — pure: a global batch dealt to data-parallel ranks and packed into
   equally many micro-batches per rank;
 * :mod:`.torch` — ``BalancedBatchSampler`` for DDP/FSDP; :mod:`.hf` — ``BalancedTrainer``, the
-  Hugging Face ``Trainer`` on it (needs transformers and accelerate).
+  Hugging Face ``Trainer`` on it (needs transformers and accelerate); :mod:`.torchtitan` —
+  ``BalancedTitanDataLoader``, torchtitan's data loader contract on it (needs no torchtitan).
 
 Nothing is imported here, so the pure modules stay importable without torch.
 """

@@ -1,7 +1,10 @@
 """BalancedTitanDataLoader: torchtitan's item format, every global batch's documents once over the
-ranks in exactly ``g`` rows each, balanced by the cost model, resumed from its state."""
+ranks in exactly ``g`` rows each, balanced by the cost model, resumed from its state; the docs'
+code run (its torchtitan part where torchtitan is installed)."""
 
 import itertools
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +18,7 @@ from tests.integrations.helpers import long_tailed
 
 TIME = TimeCoefficients(1e-6, 0.05, 30.0)
 C = 4_096
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
 
 def corpus(count=96, seed=0):
@@ -113,3 +117,54 @@ def test_an_empty_state_is_a_fresh_run():
 def test_bad_input_names_the_field(build, field):
     with pytest.raises(HydraulisError, match=field.replace("[", r"\[")):
         build()
+
+
+def docs_code() -> tuple[str, str]:
+    """The docs' torchtitan blocks: the loader on its own, and the ``BaseDataLoader`` of one's own."""
+    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.DOTALL)
+    alone = next(b for b in blocks if "BalancedTitanDataLoader(" in b and "(BaseDataLoader)" not in b)
+    return alone, next(b for b in blocks if "(BaseDataLoader)" in b)
+
+
+def test_docs_code_gives_this_ranks_first_row():
+    namespace: dict = {}
+    exec(compile(docs_code()[0], str(DOCS), "exec"), namespace)
+    loader, documents = namespace["loader"], namespace["documents"]
+    assert tuple(namespace["labels"].shape) == (1, loader.sampler.max_tokens)
+    first = loader.sampler.plans()[0][loader.dp_rank][0]
+    assert unpack((namespace["input_dict"], namespace["labels"])) == [documents[i] for i in first]
+
+
+def test_docs_loader_in_torchtitan(tmp_path):
+    """Built as torchtitan's ``Trainer`` builds its loader; a row through the debug model's
+    forward (FlexAttention has no backward on the CPU); its state through DCP."""
+    dataloader = pytest.importorskip("torchtitan.components.dataloader")
+    llama3 = pytest.importorskip("torchtitan.models.llama3")
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    namespace: dict = {}
+    exec(compile("\n".join(docs_code()), str(DOCS), "exec"), namespace)
+    kinds = namespace["HydraulisTitanLoader"].Config()
+
+    def build():
+        return kinds.build(dp_world_size=2, dp_rank=1, tokenizer=None, seq_len=1_024, local_batch_size=1,
+                           snapshot_every_n_steps=None)
+
+    loader = build()
+    assert isinstance(loader, dataloader.BaseDataLoader)
+    stream = iter(loader)
+    input_dict, labels = next(stream)
+    model = llama3.model_registry("debugmodel").model.build()
+    model.init_weights(buffer_device=None)
+    with torch.no_grad():
+        logits = model(input_dict["input"], positions=input_dict["positions"],
+                       attention_masks=model.get_attention_masks(positions=input_dict["positions"]))
+    assert tuple(logits.shape[:2]) == (1, 1_024)
+    assert torch.isfinite(torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten()))
+    next(stream)
+    dcp.save({"dataloader": loader}, checkpoint_id=str(tmp_path))
+    expected = next(stream)
+    resumed = build()
+    dcp.load({"dataloader": resumed}, checkpoint_id=str(tmp_path))
+    assert unpack(next(iter(resumed))) == unpack(expected)
