@@ -11,8 +11,7 @@ row is padded to ``C`` by a block of ``pad_id`` with labels ``ignore_index`` and
 ``0, 1, …`` (a document of its own for the block-causal mask). Worked example, ``C = 8``,
 documents ``[5, 6, 7]`` and ``[8, 9]``: inputs ``5 6 8 0 0 0 0 0``, labels
 ``6 7 9 -100 -100 -100 -100 -100``, positions ``0 1 0 0 1 2 3 4``. Items are
-``({"input": [1, C], "positions": [1, C]}, labels [1, C])`` int64 tensors; torchtitan normalises
-the loss by the step's unpadded labels over all ranks, whatever each rank holds.
+``({"input": [1, C], "positions": [1, C]}, labels [1, C])`` int64 tensors.
 """
 
 from __future__ import annotations
