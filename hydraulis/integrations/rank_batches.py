@@ -12,9 +12,7 @@ decreasing into the fewest micro-batches. Data parallelism needs every rank to r
 micro-batches (``v = max_r v_r``: one gradient synchronisation each, or the ranks wait forever),
 so a rank short of ``v`` splits its micro-batch of most sequences in two (halving its tokens,
 costing one ``c``) until it has ``v``; a rank whose micro-batches hold one sequence each takes the
-shortest sequence of a rank that can spare one (a micro-batch of two or more). A runtime with a
-fixed count ``g`` per step (torchtitan's gradient accumulation) asks ``v = g``; ``g < max_r v_r``
-is refused.
+shortest sequence of a rank that can spare one (a micro-batch of two or more).
 
 Worked example: ``R = 2``, ``C = 8``, lengths ``8, 4, 2, 1, 1`` — stage 1: rank 0 ``[8]``,
 rank 1 ``[4, 2, 1, 1]``; stage 2: rank 0 one micro-batch, rank 1 one of 8 tokens; both ``v = 1``.
@@ -42,7 +40,8 @@ RankMicroBatches = tuple[tuple[tuple[int, ...], ...], ...]
 def rank_micro_batches(lengths: Sequence[int] | np.ndarray, ranks: int, time: TimeCoefficients,
                        max_tokens: int, micro_batches: int | None = None) -> RankMicroBatches:
     """The plan of the module docstring for sequences of ``lengths`` (index = sequence), with
-    ``micro_batches`` on every rank if given, else the fewest that hold them (``max_r v_r``)."""
+    ``v = micro_batches`` if given (a runtime's fixed count per step, torchtitan's gradient
+    accumulation; fewer than ``max_r v_r`` is refused), else ``v = max_r v_r``."""
     require_int(ranks, "num_replicas", minimum=1)
     require_int(max_tokens, "max_tokens", minimum=1)
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
