@@ -16,9 +16,12 @@ has there — ``--trainer-repeats`` times: a run with the default loader and one
 (interleaved, their first step dropped; ``default / ours`` also batch by batch, the same
 batch of the same repeat), then one *alternating* run, every batch once with each
 split in adjacent steps, which on a shared machine is the steadier comparison. Medians of the
-step times, and of ``default / ours`` batch by batch.
+step times, and of ``default / ours`` batch by batch. Part 3 (dp-split, predicted): the same batches
+of 64 capped at 8,192 dealt to 8 DP ranks in 8 rows each as torchtitan's loader deals them
+(``rank_micro_batches`` with ``micro_batches``), against the round-robin split, on the cost model.
 
-    python benchmarks/integrations.py [--seeds 16] [--repeats 3] [--trainer-repeats 3] [--parts predicted trainer]
+    python benchmarks/integrations.py [--seeds 16] [--repeats 3] [--trainer-repeats 3]
+                                      [--parts predicted trainer dp-split]
 """
 from __future__ import annotations
 
@@ -37,9 +40,11 @@ import numpy as np
 
 from hydraulis.integrations.cp_groups import CPGroups, FixedCost, cp_step_ms
 from hydraulis.integrations.megatron import HydraulisCPScheduler
+from hydraulis.integrations.rank_batches import rank_micro_batches
 from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.specs import Cluster
+from hydraulis.types import Scheme
 
 SCALES = ((8, 64), (64, 512))
 """(DP×CP ranks, samples per batch)."""
@@ -167,6 +172,27 @@ def measured(steps: int, repeats: int, batch_size: int, longest: int) -> None:
           f"default_over_balanced_per_batch_median={np.median(paired):.2f}")
 
 
+def dp_split(seeds: int, ranks: int = 8, rows: int = 8) -> None:
+    """Part 3: max-rank time ``rows·c + Σ_{i∈r} (a·s_i² + b·s_i)`` of the round-robin split over ours,
+    and ours over the fluid bound ``rows·c + Σ_i (a·s_i² + b·s_i) / R``."""
+    spec = device_preset(DEVICE)
+    space = analytic_scheme_space(model_preset(MODEL), spec, Cluster(ranks * TP, spec.devices_per_node, spec.name),
+                                  (1,), (TP,), (1,), created="benchmark", tool_version="benchmark")
+    time = space.profile(Scheme(1, TP, 1)).time
+    over_round_robin, over_fluid = [], []
+    for seed in range(seeds):
+        batch = np.minimum(lognormal_batch(64, seed), PER_RANK)
+        work = time.a * batch.astype(float) ** 2 + time.b * batch
+        plan = rank_micro_batches(batch, ranks, time, PER_RANK, rows)
+        ours = rows * time.c + max(sum(work[i] for mb in rank for i in mb) for rank in plan)
+        over_round_robin.append((rows * time.c + max(work[r::ranks].sum() for r in range(ranks))) / ours)
+        over_fluid.append(ours / (rows * time.c + work.sum() / ranks))
+    print(f"dp split, {MODEL} on {DEVICE}, tp {TP}, {ranks} DP ranks x {rows} rows of {PER_RANK}, 64 lognormal(7.5, 1.2) "
+          f"samples capped at {PER_RANK}, {seeds} seeds: round_robin_over_ours median={np.median(over_round_robin):.3f} "
+          f"min={min(over_round_robin):.3f} ours_over_fluid_bound median={np.median(over_fluid):.3f} "
+          f"max={max(over_fluid):.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=16, help="batches per scale")
@@ -175,13 +201,15 @@ def main() -> None:
     parser.add_argument("--trainer-repeats", type=int, default=3, help="runs per sampler, interleaved")
     parser.add_argument("--trainer-batch-size", type=int, default=32, help="sequences per Trainer step")
     parser.add_argument("--trainer-longest", type=int, default=2048, help="longest Trainer sequence (tokens)")
-    parser.add_argument("--parts", nargs="+", choices=("predicted", "trainer"), default=["predicted", "trainer"],
-                        help="which parts to run (default both)")
+    parser.add_argument("--parts", nargs="+", choices=("predicted", "trainer", "dp-split"),
+                        default=["predicted", "trainer", "dp-split"], help="which parts to run (default all)")
     args = parser.parse_args()
     if "predicted" in args.parts:
         predicted(args.seeds, args.repeats)
     if "trainer" in args.parts:
         measured(args.trainer_steps, args.trainer_repeats, args.trainer_batch_size, args.trainer_longest)
+    if "dp-split" in args.parts:
+        dp_split(args.seeds)
 
 
 if __name__ == "__main__":

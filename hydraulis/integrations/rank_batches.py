@@ -38,12 +38,18 @@ RankMicroBatches = tuple[tuple[tuple[int, ...], ...], ...]
 
 
 def rank_micro_batches(lengths: Sequence[int] | np.ndarray, ranks: int, time: TimeCoefficients,
-                       max_tokens: int) -> RankMicroBatches:
-    """The plan of the module docstring for sequences of ``lengths`` (index = sequence)."""
+                       max_tokens: int, micro_batches: int | None = None) -> RankMicroBatches:
+    """The plan of the module docstring for sequences of ``lengths`` (index = sequence), with
+    ``v = micro_batches`` if given (a runtime's fixed count per step, torchtitan's gradient
+    accumulation; fewer than ``max_r v_r`` is refused), else ``v = max_r v_r``."""
     require_int(ranks, "num_replicas", minimum=1)
     require_int(max_tokens, "max_tokens", minimum=1)
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
     require(lengths.size >= ranks, "batch_size", int(lengths.size), f"must be at least the {ranks} ranks")
+    if micro_batches is not None:
+        require_int(micro_batches, "micro_batches", minimum=1)
+        require(lengths.size >= ranks * micro_batches, "batch_size", int(lengths.size),
+                f"must be at least ranks × micro_batches = {ranks * micro_batches} (a sequence a micro-batch)")
     require(int(lengths.min()) >= 1, "lengths", int(lengths.min()), "must be at least 1 token")
     require(int(lengths.max()) <= max_tokens, "sequence length", int(lengths.max()),
             f"exceeds max_tokens = {max_tokens}, what one micro-batch holds")
@@ -58,12 +64,16 @@ def rank_micro_batches(lengths: Sequence[int] | np.ndarray, ranks: int, time: Ti
     pieces_of = [np.flatnonzero(owner == r) for r in range(ranks)]
     packings = balanced_packings(table, pieces_of, tokens, work, options.bubble_factor)
     plan = [[[int(order[k]) for k in mb] for mb in packing.micro_batches] for packing in packings]
-    return _equal_counts(plan, lengths)
+    fewest = max(len(rank) for rank in plan)
+    if micro_batches is not None:
+        require(micro_batches >= fewest, "micro_batches", micro_batches,
+                f"is fewer than the {fewest} micro-batches of at most max_tokens = {max_tokens} tokens this global "
+                f"batch needs on its fullest rank")
+    return _equal_counts(plan, lengths, fewest if micro_batches is None else micro_batches)
 
 
-def _equal_counts(plan: list[list[list[int]]], lengths: np.ndarray) -> RankMicroBatches:
-    """Every rank brought to ``max_r v_r`` micro-batches (module docstring)."""
-    target = max(len(rank) for rank in plan)
+def _equal_counts(plan: list[list[list[int]]], lengths: np.ndarray, target: int) -> RankMicroBatches:
+    """Every rank brought to ``target`` micro-batches (module docstring)."""
     for rank in plan:
         while len(rank) < target:
             widest = max(rank, key=len, default=[])

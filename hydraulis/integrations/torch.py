@@ -37,10 +37,12 @@ log = logging.getLogger(__name__)
 class BalancedBatchSampler:
     """This rank's micro-batches of every global batch (module docstring); ``lengths[i]`` is
     dataset item ``i``'s token count. A last global batch of fewer than ``batch_size`` items is
-    dropped."""
+    dropped. ``micro_batches``: as many on every rank for every global batch (else the fewest
+    that hold each batch)."""
 
     def __init__(self, lengths: Sequence[int] | np.ndarray, *, batch_size: int, time: TimeCoefficients,
-                 max_tokens: int, num_replicas: int, rank: int, seed: int = 0) -> None:
+                 max_tokens: int, num_replicas: int, rank: int, seed: int = 0,
+                 micro_batches: int | None = None) -> None:
         self.lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
         require_int(num_replicas, "num_replicas", minimum=1)
         require_int(rank, "rank", minimum=0, maximum=num_replicas - 1)
@@ -48,7 +50,13 @@ class BalancedBatchSampler:
         require(self.lengths.size >= batch_size, "lengths", int(self.lengths.size),
                 f"must hold at least one global batch of batch_size = {batch_size}")
         require_int(seed, "seed")
+        if micro_batches is not None:
+            require_int(micro_batches, "micro_batches", minimum=1)
+            require(batch_size >= num_replicas * micro_batches, "batch_size", batch_size,
+                    f"must be at least num_replicas × micro_batches = {num_replicas * micro_batches} "
+                    f"(a sequence a micro-batch)")
         self.global_batch_size, self.time, self.max_tokens = batch_size, time, max_tokens
+        self.micro_batches = micro_batches
         self.num_replicas, self.rank, self.seed = num_replicas, rank, seed
         self.epoch = 0
         self.done = 0
@@ -97,7 +105,7 @@ class BalancedBatchSampler:
         if self._plans is None or self._plans[0] != self.epoch:
             plans = [tuple(tuple(tuple(int(batch[k]) for k in mb) for mb in rank)
                            for rank in rank_micro_batches(self.lengths[batch], self.num_replicas, self.time,
-                                                          self.max_tokens))
+                                                          self.max_tokens, self.micro_batches))
                      for batch in self.global_batches()]
             self._plans = (self.epoch, plans)
             log.info("epoch %d: %d global batches, %d micro-batches per rank", self.epoch, len(plans), len(self))

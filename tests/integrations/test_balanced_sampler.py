@@ -26,6 +26,14 @@ def test_worked_example_of_the_docstring():
     assert rank_micro_batches([6, 4, 2, 1, 1], 2, TIME, 6) == (((0,), (4,)), ((1, 2), (3,)))
 
 
+@pytest.mark.parametrize("count", [5, 8])
+def test_a_fixed_count_of_micro_batches_on_every_rank(count):
+    lengths = long_tailed(24, 4_096, 2)
+    plan = rank_micro_batches(lengths, 3, TIME, 4_096, micro_batches=count)
+    assert [len(rank) for rank in plan] == [count] * 3
+    assert sorted(i for rank in plan for mb in rank for i in mb) == list(range(lengths.size))
+
+
 def test_balances_time_better_than_equal_counts():
     lengths = np.array([4_000, 100, 3_900] + [100] * 29)
     plan = rank_micro_batches(lengths, 2, TIME, 4_096)
@@ -83,6 +91,10 @@ def test_budget_from_the_space():
     (lambda: rank_micro_batches([10, 10], 3, TIME, 4_096), "batch_size"),
     (lambda: BalancedBatchSampler([10] * 4, batch_size=1, time=TIME, max_tokens=9, num_replicas=2, rank=0),
      "batch_size"),
+    (lambda: rank_micro_batches([4_000] * 6, 2, TIME, 4_096, micro_batches=2), "micro_batches"),
+    (lambda: rank_micro_batches([10] * 6, 2, TIME, 4_096, micro_batches=4), "batch_size"),
+    (lambda: BalancedBatchSampler([10] * 8, batch_size=6, time=TIME, max_tokens=99, num_replicas=2, rank=0,
+                                  micro_batches=4), "batch_size"),
 ])
 def test_bad_input_names_field_value_and_limit(build, field):
     with pytest.raises(ValueError) as error:
