@@ -38,7 +38,7 @@ class Synthesise(str, Enum):
     """Counts of the scheme space's schemes and the proposal's."""
 
 
-SYNTHESIS_EVALUATIONS_DEFAULT = 16
+SYNTHESIS_EVALUATIONS_DEFAULT = 2
 """Strategies dispatch plans per step while synthesising, unless told otherwise."""
 
 
