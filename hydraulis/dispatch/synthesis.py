@@ -8,7 +8,7 @@ estimate in :mod:`.fluid_estimate`, what steps pass on in :mod:`.synthesis_memor
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,13 +103,14 @@ def synthesise_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,
        :data:`ROUND_OFF`), no strategy can beat it: stop, nothing planned;
     3. the candidates: the strategies the memory holds (the latest winner first: the previous
        step's answer is the first start) and the *fluid answers* (:func:`~.menu.fluid_answers`,
-       one per reduction level); those whose bound ``L(n) + σ(n)`` (spread work, crossing,
-       reduction, switch ``σ``) reaches ``T₀`` are dropped unplanned;
+       one per reduction level); those whose bound ``L(n)`` (spread work, crossing, reduction)
+       reaches ``T₀`` are dropped unplanned;
     4. rank them by ``κ·E(n) + σ(n)``: ``E`` the fluid estimate (:mod:`.fluid_estimate`), ``κ``
        the ratio plan/``E`` the memory holds for ``n`` (the median of the remembered ratios
        for a new ``n``, 1 without any);
-    5. plan them with the dispatcher in that order, at most ``evaluations``, skipping any that
-       cannot beat the best so far by its bounds (``L + σ``, and the pieces' room,
+    5. plan them with the dispatcher in that order, at most ``evaluations``, until the estimate
+       reaches the best step time so far; skip any that cannot beat the best by its bounds
+       (``L + σ``, with the switch ``σ``, and the pieces' room,
        :meth:`~.synthesis_search.SynthesisSearch.could_beat`);
     6. keep the fastest if strictly faster than ``T₀`` (:class:`~hydraulis.step_plan.Synthesis`:
        strategy, reduction, switch, new communicators); the memory takes the planned strategies
@@ -155,7 +156,7 @@ def proposal_communicators(proposal: Proposal) -> frozenset[Communicator]:
     return frozenset().union(*(strategy_communicators(p.strategy) for p in proposal.strategies))
 
 
-def _plan_ranked(search: SynthesisSearch, ranked: list[tuple[float, tuple[int, ...]]], synthesis: SynthesisOptions,
+def _plan_ranked(search: SynthesisSearch, ranked: Iterable[tuple[float, tuple[int, ...]]], synthesis: SynthesisOptions,
                  started: float) -> tuple[tuple[int, ...] | None, bool]:
     """Step 5: the counts of the fastest plan if it beats ``T₀`` (else None), and whether the
     wall-clock safety limit stopped the planning."""

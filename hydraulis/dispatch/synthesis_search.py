@@ -11,7 +11,9 @@ time plus ``σ(n)``.
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
@@ -84,19 +86,27 @@ class SynthesisSearch:
         found.pop(self.start, None)
         return found
 
-    def ranked(self, found: dict[Counts, tuple[str, float | None]]) -> list[tuple[float, Counts]]:
-        """The candidates whose bound ``L + σ`` is below the incumbent's ``T₀`` (the others cannot
+    def ranked(self, found: dict[Counts, tuple[str, float | None]]) -> Iterator[tuple[float, Counts]]:
+        """The candidates whose bound ``L(n)`` is below the incumbent's ``T₀`` (the others cannot
         beat it), by estimate ``κ·E(n) + σ(n)`` (``κ``: the remembered ratio, else the median of
-        those remembered, else 1)."""
-        hopeful = [n for n in found if self.least(n) < self.value[self.start]]
+        those remembered, else 1), lazily: ``σ`` (placing the strategy's communicators) is
+        computed only for a candidate whose ``κ·E`` is below every estimate yielded after it."""
+        hopeful = [n for n in found if self.lower(n) < self.value[self.start]]
         if not hopeful:
-            return []
+            return
         fluid = fluid_step_ms(self.costs, piece_groups(self.costs, self.batch.tokens), hopeful, self.solo_free)
         ratios = [found[n][1] for n in hopeful if found[n][1] is not None]
         default = float(np.median(ratios)) if ratios else 1.0
         for n, e in zip(hopeful, fluid.tolist()):
             self.estimate[n] = e
-        return sorted(((found[n][1] or default) * self.estimate[n] + self.switch_ms(n), n) for n in hopeful)
+        scaled = sorted(((found[n][1] or default) * self.estimate[n], n) for n in hopeful)
+        waiting: list[tuple[float, Counts]] = []
+        for estimate, n in scaled:
+            while waiting and waiting[0][0] <= estimate:
+                yield heapq.heappop(waiting)
+            heapq.heappush(waiting, (estimate + self.switch_ms(n), n))
+        while waiting:
+            yield heapq.heappop(waiting)
 
     def plan(self, counts: Counts) -> float:
         """The dispatcher's predicted step time of ``counts`` with its switch (one plan)."""
