@@ -48,7 +48,8 @@ class SynthesisMemory:
     def after(self, planned: Sequence[Remembered], winner: Strategy | None) -> SynthesisMemory:
         """The memory after a step that planned ``planned`` and ran ``winner`` (None: a
         proposal strategy): entries replaced by their new ratios, new ones after the old, the
-        winner moved first, the oldest past ``size`` forgotten."""
+        winner moved first, cut to ``size`` from the end (a strategy that does not win drifts
+        there and is forgotten)."""
         fresh = {r.strategy: r for r in planned}
         kept = [fresh.pop(r.strategy, r) for r in self.entries] + list(fresh.values())
         kept.sort(key=lambda r: r.strategy != winner)

@@ -90,7 +90,8 @@ class SynthesisSearch:
         """The candidates whose bound ``L(n)`` is below the incumbent's ``T₀`` (the others cannot
         beat it), by estimate ``κ·E(n) + σ(n)`` (``κ``: the remembered ratio, else the median of
         those remembered, else 1), lazily: ``σ`` (placing the strategy's communicators) is
-        computed only for a candidate whose ``κ·E`` is below every estimate yielded after it."""
+        computed only for a candidate whose ``κ·E`` is below every estimate yielded after it and
+        below ``T₀`` (none at or above it is yielded)."""
         hopeful = [n for n in found if self.lower(n) < self.value[self.start]]
         if not hopeful:
             return
@@ -102,6 +103,8 @@ class SynthesisSearch:
         scaled = sorted(((found[n][1] or default) * self.estimate[n], n) for n in hopeful)
         waiting: list[tuple[float, Counts]] = []
         for estimate, n in scaled:
+            if estimate >= self.value[self.start]:
+                break
             while waiting and waiting[0][0] <= estimate:
                 yield heapq.heappop(waiting)
             heapq.heappush(waiting, (estimate + self.switch_ms(n), n))
