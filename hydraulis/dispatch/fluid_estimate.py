@@ -64,11 +64,10 @@ def fluid_step_ms(costs: MenuCosts, groups: np.ndarray, counts: Sequence[Sequenc
     scale = None
     rows = np.arange(n.shape[0])[:, None] * n.shape[1]
     for step in range(ASCENT_STEPS):
-        priced = np.where(used[:, :, None], (w / share)[:, :, None] * cost, _NEVER)
+        priced = np.where(used, w / share, 1.0)[:, :, None] * cost
         choice = priced.argmin(axis=1)
+        best = np.maximum(best, priced.min(axis=1).sum(axis=1) + w @ beta)
         taken = np.take_along_axis(cost, choice[:, None, :], axis=1)[:, 0, :]
-        value = np.take_along_axis(priced, choice[:, None, :], axis=1)[:, 0, :].sum(axis=1) + w @ beta
-        best = np.maximum(best, value)
         load = np.bincount((choice + rows).ravel(), weights=taken.ravel(), minlength=n.size).reshape(n.shape)
         gradient = load / share + beta
         scale = gradient.max(axis=1, keepdims=True) if scale is None else scale

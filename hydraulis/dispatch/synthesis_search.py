@@ -27,10 +27,13 @@ from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.pipelines import PipelineTable
 from hydraulis.dispatch.synthesis_memory import Remembered, SynthesisMemory
 from hydraulis.placement import Communicator, communicators, placement_problem
+from hydraulis.planner.search import CountsSearch
 from hydraulis.types import BatchingMethod, PipelineGroup, Proposal, Strategy
 
 ACTIVE_SCHEMES = 8
-"""The fluid answers use at most this many schemes."""
+"""Neighbours and fluid answers use at most this many schemes."""
+NEIGHBOUR_STEPS = 2
+"""Neighbours of the latest winner and of the incumbent by moves of the 3 smallest sizes."""
 
 Counts = tuple[int, ...]
 
@@ -71,39 +74,49 @@ class SynthesisSearch:
         return float(min(tight, others))
 
     def candidates(self, memory: SynthesisMemory) -> dict[Counts, tuple[str, float | None]]:
-        """The remembered strategies on the menu, then the fluid answers over the active
-        schemes: origin and remembered ratio ``κ`` (None: none yet), the incumbent left out."""
+        """The remembered strategies on the menu, the neighbours of the latest winner and of
+        the incumbent (moves of :class:`hydraulis.planner.search.CountsSearch` of the
+        :data:`NEIGHBOUR_STEPS` smallest sizes, to the active schemes), then the fluid answers
+        over the active schemes: origin and ratio ``κ`` (the remembered one, the winner's for
+        its neighbours; None: the incumbent's), the incumbent left out."""
         found: dict[Counts, tuple[str, float | None]] = {}
         for entry in memory.entries:
             counts = self.counts(entry.strategy, strict=False)
             if counts is not None:
                 found.setdefault(counts, ("remembered strategy", entry.ratio))
-        active = np.zeros(len(self.menu), dtype=bool)
-        active[self._active()] = True
-        for counts, origin in fluid_answers(self.costs, active, self.floor, self.incumbent.predicted_ms,
+        active = self._active()
+        moves = CountsSearch(self.costs.size.tolist(), self.proposal.devices, active, lambda n: math.inf, 0)
+        first = next(iter(found.items()), None)
+        starts = ([(first[0], "remembered strategy's neighbour", first[1][1])] if first else []) + [
+            (self.start, "proposal strategy's neighbour", None)]
+        for counts, origin, ratio in starts:
+            for delta in moves.step_sizes()[-NEIGHBOUR_STEPS:]:
+                for n in moves.neighbours(counts, delta):
+                    found.setdefault(n, (origin, ratio))
+        use = np.zeros(len(self.menu), dtype=bool)
+        use[active] = True
+        for counts, origin in fluid_answers(self.costs, use, self.floor, self.incumbent.predicted_ms,
                                             self.proposal.devices):
             found.setdefault(counts, (origin, None))
         found.pop(self.start, None)
         return found
 
     def ranked(self, found: dict[Counts, tuple[str, float | None]]) -> Iterator[tuple[float, Counts]]:
-        """The candidates whose bound ``L(n)`` is below the incumbent's ``T₀`` (the others cannot
-        beat it), by estimate ``κ·E(n) + σ(n)`` (``κ``: the remembered ratio, else the median of
-        those remembered, else 1), lazily: ``σ`` (placing the strategy's communicators) is
+        """The candidates by estimate ``κ·E(n) + σ(n)`` below ``T₀`` (``κ``: the candidate's, else
+        the incumbent's ``T₀/E``), lazily: ``σ`` (placing the strategy's communicators) is
         computed only for a candidate whose ``κ·E`` is below every estimate yielded after it and
-        below ``T₀`` (none at or above it is yielded)."""
-        hopeful = [n for n in found if self.lower(n) < self.value[self.start]]
-        if not hopeful:
+        below ``T₀``."""
+        if not found:
             return
-        fluid = fluid_step_ms(self.costs, piece_groups(self.costs, self.batch.tokens), hopeful, self.solo_free)
-        ratios = [found[n][1] for n in hopeful if found[n][1] is not None]
-        default = float(np.median(ratios)) if ratios else 1.0
-        for n, e in zip(hopeful, fluid.tolist()):
-            self.estimate[n] = e
-        scaled = sorted(((found[n][1] or default) * self.estimate[n], n) for n in hopeful)
+        ceiling = self.value[self.start]
+        listed = [self.start, *found]
+        fluid = fluid_step_ms(self.costs, piece_groups(self.costs, self.batch.tokens), listed, self.solo_free)
+        self.estimate.update(zip(listed, fluid.tolist()))
+        default = ceiling / self.estimate[self.start]
+        scaled = sorted(((found[n][1] or default) * self.estimate[n], n) for n in found)
         waiting: list[tuple[float, Counts]] = []
         for estimate, n in scaled:
-            if estimate >= self.value[self.start]:
+            if estimate >= ceiling:
                 break
             while waiting and waiting[0][0] <= estimate:
                 yield heapq.heappop(waiting)
