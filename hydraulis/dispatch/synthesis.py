@@ -101,13 +101,13 @@ def synthesise_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,
        count vector ``n`` over the menu (:mod:`.synthesis_search`). **Bound test**: when ``T₀``
        reaches the menu's tight lower bound (:func:`hydraulis.cost.step_bound`, within
        :data:`ROUND_OFF`), no strategy can beat it: stop, nothing planned;
-    3. the candidates: the strategies the memory holds (the latest winner first: the previous
-       step's answer is the first start) and the *fluid answers* (:func:`~.menu.fluid_answers`,
-       one per reduction level); those whose bound ``L(n)`` (spread work, crossing, reduction)
-       reaches ``T₀`` are dropped unplanned;
+    3. the candidates (:meth:`~.synthesis_search.SynthesisSearch.candidates`): the strategies
+       the memory holds (the latest winner first: the previous step's answer is the warm start),
+       the neighbours of the latest winner and of the incumbent (a few pipelines moved between
+       schemes), and the *fluid answers* (:func:`~.menu.fluid_answers`, one per reduction level);
     4. rank them by ``κ·E(n) + σ(n)``: ``E`` the fluid estimate (:mod:`.fluid_estimate`), ``κ``
-       the ratio plan/``E`` the memory holds for ``n`` (the median of the remembered ratios
-       for a new ``n``, 1 without any);
+       the ratio plan/``E`` the memory holds for ``n`` (its parent's for a neighbour of the
+       winner, the incumbent's ``T₀/E`` otherwise); none whose ``κ·E`` reaches ``T₀`` is ranked;
     5. plan them with the dispatcher in that order, at most ``evaluations``, until the estimate
        reaches the best step time so far; skip any that cannot beat the best by its bounds
        (``L + σ``, with the switch ``σ``, and the pieces' room,
@@ -116,9 +116,11 @@ def synthesise_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,
        strategy, reduction, switch, new communicators); the memory takes the planned strategies
        with their new ``κ`` and puts the winner first.
 
-    **Worked example** (LLaMA-32B, 1,024 H100s, 1.6M tokens): ``T₀`` = 1,938.5 ms on the
-    proposal's 8×(8,8,1) + 32×(2,4,2); the fluid answer 10×(8,8,1) + 8×(2,8,1) + 32×(1,8,1) and
-    two remembered strategies are ranked; the first planned runs the step in 1,761.9 ms.
+    **Worked example** (LLaMA-32B, 1,024 H100s, 1.6M tokens, examples/proposals/32b_1024dev.json,
+    benchmarks/plan_step_latency.py's third step): ``T₀`` = 1,834.7 ms on the proposal's
+    8×(8,8,1) + 32×(2,4,2); its neighbour 9×(8,8,1) + 28×(2,4,2) (four (2,4,2) pipelines' 64
+    devices make one (8,8,1)) is among the first by ``κ·E`` and runs the step in 1,783.2 ms, two
+    of 27 candidates planned (the 16-plan descent this replaced found 1,831.4 ms).
 
     **Budget.** At most ``evaluations`` dispatcher plans per step (the incumbent's is free), so a
     step's planning is deterministic and bounded; ``wall_limit_ms`` is only a safety stop, and a
