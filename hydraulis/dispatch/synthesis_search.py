@@ -105,7 +105,7 @@ class SynthesisSearch:
         """The candidates by estimate ``κ·E(n) + σ(n)`` below ``T₀`` (``κ``: the candidate's, else
         the incumbent's ``T₀/E``), lazily: ``σ`` (placing the strategy's communicators) is
         computed only for a candidate whose ``κ·E`` is below every estimate yielded after it and
-        below ``T₀``."""
+        below ``T₀``, and that holds every piece and can be placed (``L(n)`` finite)."""
         if not found:
             return
         ceiling = self.value[self.start]
@@ -120,7 +120,8 @@ class SynthesisSearch:
                 break
             while waiting and waiting[0][0] <= estimate:
                 yield heapq.heappop(waiting)
-            heapq.heappush(waiting, (estimate + self.switch_ms(n), n))
+            if np.isfinite(self.lower(n)):
+                heapq.heappush(waiting, (estimate + self.switch_ms(n), n))
         while waiting:
             yield heapq.heappop(waiting)
 
