@@ -49,6 +49,8 @@ class SynthesisSearch:
         self.index = {(g.scheme, g.max_seq_len, g.time): k for k, g in enumerate(self.menu)}
         reduce = np.array([scheme_reduce_ms(proposal, g) for g in self.menu])
         self.costs = MenuCosts.of(self.menu, batch.tokens, reduce, proposal.pipeline_model.p2p_ms)
+        lengths, self.repeats = np.unique(batch.tokens, return_counts=True)
+        self.distinct = MenuCosts.of(self.menu, lengths, reduce, proposal.pipeline_model.p2p_ms)
         self.floor = self.costs.floor_ms(proposal.devices)
         self.useful = self.costs.reduce + self.floor < incumbent.predicted_ms
         self.solo_free = proposal.optimizer_layout.dp == 1
@@ -95,8 +97,8 @@ class SynthesisSearch:
                     found.setdefault(n, (origin, ratio))
         use = np.zeros(len(self.menu), dtype=bool)
         use[active] = True
-        for counts, origin in fluid_answers(self.costs, use, self.floor, self.incumbent.predicted_ms,
-                                            self.proposal.devices):
+        for counts, origin in fluid_answers(self.distinct, use, self.floor, self.incumbent.predicted_ms,
+                                            self.proposal.devices, self.repeats):
             found.setdefault(counts, (origin, None))
         found.pop(self.start, None)
         return found
