@@ -2,19 +2,15 @@
 (:mod:`hydraulis.dispatch.synthesis`) ranks the strategies it may plan without planning them.
 
 Counts ``n`` over the menu (:mod:`hydraulis.dispatch.menu`) spread the pieces fractionally over
-the ``n_k`` pipelines of each scheme ``k``; piece ``i`` costs a pipeline of ``k`` its work with its
-share of fixed costs, ``u_k(s_i) = w_k(s_i) + c_k·s_i/C_k``, and a pipeline of ``pp_k`` stages
-waits ``β_k = (pp_k − 1)·c_k`` more (cost/bound.py). The least makespan of that linear program
-is, by its dual,
+the ``n_k`` pipelines of scheme ``k``; piece ``i`` costs one ``u_k(s_i) = w_k(s_i) + c_k·s_i/C_k``
+(work and its share of fixed costs), and ``pp_k`` stages wait ``β_k = (pp_k − 1)·c_k`` more.
+That linear program's least makespan is, by its dual,
 
     F(n) = max_{λ ≥ 0, Σ_k λ_k·n_k = 1}  Σ_k λ_k·n_k·β_k + Σ_i min_{k: n_k > 0, s_i ≤ C_k} λ_k·u_k(s_i)
 
-and the estimate is ``E(n) = max(F(n), fastest crossing of the longest piece) + ρ(n)``.
-:func:`fluid_step_ms` ascends the dual (exponentiated gradient over ``w_k = λ_k·n_k``, from
-``λ_k ∝ D_k``, where ``F`` is the spread bound ``L(n)`` of synthesis) on the pieces cut into
-:data:`PIECE_GROUPS` groups of equal tokens (a group goes whole to one scheme), for many ``n`` at
-once. Worked example: one scheme, ``u = 30`` and ``50`` ms, ``β = 0``, ``n = 2``: ``λ = 1/2``,
-``F = (30 + 50)/2 = 40`` ms.
+and the estimate ``E(n) = max(F(n), fastest crossing of the longest piece) + ρ(n)``:
+:func:`fluid_step_ms`. Worked example: one scheme, ``u`` = 30 and 50 ms, ``β = 0``: ``n = 2``
+gives ``λ = 1/2``, ``F = 40``, and ``E = 50`` (the 50 ms piece crosses alone).
 """
 
 from __future__ import annotations
@@ -52,7 +48,12 @@ def piece_groups(costs: MenuCosts, tokens: np.ndarray) -> np.ndarray:
 
 def fluid_step_ms(costs: MenuCosts, groups: np.ndarray, counts: Sequence[Sequence[int]], solo_free: bool) -> np.ndarray:
     """``E(n)`` (module docstring) of every row of ``counts``; ``groups`` from
-    :func:`piece_groups`; ``solo_free``: one pipeline needs no reduction."""
+    :func:`piece_groups`; ``solo_free``: one pipeline needs no reduction.
+
+    The dual is ascended by exponentiated gradient over ``w_k = λ_k·n_k`` for
+    :data:`ASCENT_STEPS` steps, for all rows at once, from ``λ_k ∝ D_k`` — where ``F`` is the
+    spread bound ``L(n)`` of synthesis, so ``E ≥ L`` — keeping the best value. A piece group
+    goes whole to one scheme, so ``E`` ranks candidates; it is not a bound."""
     n = np.asarray(counts, dtype=np.float64)
     used = n > 0
     share = np.where(used, n, 1.0)
