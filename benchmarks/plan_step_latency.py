@@ -3,8 +3,9 @@
 For each case, ``--steps`` steps are sampled from the lengths file (token budget and longest
 piece from the proposal: 200K tokens for 7B, 1.6M for 32B, 32K; 12.8M and 131K for the 70B and
 405B proposals the planner made at 8,192 and 16,384 devices) and planned one after the
-other with ``plan_step`` (``--synthesise``, ``--synthesis-evaluations``), the communicators
-created by earlier steps carried over as a run does; one warm-up step first. The table shows the
+other with ``synthesise_step`` (``--synthesise``, ``--synthesis-evaluations``), the communicators
+created by earlier steps and the synthesis memory carried over as a run does; one warm-up step
+first. The table shows the
 median and p90 planning time (``StepPlan.planning_ms``) and how many steps synthesised.
 
 ``--dump FILE`` writes every step plan (JSON lines, ``planning_ms`` left out), so two versions
@@ -36,7 +37,13 @@ import numpy as np
 from hydraulis.artifacts import read_lengths, read_proposal
 from hydraulis.artifacts.step_plan import step_plan_to_dict
 from hydraulis.cli.output import table
-from hydraulis.dispatch.synthesis import plan_step, proposal_communicators, strategy_communicators, synthesis_options
+from hydraulis.dispatch.synthesis import (
+    proposal_communicators,
+    strategy_communicators,
+    synthesis_options,
+    synthesise_step,
+)
+from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT
 from hydraulis.workload import sample_batches
 
 
@@ -50,7 +57,7 @@ def main() -> None:
     parser.add_argument("--lengths", default="examples/data/longtail.txt")
     parser.add_argument("--cases", default="7b_32dev,7b_64dev,32b_1024dev")
     parser.add_argument("--synthesise", default="proposal", choices=("off", "proposal"))
-    parser.add_argument("--synthesis-evaluations", type=int, default=16)
+    parser.add_argument("--synthesis-evaluations", type=int, default=SYNTHESIS_EVALUATIONS_DEFAULT)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dump", default=None, help="write every step plan (without planning_ms) to this file")
     args = parser.parse_args()
@@ -64,11 +71,11 @@ def main() -> None:
         batches = sample_batches(lengths, proposal.token_budget, args.steps + 1, proposal.max_seq_len,
                                 seed=args.seed)
         known = proposal_communicators(proposal)
-        plan_step(proposal, batches[0], synthesis=synthesis, known=known)
+        _, memory = synthesise_step(proposal, batches[0], synthesis=synthesis, known=known)
         planning, cpu, synthesised = [], [], 0
         for batch in batches[1:]:
             started = time.process_time()
-            plan = plan_step(proposal, batch, synthesis=synthesis, known=known)
+            plan, memory = synthesise_step(proposal, batch, synthesis=synthesis, known=known, memory=memory)
             cpu.append((time.process_time() - started) * 1e3)
             known |= strategy_communicators(plan.strategy(proposal))
             planning.append(plan.planning_ms)

@@ -7,15 +7,16 @@ settings) that composes every scheme's variants (sequence parallelism, recomputa
 ``hydraulis simulate`` and paper_exp plan (``--variants none``: the plain schemes only).
 
 For each case: propose for the workload, then plan ``--steps`` held-out steps (seed 1) with
-:func:`hydraulis.dispatch.synthesis.plan_step` — synthesis off, from the proposal's schemes, and
-from the scheme space's — the communicators earlier steps created known. Per step:
+:func:`hydraulis.dispatch.synthesis.synthesise_step` — synthesis off, from the proposal's schemes,
+and from the scheme space's — the communicators earlier steps created known and the synthesis
+memory carried on, as a run does. Per step:
 
 * the **compute part** of the plan from its pipelines and micro-batches, ``max_p (Σ_j t_j +
   (pp − 1)·max_j t_j)`` (design §6's estimate), over the **pool bound** ``max(work, longest)``
   over every usable scheme of the space (design §6);
 * the predicted step time (exact 1F1B, reduction, switch) over the **tight bound**
   (cost/bound.py: fixed costs, the reduction, every sequence on a scheme fast enough);
-* the planning time (``planning_ms``, dispatch plus synthesis, measured inside ``plan_step``);
+* the planning time (``planning_ms``, dispatch plus synthesis, measured inside ``synthesise_step``);
 
 and over the run: the steps that ran a synthesised strategy and the distinct communicators
 (proposal's included) against the bound of aligned placement (hydraulis/placement.py).
@@ -31,7 +32,7 @@ predicts a slower step than the last mode's.
 
     python benchmarks/synthesis_quality.py [--steps 100] [--cases 7b_32dev,7b_64dev,13b_1024dev,32b_1024dev]
                                            [--target 1.15] [--lp-steps 8] [--device h100-80g]
-                                           [--modes off,proposal,space] [--evaluations 16] [--variants all|none]
+                                           [--modes off,proposal,space] [--evaluations 2] [--variants all|none]
 """
 from __future__ import annotations
 
@@ -52,10 +53,11 @@ from hydraulis.dispatch.gap import bound_at_level, plan_level_ms
 from hydraulis.dispatch.menu import menu
 from hydraulis.dispatch.synthesis import (
     Synthesise,
-    plan_step,
+    SynthesisMemory,
     proposal_communicators,
     strategy_communicators,
     synthesis_options,
+    synthesise_step,
 )
 from hydraulis.placement import communicator_bound
 from hydraulis.planner import PlannerConfig, propose
@@ -131,9 +133,10 @@ def main() -> None:
 def _run(proposal, space, batches, pool, mode: str, evaluations: int, reachable: _Reachable) -> list:
     synthesis = synthesis_options(mode, evaluations, proposal, space)
     known = proposal_communicators(proposal)
+    memory = SynthesisMemory()
     compute, at_level, tight, predicted, planning, ours, synthesised = [], [], [], [], [], [], 0
     for step, batch in enumerate(batches):
-        plan = plan_step(proposal, batch, synthesis=synthesis, known=known)
+        plan, memory = synthesise_step(proposal, batch, synthesis=synthesis, known=known, memory=memory)
         strategy = plan.strategy(proposal)
         known |= strategy_communicators(strategy)
         bound = step_bound(batch, pool, proposal.devices, proposal.pipeline_model.p2p_ms)

@@ -38,7 +38,7 @@ class Synthesise(str, Enum):
     """Counts of the scheme space's schemes and the proposal's."""
 
 
-SYNTHESIS_EVALUATIONS_DEFAULT = 16
+SYNTHESIS_EVALUATIONS_DEFAULT = 2
 """Strategies dispatch plans per step while synthesising, unless told otherwise."""
 
 
@@ -88,7 +88,7 @@ class Synthesis:
     included: ``reduce_ms`` its reduction, ``switch_ms`` the time to create its
     ``new_communicators`` (those no earlier step had), ``proposal_ms`` the best proposal
     strategy's predicted step time, ``evaluations`` how many strategies the dispatcher planned
-    to find it, ``start`` where the winning descent began."""
+    to find it, ``start`` where it came from (a remembered strategy, a neighbour, a fluid answer)."""
 
     strategy: Strategy
     reduce_ms: float

@@ -12,7 +12,8 @@ assign sequences to its pipelines (stage 1), pack each pipeline's sequences into
 * :mod:`.ilp` — the integer program for the slowest pipeline;
 * :mod:`.baselines` — padding, fixed packing, dispatch + fixed packing;
 * :mod:`.summary` — batching methods compared over many steps, a plan's micro-batch times and 1F1B timelines;
-* :mod:`.synthesis`, :mod:`.menu` — a strategy made for the step, switch included (design §8.2);
+* :mod:`.synthesis`, :mod:`.synthesis_search`, :mod:`.menu`, :mod:`.fluid_estimate`,
+  :mod:`.synthesis_memory` — a strategy made for the step, switch included (design §8.2);
 * :mod:`.gap` — a plan's step time cut into parts that add up; :mod:`.assignments` — per-rank
   assignments for any runtime (design §8.3);
 * :mod:`.options`, :mod:`.validation`, :mod:`.estimate`, :mod:`.pipelines`, :mod:`.packing` — the

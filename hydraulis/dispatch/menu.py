@@ -98,24 +98,26 @@ class MenuCosts:
 
 
 def fluid_answers(costs: MenuCosts, active: np.ndarray, floor_ms: float, incumbent_ms: float,
-                  devices: int) -> list[tuple[tuple[int, ...], str]]:
+                  devices: int, repeats: np.ndarray | None = None) -> list[tuple[tuple[int, ...], str]]:
     """The fluid answer (module docstring) over the ``active`` schemes at every reduction level
-    where some ``T`` in (``floor_ms``, ``incumbent_ms − ρ``) is feasible, with its origin."""
+    where some ``T`` in (``floor_ms``, ``incumbent_ms − ρ``) is feasible, with its origin;
+    ``repeats``: how many pieces each column of ``costs`` stands for (default one each)."""
     answers = []
     for level in np.unique(costs.reduce[active]):
         use = active & (costs.reduce <= level)
         lo, hi = floor_ms, incumbent_ms - level
-        if hi <= lo or fluid_counts(costs, use, hi, devices) is None:
+        if hi <= lo or fluid_counts(costs, use, hi, devices, repeats) is None:
             continue
-        _, hi = threshold_bracket(lambda t, use=use: fluid_counts(costs, use, t, devices) is not None, lo, hi,
-                                  FLUID_BISECTIONS)
-        answers.append((fluid_counts(costs, use, hi, devices), f"fluid answer at reduction {level:.0f} ms"))
+        _, hi = threshold_bracket(lambda t, use=use: fluid_counts(costs, use, t, devices, repeats) is not None,
+                                  lo, hi, FLUID_BISECTIONS)
+        answers.append((fluid_counts(costs, use, hi, devices, repeats), f"fluid answer at reduction {level:.0f} ms"))
     return answers
 
 
-def fluid_counts(costs: MenuCosts, use: np.ndarray, compute_ms: float, devices: int) -> tuple[int, ...] | None:
+def fluid_counts(costs: MenuCosts, use: np.ndarray, compute_ms: float, devices: int,
+                 repeats: np.ndarray | None = None) -> tuple[int, ...] | None:
     """The counts ``n`` of the schemes in ``use`` at compute time ``T = compute_ms``, or None
-    when ``T`` is not feasible (module docstring)."""
+    when ``T`` is not feasible (module docstring); ``repeats`` as in :func:`fluid_answers`."""
     stages = costs.pp - 1.0
     budget = np.where(costs.pp == 1, compute_ms - costs.c,
                       np.maximum((math.sqrt(compute_ms) - np.sqrt(stages * costs.c)) ** 2,
@@ -126,8 +128,9 @@ def fluid_counts(costs: MenuCosts, use: np.ndarray, compute_ms: float, devices: 
     room = np.maximum(budget, 1e-12)[:, None]
     choice = np.where(runs, costs.size[:, None] * costs.work / room, np.inf).argmin(axis=0)
     taken = costs.work[choice, np.arange(choice.size)]
-    load = np.bincount(choice, weights=taken, minlength=costs.size.size)
-    alone = np.bincount(choice, weights=taken > room[choice, 0] / 2, minlength=costs.size.size)
+    pieces = np.ones(choice.size) if repeats is None else repeats
+    load = np.bincount(choice, weights=taken * pieces, minlength=costs.size.size)
+    alone = np.bincount(choice, weights=(taken > room[choice, 0] / 2) * pieces, minlength=costs.size.size)
     counts = np.maximum(np.ceil(load / room[:, 0] - 1e-9), alone).astype(np.int64)
     if int(counts @ costs.size) > devices:
         return None

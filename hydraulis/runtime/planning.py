@@ -3,7 +3,7 @@ one step ahead, on rank 0.
 
 Two ways to choose the step's strategy:
 
-* **proposal** — every step, :func:`hydraulis.dispatch.synthesis.plan_step` picks the strategy
+* **proposal** — every step, :func:`hydraulis.dispatch.synthesis.synthesise_step` picks the strategy
   of the proposal with the lowest predicted step time for the batch, or makes one for the step
   when that is faster, its new communicators included (the communicators of the proposal's
   strategies and of the steps before are known), and plans it with the batching method
@@ -27,7 +27,13 @@ from dataclasses import dataclass, replace
 
 from hydraulis.cost import ReductionModel, exposed_reduce_ms
 from hydraulis.dispatch import DispatchOptions
-from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, proposal_communicators
+from hydraulis.dispatch.synthesis import (
+    Synthesise,
+    SynthesisMemory,
+    SynthesisOptions,
+    proposal_communicators,
+    synthesise_step,
+)
 from hydraulis.layout.pipeline import StrategyLayout
 from hydraulis.placement import Communicator, communicators
 from hydraulis.types import (
@@ -65,14 +71,22 @@ class Planning:
              known: frozenset[Communicator] | None = None) -> StepPlan:
         """The plan of step ``step``; its ``strategy_index`` indexes the run's strategies (−1: made
         for the step); ``known`` are the communicators the run has created."""
+        return self.plan_remembering(step, lengths, client, known)[0]
+
+    def plan_remembering(self, step: int, lengths: Sequence[int], client=None,
+                         known: frozenset[Communicator] | None = None,
+                         memory: SynthesisMemory = SynthesisMemory()) -> tuple[StepPlan, SynthesisMemory]:
+        """:meth:`plan` with the synthesis memory earlier steps passed on, and the memory for the
+        next step (:func:`hydraulis.dispatch.synthesis.synthesise_step`; unchanged through the
+        planning service)."""
         index = step % len(self.proposals) if self.cycle else 0
         proposal = self.proposals[index]
         synthesis = SynthesisOptions(Synthesise.OFF) if self.cycle else self.synthesis
         if client is not None:
             plan = client.step_plan(proposal, lengths, self.method, self.options, synthesis, self.space)
         else:
-            plan = plan_step(proposal, lengths, self.method, self.options, synthesis, known)
-        return replace(plan, strategy_index=index) if self.cycle else plan
+            plan, memory = synthesise_step(proposal, lengths, self.method, self.options, synthesis, known, memory)
+        return (replace(plan, strategy_index=index) if self.cycle else plan), memory
 
     def warm_communicators(self) -> frozenset[Communicator]:
         """The communicators of every strategy the run may choose (created before its first step)."""
@@ -114,17 +128,19 @@ class PlanAhead:
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hydraulis-plan")
         self.pending: Future | None = None
         self.known = planning.warm_communicators() if planning else frozenset()
+        self.memory = SynthesisMemory()
 
     def submit(self, step: int, lengths: Sequence[int]) -> None:
         if self.planning is None:
-            self.pending = self.pool.submit(single_device_plan, lengths)
+            self.pending = self.pool.submit(lambda: (single_device_plan(lengths), self.memory))
         else:
-            self.pending = self.pool.submit(self.planning.plan, step, lengths, self.client, self.known)
+            self.pending = self.pool.submit(self.planning.plan_remembering, step, lengths, self.client, self.known,
+                                            self.memory)
 
     def result(self) -> StepPlan:
         """The submitted step's plan (waits for it); its exception if planning failed."""
         pending, self.pending = self.pending, None
-        plan = pending.result()
+        plan, self.memory = pending.result()
         self.known |= communicators([p.scheme for p in plan.pipelines])
         return plan
 

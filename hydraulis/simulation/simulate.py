@@ -15,13 +15,14 @@ from tqdm import tqdm
 from hydraulis.cost import BoundScheme, step_bound
 from hydraulis.dispatch import dispatch
 from hydraulis.dispatch.gap import GapBreakdown, gap_breakdown
+from hydraulis.dispatch.menu import menu
 from hydraulis.dispatch.synthesis import (
     Synthesise,
+    SynthesisMemory,
     SynthesisOptions,
-    menu,
-    plan_step,
     proposal_communicators,
     strategy_communicators,
+    synthesise_step,
 )
 from hydraulis.placement import communicator_bound
 from hydraulis.planner import propose
@@ -131,8 +132,8 @@ def simulate(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Si
     4. for every step: its bounds over every usable scheme (design §6's work and longest sequence,
        the tight bound, :func:`hydraulis.cost.step_bound`), then every candidate of every contender
        planned with the contender's batching method (:func:`hydraulis.dispatch.dispatch`; Hydraulis
-       with per-step synthesis, :func:`hydraulis.dispatch.synthesis.plan_step`, the communicators
-       earlier steps created known): chosen strategy, predicted step time, the plan's own lower
+       with per-step synthesis, :func:`hydraulis.dispatch.synthesis.synthesise_step`, the
+       communicators earlier steps created known and the synthesis memory carried on): chosen strategy, predicted step time, the plan's own lower
        bound and the planning wall time; Hydraulis' gap, term by term (:mod:`hydraulis.dispatch.gap`);
     5. per contender, keep the candidate with the lowest mean predicted step time;
     6. count the distinct communicators Hydraulis' steps used (the proposal's, warmed before the
@@ -156,6 +157,7 @@ def simulate(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Si
                                  if config.synthesis is Synthesise.SPACE else (), config.synthesis_evaluations)
     pool = [BoundScheme(o.scheme, o.time, o.capacity, o.reduce_ms) for o in options]
     known = proposal_communicators(proposal)
+    memories = [SynthesisMemory() for _ in families[Contender.HYDRAULIS.family]]
     outcomes = {c: [[] for _ in families[c.family]] for c in Contender}
     steps, gaps = [], []
     for batch in tqdm(batches, desc="simulating steps", unit="step", disable=not progress):
@@ -166,7 +168,8 @@ def simulate(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Si
         for contender in Contender:
             for i, candidate in enumerate(families[contender.family]):
                 if contender is Contender.HYDRAULIS:
-                    plan = plan_step(candidate, batch, contender.method, config.dispatch, synthesis, known)
+                    plan, memories[i] = synthesise_step(candidate, batch, contender.method, config.dispatch,
+                                                        synthesis, known, memories[i])
                     known |= strategy_communicators(plan.strategy(candidate))
                     gaps.append(gap_breakdown(plan, candidate, pool))
                 else:

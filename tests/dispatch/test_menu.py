@@ -46,3 +46,15 @@ def test_feasible_counts_fit_the_devices_and_hold_every_piece_in_time(groups, to
     assert int(np.asarray(counts) @ costs.size) <= devices
     in_time = costs.fits[used] & (costs.crossing[used] <= compute_ms)
     assert in_time.any(axis=0).all(), "every piece has a used scheme that holds it and crosses in time"
+
+
+def test_repeated_pieces_count_as_many_pieces():
+    """A 30-token piece given once with repeats 3 needs what three such pieces need: nothing at
+    35 ms (one crosses in 40), a pipeline each at 60 ms (each above half of B = 50 ms), one
+    pipeline at 100 ms (B = 90)."""
+    group = kind(1, 1, 100, 0.0, 1.0, 10.0)
+    once, thrice = costs_of([group], [30]), costs_of([group], [30, 30, 30])
+    expected = {35.0: None, 60.0: (3,), 100.0: (1,)}
+    for compute_ms, counts in expected.items():
+        assert fluid_counts(once, np.array([True]), compute_ms, 8, np.array([3])) == counts
+        assert fluid_counts(thrice, np.array([True]), compute_ms, 8) == counts

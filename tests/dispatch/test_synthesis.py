@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, dispatch
 from hydraulis.dispatch.menu import menu
-from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, strategy_communicators
+from hydraulis.dispatch.synthesis import (
+    Synthesise,
+    SynthesisOptions,
+    plan_step,
+    strategy_communicators,
+    synthesise_step,
+)
 from hydraulis.errors import HydraulisError
 from hydraulis.placement import placement_problem
 from hydraulis.types import BatchingMethod
@@ -44,13 +50,15 @@ settings_ = settings(max_examples=50, deadline=None, suppress_health_check=[Heal
 
 
 @settings_
-@given(prop=proposals(), batch=batches, evaluations=st.integers(0, 12), seed=st.integers(0, 20),
+@given(prop=proposals(), batch=batches, before=batches, evaluations=st.integers(0, 12), seed=st.integers(0, 20),
        method=st.sampled_from([BatchingMethod.DISPATCH_BALANCED_PACKING, BatchingMethod.FIXED_PACKING]))
-def test_synthesis_never_predicts_a_slower_step_than_the_best_proposal_strategy(prop, batch, evaluations, seed,
-                                                                                 method):
+def test_synthesis_never_predicts_a_slower_step_than_the_best_proposal_strategy(prop, batch, before, evaluations,
+                                                                                 seed, method):
+    """Also with the memory a step ``before`` passed on."""
     options = DispatchOptions(seed=seed, oversize=OversizePolicy.SPLIT)
     synthesis = SynthesisOptions(Synthesise.PROPOSAL, evaluations=evaluations)
-    plan = plan_step(prop, batch, method, options, synthesis)
+    memory = synthesise_step(prop, before, method, options, synthesis)[1]
+    plan = plan_step(prop, batch, method, options, synthesis, memory=memory)
     best = dispatch(prop, batch, method, options)
     assert plan.predicted_ms <= best.predicted_ms
     limit = max(p.strategy.max_seq_len for p in prop.strategies)
@@ -69,7 +77,7 @@ def test_synthesis_never_predicts_a_slower_step_than_the_best_proposal_strategy(
         known = frozenset().union(*(strategy_communicators(p.strategy) for p in prop.strategies))
         assert made.new_communicators == len(strategy_communicators(made.strategy) - known)
         assert made.switch_ms == pytest.approx(made.new_communicators * prop.communicator_ms)
-    again = plan_step(prop, batch, method, options, synthesis)
+    again = plan_step(prop, batch, method, options, synthesis, memory=memory)
     assert replace(again, planning_ms=0.0) == replace(plan, planning_ms=0.0), "same inputs, same plan"
 
 
@@ -97,13 +105,26 @@ def test_worked_example_one_fast_pipeline_for_the_long_sequence_and_cheap_ones_f
     assert "synthesis: 1×(1,4,1) + 4×(1,1,1)" in plan.notes[-1]
 
 
+def test_the_winner_is_remembered_and_starts_the_next_step():
+    """The worked example's strategy wins step 1 and is the memory's first entry, with its
+    plan over its fluid estimate; step 2 (the same pieces) plans it first, as remembered."""
+    prop = consistent_proposal([[(FAST, 2)], [(CHEAP, 8)]], 8)
+    first, memory = synthesise_step(prop, BATCH)
+    won = memory.entries[0]
+    assert won.strategy == first.synthesis.strategy and first.synthesis.start != "remembered strategy"
+    assert won.ratio > 0
+    second, later = synthesise_step(prop, BATCH, memory=memory)
+    assert second.synthesis.strategy == won.strategy and second.synthesis.start == "remembered strategy"
+    assert later.entries[0].strategy == won.strategy and second.predicted_ms == first.predicted_ms
+
+
 def test_new_communicators_are_priced_and_known_ones_are_free():
     """With nothing known the fast pipeline's tp group {0, 1, 2, 3} is new: a prohibitive
     creation time keeps the proposal's strategy — without spending a plan on a strategy whose
     switch alone exceeds the incumbent — and a small one is paid on the step."""
     dear = consistent_proposal([[(FAST, 2)], [(CHEAP, 8)]], 8, communicator_ms=1e6)
     kept = plan_step(dear, BATCH, known=frozenset())
-    assert kept.synthesis is None and "synthesis: 0 strategies planned" in kept.notes[-1]
+    assert kept.synthesis is None and kept.notes[-1].startswith("synthesis: 0 of ")
     assert plan_step(dear, BATCH).synthesis is not None
     cheap = replace(dear, communicator_ms=2.0)
     made = plan_step(cheap, BATCH, known=frozenset()).synthesis

@@ -55,6 +55,7 @@ def test_a_proposal_keeps_the_strategy_dispatch_chose():
 
 
 def test_a_proposal_run_synthesises_and_remembers_the_communicators_it_created():
+    """And the synthesis memory: the next step starts from the strategy this one made."""
     prop = consistent_proposal([[(FAST, 2)], [(CHEAP, 8)]], 8, communicator_ms=1.0)
     planning = Planning((prop,), False, BatchingMethod.DISPATCH_BALANCED_PACKING, DispatchOptions(),
                         synthesis=SynthesisOptions(Synthesise.PROPOSAL))
@@ -64,6 +65,9 @@ def test_a_proposal_run_synthesises_and_remembers_the_communicators_it_created()
     plan = ahead.result()
     assert plan.strategy_index == -1 and str(plan.synthesis.strategy) == "1×(1,4,1) + 4×(1,1,1)"
     assert ahead.known >= communicators([p.scheme for p in plan.pipelines])
+    assert ahead.memory.entries[0].strategy == plan.synthesis.strategy
+    ahead.submit(1, BATCH)
+    assert ahead.result().synthesis.start == "remembered strategy"
     ahead.close()
 
 
