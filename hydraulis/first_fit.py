@@ -50,9 +50,9 @@ def first_fit_tree(sizes: list[int], capacity: int) -> list[list[int]]:
             bins.append([])
         room = tree[node]
         end = k + 1
-        if room >= s:
+        if end < n and sizes[end] <= room - s:
             left = _room_before(tree, leaves, j)
-            end = min(bisect_left(descending, -left, k + 1), bisect_right(prefix, prefix[k] + room, k + 1) - 1)
+            end = min(bisect_left(descending, -left, end), bisect_right(prefix, prefix[k] + room, end) - 1)
         bins[j].extend(range(k, end))
         tree[node] = room - (prefix[end] - prefix[k])
         k = end
@@ -71,11 +71,13 @@ def _room_before(tree: list[int], leaves: int, j: int) -> int:
     best, lo, hi = -1, leaves, leaves + j
     while lo < hi:
         if lo & 1:
-            best = max(best, tree[lo])
+            if tree[lo] > best:
+                best = tree[lo]
             lo += 1
         if hi & 1:
             hi -= 1
-            best = max(best, tree[hi])
+            if tree[hi] > best:
+                best = tree[hi]
         lo //= 2
         hi //= 2
     return best
