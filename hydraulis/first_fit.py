@@ -25,7 +25,7 @@ def first_fit_tree(sizes: list[int], capacity: int) -> list[list[int]]:
     leftmost fit, as the scan would find piece by piece. Both ends come from bisections (the sizes
     descend; their prefix sums ascend), so a run of short pieces costs ``O(log n)``. Worked
     example: ``C = 10``, sizes ``(6, 5, 2, 2, 2, 1)``: 6 opens micro-batch 0 (room 4); 5 opens 1
-    (room 5); 2 goes to 0 and, with ``R`` = 0 left of it, so does the next 2 (room 0); the last 2
+    (room 5); 2 goes to 0, nothing left of it, and the next 2 with it (``2 + 2 ≤ 4``); the last 2
     goes to 1 with ``R`` = 0, and the 1 with it (``2 + 1 ≤ 5``): ``[[0, 2, 3], [1, 4, 5]]``."""
     oversize = sum(1 for s in sizes if s > capacity)
     most = min(len(sizes), 2 * -(-sum(sizes) // capacity) + 1 + oversize)
