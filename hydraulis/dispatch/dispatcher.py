@@ -181,8 +181,7 @@ def step_plan(batch: Batch, method: BatchingMethod, options: DispatchOptions, be
         PipelinePlan(
             scheme=group.scheme,
             max_seq_len=group.max_seq_len,
-            micro_batches=tuple(MicroBatch(tuple(batch.sequence[mb].tolist()), tuple(batch.length[mb].tolist()))
-                                for mb in packing.micro_batches),
+            micro_batches=_micro_batches(batch, packing.micro_batches),
             predicted_ms=packing.time_ms,
             solver_status=packing.status.value,
             proven_ms=packing.time_ms if packing.status.proven else packing.proven_ms,
@@ -201,3 +200,14 @@ def step_plan(batch: Batch, method: BatchingMethod, options: DispatchOptions, be
         notes=tuple(notes),
         synthesis=synthesis,
     )
+
+
+def _micro_batches(batch: Batch, micro_batches: tuple[np.ndarray, ...]) -> tuple[MicroBatch, ...]:
+    """The micro-batches' sequences and lengths, gathered from ``batch`` in one pass."""
+    if not micro_batches:
+        return ()
+    positions = np.concatenate(micro_batches)
+    sequences, lengths = batch.sequence[positions].tolist(), batch.length[positions].tolist()
+    ends = np.cumsum([mb.size for mb in micro_batches]).tolist()
+    return tuple(MicroBatch(tuple(sequences[start:end]), tuple(lengths[start:end]))
+                 for start, end in zip([0, *ends], ends))

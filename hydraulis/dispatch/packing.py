@@ -4,8 +4,8 @@
 the first micro-batch with room, opening a new one when none has: every micro-batch holds at
 most ``C`` tokens (a piece longer than ``C`` gets a micro-batch of its own) and the count is at most ``11/9·OPT + 6/9`` (Dósa 2007). It balances tokens,
 not time; it is the fixed-capacity packing of the baselines. Worked example: ``C = 10``,
-pieces ``(6, 5, 4, 3, 2)`` → ``[6, 4]``, ``[5, 3, 2]``. Where many micro-batches are expected
-it finds the first that fits in a tree of their rooms (same packing, ``O(log n)`` a piece).
+pieces ``(6, 5, 4, 3, 2)`` → ``[6, 4]``, ``[5, 3, 2]``. It finds the first that fits in a tree of
+rooms, a run of short pieces at a time (same packing, ``O(log n)`` a run: :mod:`hydraulis.first_fit`).
 
 **Organ order** (:func:`organ_order`) runs micro-batches smallest last, next smallest first,
 and so on inwards, the largest in the middle: under 1F1B the first micro-batch's forward and
@@ -20,7 +20,7 @@ from enum import Enum
 
 import numpy as np
 
-from hydraulis.first_fit import MANY_BINS, first_fit_tree
+from hydraulis.first_fit import first_fit_tree
 
 
 class PackingStatus(str, Enum):
@@ -72,20 +72,7 @@ class Packing:
 
 def first_fit_decreasing(tokens: np.ndarray, capacity: int) -> list[list[int]]:
     """Positions of ``tokens`` (sorted descending) per micro-batch, in opening order."""
-    if int(tokens.sum()) > MANY_BINS * capacity:
-        return first_fit_tree(tokens.tolist(), capacity)
-    rooms: list[int] = []
-    bins: list[list[int]] = []
-    for k, s in enumerate(tokens.tolist()):
-        for j, room in enumerate(rooms):
-            if s <= room:
-                rooms[j] -= s
-                bins[j].append(k)
-                break
-        else:
-            rooms.append(capacity - s)
-            bins.append([k])
-    return bins
+    return first_fit_tree(tokens.tolist(), capacity)
 
 
 def organ_order(times: np.ndarray) -> np.ndarray:
