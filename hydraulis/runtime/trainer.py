@@ -199,8 +199,7 @@ def _planner(run: TrainingRun, context: RankContext, reference: bool) -> PlanAhe
         return PlanAhead(None)
     client = None
     if run.planning.planner_url:
-        from hydraulis.service.client import ClientOptions, PlannerClient
-        from hydraulis.service.settings import TOKEN_VARIABLE
+        from hydraulis.service.client import TOKEN_VARIABLE, ClientOptions, PlannerClient
 
         client = PlannerClient(run.planning.planner_url, ClientOptions(token=os.environ.get(TOKEN_VARIABLE) or None))
     return PlanAhead(run.planning, client)

@@ -25,6 +25,8 @@ from hydraulis.errors import HydraulisError, require, require_http_url, require_
 from hydraulis.types import BatchingMethod, Proposal, SchemeSpace, StepPlan
 
 ROUTE = "/v1/step-plans"
+TOKEN_VARIABLE = "HYDRAULIS_API_TOKEN"
+"""The environment variable holding the bearer token: the service requires it, a training job sends it."""
 
 
 class PlannerUnavailable(RuntimeError):

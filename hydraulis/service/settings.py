@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from hydraulis.errors import require, require_int, require_number
 from hydraulis.limits import CONNECTIONS, HEADER_TIMEOUT_S, QUEUE, WORKERS
-
-TOKEN_VARIABLE = "HYDRAULIS_API_TOKEN"
+from hydraulis.service.client import TOKEN_VARIABLE
 
 
 @dataclass(frozen=True)
