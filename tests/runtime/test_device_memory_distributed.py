@@ -6,7 +6,7 @@ from hydraulis.cli import main
 
 pytestmark = [pytest.mark.distributed]
 
-ARGS = ["train", "--model", "tiny", "--strategy", "1,1,1x2", "--steps", "1", "--nproc", "2", "--device", "cpu",
+ARGS = ["train", "--model", "tiny", "--strategy", "1,1,1x2", "--steps", "2", "--nproc", "2", "--device", "cpu",
         "--token-budget", "128", "--max-seq-len", "64"]
 
 

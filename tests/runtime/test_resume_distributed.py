@@ -1,8 +1,7 @@
 """Kill and resume: 6 steps straight against 3 steps, a checkpoint, then a new job under another
 strategy on another number of processes (so another optimizer layout) for 3 more steps: the same
 per-step losses and final weights and moments, up to the fp32 rounding of the other strategy's
-sums (measured: 1.2e-7 in the loss, 3.8e-8 relative in the weights). The straight run and the
-first 3 steps share one spawned job of 4 processes (:mod:`tests.runtime.jobs`)."""
+sums (measured: 1.2e-7 in the loss, 3.8e-8 relative in the weights)."""
 
 import pytest
 
@@ -13,7 +12,6 @@ from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from hydraulis.runtime.checkpoint.store import read_canonical
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import run_training
-from tests.runtime.jobs import train_in_one_job
 
 pytestmark = pytest.mark.distributed
 
@@ -24,16 +22,16 @@ decaying schedule there (the recipe's resume is tests/runtime/test_recipe_distri
 FIRST, SECOND = "1,2,1+1,1,2", "1,1,2"
 
 
-def run(strategies, steps, nproc, root, resume=None):
+def train(strategies, steps, nproc, root, resume=None):
     config = TrainConfig("tiny", strategies, steps, token_budget=192, nproc=nproc, checkpoint_dir=str(root),
                          resume=None if resume is None else str(resume), runtime=OPTIONS)
-    return resolve_run(config)
+    return run_training(resolve_run(config), OPTIONS, nproc)
 
 
 def test_a_resumed_job_continues_exactly(tmp_path):
-    straight, before = train_in_one_job([(run((FIRST,), 6, 4, tmp_path / "straight"), OPTIONS),
-                                         (run((FIRST,), 3, 4, tmp_path / "resumed"), OPTIONS)], 4)
-    after = run_training(run((SECOND,), 6, 2, tmp_path / "resumed", resume=tmp_path / "resumed"), OPTIONS, 2)
+    straight = train((FIRST,), 6, 4, tmp_path / "straight")
+    before = train((FIRST,), 3, 4, tmp_path / "resumed")
+    after = train((SECOND,), 6, 2, tmp_path / "resumed", resume=tmp_path / "resumed")
     assert [r.step for r in before + after] == list(range(6))
     assert [r.strategy for r in after] == [SECOND] * 3
     assert [r.loss for r in before] == [r.loss for r in straight[:3]]
