@@ -1,6 +1,6 @@
 """A rank that dies or raises: every other rank exits with an error on its own (its collective
 timeout, 30 s here, bounds the wait); a checkpoint the failure interrupted is never read, the last
-complete one still loads.
+complete one still loads (here by a one-process training in the test's own launcher).
 
 The ranks are started as separate processes with torchrun's environment variables (no launcher
 that could end them), each running ``hydraulis train``. The subprocess waits are only hang
@@ -14,8 +14,12 @@ import time
 
 import pytest
 
+from hydraulis.job.config import RuntimeOptions, TrainConfig
+from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from hydraulis.runtime.checkpoint.store import read_canonical
+from hydraulis.runtime.run import resolve_run
+from hydraulis.runtime.trainer import run_training
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.distributed
@@ -103,8 +107,6 @@ def test_a_rank_raising_while_checkpointing_ends_the_job_and_the_last_checkpoint
     assert last.manifest.step == 2 and last.folder.name == "step-00000002"
     weights = read_canonical(last.folder, last.manifest)["master"]
     assert weights["head.weight"].shape == (1024, 64) and bool(weights["head.weight"].isfinite().all())
-    resumed = subprocess.run([sys.executable, "-m", "hydraulis", "--log-level", "info", "train", "--model", "tiny",
-                              "--strategy", "1,1,1", "--steps", "3", "--device", "cpu", "--nproc", "1",
-                              "--resume", str(root)], capture_output=True, text=True, timeout=START_LIMIT_S)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert "step 2  strategy 1,1,1 " in resumed.stderr
+    options = RuntimeOptions(device=DeviceKind.CPU)
+    resumed = run_training(resolve_run(TrainConfig("tiny", ("1,1,1",), 3, resume=str(root), runtime=options)), options, 1)
+    assert [(r.step, r.strategy) for r in resumed] == [(2, "1,1,1")]

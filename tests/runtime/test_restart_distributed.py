@@ -5,13 +5,11 @@
   bit for bit (``benchmarks/kill_soak.py`` kills at random moments);
 * flipped bytes in the newest checkpoint: named, skipped, and the job falls back to the previous
   one with the uninterrupted run's losses;
-* the commit waits for a rank whose write is slow (rank 0 renames only verified files).
+* the commit waits for a rank whose write is slow (rank 0 renames only verified files); the slow
+  writer is patched into rank 1 of a job spawned by the test (:mod:`tests.runtime.jobs`).
 """
 
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -21,13 +19,13 @@ from hydraulis.job.config import RuntimeOptions, TrainConfig
 from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from hydraulis.runtime.checkpoint.store import read_canonical
+from hydraulis.runtime.launch import run_job
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import run_training
-from tests.conftest import free_port
+from tests.runtime.jobs import train_with_a_slow_writer
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
-HANG_GUARD_S = 600
 OPTIONS = RuntimeOptions(device=DeviceKind.CPU, seed=1)
 
 
@@ -67,39 +65,12 @@ def test_flipped_bytes_in_the_newest_checkpoint_fall_back_to_the_previous_one(tm
                          read_canonical(theirs.folder, theirs.manifest)["master"])
 
 
-SLOW_WRITE = """
-import sys, time
-import hydraulis.runtime.checkpoint.store as store
-from hydraulis.cli import main
-
-write_shard = store.write_shard
-
-def slow(path, tensors):
-    time.sleep(3)
-    write_shard(path, tensors)
-    (path.parent.parent / "rank1-wrote").write_text(repr(time.time()))
-
-store.write_shard = slow
-sys.exit(main(sys.argv[1:]))
-"""
-
-
 def test_the_commit_waits_for_a_slow_rank(tmp_path):
     root = tmp_path / "checkpoints"
-    port = free_port()
-    arguments = ["train", "--model", "tiny", "--strategy", "1,1,2", "--steps", "2", "--device", "cpu",
-                 "--checkpoint-dir", str(root)]
-    ranks = []
-    for rank in range(2):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port))
-        program = ["-c", SLOW_WRITE] if rank == 1 else ["-m", "hydraulis"]
-        ranks.append(subprocess.Popen([sys.executable, *program, *arguments], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
-    outputs = [process.communicate(timeout=HANG_GUARD_S)[0] for process in ranks]
-    assert [process.returncode for process in ranks] == [0, 0], outputs
+    run = resolve_run(TrainConfig("tiny", ("1,1,2",), 2, checkpoint_dir=str(root), runtime=OPTIONS))
+    run_job(train_with_a_slow_writer, (run, OPTIONS, 1, 3.0, str(tmp_path / "rank1-wrote")), OPTIONS, 2, run.devices)
     committed = find_checkpoint(root)
     assert committed.folder.name == "step-00000002" and len(committed.manifest.files) == 4
-    wrote = float((root / "rank1-wrote").read_text())
+    wrote = float((tmp_path / "rank1-wrote").read_text())
     assert (committed.folder / "manifest.json").stat().st_mtime >= wrote - 0.01
     assert torch.isfinite(read_canonical(committed.folder, committed.manifest)["master"]["head.weight"]).all()
