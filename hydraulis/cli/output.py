@@ -43,9 +43,20 @@ def emit_json(value: object) -> None:
     sys.stdout.write(json.dumps(value, indent=2) + "\n")
 
 
+_HANDLER = "hydraulis-cli"
+"""The name of the root handler :func:`setup_logging` installs."""
+
+
 def setup_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    """The root logger at ``level``, writing to the current ``sys.stderr`` through one handler of
+    ours: a second call (the CLI run again in one process) replaces it instead of adding another,
+    and handlers others installed stay."""
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.set_name(_HANDLER)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.handlers[:] = [h for h in root.handlers if h.get_name() != _HANDLER] + [handler]
+    root.setLevel(level.upper())
 
 
 def command_line() -> str:

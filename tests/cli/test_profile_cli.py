@@ -14,13 +14,10 @@ import pytest
 from hydraulis.artifacts import read_scheme_space, write_lengths
 from hydraulis.presets import device_preset
 from hydraulis.types import SpaceSource
+from tests.cli.helpers import hydraulis
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_CPU = ROOT / "examples" / "spaces" / "tiny_cpu.json"
-
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("args, needle", [
