@@ -4,7 +4,8 @@
 and (when asked) the environment and working directory swapped for the call and restored after
 it, so that calls neither pay an interpreter start and torch's import each nor leak state into
 the next test. Rank processes a command spawns write to the process's own descriptors, not to
-the captured streams: tests that read ranks' lines run ``python -m hydraulis`` instead.
+the captured streams, and the ranks see the environment of the first such call in this process:
+tests that read ranks' lines or hand ranks an environment use :func:`hydraulis_process`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import io
 import logging
 import os
+import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -101,3 +103,11 @@ def _swapped_argv(argv: tuple[str, ...]) -> Iterator[None]:
         yield
     finally:
         sys.argv = saved
+
+
+def hydraulis_process(*args: object, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+                      timeout: float = 900) -> subprocess.CompletedProcess:
+    """``python -m hydraulis ARGS…`` in a process of its own: for tests of the entry point itself,
+    or that read what the ranks write, or whose ranks must see ``env``."""
+    return subprocess.run([sys.executable, "-m", "hydraulis", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
