@@ -16,6 +16,7 @@ import pytest
 
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from hydraulis.runtime.checkpoint.store import read_canonical
+from tests.cli.helpers import hydraulis_process
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.distributed
@@ -103,8 +104,7 @@ def test_a_rank_raising_while_checkpointing_ends_the_job_and_the_last_checkpoint
     assert last.manifest.step == 2 and last.folder.name == "step-00000002"
     weights = read_canonical(last.folder, last.manifest)["master"]
     assert weights["head.weight"].shape == (1024, 64) and bool(weights["head.weight"].isfinite().all())
-    resumed = subprocess.run([sys.executable, "-m", "hydraulis", "--log-level", "info", "train", "--model", "tiny",
-                              "--strategy", "1,1,1", "--steps", "3", "--device", "cpu", "--nproc", "1",
-                              "--resume", str(root)], capture_output=True, text=True, timeout=START_LIMIT_S)
+    resumed = hydraulis_process("--log-level", "info", "train", "--model", "tiny", "--strategy", "1,1,1", "--steps",
+                                "3", "--device", "cpu", "--nproc", "1", "--resume", str(root), timeout=START_LIMIT_S)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "step 2  strategy 1,1,1 " in resumed.stderr
