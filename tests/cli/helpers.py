@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hydraulis.cli import main
+from hydraulis.cli.output import LOG_HANDLER
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ def hydraulis(*args: object, env: Mapping[str, str] | None = None, cwd: str | Pa
     working directory for the call, as ``subprocess.run`` would."""
     argv = tuple(str(arg) for arg in args)
     out, err = io.StringIO(), io.StringIO()
-    with _environment(env), _directory(cwd), _restored_logging(), _swapped_argv(argv), \
+    with _environment(env), _directory(cwd), restored_logging(), _swapped_argv(argv), \
             contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(list(argv))
@@ -83,14 +84,15 @@ def _directory(cwd: str | Path | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _restored_logging() -> Iterator[None]:
-    """The root logger's handlers and level as they were before the command set up its own."""
+def restored_logging() -> Iterator[None]:
+    """The root logger without the CLI's handler (:func:`hydraulis.cli.output.setup_logging`) and
+    at its level as before, once the block ends; handlers others installed meanwhile stay."""
     root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    level = root.level
     try:
         yield
     finally:
-        root.handlers[:] = handlers
+        root.handlers[:] = [h for h in root.handlers if h.get_name() != LOG_HANDLER]
         root.setLevel(level)
 
 
