@@ -3,9 +3,10 @@
 ``hydraulis.cli.main(argv)`` with ``sys.argv``, ``sys.stdout``, ``sys.stderr``, the root logger,
 and (when asked) the environment and working directory swapped for the call and restored after
 it, so that calls neither pay an interpreter start and torch's import each nor leak state into
-the next test. Rank processes a command spawns write to the process's own descriptors, not to
-the captured streams, and the ranks see the environment of the first such call in this process:
-tests that read ranks' lines or hand ranks an environment use :func:`hydraulis_process`.
+the next test. Rank processes a command spawns come from one forkserver per test process (its
+torch imported once): they write to the process's own descriptors, not to the captured streams,
+and see the environment and working directory of the call that started it. Tests that read
+ranks' lines or hand ranks an environment use :func:`hydraulis_process`.
 """
 
 from __future__ import annotations
