@@ -17,6 +17,7 @@ from hydraulis.presets import device_preset, model_matching, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
 from hydraulis.types import Cluster, SchemeSpace
+from tests.cli.helpers import restored_logging
 
 POOLS = resources.files("hydraulis.resources").joinpath("reference_pools")
 
@@ -60,6 +61,13 @@ def space_13b() -> SchemeSpace:
 @pytest.fixture(scope="session")
 def space_32b_analytic() -> SchemeSpace:
     return analytic_space()
+
+
+@pytest.fixture(autouse=True)
+def _cli_logging_restored():
+    """Tests calling ``hydraulis.cli.main`` leave no log handler or level behind."""
+    with restored_logging():
+        yield
 
 
 def free_port() -> int:

@@ -15,6 +15,7 @@ from hydraulis.directories import (
     marked_directory,
     staged_directory,
 )
+from tests.cli.helpers import hydraulis
 
 ROOT = Path(__file__).resolve().parents[1]
 SIMULATE = ["simulate", "--space", "bundled:7b", "--devices", "16", "--token-budget", "40000", "--max-seq-len",
@@ -102,8 +103,7 @@ def test_a_marked_directory_has_no_marker_until_the_block_ends(tmp_path):
 def test_simulate_killed_at_any_point_leaves_a_complete_directory(tmp_path, point, count):
     out = tmp_path / "out"
     environment = dict(os.environ, PYTHONPATH=str(ROOT))
-    first = subprocess.run([sys.executable, "-m", "hydraulis", *SIMULATE, "--seed", "1", "-o", str(out)],
-                           capture_output=True, text=True, timeout=300, env=environment, check=False)
+    first = hydraulis(*SIMULATE, "--seed", "1", "-o", str(out))
     assert first.returncode == 0, first.stderr
     old = snapshot(out)
     killed = subprocess.run([sys.executable, "-c", KILLED, point, str(count), *SIMULATE, "--seed", "2", "-o", str(out)],

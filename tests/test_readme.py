@@ -2,9 +2,9 @@
 links work; docs/cli.md documents every command (tests/cli/test_reference.py)."""
 
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.cli.helpers import hydraulis, hydraulis_process
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,8 +37,15 @@ def test_every_command_of_the_quick_tour_exists():
     assert {"profile", "propose", "plan-step", "train", "serve"} <= {c.split()[0] for c in commands}
     for command in commands:
         words = command.split() if command.split()[0] in ("space", "data") else command.split()[:1]
-        result = subprocess.run([sys.executable, "-m", "hydraulis", *words, "--help"], capture_output=True, text=True)
+        result = hydraulis(*words, "--help")
         assert result.returncode == 0, (command, result.stderr)
+
+
+def test_python_dash_m_hydraulis_is_the_cli():
+    """The one run of the entry point itself; the other CLI tests call ``hydraulis.cli.main``."""
+    result = hydraulis_process("--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: hydraulis ")
 
 
 def test_ci_installs_chromium_for_the_browser_tests_before_the_test_command():

@@ -43,9 +43,32 @@ def emit_json(value: object) -> None:
     sys.stdout.write(json.dumps(value, indent=2) + "\n")
 
 
+LOG_HANDLER = "hydraulis-cli"
+"""The name of the root handler :func:`setup_logging` installs."""
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes each record to ``sys.stderr`` as it is at that moment, not as it was at set-up."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def setup_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    """The root logger at ``level``, writing to ``sys.stderr`` through one handler of ours: a
+    second call (the CLI run again in one process) replaces it instead of adding another, and
+    handlers others installed stay."""
+    root = logging.getLogger()
+    handler = _StderrHandler()
+    handler.set_name(LOG_HANDLER)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.handlers[:] = [h for h in root.handlers if h.get_name() != LOG_HANDLER] + [handler]
+    root.setLevel(level.upper())
 
 
 def command_line() -> str:

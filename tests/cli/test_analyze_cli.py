@@ -5,7 +5,7 @@ import json
 import pytest
 
 from hydraulis.artifacts.lengths import read_lengths, write_lengths
-from tests.cli.test_space_cli import hydraulis
+from tests.cli.helpers import hydraulis
 from tests.data.conftest import write_code_corpus
 
 REPORT = ("summary.md", "lengths.txt", "analysis.json", "length_histogram.png", "token_share.png",

@@ -2,13 +2,12 @@
 the field, the value and the limit — as separate processes, each stopped after 10 s."""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hydraulis.artifacts import write_scheme_space
+from tests.cli.helpers import hydraulis
 from tests.conftest import imported_space
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,15 +53,13 @@ CASES = [
 def test_each_bad_input_is_one_line_and_exit_2(argv, words, space, huge_lengths, tmp_path):
     files = {"HUGE": huge_lengths, "OUT": str(tmp_path / "out"), "SPACE": space}
     argv = [files.get(a, a) for a in argv]
-    done = subprocess.run([sys.executable, "-m", "hydraulis", *argv], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "HYDRAULIS_API_TOKEN": ""})
+    done = hydraulis(*argv, env={**os.environ, "HYDRAULIS_API_TOKEN": ""})
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_a_short_token_is_refused_by_serve():
-    done = subprocess.run([sys.executable, "-m", "hydraulis", "serve", "--port", "1"], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "HYDRAULIS_API_TOKEN": "short"})
+    done = hydraulis("serve", "--port", "1", env={**os.environ, "HYDRAULIS_API_TOKEN": "short"})
     assert done.returncode == 2
     assert done.stderr == "hydraulis: error: HYDRAULIS_API_TOKEN: '***' must be at least 8 characters\n"

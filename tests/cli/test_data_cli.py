@@ -3,7 +3,7 @@
 import json
 
 from hydraulis.artifacts.lengths import read_lengths
-from tests.cli.test_space_cli import hydraulis
+from tests.cli.helpers import hydraulis
 from tests.data.test_sources import make_tree
 
 

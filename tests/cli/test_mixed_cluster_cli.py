@@ -1,12 +1,8 @@
 """``hydraulis simulate --cluster`` and ``propose --cluster``: the comparison, the proposal plan-step runs; bad input exits 2."""
 
 import json
-import subprocess
-import sys
 
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
+from tests.cli.helpers import hydraulis
 
 
 def test_simulate_cluster_writes_the_comparison(tmp_path):

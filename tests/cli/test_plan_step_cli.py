@@ -2,8 +2,6 @@
 and bad input (exit 2, one line, no traceback)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -11,14 +9,11 @@ from hydraulis.artifacts import read_lengths, read_step_plan, write_proposal
 from hydraulis.artifacts.assignments import assignments_schema, assignments_to_dict, read_assignments
 from hydraulis.types import BatchingMethod
 from tests.artifacts.schema_check import violations
+from tests.cli.helpers import hydraulis
 from tests.dispatch.helpers import EXAMPLES, group, proposal
 
 PROPOSAL = str(EXAMPLES / "proposals" / "7b_32dev.json")
 POOL = str(EXAMPLES / "data" / "longtail.txt")
-
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
 
 
 @pytest.fixture()

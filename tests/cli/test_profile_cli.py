@@ -14,13 +14,10 @@ import pytest
 from hydraulis.artifacts import read_scheme_space, write_lengths
 from hydraulis.presets import device_preset
 from hydraulis.types import SpaceSource
+from tests.cli.helpers import hydraulis, hydraulis_process
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_CPU = ROOT / "examples" / "spaces" / "tiny_cpu.json"
-
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -44,10 +41,9 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, needle):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def _profile_command(cache, output):
-    return [sys.executable, "-m", "hydraulis", "profile", "--model", "tiny", "--cp", "1", "--tp", "1,2", "--pp", "1",
-            "--seq-lens", "32:256", "--repeats", "2", "--warmup", "0", "--check-full-stage", "--cache", str(cache),
-            "-o", str(output)]
+def _profile_arguments(cache, output):
+    return ["profile", "--model", "tiny", "--cp", "1", "--tp", "1,2", "--pp", "1", "--seq-lens", "32:256", "--repeats",
+            "2", "--warmup", "0", "--check-full-stage", "--cache", str(cache), "-o", str(output)]
 
 
 def _lines(path, kind="profile_measurement"):
@@ -85,13 +81,13 @@ def test_a_killed_sweep_resumes_without_measuring_finished_points(tmp_path):
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(KILL_AFTER_FIRST_LINE)
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
-    sweep = subprocess.run(_profile_command(cache, output), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           env=environment, start_new_session=True)
+    sweep = subprocess.run([sys.executable, "-m", "hydraulis", *_profile_arguments(cache, output)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment, start_new_session=True)
     assert sweep.returncode == -signal.SIGKILL
     finished = len(_lines(measurements))
     assert 0 < finished and not output.exists()
 
-    resumed = subprocess.run(_profile_command(cache, output), capture_output=True, text=True)
+    resumed = hydraulis(*_profile_arguments(cache, output))
     assert resumed.returncode == 0, resumed.stderr
     total = len(_lines(measurements))
     assert finished < total
@@ -182,9 +178,9 @@ def _round_order(stderr: str) -> list[tuple[int, str]]:
     ("sweep", [(1, "(1,1,1)"), (1, "(1,2,1)"), (2, "(1,1,1)"), (2, "(1,2,1)")]),
 ])
 def test_interleave_says_which_schemes_share_the_rounds(tmp_path, interleave, expected):
-    done = hydraulis("profile", "--model", "tiny", "--cp", "1", "--tp", "1,2", "--pp", "1", "--seq-lens", "32,64",
-                     "--repeats", "1", "--warmup", "1", "--device", "cpu", "--max-procs", "2",
-                     "--interleave", interleave, "-o", str(tmp_path / "space.json"))
+    done = hydraulis_process("profile", "--model", "tiny", "--cp", "1", "--tp", "1,2", "--pp", "1", "--seq-lens",
+                             "32,64", "--repeats", "1", "--warmup", "1", "--device", "cpu", "--max-procs", "2",
+                             "--interleave", interleave, "-o", str(tmp_path / "space.json"))  # rank 0's progress bar
     assert done.returncode == 0, done.stderr
     assert _round_order(done.stderr) == expected
     assert len(read_scheme_space(tmp_path / "space.json").profiles) == 2

@@ -1,18 +1,13 @@
 """``hydraulis propose``: the table, the artifact's names, the saved config; bad input exits 2."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from hydraulis.artifacts import read_proposal, read_scheme_space
+from tests.cli.helpers import hydraulis
 from tests.conftest import pool_path
 from tests.planner.instances import LENGTHS
-
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

@@ -14,14 +14,16 @@ import sys
 import pytest
 
 from hydraulis.artifacts import read_lengths
+from tests.cli.helpers import Completed
+from tests.cli.helpers import hydraulis as run_cli
 from tests.dispatch.helpers import EXAMPLES
 
 POOL = EXAMPLES / "data" / "longtail.txt"
 BUSY_LOOP = "while True:\n    pass\n"
 
 
-def hydraulis(*args: object) -> subprocess.CompletedProcess:
-    run = subprocess.run([sys.executable, "-m", "hydraulis", *map(str, args)], capture_output=True, text=True)
+def hydraulis(*args: object) -> Completed:
+    run = run_cli(*args)
     assert run.returncode == 0, run.stderr[-2000:]
     return run
 

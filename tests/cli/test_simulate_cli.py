@@ -1,20 +1,15 @@
 """``hydraulis simulate``: a tiny run end to end, and bad input (exit 2, one line, no traceback)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from tests.cli.helpers import hydraulis
 from tests.dispatch.helpers import EXAMPLES
 
 LENGTHS = str(EXAMPLES / "data" / "longtail.txt")
 SMALL = ("--space", "bundled:7b", "--devices", "16", "--token-budget", "40000", "--max-seq-len", "16384",
          "--strategies", "2", "--time-limit", "2", "--planner-steps", "8", "--no-progress")
-
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
 
 
 def test_a_small_simulation_prints_the_summary_and_writes_its_artifacts(tmp_path):

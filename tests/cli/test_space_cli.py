@@ -1,18 +1,13 @@
 """``hydraulis space``: the acceptance commands and bad input (exit 2, one line, no traceback)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from hydraulis.types import OptimizerLayout
+from tests.cli.helpers import hydraulis
 from tests.conftest import load_pool, pool_path
 from tests.cost.test_memory import reference_max_seq_len
-
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("name", ["7b", "13b"])

@@ -1,14 +1,10 @@
 """``hydraulis space analytic --cluster`` and ``space show --cluster``; bad clusters exit 2 naming the field."""
 
 import json
-import subprocess
-import sys
+
+from tests.cli.helpers import hydraulis
 
 EXAMPLE = "examples/clusters/a100_h100.json"
-
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
 
 
 def test_analytic_writes_one_space_per_group_and_show_lists_them(tmp_path):

@@ -2,9 +2,6 @@
 line naming the field, the value and the limit; the example job runs with a flag overriding a
 key, and the resolved config it saves loads back."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +10,7 @@ from hydraulis.artifacts import read_train_config
 from hydraulis.artifacts.train_log import read_train_log
 from hydraulis.cli import build_parser, main
 from hydraulis.cli.train import job_config
+from tests.cli.helpers import hydraulis
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = ["train", "--model", "tiny", "--strategy", "1,1,1", "--steps", "3"]
@@ -48,9 +46,8 @@ def test_out_of_range_recipe_flags_are_refused_by_their_flag(capsys, args, words
 @pytest.mark.slow
 def test_the_example_job_runs_a_flag_overrides_a_key_and_the_saved_config_loads_back(tmp_path):
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "hydraulis", "train", "--config", "examples/configs/tiny.toml",
-                             "--steps", "3", "--lr", "2e-3", "--output-dir", str(out)], cwd=ROOT, capture_output=True,
-                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    result = hydraulis("train", "--config", "examples/configs/tiny.toml", "--steps", "3", "--lr", "2e-3",
+                       "--output-dir", str(out), cwd=ROOT)
     assert result.returncode == 0, result.stderr
     records = read_train_log(out / "train_log.json")
     assert [r.step for r in records] == [0, 1, 2] and records[1].lr == 2e-3 and records[0].lr == 1e-3

@@ -1,20 +1,15 @@
 """Spaces with variants through the commands: space analytic/show, propose, plan-step, simulate, train."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from tests.cli.helpers import hydraulis
 from tests.dispatch.helpers import EXAMPLES
 
 LENGTHS = str(EXAMPLES / "data" / "longtail.txt")
 PLAN = ("--devices", "16", "--token-budget", "65536", "--max-seq-len", "32768", "--lengths", LENGTHS, "--steps", "16",
         "--strategies", "2")
-
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

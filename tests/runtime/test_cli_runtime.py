@@ -3,8 +3,6 @@
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -27,16 +25,12 @@ from hydraulis.types import (
     Strategy,
     TimeCoefficients,
 )
+from tests.cli.helpers import hydraulis, hydraulis_process
 from tests.conftest import SERVICE_TOKEN, free_port
 from tests.data.conftest import write_code_corpus
 
 ACCEPTANCE = ("check-equivalence", "--model", "tiny", "--strategy", "1,2,1+1,1,2", "--strategy", "1,1,2x2",
               "--strategy", "2,1,1+1,1,1x2", "--steps", "5")
-
-
-def hydraulis(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True, timeout=600,
-                          env=env)
 
 
 @pytest.mark.parametrize("args, words", [
@@ -70,7 +64,7 @@ def test_bad_input_exits_2_with_one_line(args, words):
 
 @pytest.mark.distributed
 def test_the_acceptance_check_equivalence_runs_adam_and_ends_with_max_rel_diff():
-    result = hydraulis(*ACCEPTANCE)
+    result = hydraulis_process(*ACCEPTANCE)
     assert result.returncode == 0, result.stderr
     *_, grads, last = result.stdout.strip().splitlines()
     assert grads.startswith("max_grad_rel_diff=") and float(grads.split("=")[1]) <= 1e-5
@@ -86,7 +80,7 @@ def test_train_spawns_processes_and_saves_its_resolved_config(tmp_path):
     config.write_text(json.dumps({"schema_version": 1, "kind": "train_config", "model": "tiny",
                                   "strategies": ["1,1,1"], "steps": 2, "token_budget": 128,
                                   "runtime": {"device": "cpu"}}))
-    result = hydraulis("train", "--config", str(config), "--steps", "3", "--output-dir", str(tmp_path / "out"))
+    result = hydraulis_process("train", "--config", config, "--steps", "3", "--output-dir", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     steps = [line for line in result.stderr.splitlines() if "rank 0 INFO" in line and " step " in line]
     assert len(steps) == 3 and all("strategy 1,1,1 " in line for line in steps)
@@ -110,10 +104,11 @@ def test_train_on_a_corpus_under_a_proposal_planned_by_the_service(tmp_path, pla
     config = PlannerConfig(devices=2, devices_per_node=2, token_budget=512, max_seq_len=128, strategies=2)
     write_proposal(tmp_path / "proposal.json", propose(space, [100, 300, 700, 2000, 40, 60] * 20, config))
     environment = dict(os.environ, HYDRAULIS_API_TOKEN=SERVICE_TOKEN)
-    result = hydraulis("--log-level", "info", "train", "--model", "tiny", "--proposal", str(tmp_path / "proposal.json"),
-                       "--corpus", str(corpus), "--cache-dir", str(tmp_path / "cache"), "--planner-url",
-                       planning_service, "--steps", "2", "--device", "cpu", "--checkpoint-dir",
-                       str(tmp_path / "checkpoints"), "--output-dir", str(tmp_path / "out"), env=environment)
+    result = hydraulis_process("--log-level", "info", "train", "--model", "tiny", "--proposal",
+                               str(tmp_path / "proposal.json"), "--corpus", str(corpus), "--cache-dir",
+                               str(tmp_path / "cache"), "--planner-url", planning_service, "--steps", "2", "--device",
+                               "cpu", "--checkpoint-dir", str(tmp_path / "checkpoints"), "--output-dir",
+                               str(tmp_path / "out"), env=environment)
     assert result.returncode == 0, result.stderr[-3000:]
     records = read_train_log(tmp_path / "out" / "train_log.json")
     assert len(records) == 2 and all(0 < r.tokens <= 512 and r.predicted_step_ms > 0 for r in records)

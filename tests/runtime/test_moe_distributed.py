@@ -4,8 +4,6 @@ expert parallelism alone, beside a dense-layout pipeline, with context paralleli
 ``hydraulis train`` under a proposal logs the balance loss and each expert's tokens."""
 
 import math
-import subprocess
-import sys
 
 import pytest
 
@@ -20,6 +18,7 @@ from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.runtime.equivalence import check_equivalence
 from hydraulis.runtime.run import resolve_run
 from hydraulis.types import Cluster
+from tests.cli.helpers import hydraulis_process
 
 pytestmark = pytest.mark.distributed
 
@@ -55,9 +54,8 @@ def test_train_under_a_proposal_logs_the_balance_loss_and_tokens_per_expert(tmp_
                                   created="2026-01-01T00:00:00+00:00", tool_version="test", segments=True)
     config = PlannerConfig(devices=4, devices_per_node=4, token_budget=512, max_seq_len=128, strategies=2)
     write_proposal(tmp_path / "proposal.json", propose(space, [100, 300, 700, 2000, 40, 60] * 20, config))
-    result = subprocess.run([sys.executable, "-m", "hydraulis", "train", "--model", "tiny-moe", "--proposal",
-                             str(tmp_path / "proposal.json"), "--steps", "2", "--device", "cpu", "--output-dir",
-                             str(tmp_path / "out")], capture_output=True, text=True, timeout=900, check=False)
+    result = hydraulis_process("train", "--model", "tiny-moe", "--proposal", str(tmp_path / "proposal.json"),
+                               "--steps", "2", "--device", "cpu", "--output-dir", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [line for line in result.stderr.splitlines() if "rank 0 INFO" in line and " step " in line]
     assert len(lines) == 2 and all(" aux " in line and " tokens/expert " in line for line in lines)

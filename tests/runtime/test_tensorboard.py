@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from hydraulis.artifacts import read_proposal
 from hydraulis.artifacts.train_log import read_train_log
 from hydraulis.job.records import StepRecord
 from hydraulis.runtime.tensorboard import TEXT_TAG, RunRates, proposal_markdown, step_scalars
+from tests.cli.helpers import hydraulis
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TAGS = {"train/loss", "train/tokens_per_s", "time/measured_step_ms", "time/predicted_step_ms",
@@ -74,14 +73,13 @@ def test_train_writes_every_scalar_per_step_and_the_proposal(tmp_path):
 
     space = EXAMPLES / "spaces" / "tiny_cpu.json"
     common = ("--token-budget", "1024", "--max-seq-len", "256")
-    run = [sys.executable, "-m", "hydraulis"]
-    subprocess.run([*run, "propose", "--space", str(space), "--devices", "2", "--devices-per-node", "2", *common,
-                    "--lengths", str(EXAMPLES / "data" / "longtail.txt"), "--strategies", "2", "--time-limit", "5",
-                    "-o", str(tmp_path / "proposal.json")], check=True, capture_output=True, timeout=600)
-    result = subprocess.run([*run, "train", "--model", "tiny", "--proposal", str(tmp_path / "proposal.json"),
-                             "--steps", "2", "--nproc", "2", "--device", "cpu", *common, "--tensorboard",
-                             str(tmp_path / "board"), "--output-dir", str(tmp_path / "out")],
-                            capture_output=True, text=True, timeout=600)
+    proposed = hydraulis("propose", "--space", str(space), "--devices", "2", "--devices-per-node", "2", *common,
+                         "--lengths", str(EXAMPLES / "data" / "longtail.txt"), "--strategies", "2", "--time-limit",
+                         "5", "-o", str(tmp_path / "proposal.json"))
+    assert proposed.returncode == 0, proposed.stderr
+    result = hydraulis("train", "--model", "tiny", "--proposal", str(tmp_path / "proposal.json"), "--steps", "2",
+                       "--nproc", "2", "--device", "cpu", *common, "--tensorboard", str(tmp_path / "board"),
+                       "--output-dir", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr[-3000:]
     events = EventAccumulator(str(tmp_path / "board"))
     events.Reload()

@@ -3,8 +3,6 @@ into any optimizer layout, bad directories are refused with one line, and a ``tr
 model survives ``train --init-from … --steps 0`` → ``export`` bit for bit."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import safetensors
@@ -21,6 +19,7 @@ from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.llama_mapping import hf_name
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical
 from hydraulis.types import OptimizerLayout
+from tests.cli.helpers import hydraulis
 
 CPU = torch.device("cpu")
 CONFIG = dict(vocab_size=128, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
@@ -38,10 +37,6 @@ def hf_model(seed: int = 0) -> LlamaForCausalLM:
         for param in model.parameters():
             param.copy_(torch.randn_like(param))
     return model
-
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True, timeout=600)
 
 
 def assert_loads_bitwise_equal(folder, original: LlamaForCausalLM) -> None:

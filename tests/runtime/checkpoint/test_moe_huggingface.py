@@ -3,9 +3,6 @@
 checkpoint's per-expert tensors one to one with ours, under an expert-parallel strategy beside a
 dense-layout pipeline."""
 
-import subprocess
-import sys
-
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -13,6 +10,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 from hydraulis.runtime.checkpoint.llama_mapping import hf_config
 from hydraulis.types import ModelSpec
+from tests.cli.helpers import hydraulis
 
 MODELS = {
     "mixtral": ModelSpec("mixtral", layers=2, hidden=32, heads=4, kv_heads=2, ffn_hidden=16, vocab=64,
@@ -20,11 +18,6 @@ MODELS = {
     "qwen3-moe": ModelSpec("qwen3", layers=2, hidden=32, heads=4, kv_heads=2, ffn_hidden=16, vocab=80,
                            head_dim_override=16, qk_norm=True, experts=4, top_k=2, aux_loss_coef=0.001),
 }
-
-
-def hydraulis(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hydraulis", *args], capture_output=True, text=True, timeout=900,
-                          check=False)
 
 
 @pytest.mark.distributed
