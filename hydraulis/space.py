@@ -33,7 +33,9 @@ class MemoryModel:
     ``layer_state_bytes`` is one layer's unsharded model-state bytes (22 bytes/param under
     bf16: bf16 params, fp32 gradients, fp32 master, reduced gradient and two Adam moments),
     ``embedding_state_bytes`` the same for one ``V × H`` matrix. A share ``sharded_state_fraction`` (α = 16/22) follows the optimizer
-    layout, the rest follows the compute layout.
+    layout, the rest follows the compute layout. ``communicator_peer_bytes`` is what the
+    collective library holds outside the allocator per peer of a rank's communicators
+    (:func:`~hydraulis.layout.step_memory.communicator_bytes`; 0: none counted).
     """
 
     device_memory_bytes: int
@@ -41,6 +43,7 @@ class MemoryModel:
     layer_state_bytes: float
     embedding_state_bytes: float
     sharded_state_fraction: float
+    communicator_peer_bytes: int = 0
 
     def __post_init__(self) -> None:
         require_int(self.device_memory_bytes, "memory.device_memory_bytes", minimum=1)
@@ -48,6 +51,7 @@ class MemoryModel:
         require_number(self.layer_state_bytes, "memory.layer_state_bytes", minimum=0.0)
         require_number(self.embedding_state_bytes, "memory.embedding_state_bytes", minimum=0.0)
         require_number(self.sharded_state_fraction, "memory.sharded_state_fraction", 0.0, 1.0)
+        require_int(self.communicator_peer_bytes, "memory.communicator_peer_bytes", minimum=0)
 
 
 @dataclass(frozen=True)

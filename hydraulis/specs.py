@@ -187,7 +187,8 @@ class DeviceSpec:
     rates into achievable ones (``*_efficiency``); ``reduce_overlap`` the share of a gradient
     exchange that overlaps compute (design §6.3); ``library_workspace_bytes`` the cuBLAS workspace
     PyTorch's caching allocator holds per thread that runs matrix products (a step has
-    :data:`WORKSPACE_THREADS`). Values live in ``resources/presets.json``."""
+    :data:`WORKSPACE_THREADS`); ``communicator_buffer_bytes`` per channel of ``communicator_channels``
+    the collective library's buffers per peer. Values live in ``resources/presets.json``."""
 
     name: str
     memory_bytes: int
@@ -204,10 +205,14 @@ class DeviceSpec:
     communicator_ms: float = 0.0
     reduce_overlap: float = 0.0
     library_workspace_bytes: int = 0
+    communicator_buffer_bytes: int = 0
+    communicator_channels: int = 0
 
     def __post_init__(self) -> None:
         require(bool(self.name), "device.name", self.name, "must not be empty")
         require_int(self.library_workspace_bytes, "device.library_workspace_bytes", minimum=0)
+        require_int(self.communicator_buffer_bytes, "device.communicator_buffer_bytes", minimum=0)
+        require_int(self.communicator_channels, "device.communicator_channels", minimum=0)
         require_int(self.memory_bytes, "device.memory_bytes", minimum=1)
         require_int(self.devices_per_node, "device.devices_per_node", minimum=1)
         require_int(self.runtime_overhead_bytes, "device.runtime_overhead_bytes", minimum=0)
@@ -227,6 +232,12 @@ class DeviceSpec:
         """The library workspaces a training step leaves allocated: one per thread that runs
         matrix products, the forward's and the autograd engine's (backward)."""
         return WORKSPACE_THREADS * self.library_workspace_bytes
+
+    @property
+    def communicator_peer_bytes(self) -> int:
+        """What a collective library holds outside the allocator per peer of a rank's
+        communicators: one buffer per channel (:func:`~hydraulis.layout.step_memory.communicator_bytes`)."""
+        return self.communicator_buffer_bytes * self.communicator_channels
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,10 @@ def memory_report_to_dict(report: MemoryReport) -> dict:
     exchange buffers (:mod:`hydraulis.layout.step_memory`), ``predicted_bytes`` the cost model's;
     ``tokens[p]`` the micro-batch tokens of pipeline ``p``; ``classes`` the ranks that build the
     same objects (:mod:`hydraulis.runtime.memory.report`), in order of their first rank;
+    ``communicator_bytes`` the communicators' buffers, outside the allocator;
     ``capacity_bytes`` what the device leaves to the allocator's tensors (its memory less what the
-    process holds outside the allocator and the allocator's fragmentation, which neither total
-    counts); ``groups`` (with
+    process holds outside the allocator — the most connected rank's communicators among it — and
+    the allocator's fragmentation, which neither total counts); ``groups`` (with
     ``--cluster``) the ranks judged on each device group's device and whether the largest fits it.
 
     Worked example: ``hydraulis memory --model llama-7b --strategy 1,8,1x8 --devices 64 --format json``
@@ -73,5 +74,6 @@ def _rank_to_dict(rank: RankMemory) -> dict:
     return {"rank": rank.rank, "pipeline": rank.pipeline, "stage": rank.stage, "weights_bytes": rank.weights_bytes,
             "grad_bytes": rank.grad_bytes, "optimizer_bytes": rank.optimizer_bytes, "route_bytes": rank.route_bytes,
             "activation_bytes": rank.activation_bytes, "workspace_bytes": rank.workspace_bytes,
-            "exchange_bytes": rank.exchange_bytes, "total_bytes": rank.total_bytes,
+            "exchange_bytes": rank.exchange_bytes, "communicator_bytes": rank.communicator_bytes,
+            "total_bytes": rank.total_bytes,
             "predicted_bytes": round(rank.predicted.total)}

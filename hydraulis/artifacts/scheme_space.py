@@ -63,7 +63,7 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
                    10000, 1e-5, and a mixture of experts' "experts", "top_k", "shared_experts", …)
          "cluster": {"devices", "devices_per_node", "device"},
          "memory": {"device_memory_bytes", "safety_margin_bytes", "layer_state_bytes",
-                    "embedding_state_bytes", "sharded_state_fraction"},
+                    "embedding_state_bytes", "sharded_state_fraction", "communicator_peer_bytes" (0 when absent)},
          "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms", "reduce_overlap",
          "grad_reduce_bytes",
          "provenance": {"source", "device", "created", "tool_version", "command", "software"},
@@ -114,7 +114,8 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
                      safety_margin_bytes=memory.int("safety_margin_bytes"),
                      layer_state_bytes=memory.float("layer_state_bytes"),
                      embedding_state_bytes=memory.float("embedding_state_bytes"),
-                     sharded_state_fraction=memory.float("sharded_state_fraction")),
+                     sharded_state_fraction=memory.float("sharded_state_fraction"),
+                     communicator_peer_bytes=memory.int("communicator_peer_bytes", 0)),
         profiles=tuple(_profile_from_record(r) for r in record.records("schemes")),
         provenance=Provenance(source=source_kind, device=provenance.str("device"),
                               created=provenance.str("created"),

@@ -91,9 +91,12 @@ def _memory(args: argparse.Namespace) -> None:
                 "activation_GiB", "workspace_GiB", "exchange_GiB", "total_GiB", "predicted_states_GiB",
                 "predicted_GiB"), rows))
     for group in report.groups:
-        emit(f"group {group.name} ({group.device}, ranks {_ranks(group.ranks)}): largest total "
+        emit(f"group {group.name} ({group.device}, ranks {_ranks(group.ranks)}): largest total with communicators "
              f"{group.max_total_bytes / GIB:.2f} GiB (predicted {group.max_predicted_bytes / GIB:.2f}) of "
              f"{group.capacity_bytes / GIB:.2f} GiB capacity: {'fits' if group.fits else 'EXCEEDS'}")
+    outside = max(rank.communicator_bytes for rank in report.ranks)
+    if outside:
+        emit(f"communicators' buffers outside the allocator: {outside / 2**20:.0f} MiB on the most connected rank")
     emit(f"max_total_bytes={report.max_total_bytes} max_predicted_bytes={report.max_predicted_bytes}")
 
 

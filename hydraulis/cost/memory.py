@@ -4,9 +4,11 @@ A device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer
 (design §6.4; every symbol in :class:`MemoryBreakdown`)::
 
     states = (L_σ·B_layer·ρ + n_σ·B_emb/tp)·(1 − α) + (L_σo·B_layer + n_σo·B_emb)·α/(tp_o·dp_o)
-    free   = M − safety − overhead − states − g_max
-    S_max  = ⌊free / m_tok⌋  (0 when the exchanges' buffers X exceed free)
+    free   = M − safety − overhead − N − states − g_max
+    S_max  = max {T : A(T) ≤ free}  (0 when the exchanges' buffers X exceed free)
 
+``N`` the communicators' buffers outside the allocator (:mod:`hydraulis.layout.step_memory`),
+``A(T) = m_tok·T`` but for the runtime's loss in chunks (:func:`activation_curve`).
 Worked example, reference LLaMA-7B pool (``B = 210·H²``, α = 0.75, H = 4096, L = 32, V = 30592,
 ``A_tp1 = 38``), scheme (1,1,2), layout dp8·tp4·pp1:
 states ≈ 14.09 + 2.64 + 0.50 + 0.09 = 17.33 GB; free = 85.20 − 6.44 − 5.24 − 17.33 = 56.18 GB;
@@ -20,12 +22,23 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
-from hydraulis.layout.activations import stage_activation_bytes
+from hydraulis.layout.activations import (
+    LOSS_CHUNK_TOKENS,
+    ActivationCurve,
+    stage_activation_curve,
+    stage_bytes_per_token,
+)
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.layout.states import MAIN_GRADIENT_BYTES, largest_held_elements, layer_elements
-from hydraulis.layout.step_memory import analytic_exchange_bytes, held_gradient_bytes, one_owner
+from hydraulis.layout.step_memory import (
+    analytic_exchange_bytes,
+    communicator_bytes,
+    communicator_peers,
+    held_gradient_bytes,
+    one_owner,
+)
 from hydraulis.stages import even_split
-from hydraulis.types import MemoryModel, ModelSpec, OptimizerLayout, Scheme, SchemeProfile, SchemeSpace
+from hydraulis.types import MemoryModel, ModelSpec, OptimizerLayout, Recompute, Scheme, SchemeProfile, SchemeSpace
 
 
 class MemoryLimit(str, Enum):
@@ -47,8 +60,8 @@ class MemoryBreakdown:
         states = (L_σ·B_layer·ρ + n_σ·B_emb/tp)·(1 − α) + (L_σo·B_layer + n_σo·B_emb)·α/(tp_o·dp_o)
         ρ      = P_l(tp)/P_l                  the share of a layer a tp rank holds
         n_σ    = [σ first] + [σ last]          (the embedding, the output head)
-        free   = M − safety − overhead − states − g_max
-        S_max  = ⌊free / m_tok⌋  (0 when the exchanges' buffers X exceed free)
+        free   = M − safety − overhead − N − states − g_max
+        S_max  = max {T : A(T) ≤ free}  (0 when the exchanges' buffers X exceed free)
 
     ``B_layer``/``B_emb`` are one layer's / one ``V×H`` matrix's unsharded model-state bytes, α the
     share that follows the optimizer layout (:mod:`hydraulis.layout.states`: master weights, reduced
@@ -58,9 +71,13 @@ class MemoryBreakdown:
     device (:func:`memory_breakdown`): ``L_σ = ⌈L/pp⌉``, ``n_σ = 2`` if ``pp = 1`` else 1, the same
     for the owner, and ``m_tok`` the scheme's activation bytes per token on that device (the first
     1F1B stage keeps up to ``pp`` micro-batches of ``L/pp`` layers); ``overhead`` holds the
-    libraries' workspaces, ``g_max`` and ``X`` are those of :mod:`hydraulis.layout.step_memory` (the
-    activations and ``X`` take turns). ``S_max`` bounds both the longest sequence and a
-    micro-batch's tokens. :func:`device_memory` predicts any one device: its own stage and buffer,
+    libraries' workspaces, ``g_max``, ``X`` and ``N`` (the communicators' buffers, the most
+    connected stage's; states of this runtime only) are those of :mod:`hydraulis.layout.step_memory`
+    (the activations and ``X`` take turns). ``S_max`` bounds both the longest sequence and a
+    micro-batch's tokens. ``A(T)``, the activations of a micro-batch of ``T`` tokens, is
+    ``m_tok·T`` with the whole loss; with the runtime's loss in chunks (its default), the largest
+    of the stages' :func:`activation_curve` (``activation_curves``; states of this runtime only).
+    :func:`device_memory` predicts any one device: its own stage and buffer,
     and ``m_tok`` scaled by the runtime's accounting of its stage
     (:mod:`hydraulis.layout.activations`) against the most loaded one of the even split.
     """
@@ -73,6 +90,14 @@ class MemoryBreakdown:
     device_memory: float
     gradient: float = 0.0
     exchange: float = 0.0
+    activation_curves: tuple[ActivationCurve, ...] = ()
+    communicators: float = 0.0
+
+    def activation_bytes(self, tokens: int) -> float:
+        """``A(T)``: the activations of a micro-batch of ``tokens`` tokens."""
+        if not self.activation_curves:
+            return self.activation_per_token * tokens
+        return max(curve.bytes(tokens) for curve in self.activation_curves)
 
     @property
     def states(self) -> float:
@@ -80,13 +105,17 @@ class MemoryBreakdown:
 
     @property
     def free_for_activations(self) -> float:
-        return self.device_memory - self.safety_margin - self.overhead - self.states - self.gradient
+        return (self.device_memory - self.safety_margin - self.overhead - self.communicators - self.states
+                - self.gradient)
 
     @property
     def max_seq_len(self) -> int:
-        if self.exchange > self.free_for_activations:
+        free = self.free_for_activations
+        if self.exchange > free:
             return 0
-        return max(0, math.floor(self.free_for_activations / self.activation_per_token))
+        if not self.activation_curves:
+            return max(0, math.floor(free / self.activation_per_token))
+        return min(curve.longest(free) for curve in self.activation_curves)
 
     @property
     def limit(self) -> MemoryLimit:
@@ -96,14 +125,16 @@ class MemoryBreakdown:
 
     def headroom_bytes(self, tokens: int) -> float:
         """Bytes left free beyond the safety margin with micro-batches of ``tokens`` tokens."""
-        return self.free_for_activations - max(self.activation_per_token * tokens, self.exchange)
+        return self.free_for_activations - max(self.activation_bytes(tokens), self.exchange)
 
 
 def memory_breakdown(
-    memory: MemoryModel, model: ModelSpec, profile: SchemeProfile, layout: OptimizerLayout, devices: int = 0
+    memory: MemoryModel, model: ModelSpec, profile: SchemeProfile, layout: OptimizerLayout, devices: int = 0,
+    loss_chunk: int = LOSS_CHUNK_TOKENS,
 ) -> MemoryBreakdown:
     """The terms of the module docstring's formula for ``profile``'s most loaded device under
-    ``layout``, on a world of ``devices`` ranks (0: unknown, never one owner: :func:`_one_owner`)."""
+    ``layout``, on a world of ``devices`` ranks (0: unknown, never one owner: :func:`_one_owner`),
+    with the runtime's loss in chunks of ``loss_chunk`` tokens (0: whole)."""
     scheme = profile.scheme
     even = PipelineLayout(scheme, scheme.stage_layers(model.layers))
     local = _one_owner(memory, model, layout, even, devices)
@@ -120,6 +151,10 @@ def memory_breakdown(
         device_memory=float(memory.device_memory_bytes),
         gradient=gradient,
         exchange=exchange,
+        communicators=max(_communicators(memory, model, scheme, stage, devices) for stage in range(scheme.pp)),
+        activation_curves=(tuple(activation_curve(model, profile, even, stage, _dtype_bytes(memory, model), loss_chunk)
+                                 for stage in range(scheme.pp))
+                           if loss_chunk and _runtime_states(memory, model) else ()),
     )
 
 
@@ -151,13 +186,15 @@ def optimizer_states(memory: MemoryModel, layout: OptimizerLayout, layers: int, 
 class DeviceMemory:
     """Predicted bytes of one device: its states, its activations for one micro-batch size, the
     libraries' workspaces with one parameter's gradient, and the exchanges' buffers
-    (:mod:`hydraulis.layout.step_memory`: the activations and the exchanges take turns)."""
+    (:mod:`hydraulis.layout.step_memory`: the activations and the exchanges take turns); beside
+    them, outside the allocator and not in ``total``, the communicators' buffers."""
 
     compute_states: float
     optimizer_states: float
     activations: float
     workspace: float = 0.0
     exchange: float = 0.0
+    communicators: float = 0.0
 
     @property
     def states(self) -> float:
@@ -179,7 +216,8 @@ class StagePlace:
 
 
 def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int | None, running: StagePlace | None,
-                  tokens: int, workspace: int = 0, loss_chunk: int = 0, repeat_kv: bool = False) -> DeviceMemory:
+                  tokens: int, workspace: int = 0, loss_chunk: int = LOSS_CHUNK_TOKENS,
+                  repeat_kv: bool = False) -> DeviceMemory:
     """The cost model's bytes for a device that owns a buffer of optimizer stage ``owner_stage``
     (None: none) and runs ``running`` (None: idle) with micro-batches of ``tokens`` tokens, the
     libraries' ``workspace`` bytes, the loss in chunks of ``loss_chunk`` tokens (0: none) and K/V
@@ -192,18 +230,18 @@ def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int 
         owned = even_split(model.layers, layout.pp)[owner_stage]
         optimizer = optimizer_states(space.memory, layout, owned, (owner_stage == 0) + (owner_stage == layout.pp - 1))
     if running is None:
-        return DeviceMemory(0.0, optimizer, 0.0)
+        return DeviceMemory(0.0, optimizer, 0.0,
+                            communicators=_communicators(space.memory, model, None, 0, space.cluster.devices))
     scheme, stage, pp = running.scheme, running.stage, running.scheme.pp
     pipeline = PipelineLayout(scheme, running.stage_layers)
     local = _one_owner(space.memory, model, layout, pipeline, space.cluster.devices)
     compute = compute_states(space.memory, model, scheme, running.stage_layers[stage], (stage == 0) + (stage == pp - 1),
                              stage) * _held_share(space.memory, model, local)
-    b = _dtype_bytes(space.memory, model)
-    share = (_activation_share(model, scheme, running.stage_layers, b, tokens, loss_chunk, repeat_kv)[stage]
-             if tokens else 0.0)
+    curve = activation_curve(model, space.profile(scheme), pipeline, stage, _dtype_bytes(space.memory, model),
+                             loss_chunk, repeat_kv)
     gradient, exchange = step_terms(space.memory, model, pipeline, stage, compute, local)
-    return DeviceMemory(compute, optimizer, space.profile(scheme).activation_bytes_per_token * tokens * share,
-                        workspace + gradient, exchange)
+    return DeviceMemory(compute, optimizer, curve.bytes(tokens) if tokens else 0.0, workspace + gradient, exchange,
+                        _communicators(space.memory, model, scheme, stage, space.cluster.devices))
 
 
 @dataclass(frozen=True)
@@ -218,12 +256,14 @@ class SchemeCapacity:
         return self.memory.max_seq_len
 
 
-def scheme_capacities(space: SchemeSpace, layout: OptimizerLayout) -> tuple[SchemeCapacity, ...]:
+def scheme_capacities(space: SchemeSpace, layout: OptimizerLayout,
+                      loss_chunk: int = LOSS_CHUNK_TOKENS) -> tuple[SchemeCapacity, ...]:
     """Every scheme of ``space`` with its memory under ``layout`` (checked against the model
-    and the cluster's device count first)."""
+    and the cluster's device count first), the runtime's loss in chunks of ``loss_chunk`` tokens."""
     layout.check(space.model, space.cluster.devices)
     return tuple(
-        SchemeCapacity(profile, memory_breakdown(space.memory, space.model, profile, layout, space.cluster.devices))
+        SchemeCapacity(profile, memory_breakdown(space.memory, space.model, profile, layout, space.cluster.devices,
+                                                 loss_chunk))
         for profile in space.profiles
     )
 
@@ -232,21 +272,55 @@ def _embedding_matrices(pp: int) -> int:
     return 2 if pp == 1 else 1
 
 
-@lru_cache(maxsize=256)
-def _activation_share(model: ModelSpec, scheme: Scheme, stage_layers: tuple[int, ...], dtype_bytes: int, tokens: int,
-                      loss_chunk: int, repeat_kv: bool) -> tuple[float, ...]:
-    """Each stage's activation bytes for micro-batches of ``tokens`` tokens under the runtime's
-    options relative to those of the most loaded stage of the even split — of a staged scheme, of
-    its own stages — without them (what a profile's ``m_tok`` describes), by the runtime's
-    accounting."""
+def activation_curve(model: ModelSpec, profile: SchemeProfile, pipeline: PipelineLayout, stage: int,
+                     dtype_bytes: int, loss_chunk: int = 0, repeat_kv: bool = False) -> ActivationCurve:
+    """``A(T)`` of a device of ``stage`` of ``pipeline`` under the runtime's options (the loss in
+    chunks of ``loss_chunk`` tokens, K/V repeated when ``repeat_kv``): the runtime's accounting
+    (:func:`~hydraulis.layout.activations.stage_activation_curve`) times
+    ``m_tok / max_σ m_σ``, the profile's bytes per token over those the accounting gives the most
+    loaded stage of the even split (of a staged scheme, of its own stages) without the options —
+    what a profile's ``m_tok`` describes, so a measured space carries its measurement to the
+    options. Worked example: an analytic space's factor is 1, so Llama-7B ``1,1,1[recompute=full]``
+    on an H200 at 4,096 tokens in chunks of 1,024 has ``A = 2,647 MB``, 3,605 MB with the whole loss."""
+    scheme = profile.scheme
+    layers = scheme.stage_recompute(stage, pipeline.stage_layers[stage])
+    return measured_curve(model, scheme, layers, stage, dtype_bytes, profile.activation_bytes_per_token
+                          / _whole_loss_bytes_per_token(model, scheme, dtype_bytes), loss_chunk, repeat_kv)
 
-    def per_stage(split: tuple[int, ...], chunk: int, repeat: bool) -> list[float]:
-        return [stage_activation_bytes(model, scheme, scheme.stage_recompute(stage, layers), stage, tokens,
-                                       dtype_bytes, chunk, repeat)
-                for stage, layers in enumerate(split)]
 
-    most = max(per_stage(scheme.stage_layers(model.layers), 0, False))
-    return tuple(value / most for value in per_stage(stage_layers, loss_chunk, repeat_kv))
+def measured_curve(model: ModelSpec, scheme: Scheme, layers: tuple[Recompute, ...], stage: int, dtype_bytes: int,
+                   factor: float, loss_chunk: int, repeat_kv: bool = False) -> ActivationCurve:
+    """The runtime's accounting of ``stage`` (its ``layers``' recomputation) under the options,
+    times ``factor``, a space's bytes per token over the accounting's without them."""
+    return _stage_curve(model, scheme, layers, stage, dtype_bytes, loss_chunk, repeat_kv).scaled(factor)
+
+
+def stage_memory_terms(memory: MemoryModel, model: ModelSpec, scheme: Scheme, stage: int, layers: int,
+                       per_token: float, devices: int,
+                       loss_chunk: int = LOSS_CHUNK_TOKENS) -> tuple[tuple[ActivationCurve, ...], float]:
+    """``A(T)`` (empty: ``per_token·T``) and ``N`` of :class:`MemoryBreakdown` for a device of
+    ``stage`` of the plain ``scheme`` holding ``layers`` layers whose space keeps ``per_token``
+    bytes per token with the whole loss, on ``devices`` devices (for states of this runtime)."""
+    if not _runtime_states(memory, model):
+        return (), 0.0
+    b = _dtype_bytes(memory, model)
+    recompute = scheme.stage_recompute(stage, layers)
+    whole = stage_bytes_per_token(model, scheme, recompute, stage, b)
+    curves = (measured_curve(model, scheme, recompute, stage, b, per_token / whole, loss_chunk),) if loss_chunk else ()
+    return curves, _communicators(memory, model, scheme, stage, devices)
+
+
+@lru_cache(maxsize=1024)
+def _stage_curve(model: ModelSpec, scheme: Scheme, layers: tuple, stage: int, dtype_bytes: int, loss_chunk: int,
+                 repeat_kv: bool) -> ActivationCurve:
+    return stage_activation_curve(model, scheme, layers, stage, dtype_bytes, loss_chunk, repeat_kv)
+
+
+@lru_cache(maxsize=1024)
+def _whole_loss_bytes_per_token(model: ModelSpec, scheme: Scheme, dtype_bytes: int) -> float:
+    """``max_σ m_σ`` of :func:`activation_curve`."""
+    return max(stage_bytes_per_token(model, scheme, scheme.stage_recompute(stage, layers), stage, dtype_bytes)
+               for stage, layers in enumerate(scheme.stage_layers(model.layers)))
 
 
 def step_terms(memory: MemoryModel, model: ModelSpec, layout: PipelineLayout, stage: int, compute: float,
@@ -268,6 +342,15 @@ def _runtime_states(memory: MemoryModel, model: ModelSpec) -> bool:
     neither ``g_max`` nor ``X`` nor one owner)."""
     per_parameter = memory.layer_state_bytes * (1.0 - memory.sharded_state_fraction) / model.params_per_layer
     return abs(per_parameter - (_dtype_bytes(memory, model) + MAIN_GRADIENT_BYTES)) <= 0.01
+
+
+def _communicators(memory: MemoryModel, model: ModelSpec, scheme: Scheme | None, stage: int, devices: int) -> float:
+    """``N`` of a device of ``stage`` of ``scheme`` (None: idle, the exchange's only) on
+    ``devices`` devices (0: unknown, the scheme's), for states of this runtime."""
+    if not _runtime_states(memory, model):
+        return 0.0
+    peers = communicator_peers(scheme, stage, max(devices, scheme.devices if scheme else 0))
+    return float(communicator_bytes(peers, memory.communicator_peer_bytes))
 
 
 def _one_owner(memory: MemoryModel, model: ModelSpec, layout: OptimizerLayout, pipeline: PipelineLayout,

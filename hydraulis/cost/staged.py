@@ -21,9 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hydraulis.cluster import ClusterSpaces
-from hydraulis.cost.memory import compute_states, optimizer_states, step_terms
+from hydraulis.cost.memory import compute_states, optimizer_states, stage_memory_terms, step_terms
 from hydraulis.cost.pipeline import simulate_1f1b_stages
 from hydraulis.errors import HydraulisError, require
+from hydraulis.layout.activations import ActivationCurve
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.segments import Block, Segments, in_flight_bytes_per_token, max_time, stage_block
 from hydraulis.stages import Stage, stages_text
@@ -35,8 +36,9 @@ HAND_OFF_BYTES_PER_HIDDEN = 4.0
 
 @dataclass(frozen=True)
 class StageMemory:
-    """One stage's device: its memory, the reserved part (safety margin and runtime overhead),
-    model states and activation bytes per micro-batch token."""
+    """One stage's device: its memory, the reserved part (safety margin, runtime overhead and
+    communicators' buffers), model states and activation bytes per micro-batch token (or, with the
+    loss in chunks on a last stage, ``A(T)``, :class:`~hydraulis.cost.memory.MemoryBreakdown`)."""
 
     group: str
     device_memory_bytes: float
@@ -45,6 +47,7 @@ class StageMemory:
     activation_bytes_per_token: float
     gradient_bytes: float = 0.0
     exchange_bytes: float = 0.0
+    activation_curves: tuple[ActivationCurve, ...] = ()
 
     @property
     def free_bytes(self) -> float:
@@ -54,6 +57,8 @@ class StageMemory:
     def max_seq_len(self) -> int:
         if self.exchange_bytes > self.free_bytes:
             return 0
+        if self.activation_curves:
+            return min(curve.longest(self.free_bytes) for curve in self.activation_curves)
         return max(0, math.floor(self.free_bytes / self.activation_bytes_per_token))
 
 
@@ -267,5 +272,9 @@ def _stage_memory(space: SchemeSpace, scheme: Scheme, sigma: int, stage: Stage, 
     overhead = max(p.overhead_bytes for p in space.profiles)
     gradient, exchange = step_terms(memory, model, PipelineLayout(scheme, scheme.stage_layers(model.layers)), sigma,
                                     compute)
-    return StageMemory(stage.group, float(memory.device_memory_bytes), float(memory.safety_margin_bytes + overhead),
-                       compute + optimizer, in_flight_bytes_per_token(block, scheme.pp - sigma), gradient, exchange)
+    per_token = in_flight_bytes_per_token(block, scheme.pp - sigma)
+    curves, communicators = stage_memory_terms(memory, model, scheme, sigma, stage.layers, per_token,
+                                               max(layout.devices, space.cluster.devices))
+    return StageMemory(stage.group, float(memory.device_memory_bytes),
+                       float(memory.safety_margin_bytes + overhead) + communicators, compute + optimizer, per_token,
+                       gradient, exchange, curves)

@@ -62,7 +62,8 @@ class RankMemory:
     leaves it idle; ``predicted`` the cost model's. ``workspace_bytes``: the libraries'
     workspaces and one parameter's gradient in the compute dtype; ``exchange_bytes``: the
     exchanges' buffers in flight, which take turns with the activations
-    (:mod:`hydraulis.layout.step_memory`)."""
+    (:mod:`hydraulis.layout.step_memory`); ``communicator_bytes``: the communicators' buffers,
+    outside the allocator and not in ``total_bytes``."""
 
     rank: int
     pipeline: int | None
@@ -75,6 +76,7 @@ class RankMemory:
     predicted: DeviceMemory
     workspace_bytes: int = 0
     exchange_bytes: int = 0
+    communicator_bytes: int = 0
 
     @property
     def states_bytes(self) -> int:
@@ -89,7 +91,8 @@ class RankMemory:
 @dataclass(frozen=True)
 class GroupMemory:
     """The ranks judged on the device of one device group of the cluster, their largest total
-    and prediction, and what the device leaves to states and activations."""
+    and prediction, each with the rank's communicators' buffers (ranks differ in them), and what
+    the device leaves to those, states and activations."""
 
     name: str
     device: str
@@ -129,8 +132,9 @@ class MemoryReport:
     @property
     def capacity_bytes(self) -> int:
         """What a device of ``config.device`` leaves to states and activations: its memory less the
-        runtime's fixed overhead and the safety margin (neither total counts them)."""
-        return capacity_bytes(self.config.device)
+        runtime's fixed overhead, the most connected rank's communicators and the safety margin
+        (no total counts them)."""
+        return capacity_bytes(self.config.device) - max(rank.communicator_bytes for rank in self.ranks)
 
 
 def capacity_bytes(device: str) -> int:

@@ -162,7 +162,7 @@ def transient_bytes_per_token(widths: Widths, layers: Sequence[Recompute], last:
     """The working set of one micro-batch on top of what the stage keeps (:func:`layer_bytes_per_token`): the
     larger of the loss's forward and a layer's backward (on the last stage the latter comes once
     the loss and the final norm have released what they kept); in chunks, the loss's forward
-    also holds :func:`loss_chunk_bytes`."""
+    also holds :func:`loss_chunk_pieces`."""
     backward = max(max(layer_backward_bytes_per_token(widths, recompute, dtype_bytes, repeat_kv) for recompute in layers),
                    norm_backward_bytes_per_token(widths, dtype_bytes))
     if not last:
@@ -189,7 +189,7 @@ def norm_backward_bytes_per_token(widths: Widths, dtype_bytes: int) -> float:
 def loss_bytes_per_token(widths: Widths, dtype_bytes: int, loss_chunk: int = 0) -> float:
     """The loss's forward working set on the last stage: all logits at once, or in chunks the
     rows around them (the final norm's input and output, ``CHUNKED_LOSS_ROWS·b·H``) besides
-    :func:`loss_chunk_bytes`."""
+    :func:`loss_chunk_pieces`."""
     if loss_chunk:
         return CHUNKED_LOSS_ROWS * dtype_bytes * widths.hidden
     return (dtype_bytes + 2 * FP32 + (FP32 if dtype_bytes < FP32 else 0)) * widths.vocab
@@ -202,16 +202,14 @@ def loss_kept_bytes_per_token(widths: Widths, loss_chunk: int = 0) -> float:
     return 0.0 if loss_chunk else FP32 * widths.vocab + LOSS_BYTES
 
 
-def loss_chunk_bytes(widths: Widths, dtype_bytes: int, loss_chunk: int, tokens: float) -> float:
-    """The working set of one chunk of ``c = min(C, t)`` rows: its logits and their fp32 copy,
-    whose exponentials become ``G``, ``(4 + b)·c·V'`` (``4·c·V'`` in fp32), or below fp32 ``G``
-    and the chunk's weight gradient before its fp32 sum, ``b·(H + c)·V'``. 0 without chunks."""
-    if not loss_chunk:
-        return 0.0
-    rows, b, vocab = min(loss_chunk, tokens), dtype_bytes, widths.vocab
+def loss_chunk_pieces(widths: Widths, dtype_bytes: int) -> tuple[tuple[float, float], ...]:
+    """The working set of one chunk of ``c`` rows as the largest of affine pieces ``p·c + q``: its
+    logits and their fp32 copy, whose exponentials become ``G``, ``(4 + b)·c·V'`` (``4·c·V'`` in
+    fp32), or below fp32 ``G`` and the chunk's weight gradient before its fp32 sum, ``b·(H + c)·V'``."""
+    b, vocab = dtype_bytes, widths.vocab
     if b >= FP32:
-        return FP32 * rows * vocab
-    return max((FP32 + b) * rows * vocab, b * (widths.hidden + rows) * vocab)
+        return ((FP32 * vocab, 0.0),)
+    return ((FP32 + b) * vocab, 0.0), (b * vocab, b * widths.hidden * vocab)
 
 
 def loss_fixed_bytes(widths: Widths, loss_chunk: int) -> float:
@@ -240,17 +238,83 @@ def stage_bytes_per_token(model: ModelSpec, scheme: Scheme, layers: Sequence[Rec
 
 def stage_activation_bytes(model: ModelSpec, scheme: Scheme, layers: Sequence[Recompute], stage: int,
                            tokens: int, dtype_bytes: int, loss_chunk: int = 0, repeat_kv: bool = False) -> int:
-    """``activations(σ, T)`` with micro-batches of ``T = tokens`` tokens: on the last stage with
-    the loss in chunks, its weight gradient (:func:`loss_fixed_bytes`) and, when the loss's
-    forward is the larger working set, one chunk's (:func:`loss_chunk_bytes`) on top."""
+    """``activations(σ, T)`` with micro-batches of ``T = tokens`` tokens (:func:`stage_activation_curve`)."""
+    return math.ceil(stage_activation_curve(model, scheme, layers, stage, dtype_bytes, loss_chunk, repeat_kv)
+                     .bytes(tokens))
+
+
+def stage_activation_curve(model: ModelSpec, scheme: Scheme, layers: Sequence[Recompute], stage: int,
+                           dtype_bytes: int, loss_chunk: int = 0, repeat_kv: bool = False) -> ActivationCurve:
+    """``activations(σ, T)`` as a function of the micro-batch's ``T`` tokens: ``T`` times
+    :func:`stage_bytes_per_token` but on the last stage with the loss in chunks of ``C`` tokens,
+    where, with ``t = T/cp``, ``k`` what the stage keeps and ``w`` its working set per token,
+    ``l`` the loss's rows (:func:`loss_bytes_per_token`), ``G(c)`` a chunk's working set
+    (:func:`loss_chunk_pieces`) and ``F`` the head's fp32 weight gradient (:func:`loss_fixed_bytes`)::
+
+        activations(σ, T) = k·t + F + max(w·t, l·t + G(min(C, t)))
+
+    Worked example, Llama-7B ``1,1,1[recompute=full]`` in bf16, ``C = 1024``, ``T = 4096``: ``k = 304,141``,
+    ``w = 214,148`` (a layer's backward recomputing it), ``l = 16,384``, ``G(1024) = max(6·1024,
+    2·(4096 + 1024))·32,000 = 327.7 MB``, ``F = 4·32,000·4096 = 524.3 MB``: ``1,246 + 524 + max(877,
+    67 + 328) = 2,647 MB`` (2.47 GiB; the backward's working set hides the chunk's)."""
     per_token = stage_bytes_per_token(model, scheme, layers, stage, dtype_bytes, loss_chunk, repeat_kv)
     if stage < scheme.pp - 1 or not loss_chunk:
-        return math.ceil(tokens * per_token)
-    widths, t = Widths.of(model, scheme, stage), tokens / scheme.cp
+        return ActivationCurve(((per_token, 0.0),))
+    widths, cp = Widths.of(model, scheme, stage), scheme.cp
     working = transient_bytes_per_token(widths, layers, True, dtype_bytes, loss_chunk, repeat_kv)
-    kept = per_token * scheme.cp - working
-    loss = loss_bytes_per_token(widths, dtype_bytes, loss_chunk) * t + loss_chunk_bytes(widths, dtype_bytes, loss_chunk, t)
-    return math.ceil(kept * t + max(working * t, loss) + loss_fixed_bytes(widths, loss_chunk))
+    kept, loss = per_token * cp - working, loss_bytes_per_token(widths, dtype_bytes, loss_chunk)
+    fixed = loss_fixed_bytes(widths, loss_chunk)
+    backward = ((kept + working) / cp, fixed)
+    pieces = loss_chunk_pieces(widths, dtype_bytes)
+    return ActivationCurve((backward, *(((kept + loss + p) / cp, fixed + q) for p, q in pieces)),
+                           (backward, *(((kept + loss) / cp, fixed + p * loss_chunk + q) for p, q in pieces)),
+                           cp * loss_chunk)
+
+
+@dataclass(frozen=True)
+class ActivationCurve:
+    """Bytes of activations with micro-batches of ``T`` tokens, the largest of affine pieces
+    ``a·T + c`` (``a, c ≥ 0``): those of ``below`` while ``T < split``, those of ``above`` from it on
+    (``above`` is ``below`` when omitted). Worked example: ``((100, 0),)`` holds 1,000 bytes at
+    ``T = 10`` and ``longest(1,050) = 10``."""
+
+    below: tuple[tuple[float, float], ...]
+    above: tuple[tuple[float, float], ...] = ()
+    split: float = math.inf
+
+    def bytes(self, tokens: float) -> float:
+        pieces = self.below if tokens < self.split or not self.above else self.above
+        return max(a * tokens + c for a, c in pieces)
+
+    def longest(self, free: float) -> int:
+        """The most tokens ``T`` with ``bytes(T) ≤ free`` (0 when none): the curve rises and is
+        continuous at ``split``, so past it when ``above``'s pieces allow, else ``below``'s."""
+        if self.above:
+            beyond = _inverse(self.above, free)
+            if beyond >= self.split:
+                return max(0, math.floor(beyond))
+        return max(0, math.floor(min(_inverse(self.below, free), self.split)))
+
+    def extended(self, other: ActivationCurve, steps: int) -> ActivationCurve:
+        """``self + steps·(other − self)`` piece by piece (``other`` of the same pieces and split:
+        a stage with one layer more)."""
+        def extend(mine: tuple[tuple[float, float], ...],
+                   theirs: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+            return tuple((a + steps * (x - a), c + steps * (y - c)) for (a, c), (x, y) in zip(mine, theirs))
+        return ActivationCurve(extend(self.below, other.below), extend(self.above, other.above), self.split)
+
+    def scaled(self, factor: float) -> ActivationCurve:
+        """The curve times ``factor``."""
+        def scale(pieces: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+            return tuple((a * factor, c * factor) for a, c in pieces)
+        return ActivationCurve(scale(self.below), scale(self.above), self.split)
+
+
+def _inverse(pieces: tuple[tuple[float, float], ...], free: float) -> float:
+    """The largest ``T`` with every piece ``a·T + c ≤ free`` (−1 when one exceeds it at ``T = 0``)."""
+    if any(c > free for _, c in pieces):
+        return -1.0
+    return min(((free - c) / a for a, c in pieces if a > 0), default=math.inf)
 
 
 def _norm(hidden: int, dtype_bytes: int, shards: int) -> float:

@@ -19,6 +19,8 @@ activations (:mod:`.activations`)::
 arriving as the backward frees them); a one-owner rank (:func:`one_owner`) has ``X = 0`` and,
 under bf16, no main gradients of its own. Worked example, Llama-7B alone on one H200 at 4,096
 tokens, full recomputation: states ``18·n`` = 112.96, ``W + g_max`` 0.31, ``A`` 3.36: 116.6 GiB.
+Outside the allocator, the communicators' buffers (:func:`communicator_bytes`) come off the
+device's capacity beside the runtime's fixed overhead.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.layout.states import MAIN_GRADIENT_BYTES
 from hydraulis.stages import even_split
-from hydraulis.types import OptimizerLayout
+from hydraulis.types import OptimizerLayout, Scheme
 
 
 def exchange_bytes(held: int, received: int, compute_bytes: int, reduce_bytes: int) -> int:
@@ -67,3 +69,28 @@ def held_gradient_bytes(compute_bytes: int, local: bool) -> int:
     buffer (:meth:`~hydraulis.runtime.optimizer.routes.Route.aliases`); in fp32 the gradient
     accumulates in ``.grad``, its own 4 bytes, whoever owns it."""
     return 0 if local and compute_bytes < MAIN_GRADIENT_BYTES else MAIN_GRADIENT_BYTES
+
+
+def communicator_peers(scheme: Scheme | None, stage: int, devices: int) -> int:
+    """``P``, the peers a rank of ``stage`` of ``scheme`` (None: idle) on ``devices`` devices is connected to
+    through its communicators: ``r(n) = min(n − 1, 2)`` for each ring over ``n`` ranks (the
+    previous and the next rank; the exchange's over all ``devices``, the stage's tp group and its
+    cp group) and one per neighbouring stage (the pipeline hand-offs)::
+
+        P = r(devices) + r(tp_σ) + r(cp) + [σ > 0] + [σ < pp − 1]
+
+    Worked example: ``1,8,2`` on 64 devices, stage 0: ``2 + 2 + 0 + 0 + 1 = 5``; one device: 0."""
+    def ring(ranks: int) -> int:
+        return min(ranks - 1, 2)
+    if devices <= 1:
+        return 0
+    if scheme is None:
+        return ring(devices)
+    return ring(devices) + ring(scheme.stage_tp(stage)) + ring(scheme.cp) + (stage > 0) + (stage < scheme.pp - 1)
+
+
+def communicator_bytes(peers: int, peer_bytes: int) -> int:
+    """``N = P·β·c``: what the collective library holds outside the allocator for ``peers``
+    connections, ``peer_bytes = β·c`` each (NCCL: a buffer of ``β`` = NCCL_BUFFSIZE per channel,
+    ``c`` channels; ``resources/presets.json``). Worked example: 5 peers × 4 MiB × 16 = 320 MiB."""
+    return peers * peer_bytes

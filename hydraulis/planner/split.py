@@ -143,7 +143,9 @@ def _best_layers(spaces: ClusterSpaces, request: SplitRequest,
         for k in range(1, most + 1):
             memory = replace(m1, states_bytes=m1.states_bytes + (k - 1) * (m2.states_bytes - m1.states_bytes),
                              activation_bytes_per_token=m1.activation_bytes_per_token
-                             + (k - 1) * (m2.activation_bytes_per_token - m1.activation_bytes_per_token))
+                             + (k - 1) * (m2.activation_bytes_per_token - m1.activation_bytes_per_token),
+                             activation_curves=tuple(c1.extended(c2, k - 1) for c1, c2
+                                                     in zip(m1.activation_curves, m2.activation_curves)))
             if memory.max_seq_len >= request.target:
                 time[sigma][k] = one + (k - 1) * per_layer
     best = [[math.inf] * (layers + 1) for _ in range(pp)]

@@ -173,7 +173,7 @@ def expert_degrees(model: ModelSpec, tp: int) -> tuple[int, ...]:
 def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_bytes: int | None = None) -> MemoryModel:
     """Model-state memory per :func:`~hydraulis.layout.states.state_bytes` at the
     device's precision under Adam; the device's memory (or ``device_memory_bytes`` when
-    measured) and safety margin."""
+    measured), safety margin and communicators' bytes per peer."""
     state = state_bytes(device_precision(device.name), OptimizerKind.ADAM)
     return MemoryModel(
         device_memory_bytes=device.memory_bytes if device_memory_bytes is None else device_memory_bytes,
@@ -181,6 +181,7 @@ def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_by
         layer_state_bytes=float(state.total * model.params_per_layer),
         embedding_state_bytes=float(state.total * model.embedding_params),
         sharded_state_fraction=state.optimizer / state.total,
+        communicator_peer_bytes=device.communicator_peer_bytes,
     )
 
 

@@ -5,13 +5,14 @@ A CPU has memory to spare, so nothing limits which scheme holds which sequence, 
 it is homogeneous. Under a budget ``M`` per process the longest sequence of a scheme is
 (:mod:`hydraulis.cost.memory`)::
 
-    S_max = ⌊(M − safety − states − g_max) / m_tok⌋
+    S_max = max {T : A(T) ≤ M − safety − states − g_max}      (A(T) = m_tok·T with the whole loss)
 
 with every term the quantity the runtime's meter counts (the runtime's ``memory.peak``:
 tensor storage, not the process): the model states of the runtime's accounting at the device's
 precision (:func:`~hydraulis.profiler.analytic.analytic_memory_model`), ``m_tok`` the runtime's
 activation accounting of the scheme's most loaded stage (what the analytic profile of the scheme
-holds: the micro-batches 1F1B keeps in flight and one micro-batch's working set), no runtime
+holds: the micro-batches 1F1B keeps in flight and one micro-batch's working set; ``A(T)`` that
+accounting with the runtime's loss in chunks, :func:`~hydraulis.cost.memory.activation_curve`), no runtime
 overhead (the interpreter and libraries are not tensor storage), ``g_max`` one parameter's
 gradient before it is accumulated (:mod:`hydraulis.layout.step_memory`). Times, fit and provenance of
 the measured space are kept; the provenance's command gains the budget.

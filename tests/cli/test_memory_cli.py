@@ -10,7 +10,7 @@ import pytest
 from hydraulis.cli import main
 
 KEYS = {"rank", "pipeline", "stage", "weights_bytes", "grad_bytes", "optimizer_bytes", "route_bytes",
-        "activation_bytes", "workspace_bytes", "exchange_bytes", "total_bytes", "predicted_bytes"}
+        "activation_bytes", "workspace_bytes", "exchange_bytes", "communicator_bytes", "total_bytes", "predicted_bytes"}
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
@@ -72,7 +72,7 @@ def test_cluster_judges_each_group_on_its_device(capsys):
                        "--format", "json")
     assert code == 0
     report = json.loads(out)
-    assert report["devices"] == 32 and report["tokens"] == [15800, 15800]
+    assert report["devices"] == 32 and report["tokens"] == [15716, 15716]
     assert [(g["name"], g["device"], g["fits"]) for g in report["groups"]] == [
         ("a100", "a100-80g", True), ("h100", "h100-80g", True)]
     code, out, _ = run(capsys, "--model", "llama-13b", "--strategy", "1|8:16@a100>8:24@h100x2", "--cluster", CLUSTER,

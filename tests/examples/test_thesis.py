@@ -41,7 +41,7 @@ def test_the_table_compares_the_common_warm_steps(tmp_path):
 @pytest.mark.slow
 def test_the_reduced_miniature_runs_the_three_contenders(tmp_path):
     done = subprocess.run(["bash", str(ROOT / "examples" / "thesis.sh"), "--out", str(tmp_path), "--repeats", "1",
-                           "--steps", "3", "--check-memory", "no"], capture_output=True, text=True)
+                           "--steps", "5", "--check-memory", "no"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert LAST.match(lines[-1]), lines[-1]
@@ -50,4 +50,4 @@ def test_the_reduced_miniature_runs_the_three_contenders(tmp_path):
     switched = read_train_log(tmp_path / "runs" / "1" / "hydraulis" / "train_log.json")
     assert len({record.strategy for record in switched}) >= 2
     for name in ("homogeneous", "fixed"):
-        assert len(read_train_log(tmp_path / "runs" / "1" / name / "train_log.json")) == 3
+        assert len(read_train_log(tmp_path / "runs" / "1" / name / "train_log.json")) == 5

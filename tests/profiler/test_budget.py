@@ -3,7 +3,11 @@ from pathlib import Path
 
 from hydraulis.artifacts import read_scheme_space
 from hydraulis.cost.memory import scheme_capacities
-from hydraulis.layout.activations import stage_bytes_per_token
+from hydraulis.layout.activations import (
+    LOSS_CHUNK_TOKENS,
+    stage_activation_bytes,
+    stage_bytes_per_token,
+)
 from hydraulis.profiler.budget import under_budget
 from hydraulis.types import OptimizerLayout, Recompute, Scheme
 
@@ -13,11 +17,17 @@ LAYOUT = OptimizerLayout(4, 1, 1)
 
 def test_the_longest_sequence_is_what_the_budget_leaves_to_the_accounted_activations():
     space = under_budget(read_scheme_space(SPACES / "tiny_cpu.json"), 16_000_000, 1_600_000)
-    capacity = {c.profile.scheme: c for c in scheme_capacities(space, LAYOUT)}
+    capacity = {c.profile.scheme: c for c in scheme_capacities(space, LAYOUT, loss_chunk=0)}
     one = capacity[Scheme(1, 1, 1)]
-    per_token = stage_bytes_per_token(space.model, Scheme(1, 1, 1), (Recompute.NONE,) * 4, 0, 4)
+    layers = (Recompute.NONE,) * 4
+    per_token = stage_bytes_per_token(space.model, Scheme(1, 1, 1), layers, 0, 4)
     assert one.memory.activation_per_token == per_token
-    assert one.max_seq_len == int((16_000_000 - 1_600_000 - one.memory.states - one.memory.gradient) // per_token)
+    free = 16_000_000 - 1_600_000 - one.memory.states - one.memory.gradient
+    assert one.max_seq_len == int(free // per_token)
+    held = next(c.max_seq_len for c in scheme_capacities(space, LAYOUT) if c.profile.scheme == Scheme(1, 1, 1))
+    assert held > one.max_seq_len
+    assert (stage_activation_bytes(space.model, Scheme(1, 1, 1), layers, 0, held, 4, LOSS_CHUNK_TOKENS) <= free
+            < stage_activation_bytes(space.model, Scheme(1, 1, 1), layers, 0, held + 1, 4, LOSS_CHUNK_TOKENS))
     assert capacity[Scheme(2, 2, 1)].max_seq_len > capacity[Scheme(2, 1, 1)].max_seq_len > one.max_seq_len
 
 

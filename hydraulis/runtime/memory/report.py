@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from hydraulis import __version__
-from hydraulis.cost.memory import StagePlace, device_memory, scheme_capacities
+from hydraulis.cost.memory import StagePlace, activation_curve, device_memory, scheme_capacities
 from hydraulis.errors import require
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.job.memory_report import GroupMemory, MemoryConfig, MemoryReport, RankMemory, capacity_bytes
@@ -21,8 +21,8 @@ from hydraulis.layout.activations import stage_activation_bytes
 from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.pipeline import PipelineLayout, StrategyLayout
-from hydraulis.layout.states import device_precision
-from hydraulis.layout.step_memory import exchange_bytes
+from hydraulis.layout.states import DTYPE_BYTES, device_precision
+from hydraulis.layout.step_memory import communicator_bytes, communicator_peers, exchange_bytes
 from hydraulis.presets import device_preset
 from hydraulis.profiler.analytic import analytic_memory_model
 from hydraulis.profiler.cluster import group_cluster
@@ -138,8 +138,8 @@ def _judges(config: MemoryConfig, strategy: StrategyLayout, rank_map: RankMap,
 def _longest_held(config: MemoryConfig, judges: list[Judge], placement: OptimizerPlacement, rank_map: RankMap,
                   classes: list[list[int]]) -> tuple[int, ...]:
     """Each pipeline's longest micro-batch that every one of its ranks holds on its own device by
-    the cost model, ``⌊(capacity − states − workspaces − g_max) / activation bytes per token⌋``
-    (0 when the exchanges' buffers exceed what is left), computed once per class."""
+    the cost model, the most tokens ``T`` whose activations ``A(T)`` fit in ``capacity − states −
+    workspaces − g_max`` (:func:`~hydraulis.cost.memory.activation_curve`; 0 when the exchanges' buffers exceed what is left), computed once per class."""
     longest = [math.inf] * len(rank_map.pipelines)
     for members in classes:
         rank, place = members[0], rank_map.place(members[0])
@@ -150,9 +150,11 @@ def _longest_held(config: MemoryConfig, judges: list[Judge], placement: Optimize
         running = StagePlace(pipeline.scheme, pipeline.stage_layers, place.stage)
         fixed = device_memory(judge.space, config.layout, None if owner is None else owner.stage, running, 0,
                               device_preset(judge.device).workspace_bytes)
-        per_token = device_memory(judge.space, config.layout, None, running, 1).activations
-        free = capacity_bytes(judge.device) - fixed.states - fixed.workspace
-        held = 0 if fixed.exchange > free else max(0, math.floor(free / per_token))
+        curve = activation_curve(config.model, judge.space.profile(pipeline.scheme), pipeline, place.stage,
+                                 DTYPE_BYTES[device_precision(judge.device)], config.loss_chunk, config.repeat_kv)
+        outside = _communicator_bytes(config, judge, pipeline.scheme, place.stage)
+        free = capacity_bytes(judge.device) - outside - fixed.states - fixed.workspace
+        held = 0 if fixed.exchange > free else curve.longest(free)
         for pipeline in {rank_map.place(member).pipeline for member in members}:
             longest[pipeline] = min(longest[pipeline], held)
     return tuple(longest)
@@ -166,7 +168,8 @@ def _group_memory(config: MemoryConfig, judges: list[Judge], ranks: list[RankMem
         mine = [rank for rank in ranks if judges[rank.rank].group == group.name]
         if mine:
             groups.append(GroupMemory(group.name, group.device, tuple(r.rank for r in mine), capacity_bytes(group.device),
-                                      max(r.total_bytes for r in mine), round(max(r.predicted.total for r in mine))))
+                                      max(r.total_bytes + r.communicator_bytes for r in mine),
+                                      round(max(r.predicted.total + r.predicted.communicators for r in mine))))
     return tuple(groups)
 
 
@@ -204,7 +207,16 @@ def _rank_memory(config: MemoryConfig, judge: Judge, placement: OptimizerPlaceme
                               0 if place is None else tokens[place.pipeline], workspace, config.loss_chunk,
                               config.repeat_kv)
     return RankMemory(rank, None if place is None else place.pipeline, None if place is None else place.stage,
-                      weights, grads, buffer.nbytes, route.nbytes, activations, predicted, workspace + largest, exchange)
+                      weights, grads, buffer.nbytes, route.nbytes, activations, predicted, workspace + largest, exchange,
+                      _communicator_bytes(config, judge, None if running is None else running.scheme,
+                                          0 if place is None else place.stage))
+
+
+def _communicator_bytes(config: MemoryConfig, judge: Judge, scheme: Scheme | None, stage: int) -> int:
+    """The communicators' buffers of a rank of ``stage`` of ``scheme`` (None: idle) on the judge's
+    device (:func:`~hydraulis.layout.step_memory.communicator_bytes`)."""
+    peers = communicator_peers(scheme, stage, config.devices)
+    return communicator_bytes(peers, device_preset(judge.device).communicator_peer_bytes)
 
 
 def _exchange_bytes(route: RoutePlan, compute_bytes: int, reduce_bytes: int) -> int:
@@ -249,7 +261,8 @@ def _tokens(config: MemoryConfig, space: SchemeSpace, strategy: StrategyLayout) 
     """Each pipeline's micro-batch tokens: ``config.tokens``, else its scheme's longest sequence."""
     if config.tokens is not None:
         return (config.tokens,) * len(strategy.pipelines)
-    longest: dict[Scheme, int] = {c.profile.scheme: c.max_seq_len for c in scheme_capacities(space, config.layout)}
+    longest: dict[Scheme, int] = {c.profile.scheme: c.max_seq_len
+                                  for c in scheme_capacities(space, config.layout, config.loss_chunk)}
     return tuple(longest[p.scheme] for p in strategy.pipelines)
 
 

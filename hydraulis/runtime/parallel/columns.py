@@ -54,6 +54,28 @@ class _ColumnParallel(torch.autograd.Function):
         return finished(reduced, work), None, None, *weight_grads
 
 
+class _FusedColumnParallel(torch.autograd.Function):
+    """:class:`_ColumnParallel` of weights in consecutive rows of one storage: one product
+    ``X̂·[W_1; …; W_n]ᵀ`` forward, ``P = G·[W_1; …; W_n]`` and ``Gᵀ·X̂`` backward (:func:`column_parallel`)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, group: ParallelGroup, sequence_parallel: bool,
+                *weights: torch.Tensor) -> torch.Tensor:
+        entered = group.all_gather(x) if sequence_parallel else x
+        ctx.save_for_backward(entered, *weights)
+        ctx.group, ctx.sequence_parallel = group, sequence_parallel
+        return F.linear(entered, _stacked(weights))
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        entered, *weights = ctx.saved_tensors
+        rows, grad = entered.reshape(-1, entered.shape[-1]), grad.reshape(-1, grad.shape[-1])
+        partial = grad @ _stacked(weights)
+        reduced, work = start_input_reduction(partial.view(entered.shape), ctx.group, ctx.sequence_parallel)
+        weight_grads = (grad.t() @ rows).split([weight.shape[0] for weight in weights])
+        return finished(reduced, work), None, None, *weight_grads
+
+
 class _FusedColumns(torch.autograd.Function):
     """``X·[W_1; …; W_n]ᵀ`` of weights in consecutive rows of one storage (:func:`column_parallel`)."""
 
@@ -92,8 +114,8 @@ def column_parallel(x: torch.Tensor, weights: Sequence[torch.Tensor], group: Par
                     sequence_parallel: bool) -> tuple[torch.Tensor, ...]:
     """``enter(x)·W_iᵀ`` for every weight shard ``W_i`` of a block (:func:`column_parallel`): ``x`` this
     rank's rows of the residual stream, every output all ``T`` rows of its shard's columns.
-    Without a tensor-parallel group there is nothing to reduce: one fused product when the
-    weights share a storage, else plain linears.
+    Without a tensor-parallel group there is nothing to reduce: plain linears, or one fused product
+    when the weights share a storage (with a group too).
 
     so it computes ``P``, **starts** its collective (``async_op``), computes the weight gradients
     while the collective runs, and only then waits. Separate autograd nodes would run the weight
@@ -117,10 +139,16 @@ def column_parallel(x: torch.Tensor, weights: Sequence[torch.Tensor], group: Par
     and exported as before). Without a tensor-parallel group they then run as one matrix product
     ``Y = X·[W_1; …; W_n]ᵀ`` split by columns, and its backward is two products, ``∂L/∂X = G·W``
     and ``∂L/∂W = Gᵀ·X`` split by rows — one launch where there were ``n`` (forward) and ``2n``
-    (backward). Weights that do not share a storage so run one product each.
+    (backward). Under tensor parallelism the same holds of each rank's shards (its rows of every
+    weight, stacked in the same order: the columns of ``Y`` each rank computes are the separate
+    products' columns, concatenated), with ``P = G·[W_1; …; W_n]`` reduced as above. Weights
+    that do not share a storage so run one product each.
     """
+    fused = len(weights) > 1 and stacked_rows(weights)
+    if fused:
+        outputs = (_FusedColumns.apply(x, *weights) if group.trivial
+                   else _FusedColumnParallel.apply(x, group, sequence_parallel, *weights))
+        return outputs.split([w.shape[0] for w in weights], dim=-1)
     if group.trivial:
-        if len(weights) > 1 and stacked_rows(weights):
-            return _FusedColumns.apply(x, *weights).split([w.shape[0] for w in weights], dim=-1)
         return tuple(F.linear(x, weight) for weight in weights)
     return _ColumnParallel.apply(x, group, sequence_parallel, *weights)

@@ -10,20 +10,22 @@ import torch
 
 from hydraulis.artifacts.cluster import read_cluster
 from hydraulis.cluster import ClusterSpaces
+from hydraulis.cost.memory import memory_breakdown
 from hydraulis.cost.staged import staged_cost
-from hydraulis.job.memory_report import MemoryConfig
+from hydraulis.job.memory_report import MemoryConfig, capacity_bytes
 from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
 from hydraulis.layout.kinds import OptimizerKind, Precision
 from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.layout.states import device_precision, held_elements, layer_elements, state_bytes
-from hydraulis.layout.step_memory import one_owner
-from hydraulis.presets import model_names, model_preset
+from hydraulis.layout.step_memory import communicator_peers, one_owner
+from hydraulis.presets import device_preset, model_names, model_preset
+from hydraulis.profiler.analytic import analytic_memory_model, analytic_profile
 from hydraulis.profiler.cluster import group_scheme_space
 from hydraulis.runtime.memory.report import memory_report
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.types import OptimizerLayout, Scheme
+from hydraulis.types import Cluster, OptimizerLayout, Recompute, Scheme
 
 ROOT = Path(__file__).resolve().parents[3]
 STRATEGIES = ["1,1,1x8", "1,4,1+1,2,2", "2,2,2", "1,4,1[sp]x2", "1,2,2[recompute=full]+1,4,1[sp,recompute=selective]"]
@@ -136,3 +138,50 @@ def test_one_device_bf16_holds_weights_workspaces_optimizer_and_activations_only
     assert rank.exchange_bytes == 0 and rank.predicted.exchange == 0
     assert rank.total_bytes == (18 * params + rank.route_bytes + rank.workspace_bytes + rank.activation_bytes)
     assert rank.total_bytes - rank.route_bytes == pytest.approx(rank.predicted.total, rel=0.01)
+
+
+@pytest.mark.parametrize("name, spec, scheme, devices", [
+    ("tiny", "1,1,1", Scheme(1, 1, 1), 1),
+    ("llama-7b", "1,1,1[recompute=full]", Scheme(1, 1, 1, recompute=Recompute.FULL), 1),
+    ("llama-7b", "1,2,1", Scheme(1, 2, 1), 2), ("tiny", "2,1,1", Scheme(2, 1, 1), 2)])
+@pytest.mark.parametrize("chunk", [0, 1024, 100])
+def test_the_planner_prices_a_rank_as_hydraulis_memory_does(name, spec, scheme, devices, chunk):
+    """The planner's most loaded device (states, g_max, workspaces, activations or exchange) is
+    the report's prediction for the same loss chunks, and the longest sequence it lets a scheme
+    hold is the last one that fits the device: the report's default micro-batch."""
+    model, device = model_preset(name), device_preset("h200")
+    profile = analytic_profile(model, device, Cluster(devices, 8, "h200"), scheme)
+    memory = memory_breakdown(analytic_memory_model(model, device), model, profile, OptimizerLayout(devices, 1, 1),
+                              devices, chunk)
+    report = memory_report(MemoryConfig(model, spec, devices, "h200", 8, tokens=4096, loss_chunk=chunk))
+    planner = memory.states + memory.gradient + device.workspace_bytes + max(memory.activation_bytes(4096),
+                                                                            memory.exchange)
+    assert planner == pytest.approx(report.max_predicted_bytes, rel=1e-6)
+    longest = memory.max_seq_len
+    assert memory.headroom_bytes(longest) >= 0 > memory.headroom_bytes(longest + 1)
+    held = memory_report(MemoryConfig(model, spec, devices, "h200", 8, loss_chunk=chunk))
+    assert held.tokens == (longest,) * len(held.tokens)
+    assert held.max_predicted_bytes <= held.capacity_bytes
+    outside = max(rank.communicator_bytes for rank in report.ranks)
+    assert memory.communicators == outside == (0 if devices == 1 else 2 * 16 * 4 * 2**20)
+
+
+def test_communicators_count_a_ring_per_group_and_a_peer_per_neighbouring_stage():
+    assert communicator_peers(Scheme(1, 8, 2), 0, 64) == 5
+    assert communicator_peers(Scheme(2, 2, 3), 1, 12) == 2 + 1 + 1 + 2
+    assert communicator_peers(Scheme(1, 1, 1), 0, 1) == 0
+    assert communicator_peers(None, 0, 2) == 1
+    report = memory_report(MemoryConfig(model_preset("tiny"), "1,2,2", 8, "h100-80g", 8, tokens=512))
+    idle = [rank for rank in report.ranks if rank.stage is None]
+    assert {rank.communicator_bytes for rank in idle} == {2 * 64 * 2**20}
+    assert max(rank.communicator_bytes for rank in report.ranks) == (2 + 1 + 1) * 64 * 2**20
+    assert report.capacity_bytes == capacity_bytes("h100-80g") - 4 * 64 * 2**20
+
+
+def test_chunks_let_the_planner_hold_longer_sequences_than_the_whole_loss():
+    model, device = model_preset("llama-7b"), device_preset("h200")
+    profile = analytic_profile(model, device, Cluster(1, 8, "h200"), Scheme(1, 1, 1, recompute=Recompute.FULL))
+    whole, chunked = (memory_breakdown(analytic_memory_model(model, device), model, profile, OptimizerLayout(1, 1, 1),
+                                       1, chunk) for chunk in (0, 1024))
+    assert chunked.max_seq_len > whole.max_seq_len
+    assert chunked.activation_bytes(4096) < whole.activation_bytes(4096)

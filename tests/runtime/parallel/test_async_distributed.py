@@ -1,7 +1,7 @@
 """Collectives started early, waited for late or merged give what plain autograd gives: on 2 gloo
 ranks, a block's fused column-parallel function (:mod:`hydraulis.runtime.parallel.columns`: the
 input gradient's all-reduce, or reduce-scatter under sequence parallelism, in flight while the
-weight gradients are computed) against the entry's conjugate collective followed by one
+weight gradients are computed; its shards apart, or in one storage as a stage lays them out) against the entry's conjugate collective followed by one
 ``F.linear`` per weight, and both against the unsharded block on one process; the
 vocabulary-parallel cross-entropy (its target and sum-exp in one all-reduce) against
 ``F.cross_entropy`` of the whole logits; the context-parallel K/V all-gather, started, then
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.launch import RankContext, run_job
-from hydraulis.runtime.parallel.columns import column_parallel
+from hydraulis.runtime.parallel.columns import column_parallel, stacked_rows
 from hydraulis.runtime.parallel.context import start_gather_from_context
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX, vocab_parallel_cross_entropy
@@ -41,7 +41,9 @@ def _plain(x: torch.Tensor, weights: list[torch.Tensor], group: ParallelGroup,
 def _gradients(block, x, weights, cotangents, *args):
     """Outputs, input gradient and weight gradients of ``Σ_i ⟨block(x)_i, cotangents_i⟩``."""
     x = x.clone().requires_grad_(True)
-    weights = [w.clone().requires_grad_(True) for w in weights]
+    copies = (torch.cat(weights).split([w.shape[0] for w in weights]) if stacked_rows(weights)
+              else [w.clone() for w in weights])
+    weights = [torch.nn.Parameter(w) for w in copies]
     outputs = block(x, weights, *args)
     sum((y * c).sum() for y, c in zip(outputs, cotangents)).backward()
     return [y.detach() for y in outputs], x.grad, [w.grad for w in weights]
@@ -91,15 +93,19 @@ def job(context: RankContext) -> None:
         columns = [c[:, rank * f:(rank + 1) * f] for c, f in zip(cotangents, features)]
         for sequence_parallel in (False, True):
             rows = slice(rank * TOKENS // size, (rank + 1) * TOKENS // size) if sequence_parallel else slice(None)
-            fused = _gradients(column_parallel, x[rows], shards, columns, group, sequence_parallel)
             plain = _gradients(_plain, x[rows], shards, columns, group, sequence_parallel)
             expected = ([y[:, rank * f:(rank + 1) * f] for y, f in zip(whole[0], features)], whole[1][rows],
                         [g[rank * f:(rank + 1) * f] for g, f in zip(whole[2], features)])
-            case = f"rank {rank}, {name}, sequence parallel {sequence_parallel}"
-            for what, a, b, c in zip(("outputs", "input gradient", "weight gradients"), fused, plain, expected):
-                for got, reference, single in zip(*(v if isinstance(v, list) else [v] for v in (a, b, c))):
-                    assert torch.allclose(got, reference, rtol=1e-12, atol=1e-12), f"{case}: {what} differ from autograd's"
-                    assert torch.allclose(got, single, rtol=1e-10, atol=1e-10), f"{case}: {what} differ from one process"
+            for stacked in (False, True):
+                mine = list(torch.cat(shards).split([s.shape[0] for s in shards])) if stacked else shards
+                assert stacked_rows(mine) or not stacked
+                fused = _gradients(column_parallel, x[rows], mine, columns, group, sequence_parallel)
+                case = f"rank {rank}, {name}, sequence parallel {sequence_parallel}, one storage {stacked}"
+                for what, a, b, c in zip(("outputs", "input gradient", "weight gradients"), fused, plain, expected):
+                    for got, reference, single in zip(*(v if isinstance(v, list) else [v] for v in (a, b, c))):
+                        assert torch.allclose(got, reference, rtol=1e-12, atol=1e-12), \
+                            f"{case}: {what} differ from autograd's"
+                        assert torch.allclose(got, single, rtol=1e-10, atol=1e-10), f"{case}: {what} differ from one process"
 
 
 def test_started_merged_and_fused_collectives_match_plain_autograd_and_one_process():
