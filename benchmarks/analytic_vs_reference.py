@@ -14,11 +14,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from hydraulis.artifacts.original_pool import pool_shape
+from hydraulis.base.presets import device_preset, model_matching, pool_location
+from hydraulis.base.types import Cluster, Scheme
 from hydraulis.cli.output import table
-from hydraulis.presets import device_preset, model_matching, pool_location
 from hydraulis.profiler.analytic import analytic_profile
-from hydraulis.profiler.reference_pool import pool_shape
-from hydraulis.types import Cluster, Scheme
 
 
 def compare(pool_name: str) -> None:

@@ -19,11 +19,11 @@ import time
 
 import torch
 
+from hydraulis.base.types import MicroBatch
 from hydraulis.cli.output import table
 from hydraulis.runtime.model.attention import attention_kernel, packed_attention
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import MicroBatch
 
 TOKENS = 32768
 SHAPES = {"many short": (2048, 16), "few long": (64, 512)}

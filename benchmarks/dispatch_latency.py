@@ -15,9 +15,9 @@ import os
 import platform
 
 from hydraulis.artifacts import read_lengths, read_proposal
+from hydraulis.base.workload import sample_batches
 from hydraulis.cli.output import table
 from hydraulis.dispatch import DispatchOptions, compare_methods, dispatch
-from hydraulis.workload import sample_batches
 
 MAX_SEQ_LEN = 32_768
 

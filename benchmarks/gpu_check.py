@@ -54,11 +54,11 @@ from pathlib import Path
 
 import torch
 
-from hydraulis.presets import FALLBACK_GPU, device_preset, gpu_preset, model_preset
+from hydraulis.base.presets import FALLBACK_GPU, device_preset, gpu_preset, model_preset
+from hydraulis.base.types import MicroBatch
 from hydraulis.runtime.model.attention import KernelKind, attention_kernel, packed_attention
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import MicroBatch
 
 HYDRAULIS = [sys.executable, "-m", "hydraulis"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -218,10 +218,10 @@ def predicted_bytes(case: dict, device_name: str) -> int:
 def measure_case(case: dict, dry_run: bool) -> dict:
     """``case`` trained in this process on one device (on the CPU with one thread, as a rank)."""
     from hydraulis.job.config import RuntimeOptions, TrainConfig
-    from hydraulis.layout.kinds import DeviceKind, Precision
     from hydraulis.runtime.launch import RankContext
     from hydraulis.runtime.run import resolve_run
     from hydraulis.runtime.trainer import train
+    from hydraulis.sharding.kinds import DeviceKind, Precision
 
     cuda = not dry_run
     options = RuntimeOptions(device=DeviceKind.CUDA if cuda else DeviceKind.CPU,

@@ -38,13 +38,13 @@ from pathlib import Path
 
 import numpy as np
 
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.specs import Cluster
+from hydraulis.base.types import Scheme
 from hydraulis.integrations.cp_groups import CPGroups, FixedCost, cp_step_ms
 from hydraulis.integrations.megatron import HydraulisCPScheduler
 from hydraulis.integrations.rank_batches import rank_micro_batches
-from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.specs import Cluster
-from hydraulis.types import Scheme
 
 SCALES = ((8, 64), (64, 512))
 """(DP×CP ranks, samples per batch)."""

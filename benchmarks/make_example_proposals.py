@@ -22,12 +22,9 @@ import numpy as np
 
 from hydraulis import __version__
 from hydraulis.artifacts import read_json, read_lengths, write_proposal
-from hydraulis.cost import exposed_reduce_ms, reduction_model, scheme_capacities
-from hydraulis.dispatch import dispatch
-from hydraulis.presets import device_preset, model_matching, model_preset, pool_location
-from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
-from hydraulis.types import (
+from hydraulis.artifacts.original_pool import import_original_pool, pool_shape
+from hydraulis.base.presets import device_preset, model_matching, model_preset, pool_location
+from hydraulis.base.types import (
     Cluster,
     OptimizerLayout,
     PipelineGroup,
@@ -38,7 +35,10 @@ from hydraulis.types import (
     SolverReport,
     Strategy,
 )
-from hydraulis.workload import sample_batches
+from hydraulis.base.workload import sample_batches
+from hydraulis.cost import exposed_reduce_ms, reduction_model, scheme_capacities
+from hydraulis.dispatch import dispatch
+from hydraulis.profiler.analytic import analytic_scheme_space
 
 CREATED = "2026-01-01T00:00:00+00:00"
 
@@ -46,7 +46,7 @@ CREATED = "2026-01-01T00:00:00+00:00"
 def imported_7b(devices: int) -> SchemeSpace:
     document = read_json(pool_location("bundled:7b"))
     device = device_preset("a800-80g")
-    return import_reference_pool(document, model_matching(*pool_shape(document)), devices, device.name,
+    return import_original_pool(document, model_matching(*pool_shape(document)), devices, device.name,
                                  device.inter_node_gbps, created=CREATED, tool_version=__version__,
                                  communicator_ms=device.communicator_ms)
 

@@ -36,6 +36,8 @@ import numpy as np
 
 from hydraulis.artifacts import read_lengths, read_proposal
 from hydraulis.artifacts.step_plan import step_plan_to_dict
+from hydraulis.base.types import SYNTHESIS_EVALUATIONS_DEFAULT
+from hydraulis.base.workload import sample_batches
 from hydraulis.cli.output import table
 from hydraulis.dispatch.synthesis import (
     proposal_communicators,
@@ -43,8 +45,6 @@ from hydraulis.dispatch.synthesis import (
     synthesis_options,
     synthesise_step,
 )
-from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT
-from hydraulis.workload import sample_batches
 
 
 def proposal_path(case: str) -> str:

@@ -4,7 +4,7 @@ strategy on the same sampled steps and cost model.
     .venv/bin/python benchmarks/proposal_time.py [--solver cbc|highs] [--repeat 3]
     .venv/bin/python benchmarks/proposal_time.py --scale [--repeat 1]
 
-Settings: LLaMA-7B reference pool (imported, A800), 32 devices, 8 per node, 32K maximum, the
+Settings: LLaMA-7B original pool (imported, A800), 32 devices, 8 per node, 32K maximum, the
 bundled long-tail lengths at 64K and 128K tokens per step; LLaMA-32B analytic space (H100),
 1024 devices, 1.6M tokens per step, 32K maximum. With ``--scale`` the largest jobs instead:
 LLaMA-70B on 8,192 H100s, 12.8M tokens per step, and Llama 3.1 405B on 16,384 H100s, 16M
@@ -30,15 +30,15 @@ import numpy as np
 
 from hydraulis import __version__
 from hydraulis.artifacts import read_json, read_lengths
+from hydraulis.artifacts.original_pool import import_original_pool, pool_shape
+from hydraulis.base.presets import device_preset, model_matching, model_preset, pool_location
+from hydraulis.base.types import Cluster, PipelineGroup, Proposal, SchemeSpace, Strategy
+from hydraulis.base.workload import sample_batches
 from hydraulis.cost import scheme_capacities
 from hydraulis.planner import PlannerConfig, SolverName, propose
 from hydraulis.planner.evaluate import CostContext, estimate_step
 from hydraulis.planner.options import planning_space
-from hydraulis.presets import device_preset, model_matching, model_preset, pool_location
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
-from hydraulis.types import Cluster, PipelineGroup, Proposal, SchemeSpace, Strategy
-from hydraulis.workload import sample_batches
 
 LENGTHS = Path(__file__).resolve().parents[1] / "examples" / "data" / "longtail.txt"
 CREATED = "2026-01-01T00:00:00+00:00"
@@ -48,7 +48,7 @@ SAFETY_S = 3600.0
 def reference_7b() -> SchemeSpace:
     document = read_json(pool_location("bundled:7b"))
     device = device_preset("a800-80g")
-    return import_reference_pool(document, model_matching(*pool_shape(document)), 64, device.name,
+    return import_original_pool(document, model_matching(*pool_shape(document)), 64, device.name,
                                  device.inter_node_gbps, created=CREATED, tool_version=__version__,
                                  communicator_ms=device.communicator_ms)
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 
 from hydraulis.artifacts import read_lengths
-from hydraulis.workload import sample_batches
+from hydraulis.base.workload import sample_batches
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))

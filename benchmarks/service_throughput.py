@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from hydraulis.artifacts import read_lengths
-from hydraulis.workload import sample_batches
+from hydraulis.base.workload import sample_batches
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUTE = "/v1/step-plans"

@@ -22,11 +22,9 @@ from collections import Counter
 import numpy as np
 
 from hydraulis.artifacts import read_lengths
-from hydraulis.cli.output import table
-from hydraulis.dispatch import DispatchOptions, PackingStatus, dispatch
-from hydraulis.presets import model_preset
-from hydraulis.solver import SolverName
-from hydraulis.types import (
+from hydraulis.base.presets import model_preset
+from hydraulis.base.solver import SolverName
+from hydraulis.base.types import (
     OptimizerLayout,
     PipelineGroup,
     PipelineModel,
@@ -37,6 +35,8 @@ from hydraulis.types import (
     Strategy,
     TimeCoefficients,
 )
+from hydraulis.cli.output import table
+from hydraulis.dispatch import DispatchOptions, PackingStatus, dispatch
 
 
 def one_pipeline(pp: int) -> Proposal:

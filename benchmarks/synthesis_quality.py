@@ -19,7 +19,7 @@ memory carried on, as a run does. Per step:
 * the planning time (``planning_ms``, dispatch plus synthesis, measured inside ``synthesise_step``);
 
 and over the run: the steps that ran a synthesised strategy and the distinct communicators
-(proposal's included) against the bound of aligned placement (hydraulis/placement.py).
+(proposal's included) against the bound of aligned placement (hydraulis/base/placement.py).
 
 What any plan could reach (design §8.2): per reduction level ``ρ`` (plans whose schemes all
 reduce in at most ``ρ``) the closed-form least compute part by design §6's estimate over the pool
@@ -46,6 +46,11 @@ import numpy as np
 from tqdm import tqdm
 
 from hydraulis.artifacts import read_lengths
+from hydraulis.base.placement import communicator_bound
+from hydraulis.base.presets import device_names
+from hydraulis.base.solver import SolverName
+from hydraulis.base.types import SYNTHESIS_EVALUATIONS_DEFAULT
+from hydraulis.base.workload import sample_batches
 from hydraulis.cli.output import table
 from hydraulis.cost import BoundScheme, level_bounds, step_bound
 from hydraulis.dispatch.device_bound import ComputeForm, devices_needed, least_compute_ms
@@ -59,15 +64,10 @@ from hydraulis.dispatch.synthesis import (
     synthesis_options,
     synthesise_step,
 )
-from hydraulis.placement import communicator_bound
+from hydraulis.io.simulation_inputs import scheme_space_for
 from hydraulis.planner import PlannerConfig, propose
 from hydraulis.planner.config import Variants
 from hydraulis.planner.options import proposal_options
-from hydraulis.presets import device_names
-from hydraulis.simulation.inputs import scheme_space_for
-from hydraulis.solver import SolverName
-from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT
-from hydraulis.workload import sample_batches
 
 MAX_SEQ_LEN = 32_768
 SOLVER = SolverName.CBC

@@ -24,15 +24,15 @@ import numpy as np
 
 from hydraulis import __version__
 from hydraulis.artifacts import read_lengths
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.types import Cluster, OptimizerLayout, Proposal, SchemeSpace
+from hydraulis.base.workload import sample_batches
 from hydraulis.planner import PlannerConfig, propose
 from hydraulis.planner.config import Variants
 from hydraulis.planner.evaluate import CostContext, estimate_step
-from hydraulis.presets import device_preset, model_preset
+from hydraulis.planner.space_rows import space_rows
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.profiler.report import space_rows
-from hydraulis.types import Cluster, OptimizerLayout, Proposal, SchemeSpace
-from hydraulis.workload import sample_batches
 
 LENGTHS = Path(__file__).resolve().parents[1] / "examples" / "data" / "longtail.txt"
 CREATED = "2026-01-01T00:00:00+00:00"

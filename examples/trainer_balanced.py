@@ -46,8 +46,8 @@ from transformers import (
     TrainingArguments,
 )
 
+from hydraulis.base.types import TimeCoefficients
 from hydraulis.integrations.torch import BalancedBatchSampler
-from hydraulis.types import TimeCoefficients
 
 VOCAB = 128
 TOKENS = TimeCoefficients(a=0.0, b=1.0, c=0.0)

@@ -5,8 +5,8 @@ Parts (one direction of data flow, one artifact per hand-off)::
 
     profiler ─► scheme space ─► planner ─► proposal ─► dispatch (every step) ─► runtime
 
-The words are defined once, one module per concept (:mod:`hydraulis.scheme`, :mod:`hydraulis.specs`,
-:mod:`hydraulis.space`, :mod:`hydraulis.strategy`, :mod:`hydraulis.step_plan`); :mod:`hydraulis.types`
+The words are defined once, one module per concept (:mod:`hydraulis.base.scheme`, :mod:`hydraulis.base.specs`,
+:mod:`hydraulis.base.space`, :mod:`hydraulis.base.strategy`, :mod:`hydraulis.base.step_plan`); :mod:`hydraulis.base.types`
 is their glossary and re-exports them.
 """
 

@@ -23,9 +23,9 @@ from settings import DEVICES_PER_NODE, MAX_SEQ_LEN, ROOT, Setting, all_settings 
 from hydraulis import __version__  # noqa: E402
 from hydraulis.artifacts import read_lengths, timestamp  # noqa: E402
 from hydraulis.artifacts.simulation import write_simulation  # noqa: E402
+from hydraulis.io.simulation_inputs import scheme_space_for  # noqa: E402
 from hydraulis.planner import PlannerConfig  # noqa: E402
 from hydraulis.simulation import ContenderSummary, Simulation, SimulationConfig, simulate, summarise  # noqa: E402
-from hydraulis.simulation.inputs import scheme_space_for  # noqa: E402
 from hydraulis.viz.simulation import draw_simulation  # noqa: E402
 
 RUNS = ROOT / "paper_exp" / "results" / "runs.csv"

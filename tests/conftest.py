@@ -1,4 +1,4 @@
-"""Shared fixtures: the bundled reference pools and spaces built from them."""
+"""Shared fixtures: the bundled original pools and spaces built from them."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from hydraulis.presets import device_preset, model_matching, model_preset
+from hydraulis.artifacts.original_pool import import_original_pool, pool_shape
+from hydraulis.base.presets import device_preset, model_matching, model_preset
+from hydraulis.base.types import Cluster, SchemeSpace
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
-from hydraulis.types import Cluster, SchemeSpace
 from tests.cli.helpers import restored_logging
 
 POOLS = resources.files("hydraulis.resources").joinpath("reference_pools")
@@ -37,7 +37,7 @@ def load_pool(name: str) -> dict:
 
 def imported_space(name: str, devices: int = 64) -> SchemeSpace:
     document = load_pool(name)
-    return import_reference_pool(document, model_matching(*pool_shape(document)), devices, "a800-80g", 25.0,
+    return import_original_pool(document, model_matching(*pool_shape(document)), devices, "a800-80g", 25.0,
                                  created="2026-01-01T00:00:00+00:00", tool_version="test")
 
 
@@ -107,7 +107,7 @@ def planning_service() -> str:
 def mixed_cluster_spaces(model: str = "llama-13b", example: str = "examples/clusters/a100_h100.json"):
     """The example mixed cluster with an analytic space per group (design §7.4)."""
     from hydraulis.artifacts.cluster import read_cluster
-    from hydraulis.cluster import ClusterSpaces
+    from hydraulis.base.cluster import ClusterSpaces
     from hydraulis.profiler.cluster import group_scheme_space
 
     cluster = read_cluster(Path(__file__).parent.parent / example)

@@ -14,12 +14,12 @@ sys.meta_path.insert(0, Block())
 
 
 def test_core_imports_without_torch_or_fastapi():
-    modules = ["hydraulis.types", "hydraulis.cost", "hydraulis.artifacts", "hydraulis.planner",
+    modules = ["hydraulis.base.types", "hydraulis.cost", "hydraulis.artifacts", "hydraulis.planner",
                "hydraulis.dispatch", "hydraulis.simulation", "hydraulis.profiler.analytic",
-               "hydraulis.profiler.reference_pool", "hydraulis.profiler.profile", "hydraulis.profiler.fit",
-               "hydraulis.profiler.compare", "hydraulis.fused", "hydraulis.artifacts.fused", "hydraulis.layout.pipeline",
-               "hydraulis.layout.sharding", "hydraulis.layout.ranges", "hydraulis.layout.optimizer_placement",
-               "hydraulis.layout.states", "hydraulis.layout.activations", "hydraulis.job.config",
+               "hydraulis.artifacts.original_pool", "hydraulis.io.profile_run", "hydraulis.profiler.fit",
+               "hydraulis.profiler.compare", "hydraulis.fused", "hydraulis.artifacts.fused", "hydraulis.sharding.pipeline",
+               "hydraulis.sharding.parameters", "hydraulis.sharding.ranges", "hydraulis.sharding.ownership",
+               "hydraulis.sharding.states", "hydraulis.sharding.activations", "hydraulis.job.config",
                "hydraulis.job.strategy_spec", "hydraulis.job.records", "hydraulis.job.manifest",
                "hydraulis.job.memory_report", "hydraulis.integrations.megatron", "hydraulis.integrations.torch",
                "hydraulis.integrations.cp_contract"]

@@ -17,36 +17,22 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hydraulis"
 ROOT = "hydraulis"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("hydraulis", "hydraulis.errors", "hydraulis.files", "hydraulis.bisection", "hydraulis.directories",
-     "hydraulis.first_fit"),
-    ("hydraulis.limits",),
-    ("hydraulis.stages",),
-    ("hydraulis.scheme",),
-    ("hydraulis.specs",),
-    ("hydraulis.scheme_profile",),
-    ("hydraulis.segments",),
-    ("hydraulis.space",),
-    ("hydraulis.strategy",),
-    ("hydraulis.step_plan",),
-    ("hydraulis.types",),
-    ("hydraulis.presets", "hydraulis.placement", "hydraulis.workload", "hydraulis.solver"),
-    ("hydraulis.cluster",),
-    ("hydraulis.layout",),
+    # The base: the concept modules, errors, limits, files; one package, checked for cycles only.
+    ("hydraulis", "hydraulis.base"),
+    ("hydraulis.data",),
+    # What each rank holds (no torch).
+    ("hydraulis.sharding",),
     ("hydraulis.cost",),
+    ("hydraulis.profiler",),
     ("hydraulis.planner",),
     ("hydraulis.dispatch",),
-    ("hydraulis.profiler",),
     ("hydraulis.simulation", "hydraulis.fused"),
-    ("hydraulis.data",),
     ("hydraulis.job",),
     ("hydraulis.artifacts",),
-    # The edges that read and write files: inputs of a study, data reports, a profile's cache.
-    ("hydraulis.simulation.inputs", "hydraulis.data.report", "hydraulis.data.stdlib", "hydraulis.profiler.profile",
-     "hydraulis.profiler.reference_pool"),
+    # The commands' file work: a profile run, a simulation's inputs, the length report, the stdlib corpus.
+    ("hydraulis.io",),
     # Hydraulis' plans inside other runtimes (Megatron-Core, PyTorch): torch-free, reading spaces as artifacts.
     ("hydraulis.integrations",),
-    # What the runtime asks a running planning service: its client, not the service.
-    ("hydraulis.service.client", "hydraulis.service.settings"),
     ("hydraulis.runtime",),
     ("hydraulis.service",),
     ("hydraulis.viz",),
@@ -189,6 +175,6 @@ def test_the_pure_core_does_not_even_name_the_runtime():
     """The cost model, planner, dispatch and profiler refer to the runtime in words, never by
     module path, so that nothing there invites an import of it."""
     places = [*(PACKAGE / name for name in ("cost", "planner", "dispatch", "profiler")),
-              *(PACKAGE / f"{name}.py" for name in ("segments", "space", "types"))]
+              *(PACKAGE / "base" / f"{name}.py" for name in ("segments", "space", "types"))]
     files = [p for place in places for p in ([place] if place.is_file() else sorted(place.rglob("*.py")))]
     assert [str(p) for p in files if re.search(r"hydraulis.runtime", p.read_text())] == []

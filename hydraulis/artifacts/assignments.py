@@ -32,11 +32,11 @@ from hydraulis.artifacts.record import (
     write_json,
 )
 from hydraulis.artifacts.scheme_space import scheme_from_record, scheme_to_dict
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.files import atomic_path
+from hydraulis.base.scheme import Scheme
 from hydraulis.dispatch.assigned_steps import AssignedStep, SampleId
 from hydraulis.dispatch.assignments import RankAssignment, StepAssignments
-from hydraulis.errors import HydraulisError, require
-from hydraulis.files import atomic_path
-from hydraulis.scheme import Scheme
 
 KIND = "step_assignments"
 SCHEMA_VERSION = 2

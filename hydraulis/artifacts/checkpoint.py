@@ -25,11 +25,11 @@ from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.artifacts.scheme_space import model_from_record, model_to_dict
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import OptimizerLayout
 from hydraulis.data.loader import LoaderConfig, LoaderPosition
-from hydraulis.errors import HydraulisError
 from hydraulis.job.manifest import CheckpointManifest, FileDigest, ShardFile
-from hydraulis.layout.kinds import OptimizerKind
-from hydraulis.types import OptimizerLayout
+from hydraulis.sharding.kinds import OptimizerKind
 
 KIND = "checkpoint"
 SCHEMA_VERSION = 2

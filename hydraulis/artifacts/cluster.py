@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json
-from hydraulis.cluster import ClusterDescription, DeviceGroup, GroupLink
-from hydraulis.errors import HydraulisError
-from hydraulis.presets import device_names
+from hydraulis.base.cluster import ClusterDescription, DeviceGroup, GroupLink
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_names
 
 KIND = "cluster"
 SCHEMA_VERSION = 1

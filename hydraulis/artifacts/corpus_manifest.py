@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hydraulis.artifacts.record import Record, check_header, read_json, write_json
+from hydraulis.base.errors import HydraulisError
 from hydraulis.data.sources import CorpusManifest
-from hydraulis.errors import HydraulisError
 
 KIND = "corpus_manifest"
 SCHEMA_VERSION = 1

@@ -24,8 +24,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
+from hydraulis.base.errors import HydraulisError
 from hydraulis.cost.order import Phase
-from hydraulis.errors import HydraulisError
 from hydraulis.fused.problem import FusedModel, FusedProblem, PerMicroBatch, fused_model
 from hydraulis.fused.schedule import FusedSchedule, ScheduledTask
 

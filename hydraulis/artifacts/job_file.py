@@ -13,7 +13,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.job.config import TrainConfig
 from hydraulis.job.options import Kind, Leaf, Section, job_options
 

@@ -1,7 +1,7 @@
 """Lengths files: one positive integer (a document's length in tokens) per line.
 
-Every length lies within :data:`hydraulis.limits.LENGTH` and a file holds at most
-:data:`hydraulis.limits.LENGTHS` of them; errors name the line (or index) and the value.
+Every length lies within :data:`hydraulis.base.limits.LENGTH` and a file holds at most
+:data:`hydraulis.base.limits.LENGTHS` of them; errors name the line (or index) and the value.
 
 Accepted forms: ``.txt`` (blank lines and lines starting with ``#`` are skipped), ``.txt.gz``
 (the same, gzip-compressed) and ``.npy`` (a one-dimensional integer array). The planner, the
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hydraulis.errors import HydraulisError
-from hydraulis.files import atomic_path
-from hydraulis.limits import LENGTH, LENGTHS
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.files import atomic_path
+from hydraulis.base.limits import LENGTH, LENGTHS
 
 
 def read_lengths(path: str | Path) -> np.ndarray:

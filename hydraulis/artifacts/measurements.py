@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hydraulis.artifacts.record import Record, check_header
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.profiler.measurement import Measurement, MeasureSettings, MeasureStatus, ReductionMeasurement
 from hydraulis.profiler.sweep import Statistic, SweepPoint
 

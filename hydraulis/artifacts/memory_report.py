@@ -32,7 +32,7 @@ SCHEMA_VERSION = 1
 def memory_report_to_dict(report: MemoryReport) -> dict:
     """``ranks[r]`` is rank ``r`` (``pipeline`` and ``stage`` null when the strategy leaves it idle),
     ``total_bytes`` its states, route and workspaces plus the larger of its activations and its
-    exchange buffers (:mod:`hydraulis.layout.step_memory`), ``predicted_bytes`` the cost model's;
+    exchange buffers (:mod:`hydraulis.sharding.step_memory`), ``predicted_bytes`` the cost model's;
     ``tokens[p]`` the micro-batch tokens of pipeline ``p``; ``classes`` the ranks that build the
     same objects (:mod:`hydraulis.runtime.memory.report`), in order of their first rank;
     ``communicator_bytes`` the communicators' buffers, outside the allocator;

@@ -33,10 +33,8 @@ from hydraulis.artifacts.scheme_space import (
     scheme_to_dict,
     time_from_record,
 )
-from hydraulis.cost import step as step_cost
-from hydraulis.errors import HydraulisError
-from hydraulis.planner.validate import validate_proposal
-from hydraulis.types import (
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import (
     OptimizerLayout,
     PipelineGroup,
     Proposal,
@@ -45,6 +43,8 @@ from hydraulis.types import (
     SolverReport,
     Strategy,
 )
+from hydraulis.cost import step as step_cost
+from hydraulis.planner.validate import validate_proposal
 
 KIND = "proposal"
 SCHEMA_VERSION = 1

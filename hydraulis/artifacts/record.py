@@ -14,8 +14,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hydraulis.errors import HydraulisError
-from hydraulis.files import write_text_atomically
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.files import write_text_atomically
 
 T = TypeVar("T")
 E = TypeVar("E", bound=Enum)
@@ -152,7 +152,7 @@ def read_json(path: str | Path) -> Any:
 
 def write_json(path: str | Path, document: dict) -> None:
     """Write ``document`` as indented JSON, creating parent folders; atomically
-    (:mod:`hydraulis.files`): after an error the previous file is intact."""
+    (:mod:`hydraulis.base.files`): after an error the previous file is intact."""
     write_text_atomically(path, json.dumps(document, indent=2) + "\n")
 
 

@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 
 from hydraulis.artifacts.lengths import read_lengths
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.limits import LENGTH, LENGTHS
 from hydraulis.dispatch.assigned_steps import SampleId, Samples
-from hydraulis.errors import HydraulisError, require
-from hydraulis.limits import LENGTH, LENGTHS
 
 
 def read_sample_steps(path: str | Path) -> tuple[Samples, ...]:

@@ -8,11 +8,11 @@ from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
-from hydraulis.errors import HydraulisError
-from hydraulis.presets import device_names, device_preset
-from hydraulis.segments import Block, Segments
-from hydraulis.stages import Stage
-from hydraulis.types import (
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_names, device_preset
+from hydraulis.base.segments import Block, Segments
+from hydraulis.base.stages import Stage
+from hydraulis.base.types import (
     Cluster,
     FitQuality,
     MemoryModel,
@@ -73,23 +73,23 @@ def scheme_space_from_dict(document: object) -> SchemeSpace:
          "segments": [{"cp", "tp", "sp", "layer", "selective", "full", "first", "middle", "last", "only",
                        "network_hand_off": {"a", "b", "c"}}]}          (a space with variants only)
 
-    each block of ``segments`` (:class:`~hydraulis.segments.Block`) being
+    each block of ``segments`` (:class:`~hydraulis.base.segments.Block`) being
     ``{"a", "b", "c", "kept_bytes_per_token", "transient_bytes_per_token"}`` and, for the ends of a
     stage where not zero, ``"input_bytes_per_token"`` and ``"released_bytes_per_token"``.
 
-    A scheme's options (:class:`~hydraulis.scheme.SchemeOptions`) are written only when they are not
+    A scheme's options (:class:`~hydraulis.base.scheme.SchemeOptions`) are written only when they are not
     the defaults: ``"sp": true`` (sequence parallelism), ``"recompute": "selective" | "full"`` and
     ``"recompute_layers": [K, …]`` (full recomputation of the first K layers of each stage), ``"ep":
     N`` (expert parallelism); the
     same degrees with other options are another entry of ``schemes``. Version 2 added the options,
-    version 3 the segments (:mod:`hydraulis.segments`) of a space whose variants are composed
+    version 3 the segments (:mod:`hydraulis.base.segments`) of a space whose variants are composed
     rather than listed. A version-1 file still loads, every scheme with the defaults (no sp, no
     recomputation), which is what the runtime of version 1 ran; a version-2 file loads without
     segments. ``provenance.software`` and ``communicator_ms`` are optional (absent: empty, 0);
     ``reduce_overlap`` (``ω``, design §6.3: measured by the profiler's reduction job) too — absent,
-    the cluster's device preset's (:func:`~hydraulis.presets.device_preset`; 0 for a device
+    the cluster's device preset's (:func:`~hydraulis.base.presets.device_preset`; 0 for a device
     without one); ``grad_reduce_bytes`` (the bytes per gradient the reduction sends: a new space
-    holds the runtime's default on its device, :meth:`~hydraulis.layout.kinds.ReduceDtype.element_bytes`,
+    holds the runtime's default on its device, :meth:`~hydraulis.sharding.kinds.ReduceDtype.element_bytes`,
     4 on ``cpu``, 2 elsewhere) too — absent, 2: a file written before the field fitted its
     ``reduce_gbps`` to 2-byte gradients, and its predictions stay what they were.
     """

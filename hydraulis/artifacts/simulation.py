@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hydraulis.artifacts.proposal import write_proposal
 from hydraulis.artifacts.record import write_json
-from hydraulis.files import atomic_write
+from hydraulis.base.files import atomic_write
 from hydraulis.simulation import ContenderSummary, Family, Simulation, gap_summary
 
 KIND = "simulation"

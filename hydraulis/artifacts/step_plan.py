@@ -13,7 +13,7 @@ Layout (``schema_version`` 1)::
 
 ``tokens`` and ``cu_seqlens`` are derived (with ``alignment``) and checked on load;
 ``proven_ms`` (a proven lower bound on the pipeline's time) is written only when known;
-``synthesis`` (a strategy made for this step, :class:`~hydraulis.step_plan.Synthesis`) is absent or
+``synthesis`` (a strategy made for this step, :class:`~hydraulis.base.step_plan.Synthesis`) is absent or
 null otherwise.
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 from hydraulis.artifacts.proposal import strategy_from_record, strategy_to_list
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.artifacts.scheme_space import scheme_from_record, scheme_to_dict
-from hydraulis.errors import HydraulisError
-from hydraulis.types import BatchingMethod, MicroBatch, PipelinePlan, StepPlan, Synthesis
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import BatchingMethod, MicroBatch, PipelinePlan, StepPlan, Synthesis
 
 KIND = "step_plan"
 SCHEMA_VERSION = 1

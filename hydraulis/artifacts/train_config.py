@@ -22,9 +22,9 @@ from hydraulis.artifacts.record import (
     read_json,
     write_json,
 )
+from hydraulis.base.types import OptimizerLayout
 from hydraulis.job.config import RuntimeOptions, TrainConfig
 from hydraulis.job.options import Kind, Leaf, job_options, nested_values
-from hydraulis.types import OptimizerLayout
 
 KIND = "train_config"
 SCHEMA_VERSION = 4

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from hydraulis import __version__
+from hydraulis.base.errors import HydraulisError
 from hydraulis.cli import (
     analyze,
     check_equivalence,
@@ -29,7 +30,6 @@ from hydraulis.cli import (
 )
 from hydraulis.cli.arguments import Parser
 from hydraulis.cli.output import setup_logging
-from hydraulis.errors import HydraulisError
 
 COMMANDS = (space, profile, data, analyze, propose, plan_step, simulate, fuse, memory, train, check_equivalence, export,
             serve)

@@ -6,17 +6,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hydraulis import __version__, limits
+from hydraulis import __version__
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.lengths import read_lengths
+from hydraulis.base import limits
+from hydraulis.base.errors import HydraulisError
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import command_line, emit, plural
 from hydraulis.data.analysis import DEFAULT_STEPS, DEFAULT_TAIL_THRESHOLD, AnalysisConfig
 from hydraulis.data.corpus import CorpusSource, TextUnit
 from hydraulis.data.measure import measure_corpus
-from hydraulis.data.report import write_report
 from hydraulis.data.tokenizer import DEFAULT_VOCAB_SIZE, TokenizerSpec
-from hydraulis.errors import HydraulisError
+from hydraulis.io.length_report import write_report
 
 DEFAULT_TOKEN_BUDGET = 131072
 DEFAULT_MAX_SEQ_LEN = 32768

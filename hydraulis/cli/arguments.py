@@ -1,4 +1,4 @@
-"""Argument types of the CLI: numbers within their limits (:mod:`hydraulis.limits`), lists of
+"""Argument types of the CLI: numbers within their limits (:mod:`hydraulis.base.limits`), lists of
 them, input files, and a parser whose errors are one line.
 
 Every numeric flag uses :class:`Bounded` or :class:`BoundedList`, so argparse refuses a value
@@ -15,10 +15,10 @@ import os
 from enum import Enum
 from pathlib import Path
 
-from hydraulis import limits
-from hydraulis.errors import HydraulisError
-from hydraulis.limits import Limit
-from hydraulis.types import OptimizerLayout
+from hydraulis.base import limits
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.limits import Limit
+from hydraulis.base.types import OptimizerLayout
 
 
 class Parser(argparse.ArgumentParser):

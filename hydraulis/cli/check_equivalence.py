@@ -6,15 +6,15 @@ import argparse
 import math
 import sys
 
-from hydraulis import limits
+from hydraulis.base import limits
+from hydraulis.base.errors import HydraulisError
 from hydraulis.cli.arguments import Bounded
 from hydraulis.cli.output import emit, table
 from hydraulis.cli.training_args import add_training_arguments, training_config
-from hydraulis.errors import HydraulisError
 from hydraulis.job.config import RuntimeOptions, TrainConfig
 from hydraulis.job.schedule import LrScheduleKind
-from hydraulis.layout.kinds import OptimizerKind, Precision
 from hydraulis.runtime.run import resolve_run
+from hydraulis.sharding.kinds import OptimizerKind, Precision
 
 DEFAULT_RUNTIME = RuntimeOptions(precision=Precision.FP32, optimizer=OptimizerKind.ADAM, lr=1e-4,
                                  clip_grad_norm=math.inf, lr_schedule=LrScheduleKind.CONSTANT)

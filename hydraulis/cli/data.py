@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from hydraulis import __version__, limits
+from hydraulis import __version__
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.lengths import write_lengths
+from hydraulis.base import limits
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import command_line, emit, plural
 from hydraulis.data.analysis import DEFAULT_TAIL_THRESHOLD, tail_shares
-from hydraulis.data.stdlib import build_stdlib_corpus, manifest_path
 from hydraulis.data.synth import LongTail, synth_lengths
+from hydraulis.io.stdlib_corpus import build_stdlib_corpus, manifest_path
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hydraulis import limits
+from hydraulis.base import limits
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit
 

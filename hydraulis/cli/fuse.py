@@ -6,13 +6,13 @@ import argparse
 import os
 import time
 
-from hydraulis import limits
 from hydraulis.artifacts.fused import read_fused_problem, write_fused_problem, write_fused_schedule
 from hydraulis.artifacts.scheme_space import read_scheme_space
 from hydraulis.artifacts.step_plan import read_step_plan
+from hydraulis.base import limits
+from hydraulis.base.errors import HydraulisError
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit, table
-from hydraulis.errors import HydraulisError
 from hydraulis.fused import FuseOptions, Placement, fuse, fused_schedule, problem_from_step_plans
 
 

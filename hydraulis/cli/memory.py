@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from hydraulis import limits
 from hydraulis.artifacts.cluster import read_cluster
 from hydraulis.artifacts.memory_report import memory_report_to_dict
 from hydraulis.artifacts.scheme_space import read_scheme_space
+from hydraulis.base import limits
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_names, model_preset
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, optimizer_layout
 from hydraulis.cli.output import emit, emit_json, table
-from hydraulis.errors import HydraulisError
-from hydraulis.layout.activations import LOSS_CHUNK_TOKENS
-from hydraulis.presets import device_names, model_preset
+from hydraulis.sharding.activations import LOSS_CHUNK_TOKENS
 
 GIB = 2**30
 

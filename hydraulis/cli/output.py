@@ -8,8 +8,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from hydraulis.base.types import SchemeOptions
 from hydraulis.planner.config import Variants
-from hydraulis.types import SchemeOptions
 
 OPTIONS_HELP = ("scheme options to measure every degree under, as in a SPEC's brackets: none (the plain scheme), "
                 "sp, recompute=selective|full|full:K (the first K layers of each stage) or several joined by commas, "

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from hydraulis import limits
 from hydraulis.artifacts import read_lengths, read_proposal, read_scheme_space, step_plan_to_dict, write_step_plan
 from hydraulis.artifacts.assignments import assignments_lines, assignments_to_dict
 from hydraulis.artifacts.samples import read_sample_steps
+from hydraulis.base import limits
+from hydraulis.base.errors import HydraulisError, require_int
+from hydraulis.base.solver import SolverName
+from hydraulis.base.types import BatchingMethod, Proposal, StepPlan
+from hydraulis.base.workload import sample_batches
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit, emit_json, plural, table
 from hydraulis.cli.synthesis_args import add_synthesis_arguments
@@ -16,11 +20,7 @@ from hydraulis.dispatch import DispatchOptions, OversizePolicy, compare_methods,
 from hydraulis.dispatch.assigned_steps import assign_steps
 from hydraulis.dispatch.gap import bound_schemes, gap_breakdown, level_compute
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step, synthesis_options
-from hydraulis.errors import HydraulisError, require_int
 from hydraulis.planner.options import synthesis_schemes
-from hydraulis.solver import SolverName
-from hydraulis.types import BatchingMethod, Proposal, StepPlan
-from hydraulis.workload import sample_batches
 
 
 def register(commands: argparse._SubParsersAction) -> None:

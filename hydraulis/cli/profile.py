@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from hydraulis import __version__, limits
+from hydraulis import __version__
 from hydraulis.artifacts import timestamp, write_scheme_space
+from hydraulis.base import limits
+from hydraulis.base.errors import require
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.types import SchemeSpace
 from hydraulis.cli.arguments import Bounded, BoundedList, OutputPath
 from hydraulis.cli.output import (
     OPTIONS_HELP,
@@ -17,20 +21,17 @@ from hydraulis.cli.output import (
     scheme_variants,
     table,
 )
-from hydraulis.errors import require
-from hydraulis.layout.kinds import DeviceKind
-from hydraulis.planner.config import Variants
-from hydraulis.presets import device_preset, model_preset
-from hydraulis.profiler.measurement import Clock
-from hydraulis.profiler.profile import (
+from hydraulis.io.profile_run import (
     ProfileOutcome,
     ProfileRequest,
     SegmentProfileOutcome,
     profile_scheme_space,
     profile_segment_space,
 )
+from hydraulis.planner.config import Variants
+from hydraulis.profiler.measurement import Clock
 from hydraulis.profiler.sweep import Interleave, Statistic, SweepConfig, parse_token_counts
-from hydraulis.types import SchemeSpace
+from hydraulis.sharding.kinds import DeviceKind
 
 PRESET_OF_DEVICE = {DeviceKind.CPU: "cpu", DeviceKind.CUDA: "h100-80g"}
 

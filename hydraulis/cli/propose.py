@@ -6,17 +6,17 @@ import argparse
 import time
 from dataclasses import asdict
 
-from hydraulis import limits
 from hydraulis.artifacts import read_lengths, read_scheme_space, write_proposal
+from hydraulis.base import limits
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import model_names
+from hydraulis.base.types import Proposal
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath, optimizer_layout
 from hydraulis.cli.output import add_variants_argument, command_line, emit, plural, table
-from hydraulis.errors import HydraulisError
+from hydraulis.io.simulation_inputs import cluster_spaces_for
 from hydraulis.planner import PlannerConfig, SolverName, Variants, propose
 from hydraulis.planner.mixed_propose import MixedPlannerConfig, propose_mixed
 from hydraulis.planner.report import STRATEGY_COLUMNS, proposal_heading, strategy_rows
-from hydraulis.presets import model_names
-from hydraulis.simulation.inputs import cluster_spaces_for
-from hydraulis.types import Proposal
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -3,7 +3,7 @@
 Every command and subcommand (``space import``, ``data synth``, …) is rendered with its usage,
 its description, each option with its help text (the range of a bounded number included, as
 ``--help`` shows it) and its epilog; the limits of every number close the page, from
-:data:`hydraulis.limits.LIMITS`. Nothing in ``docs/cli.md`` is written by hand: a command's
+:data:`hydraulis.base.limits.LIMITS`. Nothing in ``docs/cli.md`` is written by hand: a command's
 explanation belongs in its ``description=``/``epilog=`` or its options' ``help=``. After a flag
 is added or changed, regenerate the page with::
 
@@ -18,11 +18,11 @@ import argparse
 import re
 from collections.abc import Iterator, Sequence
 
+from hydraulis.base.files import write_text_atomically
+from hydraulis.base.limits import LIMITS, SEQUENCES
 from hydraulis.cli import build_parser
 from hydraulis.cli.arguments import OutputPath, help_with_range
 from hydraulis.cli.output import emit
-from hydraulis.files import write_text_atomically
-from hydraulis.limits import LIMITS, SEQUENCES
 
 REGENERATE = "python -m hydraulis.cli.reference -o docs/cli.md"
 """The command that writes ``docs/cli.md``."""
@@ -45,7 +45,7 @@ quick tour and [the guide](guide.md); why they work as they do: [the design](des
 LIMITS_TEXT = f"""\
 ## Limits
 
-Every number the CLI, the files and the service accept has one range (`hydraulis/limits.py`,
+Every number the CLI, the files and the service accept has one range (`hydraulis/base/limits.py`,
 design §15; each command's `--help` shows it). Outside it: exit status 2 or HTTP 422, with one
 line naming the field, the value and the range. At most `SEQUENCES` ({SEQUENCES.what}) are held at
 once: documents cut to the maximum length, or the (steps + 1) × sequences per step drawn for

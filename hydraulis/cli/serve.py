@@ -6,10 +6,10 @@ import argparse
 import os
 import socket
 
-from hydraulis import limits
+from hydraulis.base import limits
+from hydraulis.base.errors import HydraulisError
 from hydraulis.cli.arguments import Bounded
 from hydraulis.cli.output import emit
-from hydraulis.errors import HydraulisError
 from hydraulis.service.settings import TOKEN_VARIABLE, ServiceSettings
 
 

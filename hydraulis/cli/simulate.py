@@ -7,20 +7,22 @@ import argparse
 import time
 from pathlib import Path
 
-from hydraulis import __version__, limits
+from hydraulis import __version__
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.simulation import write_simulation
+from hydraulis.base import limits
+from hydraulis.base.directories import staged_directory
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_names, model_names
 from hydraulis.cli.analyze import DEFAULT_CACHE
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, OutputPath
 from hydraulis.cli.output import add_variants_argument, command_line, emit, plural, table
 from hydraulis.cli.simulate_cluster import simulate_cluster
 from hydraulis.cli.synthesis_args import add_synthesis_arguments
-from hydraulis.directories import staged_directory
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise
-from hydraulis.errors import HydraulisError
+from hydraulis.io.simulation_inputs import scheme_space_for, workload_lengths
 from hydraulis.planner import PlannerConfig, SolverName, Variants
-from hydraulis.presets import device_names, model_names
 from hydraulis.simulation import (
     Contender,
     ContenderSummary,
@@ -30,7 +32,6 @@ from hydraulis.simulation import (
     simulate,
     summarise,
 )
-from hydraulis.simulation.inputs import scheme_space_for, workload_lengths
 
 DEFAULT_MODEL = "llama-32b"
 DEFAULT_DEVICE = "h100-80g"

@@ -11,11 +11,11 @@ from dataclasses import asdict
 from hydraulis import __version__
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.mixed_simulation import write_mixed_simulation
+from hydraulis.base.errors import HydraulisError
 from hydraulis.cli.analyze import DEFAULT_CACHE
 from hydraulis.cli.output import command_line, emit, plural, table
-from hydraulis.errors import HydraulisError
+from hydraulis.io.simulation_inputs import cluster_spaces_for, workload_lengths
 from hydraulis.planner.mixed_propose import MixedPlannerConfig
-from hydraulis.simulation.inputs import cluster_spaces_for, workload_lengths
 from hydraulis.simulation.mixed import MixedSimulation, MixedSimulationConfig, simulate_mixed
 
 DEFAULT_MODEL = "llama-13b"

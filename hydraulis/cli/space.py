@@ -6,9 +6,14 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from hydraulis import __version__, limits
+from hydraulis import __version__
 from hydraulis.artifacts import read_json, read_scheme_space, timestamp, write_scheme_space
 from hydraulis.artifacts.cluster import read_cluster
+from hydraulis.artifacts.original_pool import import_original_pool, pool_shape
+from hydraulis.base import limits
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
+from hydraulis.base.types import Cluster, ModelSpec, OptimizerLayout
 from hydraulis.cli.arguments import Bounded, BoundedList, FileKind, InputFile, OutputPath, optimizer_layout
 from hydraulis.cli.output import (
     OPTIONS_HELP,
@@ -22,17 +27,13 @@ from hydraulis.cli.output import (
     table,
 )
 from hydraulis.cost.memory import memory_breakdown
-from hydraulis.errors import HydraulisError
 from hydraulis.integrations.model_description import model_from_description
 from hydraulis.planner.config import Variants
-from hydraulis.presets import device_names, device_preset, model_matching, model_names, model_preset, pool_location
+from hydraulis.planner.space_rows import space_rows
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.profiler.budget import under_budget
 from hydraulis.profiler.cluster import group_scheme_space
 from hydraulis.profiler.compare import compare_spaces
-from hydraulis.profiler.reference_pool import import_reference_pool, pool_shape
-from hydraulis.profiler.report import space_rows
-from hydraulis.types import Cluster, ModelSpec, OptimizerLayout
 
 DEFAULT_COMPARE_LENGTHS = (128, 512, 1024, 4096, 16384)
 
@@ -47,7 +48,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                                        "(tp, pp, a, b, c, memory regression) into a scheme space with cp = 1.")
     imp.add_argument("pool", type=InputFile(FileKind.POOL),
                      help="pool JSON, e.g. parallel_scheme_space_7b.json, or bundled:7b / bundled:13b "
-                          "for the reference pools shipped with Hydraulis")
+                          "for the original pools shipped with Hydraulis")
     imp.add_argument("-o", "--output", required=True, type=OutputPath(), help="scheme-space JSON to write")
     imp.add_argument("--model", choices=model_names(),
                      help="model preset (default: the preset with the pool's H and L)")
@@ -149,7 +150,7 @@ def _import(args: argparse.Namespace) -> None:
     model = replace(model_preset(args.model), vocab=vocab) if args.model else model_matching(hidden, layers, vocab)
     device = device_preset(args.device)
     reduce_gbps = device.inter_node_gbps if args.reduce_gbps is None else args.reduce_gbps
-    space = import_reference_pool(document, model, args.devices, device.name, reduce_gbps,
+    space = import_original_pool(document, model, args.devices, device.name, reduce_gbps,
                                   created=timestamp(), tool_version=__version__, command=command_line(),
                                   communicator_ms=device.communicator_ms)
     write_scheme_space(args.output, space)

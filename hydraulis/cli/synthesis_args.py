@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from hydraulis import limits
+from hydraulis.base import limits
 from hydraulis.cli.arguments import Bounded
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 

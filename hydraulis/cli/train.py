@@ -10,14 +10,14 @@ from pathlib import Path
 
 from hydraulis.artifacts import read_train_config, write_train_config
 from hydraulis.artifacts.job_file import read_job_file
+from hydraulis.base.directories import mark, unmark
 from hydraulis.cli.arguments import FileKind, InputFile, OutputPath
 from hydraulis.cli.output import emit
 from hydraulis.cli.training_args import add_training_arguments, training_config
-from hydraulis.directories import mark, unmark
 from hydraulis.job.config import TrainConfig
 from hydraulis.job.manifest import CheckpointManifest
-from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.run import resolve_run
+from hydraulis.sharding.kinds import DeviceKind
 
 
 def register(commands: argparse._SubParsersAction) -> None:

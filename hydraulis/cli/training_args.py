@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
+from hydraulis.base.errors import HydraulisError
 from hydraulis.cli.arguments import (
     Bounded,
     FileKind,
@@ -15,7 +16,6 @@ from hydraulis.cli.arguments import (
     OutputPath,
     optimizer_layout,
 )
-from hydraulis.errors import HydraulisError
 from hydraulis.job.config import TrainConfig, warmup_within_steps
 from hydraulis.job.options import (
     Kind,

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.errors import HydraulisError, require
-from hydraulis.scheme_profile import sequence_work_ms
-from hydraulis.types import Scheme, TimeCoefficients
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.scheme_profile import sequence_work_ms
+from hydraulis.base.types import Scheme, TimeCoefficients
 
 
 def lower_bound_ms(

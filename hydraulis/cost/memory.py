@@ -7,7 +7,7 @@ A device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer
     free   = M − safety − overhead − N − states − g_max
     S_max  = max {T : A(T) ≤ free}  (0 when the exchanges' buffers X exceed free)
 
-``N`` the communicators' buffers outside the allocator (:mod:`hydraulis.layout.step_memory`),
+``N`` the communicators' buffers outside the allocator (:mod:`hydraulis.sharding.step_memory`),
 ``A(T) = m_tok·T`` but for the runtime's loss in chunks (:func:`activation_curve`).
 Worked example, reference LLaMA-7B pool (``B = 210·H²``, α = 0.75, H = 4096, L = 32, V = 30592,
 ``A_tp1 = 38``), scheme (1,1,2), layout dp8·tp4·pp1:
@@ -22,23 +22,23 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
-from hydraulis.layout.activations import (
+from hydraulis.base.stages import even_split
+from hydraulis.base.types import MemoryModel, ModelSpec, OptimizerLayout, Recompute, Scheme, SchemeProfile, SchemeSpace
+from hydraulis.sharding.activations import (
     LOSS_CHUNK_TOKENS,
     ActivationCurve,
     stage_activation_curve,
     stage_bytes_per_token,
 )
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.layout.states import MAIN_GRADIENT_BYTES, largest_held_elements, layer_elements
-from hydraulis.layout.step_memory import (
+from hydraulis.sharding.pipeline import PipelineSplit
+from hydraulis.sharding.states import MAIN_GRADIENT_BYTES, largest_held_elements, layer_elements
+from hydraulis.sharding.step_memory import (
     analytic_exchange_bytes,
     communicator_bytes,
     communicator_peers,
     held_gradient_bytes,
     one_owner,
 )
-from hydraulis.stages import even_split
-from hydraulis.types import MemoryModel, ModelSpec, OptimizerLayout, Recompute, Scheme, SchemeProfile, SchemeSpace
 
 
 class MemoryLimit(str, Enum):
@@ -54,7 +54,7 @@ class MemoryBreakdown:
     """Bytes per device of one scheme under one optimizer layout.
 
     For compute scheme ``(cp, tp, pp)`` and optimizer layout ``(dp_o, tp_o, pp_o)`` (design §6.4;
-    the original system's formula, README of the reference pools, with the runtime's own shares),
+    the original system's formula, README of the original pools, with the runtime's own shares),
     a device running stage ``σ`` of ``L_σ`` layers that owns a buffer of optimizer stage ``σ_o``::
 
         states = (L_σ·B_layer·ρ + n_σ·B_emb/tp)·(1 − α) + (L_σo·B_layer + n_σo·B_emb)·α/(tp_o·dp_o)
@@ -64,7 +64,7 @@ class MemoryBreakdown:
         S_max  = max {T : A(T) ≤ free}  (0 when the exchanges' buffers X exceed free)
 
     ``B_layer``/``B_emb`` are one layer's / one ``V×H`` matrix's unsharded model-state bytes, α the
-    share that follows the optimizer layout (:mod:`hydraulis.layout.states`: master weights, reduced
+    share that follows the optimizer layout (:mod:`hydraulis.sharding.states`: master weights, reduced
     gradients and Adam moments, 16 of the 22 bytes per parameter under bf16), ``P_l(tp)`` the
     elements of a layer each tp rank holds (``1/tp`` of it, plus the norm weights and, when ``tp``
     exceeds the kv heads, a kv head it shares). The planner judges a scheme by its most loaded
@@ -72,14 +72,14 @@ class MemoryBreakdown:
     for the owner, and ``m_tok`` the scheme's activation bytes per token on that device (the first
     1F1B stage keeps up to ``pp`` micro-batches of ``L/pp`` layers); ``overhead`` holds the
     libraries' workspaces, ``g_max``, ``X`` and ``N`` (the communicators' buffers, the most
-    connected stage's; states of this runtime only) are those of :mod:`hydraulis.layout.step_memory`
+    connected stage's; states of this runtime only) are those of :mod:`hydraulis.sharding.step_memory`
     (the activations and ``X`` take turns). ``S_max`` bounds both the longest sequence and a
     micro-batch's tokens. ``A(T)``, the activations of a micro-batch of ``T`` tokens, is
     ``m_tok·T`` with the whole loss; with the runtime's loss in chunks (its default), the largest
     of the stages' :func:`activation_curve` (``activation_curves``; states of this runtime only).
     :func:`device_memory` predicts any one device: its own stage and buffer,
     and ``m_tok`` scaled by the runtime's accounting of its stage
-    (:mod:`hydraulis.layout.activations`) against the most loaded one of the even split.
+    (:mod:`hydraulis.sharding.activations`) against the most loaded one of the even split.
     """
 
     compute_states: float
@@ -136,7 +136,7 @@ def memory_breakdown(
     ``layout``, on a world of ``devices`` ranks (0: unknown, never one owner: :func:`_one_owner`),
     with the runtime's loss in chunks of ``loss_chunk`` tokens (0: whole)."""
     scheme = profile.scheme
-    even = PipelineLayout(scheme, scheme.stage_layers(model.layers))
+    even = PipelineSplit(scheme, scheme.stage_layers(model.layers))
     local = _one_owner(memory, model, layout, even, devices)
     compute = _most_loaded_states(memory, model, scheme) * _held_share(memory, model, local)
     gradient, exchange = (max(terms) for terms in zip(*(step_terms(memory, model, even, stage, compute, local)
@@ -186,7 +186,7 @@ def optimizer_states(memory: MemoryModel, layout: OptimizerLayout, layers: int, 
 class DeviceMemory:
     """Predicted bytes of one device: its states, its activations for one micro-batch size, the
     libraries' workspaces with one parameter's gradient, and the exchanges' buffers
-    (:mod:`hydraulis.layout.step_memory`: the activations and the exchanges take turns); beside
+    (:mod:`hydraulis.sharding.step_memory`: the activations and the exchanges take turns); beside
     them, outside the allocator and not in ``total``, the communicators' buffers."""
 
     compute_states: float
@@ -233,7 +233,7 @@ def device_memory(space: SchemeSpace, layout: OptimizerLayout, owner_stage: int 
         return DeviceMemory(0.0, optimizer, 0.0,
                             communicators=_communicators(space.memory, model, None, 0, space.cluster.devices))
     scheme, stage, pp = running.scheme, running.stage, running.scheme.pp
-    pipeline = PipelineLayout(scheme, running.stage_layers)
+    pipeline = PipelineSplit(scheme, running.stage_layers)
     local = _one_owner(space.memory, model, layout, pipeline, space.cluster.devices)
     compute = compute_states(space.memory, model, scheme, running.stage_layers[stage], (stage == 0) + (stage == pp - 1),
                              stage) * _held_share(space.memory, model, local)
@@ -272,11 +272,11 @@ def _embedding_matrices(pp: int) -> int:
     return 2 if pp == 1 else 1
 
 
-def activation_curve(model: ModelSpec, profile: SchemeProfile, pipeline: PipelineLayout, stage: int,
+def activation_curve(model: ModelSpec, profile: SchemeProfile, pipeline: PipelineSplit, stage: int,
                      dtype_bytes: int, loss_chunk: int = 0, repeat_kv: bool = False) -> ActivationCurve:
     """``A(T)`` of a device of ``stage`` of ``pipeline`` under the runtime's options (the loss in
     chunks of ``loss_chunk`` tokens, K/V repeated when ``repeat_kv``): the runtime's accounting
-    (:func:`~hydraulis.layout.activations.stage_activation_curve`) times
+    (:func:`~hydraulis.sharding.activations.stage_activation_curve`) times
     ``m_tok / max_σ m_σ``, the profile's bytes per token over those the accounting gives the most
     loaded stage of the even split (of a staged scheme, of its own stages) without the options —
     what a profile's ``m_tok`` describes, so a measured space carries its measurement to the
@@ -323,11 +323,11 @@ def _whole_loss_bytes_per_token(model: ModelSpec, scheme: Scheme, dtype_bytes: i
                for stage, layers in enumerate(scheme.stage_layers(model.layers)))
 
 
-def step_terms(memory: MemoryModel, model: ModelSpec, layout: PipelineLayout, stage: int, compute: float,
+def step_terms(memory: MemoryModel, model: ModelSpec, layout: PipelineSplit, stage: int, compute: float,
                local: bool = False) -> tuple[float, float]:
-    """``(g_max, X)`` of :mod:`hydraulis.layout.step_memory` for a device of ``stage`` of
+    """``(g_max, X)`` of :mod:`hydraulis.sharding.step_memory` for a device of ``stage`` of
     ``layout`` whose compute states are ``compute`` bytes (``X = 0`` when ``local``: one owner,
-    :func:`~hydraulis.layout.step_memory.one_owner`); ``(0, 0)`` for states that are not this
+    :func:`~hydraulis.sharding.step_memory.one_owner`); ``(0, 0)`` for states that are not this
     runtime's (:func:`_runtime_states`)."""
     if not _runtime_states(memory, model):
         return 0.0, 0.0
@@ -338,7 +338,7 @@ def step_terms(memory: MemoryModel, model: ModelSpec, layout: PipelineLayout, st
 
 def _runtime_states(memory: MemoryModel, model: ModelSpec) -> bool:
     """Whether the compute share of the states is this runtime's, ``w + 4`` bytes per held
-    parameter (an imported reference pool describes the original system's runtime, which has
+    parameter (an imported original pool describes the original system's runtime, which has
     neither ``g_max`` nor ``X`` nor one owner)."""
     per_parameter = memory.layer_state_bytes * (1.0 - memory.sharded_state_fraction) / model.params_per_layer
     return abs(per_parameter - (_dtype_bytes(memory, model) + MAIN_GRADIENT_BYTES)) <= 0.01
@@ -353,15 +353,15 @@ def _communicators(memory: MemoryModel, model: ModelSpec, scheme: Scheme | None,
     return float(communicator_bytes(peers, memory.communicator_peer_bytes))
 
 
-def _one_owner(memory: MemoryModel, model: ModelSpec, layout: OptimizerLayout, pipeline: PipelineLayout,
+def _one_owner(memory: MemoryModel, model: ModelSpec, layout: OptimizerLayout, pipeline: PipelineSplit,
                devices: int) -> bool:
-    """:func:`~hydraulis.layout.step_memory.one_owner` for states of this runtime."""
+    """:func:`~hydraulis.sharding.step_memory.one_owner` for states of this runtime."""
     return _runtime_states(memory, model) and one_owner(layout, pipeline, devices)
 
 
 def _held_share(memory: MemoryModel, model: ModelSpec, local: bool) -> float:
     """``(w + g)/(w + 4)``: the part of the compute states a device holds, ``g`` of
-    :func:`~hydraulis.layout.step_memory.held_gradient_bytes` (bf16 one owner: 2/6, the main
+    :func:`~hydraulis.sharding.step_memory.held_gradient_bytes` (bf16 one owner: 2/6, the main
     gradients are the optimizer's fp32 gradient, counted in its states)."""
     b = _dtype_bytes(memory, model)
     return (b + held_gradient_bytes(b, local)) / (b + MAIN_GRADIENT_BYTES)
@@ -374,7 +374,7 @@ def _reduce_bytes(dtype_bytes: int) -> int:
 
 def _dtype_bytes(memory: MemoryModel, model: ModelSpec) -> int:
     """The compute dtype's bytes that the compute share of the states implies (weights in it and
-    fp32 gradients, :mod:`hydraulis.layout.states`: 8 bytes per parameter in fp32, 6 in bf16):
+    fp32 gradients, :mod:`hydraulis.sharding.states`: 8 bytes per parameter in fp32, 6 in bf16):
     2 or 4."""
     per_parameter = memory.layer_state_bytes * (1.0 - memory.sharded_state_fraction) / model.params_per_layer
     return 4 if per_parameter >= 8 else 2

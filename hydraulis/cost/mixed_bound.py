@@ -3,7 +3,7 @@
 **Work over the cluster's aggregate speed.** Every sequence runs all ``L`` decoder layers
 forward and backward on some devices. On group ``g`` a layer of ``(cp, tp)`` costs
 ``cp·tp·(a_l·s² + b_l·s)`` device-ms for a sequence of ``s`` tokens (the group's layer block,
-:mod:`hydraulis.segments`); the cheapest over its ``(cp, tp)`` gives ``w_g(s) = L·min_(cp,tp)
+:mod:`hydraulis.base.segments`); the cheapest over its ``(cp, tp)`` gives ``w_g(s) = L·min_(cp,tp)
 cp·tp·(a_l·s² + b_l·s)`` — no fixed cost, no ends, no hand-off, no memory limit, so every
 pipeline, plain or staged, spends at least ``f·w_g(s)`` on ``g`` for a share ``f`` of a
 sequence's layers it runs there. With ``f_ig`` the share of sequence ``i`` run on group ``g``
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.cluster import ClusterSpaces
+from hydraulis.base.cluster import ClusterSpaces
+from hydraulis.base.scheme_profile import sequence_work_ms
+from hydraulis.base.types import SchemeSpace
 from hydraulis.cost.staged import StagedCost
-from hydraulis.scheme_profile import sequence_work_ms
-from hydraulis.types import SchemeSpace
 
 
 @dataclass(frozen=True)

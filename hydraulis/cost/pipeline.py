@@ -20,9 +20,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from hydraulis.base.errors import require, require_int
+from hydraulis.base.types import PipelineModel
 from hydraulis.cost.order import Phase, one_f_one_b
-from hydraulis.errors import require, require_int
-from hydraulis.types import PipelineModel
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """Staged pipelines on a mixed cluster: stage times, the exact schedule, memory per stage
 (design §6.7).
 
-A staged scheme ``cp | tp_0:L_0@g_0 > … > tp_{p−1}:L_{p−1}@g_{p−1}`` (:mod:`hydraulis.stages`)
+A staged scheme ``cp | tp_0:L_0@g_0 > … > tp_{p−1}:L_{p−1}@g_{p−1}`` (:mod:`hydraulis.base.stages`)
 runs stage ``σ`` on ``cp·tp_σ`` devices of device group ``g_σ``, whose scheme space
-(:class:`~hydraulis.cluster.ClusterSpaces`) prices it.
+(:class:`~hydraulis.base.cluster.ClusterSpaces`) prices it.
 
-**Stage time.** From ``g_σ``'s segments for ``(cp, tp_σ)`` (:mod:`hydraulis.segments`: the
+**Stage time.** From ``g_σ``'s segments for ``(cp, tp_σ)`` (:mod:`hydraulis.base.segments`: the
 decoder layer and the ends of a stage by position, measured or analytic), as
-:func:`~hydraulis.segments.compose_profile` composes one stage, plus the hand-offs to
+:func:`~hydraulis.base.segments.compose_profile` composes one stage, plus the hand-offs to
 neighbours in another group over the cluster's link ``β_x`` (bf16 activations forward and their
 gradients back, ``4·H`` bytes per token, through the narrower side's ``cp·min(tp_σ, tp_σ')``
 links)::
@@ -20,15 +20,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hydraulis.cluster import ClusterSpaces
+from hydraulis.base.cluster import ClusterSpaces
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.segments import Block, Segments, in_flight_bytes_per_token, max_time, stage_block
+from hydraulis.base.stages import Stage, stages_text
+from hydraulis.base.types import OptimizerLayout, PipelineModel, Scheme, SchemeProfile, SchemeSpace, TimeCoefficients
 from hydraulis.cost.memory import compute_states, optimizer_states, stage_memory_terms, step_terms
 from hydraulis.cost.pipeline import simulate_1f1b_stages
-from hydraulis.errors import HydraulisError, require
-from hydraulis.layout.activations import ActivationCurve
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.segments import Block, Segments, in_flight_bytes_per_token, max_time, stage_block
-from hydraulis.stages import Stage, stages_text
-from hydraulis.types import OptimizerLayout, PipelineModel, Scheme, SchemeProfile, SchemeSpace, TimeCoefficients
+from hydraulis.sharding.activations import ActivationCurve
+from hydraulis.sharding.pipeline import PipelineSplit
 
 HAND_OFF_BYTES_PER_HIDDEN = 4.0
 """Bytes per token and hidden unit a hand-off moves, forward and back (bf16 both ways)."""
@@ -270,7 +270,7 @@ def _stage_memory(space: SchemeSpace, scheme: Scheme, sigma: int, stage: Stage, 
     compute = compute_states(memory, model, Scheme(scheme.cp, stage.tp, scheme.pp), stage.layers, matrices)
     optimizer = optimizer_states(memory, layout, math.ceil(model.layers / layout.pp), 2 if layout.pp == 1 else 1)
     overhead = max(p.overhead_bytes for p in space.profiles)
-    gradient, exchange = step_terms(memory, model, PipelineLayout(scheme, scheme.stage_layers(model.layers)), sigma,
+    gradient, exchange = step_terms(memory, model, PipelineSplit(scheme, scheme.stage_layers(model.layers)), sigma,
                                     compute)
     per_token = in_flight_bytes_per_token(block, scheme.pp - sigma)
     curves, communicators = stage_memory_terms(memory, model, scheme, sigma, stage.layers, per_token,

@@ -18,9 +18,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from hydraulis.errors import require, require_number
-from hydraulis.layout.buckets import BUCKET_MB, bucket_count, bucket_elements
-from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme
+from hydraulis.base.errors import require, require_number
+from hydraulis.base.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme
+from hydraulis.sharding.buckets import BUCKET_MB, bucket_count, bucket_elements
 
 WEIGHT_BYTES = 2
 """Bytes per weight propagated back (bf16)."""
@@ -54,7 +54,7 @@ def reduce_ms(params: int, schemes: Sequence[Scheme], layout: OptimizerLayout, r
     **Full reduction.** Gradients leave each pipeline's compute layout for the optimizer layout (a
     reduce-scatter of gradients of ``g`` bytes) and updated bf16 weights come back (an all-gather).
     ``g`` is the runtime's ``grad_reduce_dtype``
-    (:meth:`~hydraulis.layout.kinds.ReduceDtype.element_bytes`: 2 for bf16, the default on CUDA; 4
+    (:meth:`~hydraulis.sharding.kinds.ReduceDtype.element_bytes`: 2 for bf16, the default on CUDA; 4
     for fp32, the default on the CPU), the space's ``grad_reduce_bytes``. A device of scheme
     ``(cp, tp, pp)`` holds ``P/(tp·pp)`` parameters, so it moves about ``(g + 2)·P/(tp·pp)`` bytes;
     over links of ``β`` GB/s per device, the least sharded pipeline decides:
@@ -82,7 +82,7 @@ def exposed_reduce_ms(params: int, pipelines: Sequence[PipelineGroup], layout: O
     the last micro-batch's backward has accumulated it, and brings the weights back per bucket, each
     waited for where the next forward needs it. Stage ``σ`` of a pipeline (its device's gradients
     ``R_g,σ = g·P/sh_σ/(β·10⁶)`` ms, weights ``R_w,σ = 2·P/sh_σ/(β·10⁶)``, ``n_σ`` buckets as the
-    runtime cuts its ``P/sh_σ`` elements: :func:`hydraulis.layout.buckets.bucket_count`, a first
+    runtime cuts its ``P/sh_σ`` elements: :func:`hydraulis.sharding.buckets.bucket_count`, a first
     bucket of at most 1 MiB, then ``B`` each) runs a full micro-batch in ``t = c + b·S`` (``S`` its
     ``max_seq_len``, attention left out: the lightest full micro-batch), backward
     ``β_t = (1 − φ)·t``, forward ``φ·t``. The ``i``-th all-to-all carries bucket ``i`` of every

@@ -5,12 +5,10 @@ filled to a token budget, and the length analysis that shows a corpus' long tail
 module             concept
 =================  ==========================================================================
 ``sources``        a directory of source files → documents, undecodable files skipped and counted
-``stdlib``         the CPython standard library of the running interpreter as a JSONL corpus
 ``corpus``         JSONL / Parquet / plain text / a directory through Hugging Face ``datasets``
 ``tokenizer``      byte-level BPE trained locally and cached, or any local ``tokenizer.json``
 ``loader``         shuffled documents → pieces ≤ the maximum length → batches of ≤ T tokens
 ``analysis``       length statistics: percentiles, shares per bucket, per-step maxima
-``report``         PNG plots, the lengths file the planner reads, a markdown summary
 ``synth``          synthetic long tail: lognormal body + Pareto tail
 ``measure``        a corpus measured in tokens (load, tokenizer, tokenize)
 ``fingerprint``    a corpus' content hash

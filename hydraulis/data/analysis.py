@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hydraulis.base.errors import require, require_int
+from hydraulis.base.limits import LENGTH, SAMPLED_STEPS
 from hydraulis.data.loader import LoaderConfig, document_lengths, plan_epoch
-from hydraulis.errors import require, require_int
-from hydraulis.limits import LENGTH, SAMPLED_STEPS
 
 DEFAULT_BUCKET_EDGES = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 DEFAULT_TAIL_THRESHOLD = 8192

@@ -10,7 +10,7 @@ documents are the values of ``text_field`` (default ``text``). No hub access: th
 Loading reads every document once to check it (a string, valid UTF-8) and to compute the
 content hash (:mod:`hydraulis.data.fingerprint`); empty documents are counted and later
 skipped. A missing path, an unknown format or field, undecodable bytes in a file, or a corpus
-without a non-empty document is a :class:`~hydraulis.errors.HydraulisError`.
+without a non-empty document is a :class:`~hydraulis.base.errors.HydraulisError`.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from hydraulis.base.errors import HydraulisError, require
 from hydraulis.data.fingerprint import ContentHash
 from hydraulis.data.sources import collect_sources
-from hydraulis.errors import HydraulisError, require
 
 log = logging.getLogger(__name__)
 

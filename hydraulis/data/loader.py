@@ -6,9 +6,9 @@ Recipe for epoch ``e`` (:func:`plan_epoch`):
 1. order the documents by a permutation drawn from ``seed`` and ``e`` (or keep corpus order
    when ``shuffle`` is off);
 2. cut each document longer than ``S`` into ``⌊s/S⌋`` pieces of ``S`` and the remainder, all
-   kept and adjacent (:func:`hydraulis.workload.cut_to_max`);
+   kept and adjacent (:func:`hydraulis.base.workload.cut_to_max`);
 3. fill batches in that order while their total stays within ``T``
-   (:func:`hydraulis.workload.fill_to_budget`); the epoch's last batch may be partial.
+   (:func:`hydraulis.base.workload.fill_to_budget`); the epoch's last batch may be partial.
 
 Every token of every document is in exactly one batch of each epoch. A
 :class:`LoaderPosition` ``(epoch, batch)`` names the next batch; resuming recomputes the
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hydraulis.errors import require, require_int
-from hydraulis.workload import cut_to_max, fill_to_budget, positive_lengths
+from hydraulis.base.errors import require, require_int
+from hydraulis.base.workload import cut_to_max, fill_to_budget, positive_lengths
 
 
 @dataclass(frozen=True)

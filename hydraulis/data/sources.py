@@ -13,8 +13,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from hydraulis.base.errors import HydraulisError, require
 from hydraulis.data.fingerprint import ContentHash
-from hydraulis.errors import HydraulisError, require
 
 log = logging.getLogger(__name__)
 

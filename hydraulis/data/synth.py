@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.errors import require
-from hydraulis.limits import LENGTH, LENGTHS, LOG_LENGTH, LOG_SPREAD, SEED, SHARE, TAIL_INDEX
+from hydraulis.base.errors import require
+from hydraulis.base.limits import LENGTH, LENGTHS, LOG_LENGTH, LOG_SPREAD, SEED, SHARE, TAIL_INDEX
 
 
 @dataclass(frozen=True)

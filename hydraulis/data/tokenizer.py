@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from hydraulis.base.errors import HydraulisError, require, require_int
+from hydraulis.base.files import atomic_path
 from hydraulis.data.corpus import Corpus
-from hydraulis.errors import HydraulisError, require, require_int
-from hydraulis.files import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def tokenize_corpus(tokenizer: Any, corpus: Corpus) -> TokenizedCorpus:
 
 
 def _save_atomically(tokenizer: Any, path: Path) -> None:
-    """Write beside ``path``, then rename (:func:`~hydraulis.files.atomic_path`): a concurrent
+    """Write beside ``path``, then rename (:func:`~hydraulis.base.files.atomic_path`): a concurrent
     reader never sees half a file."""
     with atomic_path(path) as temporary:
         tokenizer.save(str(temporary))

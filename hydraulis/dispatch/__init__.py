@@ -1,6 +1,6 @@
 """Per-step dispatch (design §8): for one global batch, choose a strategy of the proposal,
 assign sequences to its pipelines (stage 1), pack each pipeline's sequences into micro-batches
-(stage 2). Pure: frozen values in, a :class:`~hydraulis.step_plan.StepPlan` out; no I/O, no torch.
+(stage 2). Pure: frozen values in, a :class:`~hydraulis.base.step_plan.StepPlan` out; no I/O, no torch.
 
 * :mod:`.dispatcher` — :func:`dispatch`, the recipe, strategy choice and the plan's bound;
 * :mod:`.bounds` — lower bounds of a strategy's compute time, design §6's work bound;

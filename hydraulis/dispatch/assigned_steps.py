@@ -3,7 +3,7 @@ strategy that runs the step, the predicted times and each stage's decoder layers
 ``step_assignments`` artifact, ``hydraulis/resources/step_assignments.schema.json``).
 
 Stage ``σ`` of a pipeline of scheme ``(cp, tp, pp)`` runs layers ``[L_σ, L_σ + l_σ)``, ``l`` the
-scheme's split of the model's ``L`` layers (:meth:`~hydraulis.scheme.Scheme.stage_layers`),
+scheme's split of the model's ``L`` layers (:meth:`~hydraulis.base.scheme.Scheme.stage_layers`),
 ``L_σ = Σ_{σ'<σ} l_σ'``; e.g. 32 layers on ``pp = 2``: ``[0, 16)`` and ``[16, 32)``. A rank's
 predicted time is its pipeline's (every rank of a pipeline runs its micro-batches), the
 step's is the plan's (the slowest pipeline and the exposed reduction). With ``single_strategy``
@@ -20,13 +20,13 @@ from itertools import accumulate, pairwise
 
 import numpy as np
 
+from hydraulis.base.errors import HydraulisError, require, require_int
+from hydraulis.base.step_plan import StepPlan
+from hydraulis.base.strategy import Proposal
+from hydraulis.base.types import BatchingMethod
 from hydraulis.dispatch.assignments import StepAssignments, step_assignments
 from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step
-from hydraulis.errors import HydraulisError, require, require_int
-from hydraulis.step_plan import StepPlan
-from hydraulis.strategy import Proposal
-from hydraulis.types import BatchingMethod
 
 SampleId = str | int
 """A sample's id as the user gave it (a line's text before the tab, a JSONL ``id``), or its position."""

@@ -2,10 +2,10 @@
 (design §8.3).
 
 Pipeline ``p`` of scheme ``(cp, tp, pp)`` starts at the aligned offset ``o_p`` of
-:func:`~hydraulis.placement.pipeline_offsets` (largest first, contiguous), its stage ``σ`` at
-``o_p + cp·Σ_{σ'<σ} tp_σ'`` (:func:`~hydraulis.placement.stage_starts`), and inside a stage
+:func:`~hydraulis.base.placement.pipeline_offsets` (largest first, contiguous), its stage ``σ`` at
+``o_p + cp·Σ_{σ'<σ} tp_σ'`` (:func:`~hydraulis.base.placement.stage_starts`), and inside a stage
 
-    rank = stage_start + cp_rank·tp_σ + tp_rank          (:func:`~hydraulis.placement.stage_rank`)
+    rank = stage_start + cp_rank·tp_σ + tp_rank          (:func:`~hydraulis.base.placement.stage_rank`)
 
 — the runtime's rank map (the runtime's ``rank_map``) without a cluster's groups. Every
 rank of pipeline ``p`` (each stage, cp rank and tp rank) runs the pipeline's micro-batches, in
@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hydraulis.errors import require, require_int
-from hydraulis.placement import pipeline_offsets, stage_rank, stage_starts
-from hydraulis.scheme import Scheme
-from hydraulis.step_plan import StepPlan
+from hydraulis.base.errors import require, require_int
+from hydraulis.base.placement import pipeline_offsets, stage_rank, stage_starts
+from hydraulis.base.scheme import Scheme
+from hydraulis.base.step_plan import StepPlan
 
 MicroBatchIndices = tuple[tuple[int, ...], ...]
 """``micro_batches[j]``: the sequence indices of micro-batch ``j``, in running order."""

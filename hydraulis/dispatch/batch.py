@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hydraulis.base.errors import HydraulisError, require
 from hydraulis.dispatch.options import DispatchOptions, OversizePolicy
-from hydraulis.errors import HydraulisError, require
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from math import comb
 
 import numpy as np
 
+from hydraulis.base.types import Proposal
 from hydraulis.cost import lower_bound_ms
 from hydraulis.dispatch.pipelines import PipelineTable
-from hydraulis.types import Proposal
 
 GRID_POINTS = 64
 """At most this many weight vectors ``λ`` are tried per strategy."""

@@ -13,12 +13,12 @@ from enum import Enum
 import numpy as np
 import pulp
 
-from hydraulis.bisection import threshold_bracket
+from hydraulis.base.bisection import threshold_bracket
+from hydraulis.base.errors import require
+from hydraulis.base.scheme_profile import sequence_work_ms
+from hydraulis.base.solver import Outcome, SolverName, solve
 from hydraulis.cost import BoundScheme
 from hydraulis.cost.bound import bubble_room
-from hydraulis.errors import require
-from hydraulis.scheme_profile import sequence_work_ms
-from hydraulis.solver import Outcome, SolverName, solve
 
 GRID = 64
 """Lengths are rounded down to ``⌊(1 + 1/GRID)^j⌋`` (at most 1/GRID of a length is lost)."""

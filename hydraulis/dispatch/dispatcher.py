@@ -11,6 +11,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hydraulis.base.types import (
+    BatchingMethod,
+    MicroBatch,
+    PipelineModel,
+    PipelinePlan,
+    Proposal,
+    StepPlan,
+    Strategy,
+    Synthesis,
+)
 from hydraulis.dispatch.assign import assign_pieces
 from hydraulis.dispatch.balanced_packing import balanced_packings
 from hydraulis.dispatch.baselines import fixed_capacity_packings, packed_round_robin, padded_round_robin
@@ -21,16 +31,6 @@ from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.packing import Packing
 from hydraulis.dispatch.pipelines import PipelineTable
 from hydraulis.dispatch.validation import batching_method, check_proposal
-from hydraulis.types import (
-    BatchingMethod,
-    MicroBatch,
-    PipelineModel,
-    PipelinePlan,
-    Proposal,
-    StepPlan,
-    Strategy,
-    Synthesis,
-)
 
 
 def dispatch(
@@ -40,7 +40,7 @@ def dispatch(
     options: DispatchOptions = DispatchOptions(),
 ) -> StepPlan:
     """The step plan of the batch ``lengths`` (one length per sequence, in tokens) under
-    ``proposal`` with ``method``; :class:`~hydraulis.errors.HydraulisError` on bad input.
+    ``proposal`` with ``method``; :class:`~hydraulis.base.errors.HydraulisError` on bad input.
 
     Recipe of :func:`dispatch`:
 
@@ -69,7 +69,7 @@ def dispatch(
 
     **Determinism.** Nothing here is random but the order of equal-length sequences, which the
     seed fixes, and nothing is bounded by time but the integer programs' safety stop: their work
-    is bounded by ``ilp_nodes`` nodes each (hydraulis/solver.py), so the same inputs, seed and
+    is bounded by ``ilp_nodes`` nodes each (hydraulis/base/solver.py), so the same inputs, seed and
     budget give the same plan on any machine. Should the safety stop fire, the pipeline's status
     (``ilp_time_limit``) and the notes say so.
     """

@@ -17,11 +17,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from hydraulis.base.types import PipelineGroup, Proposal, StepPlan
 from hydraulis.cost import BoundScheme, LevelBound, level_bounds, step_bound
 from hydraulis.dispatch.device_bound import ComputeForm, least_compute_ms
 from hydraulis.dispatch.menu import menu, scheme_reduce_ms
 from hydraulis.dispatch.summary import micro_batch_times_ms
-from hydraulis.types import PipelineGroup, Proposal, StepPlan
 
 
 @dataclass(frozen=True)

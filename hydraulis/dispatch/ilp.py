@@ -9,11 +9,11 @@ import time
 import numpy as np
 import pulp
 
+from hydraulis.base.solver import Outcome, Solved, solve
 from hydraulis.cost.pipeline import schedule_graph
 from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.packing import Packing, PackingStatus
 from hydraulis.dispatch.pipelines import PipelineTable, pipeline_makespans
-from hydraulis.solver import Outcome, Solved, solve
 
 
 def improve_slowest(table: PipelineTable, packings: list[Packing], tokens: np.ndarray, work: np.ndarray,
@@ -40,7 +40,7 @@ def improve_slowest(table: PipelineTable, packings: list[Packing], tokens: np.nd
       exactly the simulated time, so the program chooses packing and order together.
 
     Both start from the greedy answer (CBC warm start) and run within ``ilp_nodes``
-    branch-and-bound nodes (hydraulis/solver.py: a budget of work, so the plan does not depend on
+    branch-and-bound nodes (hydraulis/base/solver.py: a budget of work, so the plan does not depend on
     the machine's speed); ``ilp_time_limit_s`` is only a safety stop over the step's programs. The
     answer is timed by the exact 1F1B simulation and kept only if faster, so the result is never
     worse than greedy; ``solver_status`` says what happened (:class:`PackingStatus`) — a proven

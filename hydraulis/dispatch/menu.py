@@ -32,10 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.bisection import threshold_bracket
+from hydraulis.base.bisection import threshold_bracket
+from hydraulis.base.scheme_profile import sequence_work_ms
+from hydraulis.base.types import PipelineGroup, Proposal
 from hydraulis.cost import exposed_reduce_ms, reduction_model
-from hydraulis.scheme_profile import sequence_work_ms
-from hydraulis.types import PipelineGroup, Proposal
 
 FLUID_BISECTIONS = 12
 """Halvings of the fluid answer's compute-time interval per reduction level."""

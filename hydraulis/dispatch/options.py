@@ -5,16 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from hydraulis.errors import require, require_int, require_number
-from hydraulis.limits import ALIGNMENT, ILP_NODES, ILP_TIME_LIMIT_S, SEED
-from hydraulis.solver import SolverName
+from hydraulis.base.errors import require, require_int, require_number
+from hydraulis.base.limits import ALIGNMENT, ILP_NODES, ILP_TIME_LIMIT_S, SEED
+from hydraulis.base.solver import SolverName
 
 
 class OversizePolicy(str, Enum):
     """What to do with a sequence longer than every pipeline of the proposal can hold."""
 
     ERROR = "error"
-    """Raise :class:`~hydraulis.errors.HydraulisError` naming the sequence, its length and the limit."""
+    """Raise :class:`~hydraulis.base.errors.HydraulisError` naming the sequence, its length and the limit."""
     TRUNCATE = "truncate"
     """Keep its first ``limit`` tokens."""
     SPLIT = "split"

@@ -5,7 +5,7 @@ the first micro-batch with room, opening a new one when none has: every micro-ba
 most ``C`` tokens (a piece longer than ``C`` gets a micro-batch of its own) and the count is at most ``11/9·OPT + 6/9`` (Dósa 2007). It balances tokens,
 not time; it is the fixed-capacity packing of the baselines. Worked example: ``C = 10``,
 pieces ``(6, 5, 4, 3, 2)`` → ``[6, 4]``, ``[5, 3, 2]``. It finds the first that fits in a tree of
-rooms, a run of short pieces at a time (same packing, ``O(log n)`` a run: :mod:`hydraulis.first_fit`).
+rooms, a run of short pieces at a time (same packing, ``O(log n)`` a run: :mod:`hydraulis.base.first_fit`).
 
 **Organ order** (:func:`organ_order`) runs micro-batches smallest last, next smallest first,
 and so on inwards, the largest in the middle: under 1F1B the first micro-batch's forward and
@@ -20,7 +20,7 @@ from enum import Enum
 
 import numpy as np
 
-from hydraulis.first_fit import first_fit_tree
+from hydraulis.base.first_fit import first_fit_tree
 
 
 class PackingStatus(str, Enum):

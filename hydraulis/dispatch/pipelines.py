@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hydraulis.base.scheme_profile import sequence_work_ms
+from hydraulis.base.types import PipelineModel, Strategy
 from hydraulis.cost import pipeline_times_1f1b
-from hydraulis.scheme_profile import sequence_work_ms
-from hydraulis.types import PipelineModel, Strategy
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from typing import Protocol
 
 import numpy as np
 
+from hydraulis.base.errors import require
+from hydraulis.base.types import BatchingMethod, Proposal, StepPlan, Strategy
 from hydraulis.cost import PipelineTimeline, simulate_1f1b
 from hydraulis.dispatch.bounds import work_lower_bound_ms
 from hydraulis.dispatch.dispatcher import dispatch
 from hydraulis.dispatch.options import DispatchOptions
-from hydraulis.errors import require
-from hydraulis.types import BatchingMethod, Proposal, StepPlan, Strategy
 
 
 @dataclass(frozen=True)

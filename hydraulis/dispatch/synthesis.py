@@ -13,15 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.dispatch.dispatcher import plan_proposal, prepare_dispatch, step_plan
-from hydraulis.dispatch.options import DispatchOptions
-from hydraulis.dispatch.synthesis_memory import SynthesisMemory
-from hydraulis.dispatch.synthesis_search import SynthesisSearch, strategy_communicators
-from hydraulis.errors import HydraulisError, require, require_number
-from hydraulis.limits import SYNTHESIS_EVALUATIONS
-from hydraulis.placement import Communicator
-from hydraulis.planner.options import synthesis_schemes
-from hydraulis.types import (
+from hydraulis.base.errors import HydraulisError, require, require_number
+from hydraulis.base.limits import SYNTHESIS_EVALUATIONS
+from hydraulis.base.placement import Communicator
+from hydraulis.base.types import (
     SYNTHESIS_EVALUATIONS_DEFAULT,
     BatchingMethod,
     PipelineGroup,
@@ -31,6 +26,11 @@ from hydraulis.types import (
     Synthesis,
     Synthesise,
 )
+from hydraulis.dispatch.dispatcher import plan_proposal, prepare_dispatch, step_plan
+from hydraulis.dispatch.options import DispatchOptions
+from hydraulis.dispatch.synthesis_memory import SynthesisMemory
+from hydraulis.dispatch.synthesis_search import SynthesisSearch, strategy_communicators
+from hydraulis.planner.options import synthesis_schemes
 
 ROUND_OFF = 1e-9
 """An incumbent within this fraction of the menu's lower bound is optimal: no search."""
@@ -112,7 +112,7 @@ def synthesise_step(proposal: Proposal, lengths: Sequence[int] | np.ndarray,
        reaches the best step time so far; skip any that cannot beat the best by its bounds
        (``L + σ``, with the switch ``σ``, and the pieces' room,
        :meth:`~.synthesis_search.SynthesisSearch.could_beat`);
-    6. keep the fastest if strictly faster than ``T₀`` (:class:`~hydraulis.step_plan.Synthesis`:
+    6. keep the fastest if strictly faster than ``T₀`` (:class:`~hydraulis.base.step_plan.Synthesis`:
        strategy, reduction, switch, new communicators); the memory takes the planned strategies
        with their new ``κ`` and puts the winner first.
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hydraulis.errors import require, require_number
-from hydraulis.types import Strategy
+from hydraulis.base.errors import require, require_number
+from hydraulis.base.types import Strategy
 
 MEMORY_SIZE = 8
 """Strategies remembered between steps."""

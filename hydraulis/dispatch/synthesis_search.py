@@ -18,6 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from hydraulis.base.placement import Communicator, communicators, placement_problem
+from hydraulis.base.types import BatchingMethod, PipelineGroup, Proposal, Strategy
 from hydraulis.cost import BoundScheme, step_bound
 from hydraulis.dispatch.batch import Batch
 from hydraulis.dispatch.dispatcher import Candidate, StrategyPlan, plan_candidate
@@ -26,9 +28,7 @@ from hydraulis.dispatch.menu import MenuCosts, fluid_answers, menu, scheme_reduc
 from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.pipelines import PipelineTable
 from hydraulis.dispatch.synthesis_memory import Remembered, SynthesisMemory
-from hydraulis.placement import Communicator, communicators, placement_problem
 from hydraulis.planner.search import CountsSearch
-from hydraulis.types import BatchingMethod, PipelineGroup, Proposal, Strategy
 
 ACTIVE_SCHEMES = 8
 """Neighbours and fluid answers use at most this many schemes."""
@@ -245,5 +245,5 @@ class SynthesisSearch:
 
 @lru_cache(maxsize=1024)
 def strategy_communicators(strategy: Strategy) -> frozenset[Communicator]:
-    """:func:`hydraulis.placement.communicators` of ``strategy``'s pipelines."""
+    """:func:`hydraulis.base.placement.communicators` of ``strategy``'s pipelines."""
     return communicators([g.scheme for g in strategy.expanded()])

@@ -3,8 +3,8 @@ validator; these are the structural facts dispatch relies on)."""
 
 from __future__ import annotations
 
-from hydraulis.errors import HydraulisError, require
-from hydraulis.types import BatchingMethod, Proposal
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.types import BatchingMethod, Proposal
 
 
 def batching_method(method: BatchingMethod | str) -> BatchingMethod:

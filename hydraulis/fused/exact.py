@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydraulis.errors import require
+from hydraulis.base.errors import require
 from hydraulis.fused.tasks import TaskGraph
 
 MAX_TASKS = 40

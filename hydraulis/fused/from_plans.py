@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hydraulis.errors import require
+from hydraulis.base.errors import require
+from hydraulis.base.types import SchemeSpace, StepPlan
 from hydraulis.fused.problem import FusedModel, FusedProblem, Placement, fused_model
-from hydraulis.types import SchemeSpace, StepPlan
 
 
 def problem_from_step_plans(plans: Sequence[StepPlan], spaces: Sequence[SchemeSpace],

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from hydraulis.errors import HydraulisError, require, require_int, require_number
+from hydraulis.base.errors import HydraulisError, require, require_int, require_number
 
 MAX_TASKS = 2_000_000
 """Largest number of tasks (``Σ_models 2·S·Σ_r m_r``) a problem may have."""

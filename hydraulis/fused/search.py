@@ -26,7 +26,7 @@ from enum import Enum
 
 import numpy as np
 
-from hydraulis.errors import require, require_int, require_number
+from hydraulis.base.errors import require, require_int, require_number
 from hydraulis.fused import anneal
 from hydraulis.fused.baselines import greedy_order, interleaved_order, sequential_order
 from hydraulis.fused.bound import LowerBound, lower_bound

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from hydraulis.errors import require
+from hydraulis.base.errors import require
 from hydraulis.fused.tasks import TaskGraph
 
 

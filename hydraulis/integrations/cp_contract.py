@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hydraulis.errors import HydraulisError, require
+from hydraulis.base.errors import HydraulisError, require
 from hydraulis.integrations.cp_groups import CPGroups
 from hydraulis.integrations.cp_ranks import CPRanks
 

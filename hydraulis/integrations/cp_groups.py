@@ -24,7 +24,7 @@ from enum import Enum
 
 import numpy as np
 
-from hydraulis.errors import require
+from hydraulis.base.errors import require
 from hydraulis.integrations.cp_ranks import CPRanks
 
 

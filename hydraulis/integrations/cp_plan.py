@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.errors import HydraulisError, require_int
+from hydraulis.base.errors import HydraulisError, require_int
+from hydraulis.base.scheme_profile import time_ms
 from hydraulis.integrations.cp_groups import CPGroups
 from hydraulis.integrations.cp_ranks import CPRanks
-from hydraulis.scheme_profile import time_ms
 
 COUNT_MOVES = 3
 """Block counts judged per group beyond the demand start (each one deal of the group's samples)."""

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hydraulis.base.errors import HydraulisError, require, require_int
+from hydraulis.base.types import OptimizerLayout, Scheme, SchemeSpace, TimeCoefficients
 from hydraulis.cost.memory import memory_breakdown
-from hydraulis.errors import HydraulisError, require, require_int
-from hydraulis.types import OptimizerLayout, Scheme, SchemeSpace, TimeCoefficients
 
 
 @dataclass(frozen=True)

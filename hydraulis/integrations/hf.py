@@ -21,7 +21,7 @@ from typing import Any
 from torch.utils.data import DataLoader, Dataset
 from transformers import Trainer
 
-from hydraulis.errors import require
+from hydraulis.base.errors import require
 from hydraulis.integrations.torch import BalancedBatchSampler
 
 

@@ -24,7 +24,10 @@ import numpy as np
 from hydraulis import __version__
 from hydraulis.artifacts.record import timestamp
 from hydraulis.artifacts.scheme_space import read_scheme_space
-from hydraulis.errors import HydraulisError, require
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.presets import device_preset
+from hydraulis.base.specs import Cluster
+from hydraulis.base.types import DeviceSpec, SchemeSpace
 from hydraulis.integrations.cp_groups import CPGroups
 from hydraulis.integrations.cp_plan import plan_cp_groups
 from hydraulis.integrations.cp_ranks import CPRanks, cp_ranks
@@ -33,10 +36,7 @@ from hydraulis.integrations.model_description import (
     device_matching,
     model_from_description,
 )
-from hydraulis.presets import device_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.specs import Cluster
-from hydraulis.types import DeviceSpec, SchemeSpace
 
 log = logging.getLogger(__name__)
 

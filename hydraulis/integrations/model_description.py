@@ -22,9 +22,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from hydraulis.errors import HydraulisError, require
-from hydraulis.presets import device_names, device_preset
-from hydraulis.types import DeviceSpec, ModelSpec
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.presets import device_names, device_preset
+from hydraulis.base.types import DeviceSpec, ModelSpec
 
 log = logging.getLogger(__name__)
 

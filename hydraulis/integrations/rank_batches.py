@@ -26,12 +26,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hydraulis.base.errors import HydraulisError, require, require_int
+from hydraulis.base.types import PipelineModel, TimeCoefficients
 from hydraulis.dispatch.assign import assign_pieces
 from hydraulis.dispatch.balanced_packing import balanced_packings
 from hydraulis.dispatch.options import DispatchOptions
 from hydraulis.dispatch.pipelines import PipelineTable
-from hydraulis.errors import HydraulisError, require, require_int
-from hydraulis.types import PipelineModel, TimeCoefficients
 
 RankMicroBatches = tuple[tuple[tuple[int, ...], ...], ...]
 """``plan[r][j]``: the sequence indices of rank ``r``'s micro-batch ``j``, in running order."""

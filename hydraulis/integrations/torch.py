@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from hydraulis.artifacts.scheme_space import read_scheme_space
+from hydraulis.base.errors import HydraulisError, require, require_int
+from hydraulis.base.types import OptimizerLayout, Scheme, SchemeSpace, TimeCoefficients
 from hydraulis.cost.memory import memory_breakdown
-from hydraulis.errors import HydraulisError, require, require_int
 from hydraulis.integrations.rank_batches import RankMicroBatches, rank_micro_batches
-from hydraulis.types import OptimizerLayout, Scheme, SchemeSpace, TimeCoefficients
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from hydraulis.errors import require, require_int
+from hydraulis.base.errors import require, require_int
+from hydraulis.base.types import TimeCoefficients
 from hydraulis.integrations.torch import BalancedBatchSampler
-from hydraulis.types import TimeCoefficients
 
 IGNORE_INDEX = -100
 """torchtitan's (and PyTorch's cross-entropy) label of a token that has no loss."""

@@ -11,15 +11,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from hydraulis import limits
-from hydraulis.errors import require, require_http_url, require_int, require_number
+from hydraulis.base import limits
+from hydraulis.base.errors import require, require_http_url, require_int, require_number
+from hydraulis.base.presets import model_names
+from hydraulis.base.types import SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, OptimizerLayout, Synthesise
 from hydraulis.job.options import Section, option
 from hydraulis.job.schedule import LrSchedule, LrScheduleKind
-from hydraulis.layout.activations import LOSS_CHUNK_TOKENS
-from hydraulis.layout.buckets import BUCKET_MB
-from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
-from hydraulis.presets import model_names
-from hydraulis.types import SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, OptimizerLayout, Synthesise
+from hydraulis.sharding.activations import LOSS_CHUNK_TOKENS
+from hydraulis.sharding.buckets import BUCKET_MB
+from hydraulis.sharding.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
 
 MODEL, TRAINING, PARALLELISM, OPTIMIZER, LR_SCHEDULER, RUNTIME, CHECKPOINT, METRICS = Section
 logger = logging.getLogger(__name__)
@@ -293,7 +293,7 @@ class TrainConfig:
     (``space``: those of ``space_file``) and ``synthesis_evaluations`` its budget
     (:mod:`hydraulis.dispatch.synthesis`).
     Rank 0 writes TensorBoard event files to ``tensorboard_dir`` (:mod:`hydraulis.runtime.tensorboard`).
-    ``cluster_file`` is a mixed cluster's description (:mod:`hydraulis.cluster`): the job then
+    ``cluster_file`` is a mixed cluster's description (:mod:`hydraulis.base.cluster`): the job then
     runs one process per device of it, numbered group by group, and every stage of a staged
     pipeline on its ``@GROUP``'s ranks (design §9.2).
     """

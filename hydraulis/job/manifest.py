@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hydraulis.base.errors import require, require_int
+from hydraulis.base.types import ModelSpec, OptimizerLayout
 from hydraulis.data.loader import LoaderConfig, LoaderPosition
-from hydraulis.errors import require, require_int
-from hydraulis.layout.kinds import OptimizerKind
-from hydraulis.types import ModelSpec, OptimizerLayout
+from hydraulis.sharding.kinds import OptimizerKind
 
 SHARD_FILE = "shard-{rank:05d}.pt"
 RNG_FILE = "rng-{rank:05d}.json"

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hydraulis.cluster import ClusterDescription
+from hydraulis.base.cluster import ClusterDescription
+from hydraulis.base.errors import require, require_int
+from hydraulis.base.presets import device_preset
+from hydraulis.base.types import ModelSpec, OptimizerLayout
 from hydraulis.cost.memory import DeviceMemory
-from hydraulis.errors import require, require_int
-from hydraulis.layout.activations import LOSS_CHUNK_TOKENS
-from hydraulis.presets import device_preset
-from hydraulis.types import ModelSpec, OptimizerLayout
+from hydraulis.sharding.activations import LOSS_CHUNK_TOKENS
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class RankMemory:
     leaves it idle; ``predicted`` the cost model's. ``workspace_bytes``: the libraries'
     workspaces and one parameter's gradient in the compute dtype; ``exchange_bytes``: the
     exchanges' buffers in flight, which take turns with the activations
-    (:mod:`hydraulis.layout.step_memory`); ``communicator_bytes``: the communicators' buffers,
+    (:mod:`hydraulis.sharding.step_memory`); ``communicator_bytes``: the communicators' buffers,
     outside the allocator and not in ``total_bytes``."""
 
     rank: int

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, dataclass
 from enum import Enum
 
-from hydraulis.limits import Limit
-from hydraulis.types import OptimizerLayout
+from hydraulis.base.limits import Limit
+from hydraulis.base.types import OptimizerLayout
 
 
 class Section(str, Enum):

@@ -9,10 +9,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hydraulis.base.placement import communicator_bound, communicators
+from hydraulis.base.types import Scheme
 from hydraulis.cost.pipeline import ScheduledOp
 from hydraulis.job.strategy_spec import parse_strategy_spec
-from hydraulis.placement import communicator_bound, communicators
-from hydraulis.types import Scheme
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def summarize(records: Sequence[StepRecord], devices: int = 0, params: int = 0,
     model charges — so ``W`` shows how well the model predicts the steps that follow.
 
     ``communicators`` counts the distinct communicators the run's strategies need under aligned
-    placement (:mod:`hydraulis.placement`), ``bound`` the most any run of their schemes on the same
+    placement (:mod:`hydraulis.base.placement`), ``bound`` the most any run of their schemes on the same
     devices could need; ``synthesised`` the steps that ran a strategy made for them.
 
     Worked example: two steps of 200 and 300 tokens under one strategy measured at 100 and 150 ms

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-from hydraulis.errors import require, require_int, require_number
+from hydraulis.base.errors import require, require_int, require_number
 
 
 class LrScheduleKind(str, Enum):

@@ -11,9 +11,9 @@ groups to charge, so no stage pays a cross-group hand-off here; the planner's cl
 
 from __future__ import annotations
 
+from hydraulis.base.types import Cluster, DeviceSpec, ModelSpec, Scheme, SchemeProfile, SchemeSpace
 from hydraulis.cost.staged import staged_profile
 from hydraulis.profiler.analytic import analytic_profile, analytic_segments
-from hydraulis.types import Cluster, DeviceSpec, ModelSpec, Scheme, SchemeProfile, SchemeSpace
 
 
 def analytic_profile_of(model: ModelSpec, device: DeviceSpec, cluster: Cluster, scheme: Scheme) -> SchemeProfile:
@@ -26,7 +26,7 @@ def analytic_profile_of(model: ModelSpec, device: DeviceSpec, cluster: Cluster, 
 
 
 def space_profile_of(space: SchemeSpace, scheme: Scheme) -> SchemeProfile:
-    """``space``'s profile of ``scheme``: listed or composed (:meth:`~hydraulis.space.SchemeSpace.profile`),
+    """``space``'s profile of ``scheme``: listed or composed (:meth:`~hydraulis.base.space.SchemeSpace.profile`),
     for a staged scheme from the space's segments (module docstring), with the overhead of its
     profiles'."""
     if not scheme.is_staged:

@@ -18,12 +18,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from hydraulis.errors import HydraulisError, require
-from hydraulis.job.staged_profile import analytic_profile_of, space_profile_of
-from hydraulis.layout.pipeline import PipelineLayout, StrategyLayout
-from hydraulis.presets import device_preset
-from hydraulis.stages import parse_stages
-from hydraulis.types import (
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.presets import device_preset
+from hydraulis.base.stages import parse_stages
+from hydraulis.base.types import (
     Cluster,
     DeviceSpec,
     ModelSpec,
@@ -34,6 +32,8 @@ from hydraulis.types import (
     Strategy,
     TimeCoefficients,
 )
+from hydraulis.job.staged_profile import analytic_profile_of, space_profile_of
+from hydraulis.sharding.pipeline import PipelineSplit, StrategySplit
 
 _OPTIONS = r"(?:\[([^\[\]]*)\])?"
 _PIPELINE = re.compile(rf"^(\d+),(\d+),(\d+){_OPTIONS}(?::(\d+(?:/\d+)*))?{_OPTIONS}(?:x(\d+))?$")
@@ -59,17 +59,17 @@ def parse_strategy_spec(text: str, field: str = "strategy") -> tuple[SpecGroup, 
 
     ``1,2,1+1,1,2`` is one pipeline of scheme (cp 1, tp 2, pp 1) beside one of (1, 1, 2);
     ``1,1,2x2`` two pipelines of (1, 1, 2); ``1,1,2:3/1`` one pipeline whose first stage holds
-    3 layers and second 1 (default: the even split of :func:`~hydraulis.stages.even_split`).
-    Options in brackets (:class:`~hydraulis.scheme.SchemeOptions`) make another scheme:
+    3 layers and second 1 (default: the even split of :func:`~hydraulis.base.stages.even_split`).
+    Options in brackets (:class:`~hydraulis.base.scheme.SchemeOptions`) make another scheme:
     ``1,4,1[sp]x2`` two pipelines of tp 4 with sequence parallelism,
     ``2,2,1[sp,recompute=full]+1,1,2:3/1[recompute=selective]`` one pipeline recomputing whole
     layers beside one recomputing the attention core
     (:class:`~hydraulis.runtime.model.decoder.StageModel`);
     ``1,1,2[recompute=full:1]`` recomputes the first layer of each stage in full, ``1,1,2[recompute=full:2/1]``
-    the first two of stage 0 and the first of stage 1 (:class:`~hydraulis.scheme.Scheme`). The
+    the first two of stage 0 and the first of stage 1 (:class:`~hydraulis.base.scheme.Scheme`). The
     brackets may also come before the split (``1,1,2[sp]:3/1``); a layout prints them after it.
 
-    A STAGED pipeline (:mod:`hydraulis.stages`, design §9.2) gives each stage its own tensor-parallel
+    A STAGED pipeline (:mod:`hydraulis.base.stages`, design §9.2) gives each stage its own tensor-parallel
     degree and layer count (cp is uniform within a pipeline): ``1|2:3>1:1+1,1,1`` is one pipeline
     whose first stage runs 3 layers on 2 tp ranks and whose second runs 1 layer on one rank (3
     devices), beside a one-device pipeline; ``1|2:1>1:3x2`` two such pipelines of 1 and 3 layers.
@@ -78,7 +78,7 @@ def parse_strategy_spec(text: str, field: str = "strategy") -> tuple[SpecGroup, 
     (the runtime runs every stage on the devices it is given; the planner and ``hydraulis memory
     --cluster`` read the groups). ``x`` followed by digits at the end is always the count.
 
-    A parsed SPEC becomes a :class:`~hydraulis.layout.pipeline.StrategyLayout` with
+    A parsed SPEC becomes a :class:`~hydraulis.sharding.pipeline.StrategySplit` with
     :func:`strategy_layout`, which also attaches each scheme's time coefficients (for predicted
     times) — from a scheme space when one is given, else from the analytic model of the ``cpu``
     device preset (:mod:`hydraulis.profiler.analytic`); a staged scheme's from the segments of each
@@ -136,21 +136,21 @@ def _with_options(text: str | None, where: str, build: Callable[[SchemeOptions],
 
 
 def strategy_layout(groups: tuple[SpecGroup, ...], model: ModelSpec, times: TimeSource,
-                    max_seq_len: int) -> StrategyLayout:
+                    max_seq_len: int) -> StrategySplit:
     """The strategy of ``groups`` for ``model``: pipelines in group order, each group's
     pipelines with the group's split; ``max_seq_len`` is each pipeline's capacity."""
     for index, group in enumerate(groups):
         model.check_scheme(group.scheme, f"groups[{index}]")
     strategy = Strategy(tuple(PipelineGroup(g.scheme, g.count, max_seq_len, times(g.scheme)) for g in groups))
-    pipelines = tuple(PipelineLayout(g.scheme, g.stage_layers or g.scheme.stage_layers(model.layers))
+    pipelines = tuple(PipelineSplit(g.scheme, g.stage_layers or g.scheme.stage_layers(model.layers))
                       for g in groups for _ in range(g.count))
-    layout = StrategyLayout(strategy, pipelines)
+    layout = StrategySplit(strategy, pipelines)
     layout.check(model)
     return layout
 
 
 def parse_strategy(text: str, model: ModelSpec, times: TimeSource, max_seq_len: int,
-                   field: str = "strategy") -> StrategyLayout:
+                   field: str = "strategy") -> StrategySplit:
     """:func:`parse_strategy_spec` then :func:`strategy_layout`, errors naming ``field``."""
     try:
         return strategy_layout(parse_strategy_spec(text, field), model, times, max_seq_len)

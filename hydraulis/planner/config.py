@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from hydraulis.errors import require, require_int, require_number
-from hydraulis.limits import (
+from hydraulis.base.errors import require, require_int, require_number
+from hydraulis.base.limits import (
     BUCKET_WIDTH,
     DEVICES,
     DEVICES_PER_NODE,
@@ -24,8 +24,8 @@ from hydraulis.limits import (
     TIME_LIMIT_S,
     TOKEN_BUDGET,
 )
-from hydraulis.solver import SolverName
-from hydraulis.types import OptimizerLayout
+from hydraulis.base.solver import SolverName
+from hydraulis.base.types import OptimizerLayout
 
 
 class Variants(str, Enum):

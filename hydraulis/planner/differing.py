@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from hydraulis.base.types import Strategy
 from hydraulis.planner.distribution import StepStatistics
 from hydraulis.planner.options import SchemeOption
 from hydraulis.planner.search import CountsSearch
 from hydraulis.planner.validate import node_placement
-from hydraulis.types import Strategy
 
 Judged = Callable[[Strategy, Sequence[int]], list[float]]
 """Step times of a strategy on sampled steps (∞ where it cannot hold a step)."""

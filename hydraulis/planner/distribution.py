@@ -2,7 +2,7 @@
 
 Bucket ``b`` (width ``w``) holds lengths in ``(b·w, min((b+1)·w, S)]``; there are ``⌈S/w⌉``.
 The planner needs, besides the document histogram, what one *step* holds: steps are filled to a
-token budget ``T`` (:mod:`hydraulis.workload`), so a step's longest sequence ``m`` and its bucket
+token budget ``T`` (:mod:`hydraulis.base.workload`), so a step's longest sequence ``m`` and its bucket
 mix are random. For sampled steps ``i`` we keep
 
     m_i          the longest sequence of step i
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.errors import require, require_int
+from hydraulis.base.errors import require, require_int
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,7 +45,7 @@ class LengthHistogram:
 
 
 @dataclass(frozen=True, eq=False)
-class BucketWorkload:
+class ExpectedStep:
     """The expected step of some steps: per bucket ``counts`` (``n_b``), ``tokens`` (``Q1_b``),
     ``squares`` (``Q2_b``); ``upper`` is each bucket's longest possible length and ``maxima``
     the averaged steps' longest sequences."""
@@ -79,10 +79,10 @@ class StepStatistics:
         """Indices of the steps whose longest sequence lies in ``(lo, hi]``."""
         return np.flatnonzero((self.maxima > lo) & (self.maxima <= hi))
 
-    def workload(self, steps: np.ndarray) -> BucketWorkload:
+    def workload(self, steps: np.ndarray) -> ExpectedStep:
         """The mean of the given steps (``steps`` non-empty)."""
         require(len(steps) > 0, "steps", 0, "an expected step needs at least one sampled step")
-        return BucketWorkload(
+        return ExpectedStep(
             counts=self.counts[steps].mean(axis=0),
             tokens=self.tokens[steps].mean(axis=0),
             squares=self.squares[steps].mean(axis=0),

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.first_fit import MANY_BINS, first_fit_tree
+from hydraulis.base.types import OptimizerLayout, PipelineGroup, PipelineModel, Strategy
 from hydraulis.cost import ReductionModel, exposed_reduce_ms, pipeline_times_1f1b, step_time_ms
-from hydraulis.errors import HydraulisError
-from hydraulis.first_fit import MANY_BINS, first_fit_tree
-from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Strategy
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def _pipelines(group: PipelineGroup, shares: list[list[int]], model: PipelineMod
 
 def _first_fit(lengths: list[int], capacity: int) -> list[list[int]]:
     """First-fit decreasing by tokens (``lengths`` arrive longest first); one bin when all fit;
-    over a tree of rooms when many bins are expected (:func:`hydraulis.first_fit.first_fit_tree`)."""
+    over a tree of rooms when many bins are expected (:func:`hydraulis.base.first_fit.first_fit_tree`)."""
     total = sum(lengths)
     if total <= capacity:
         return [list(range(len(lengths)))]

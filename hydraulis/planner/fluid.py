@@ -18,12 +18,12 @@ from functools import cached_property
 
 import numpy as np
 
-from hydraulis.bisection import threshold_bracket
+from hydraulis.base.bisection import threshold_bracket
+from hydraulis.base.scheme_profile import sequence_work_ms, time_ms
+from hydraulis.base.types import PipelineModel
 from hydraulis.cost.step import sharding
-from hydraulis.planner.distribution import BucketWorkload
+from hydraulis.planner.distribution import ExpectedStep
 from hydraulis.planner.options import SchemeOption
-from hydraulis.scheme_profile import sequence_work_ms, time_ms
-from hydraulis.types import PipelineModel
 
 ROUTED = 1e-9
 """A routing fraction above this sends work (solver round-off stays below it)."""
@@ -96,7 +96,7 @@ def single_sequence_ms(option: SchemeOption, length: np.ndarray, model: Pipeline
     return p * t.sequence_ms(m) + 2.0 * (p - 1) * model.p2p_ms
 
 
-def fluid_problem(options: Sequence[SchemeOption], workload: BucketWorkload, longest: int, devices: int,
+def fluid_problem(options: Sequence[SchemeOption], workload: ExpectedStep, longest: int, devices: int,
                   model: PipelineModel, classes: int) -> FluidProblem:
     """The fluid problem of ``workload``, to be served by strategies holding ``longest`` tokens.
 
@@ -264,7 +264,7 @@ def _tangent(option: SchemeOption, work: float, model: PipelineModel) -> tuple[f
     return float(p), p * c + edge
 
 
-def _work_classes(workload: BucketWorkload, capacities: Sequence[int], longest: int,
+def _work_classes(workload: ExpectedStep, capacities: Sequence[int], longest: int,
                   classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Counts, tokens, squares and longest length of each class: non-empty buckets merged into
     at most ``classes`` classes (more only when the capacities cut the lengths into more
@@ -289,7 +289,7 @@ def _work_classes(workload: BucketWorkload, capacities: Sequence[int], longest: 
             np.array([upper[c].max() for c in classes_of]))
 
 
-def _reaches(workload: BucketWorkload, longest: int) -> list[int]:
+def _reaches(workload: ExpectedStep, longest: int) -> list[int]:
     """Bucket edges below which ``REACH_TOKEN_SHARES`` of the expected step's tokens lie."""
     cumulative = np.cumsum(workload.tokens) / workload.tokens.sum()
     index = np.searchsorted(cumulative, REACH_TOKEN_SHARES, side="left")

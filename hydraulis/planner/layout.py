@@ -20,16 +20,16 @@ what its most frugal variant holds (:func:`~hydraulis.planner.variants.frugal_sp
 planner may pick it for the longest sequences, so a layout under which only recomputation
 holds ``S`` is a layout the proposal can use.
 
-Worked example: LLaMA-7B reference pool, N = 32: dp32·tp1·pp1 and dp8·tp4·pp1 tie in step 3
+Worked example: LLaMA-7B original pool, N = 32: dp32·tp1·pp1 and dp8·tp4·pp1 tie in step 3
 ((1,8,1) holds 85,358 tokens under both), dp32·tp1·pp1 wins step 4.
 """
 
 from __future__ import annotations
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import OptimizerLayout, Scheme, SchemeSpace
 from hydraulis.cost import SchemeCapacity, scheme_capacities
-from hydraulis.errors import HydraulisError
 from hydraulis.planner.variants import frugal_space
-from hydraulis.types import OptimizerLayout, Scheme, SchemeSpace
 
 
 def choose_optimizer_layout(space: SchemeSpace, max_seq_len: int,

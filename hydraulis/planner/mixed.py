@@ -16,12 +16,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hydraulis.cluster import ClusterSpaces
-from hydraulis.cost.staged import cluster_reduce_gbps
-from hydraulis.errors import HydraulisError, require_int
-from hydraulis.planner.evaluate import CostContext, estimate_step
-from hydraulis.planner.mixed_options import MixedOption
-from hydraulis.types import (
+from hydraulis.base.cluster import ClusterSpaces
+from hydraulis.base.errors import HydraulisError, require_int
+from hydraulis.base.types import (
     OptimizerLayout,
     PipelineGroup,
     PipelineModel,
@@ -30,6 +27,9 @@ from hydraulis.types import (
     SolverReport,
     Strategy,
 )
+from hydraulis.cost.staged import cluster_reduce_gbps
+from hydraulis.planner.evaluate import CostContext, estimate_step
+from hydraulis.planner.mixed_options import MixedOption
 
 IMPROVEMENT = 1e-3
 """``ε``: a move is taken only when it lowers ``J`` by more than this fraction."""

@@ -25,10 +25,10 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hydraulis.cluster import ClusterSpaces
+from hydraulis.base.cluster import ClusterSpaces
+from hydraulis.base.types import Scheme, TimeCoefficients
 from hydraulis.cost.staged import staged_cost, uniform_staged
 from hydraulis.planner.split import GroupBudget, SplitRequest, split_options
-from hydraulis.types import Scheme, TimeCoefficients
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.cluster import ClusterSpaces
-from hydraulis.errors import require, require_int
+from hydraulis.base.cluster import ClusterSpaces
+from hydraulis.base.errors import require, require_int
+from hydraulis.base.types import Proposal, Strategy
+from hydraulis.base.workload import sample_batches
 from hydraulis.planner.mixed import MixedPlan, MixedSearchConfig, mixed_proposal, plan_mixed_ranges, strategy_of
 from hydraulis.planner.mixed_options import MixedOption, OptionsConfig, mixed_options
-from hydraulis.types import Proposal, Strategy
-from hydraulis.workload import sample_batches
 
 
 @dataclass(frozen=True)

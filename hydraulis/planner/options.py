@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import OptimizerLayout, PipelineGroup, Proposal, Scheme, SchemeSpace, TimeCoefficients
 from hydraulis.cost import MemoryBreakdown, exposed_reduce_ms, reduction_model, scheme_capacities
-from hydraulis.errors import HydraulisError
 from hydraulis.planner.variants import with_schemes
-from hydraulis.types import OptimizerLayout, PipelineGroup, Proposal, Scheme, SchemeSpace, TimeCoefficients
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from enum import Enum
 import numpy as np
 import pulp
 
+from hydraulis.base.solver import Outcome, Solved, SolverName, solve
 from hydraulis.planner.fluid import (
     FluidProblem,
     assignment_makespan,
@@ -29,7 +30,6 @@ from hydraulis.planner.fluid import (
     lower_bound_ms,
     sequences_per_pipeline,
 )
-from hydraulis.solver import Outcome, Solved, SolverName, solve
 
 HEURISTIC = "heuristic"
 
@@ -70,7 +70,7 @@ def optimise_counts(problem: FluidProblem, solver: SolverName, tolerance: float,
     routing reaches, which is ≤ its ``C``; any answer proves ``C`` feasible, optimal for its
     objective or not) and stops when ``hi − lo ≤ tol·hi``: at most about
     ``⌈log₂((hi₀ − lo₀)/(tol·lo₀))⌉ + 1`` trials, each program within ``nodes`` branch-and-bound
-    nodes (hydraulis/solver.py). ``lo`` is a proven bound while every program without an answer was
+    nodes (hydraulis/base/solver.py). ``lo`` is a proven bound while every program without an answer was
     proven infeasible: the answer is then optimal within ``tol`` (:attr:`BisectionStatus.OPTIMAL`).
     A program stopped by its node budget without an answer proves nothing, so the reported bound
     stays at the last proven one (:attr:`BisectionStatus.NODE_LIMIT`); the wall-clock safety stop

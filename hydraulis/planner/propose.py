@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from hydraulis.base.types import PipelineGroup, Proposal, ProposedStrategy, SchemeSpace, SolverReport, Strategy
+from hydraulis.base.workload import cut_to_max, sample_batches
 from hydraulis.cost import lower_bound_ms
 from hydraulis.planner.config import PlannerConfig
 from hydraulis.planner.differing import complete_proposal, gains
@@ -24,8 +26,6 @@ from hydraulis.planner.search import CountsSearch, Descent
 from hydraulis.planner.specialise import homogeneous_step_ms, serving_ranges, spread_step_ms
 from hydraulis.planner.validate import node_placement
 from hydraulis.planner.variants import choose_variants, explain_variants, plain_space, variant_targets, variants_note
-from hydraulis.types import PipelineGroup, Proposal, ProposedStrategy, SchemeSpace, SolverReport, Strategy
-from hydraulis.workload import cut_to_max, sample_batches
 
 BASELINE = "homogeneous baseline"
 LOCAL_SEARCH = "local search"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hydraulis.types import Proposal, ProposedStrategy
+from hydraulis.base.types import Proposal, ProposedStrategy
 
 GIB = 2**30
 STRATEGY_COLUMNS = ("strategy", "serves", "pipelines", "devices", "max_seq_len", "predicted_ms", "reduce_ms",

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hydraulis.base.types import PipelineModel
 from hydraulis.planner.distribution import StepStatistics
 from hydraulis.planner.fluid import pipeline_time_ms, single_sequence_ms
 from hydraulis.planner.options import SchemeOption
-from hydraulis.types import PipelineModel
 
 QUANTILES_PER_STRATEGY = 4
 

@@ -16,11 +16,11 @@ import itertools
 import math
 from dataclasses import dataclass, replace
 
-from hydraulis.cluster import ClusterSpaces
+from hydraulis.base.cluster import ClusterSpaces
+from hydraulis.base.errors import require, require_int
+from hydraulis.base.stages import Stage
+from hydraulis.base.types import Scheme
 from hydraulis.cost.staged import stage_cost
-from hydraulis.errors import require, require_int
-from hydraulis.stages import Stage
-from hydraulis.types import Scheme
 
 DEFAULT_TPS = (1, 2, 4, 8)
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import Proposal, SchemeSpace, Strategy
 from hydraulis.cost import memory_breakdown
-from hydraulis.errors import HydraulisError
-from hydraulis.types import Proposal, SchemeSpace, Strategy
 
 
 @dataclass(frozen=True)

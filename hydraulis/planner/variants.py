@@ -2,7 +2,7 @@
 
 Inside a scheme ``(cp, tp, pp)`` sequence parallelism and recomputation trade time for
 activation memory, and memory decides the longest sequence a scheme holds (design §6.4, §7.2). A
-space with segments (:mod:`hydraulis.segments`) composes any variant: ``sp`` (``tp > 1``),
+space with segments (:mod:`hydraulis.base.segments`) composes any variant: ``sp`` (``tp > 1``),
 ``selective`` recomputation, or ``k_σ`` of stage ``σ``'s ``L_σ`` layers recomputed in full —
 stages of one pipeline may differ, as 1F1B keeps ``pp − σ`` micro-batches in flight on stage
 ``σ``. For a longest sequence ``h`` and a work ``W`` (a step's ``Σs²``, ``Σs`` and
@@ -20,13 +20,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hydraulis.cost import memory_breakdown
-from hydraulis.errors import HydraulisError
-from hydraulis.planner.config import Variants
-from hydraulis.planner.distribution import StepStatistics
-from hydraulis.segments import Segments, in_flight_bytes_per_token, max_time, stage_block
-from hydraulis.stages import even_split
-from hydraulis.types import (
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.segments import Segments, in_flight_bytes_per_token, max_time, stage_block
+from hydraulis.base.stages import even_split
+from hydraulis.base.types import (
     OptimizerLayout,
     ProposedStrategy,
     Recompute,
@@ -35,6 +32,9 @@ from hydraulis.types import (
     SchemeSpace,
     TimeCoefficients,
 )
+from hydraulis.cost import memory_breakdown
+from hydraulis.planner.config import Variants
+from hydraulis.planner.distribution import StepStatistics
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,7 @@ def choose_variants(space: SchemeSpace, layout: OptimizerLayout,
     **The choice is exact and small** (:func:`choose_variant`). For each ``sp`` and each mode
     (none with ``k`` full layers per stage, or selective), ``S_v ≥ h`` splits into one condition per
     stage, ``m_σ(k_σ) ≤ free/h``, and ``m_σ`` falls linearly as ``k_σ`` grows while every time
-    coefficient of the stage rises (recomputation adds work and keeps less, :class:`~hydraulis.segments.Segments`).
+    coefficient of the stage rises (recomputation adds work and keeps less, :class:`~hydraulis.base.segments.Segments`).
     The profile's coefficients are maxima over stages, each non-decreasing in every ``k_σ``; so the
     smallest ``k_σ`` that fits, stage by stage, is best for every ``W`` at once —
     ``k_σ = ⌈(m_σ(0) − free/h) / (m_σ(0) − m_σ(1))⌉`` clamped to ``[0, L_σ]``, infeasible beyond.

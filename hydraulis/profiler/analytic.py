@@ -5,7 +5,7 @@ Notation: ``H`` hidden, ``F`` MLP hidden, ``V`` vocabulary, ``kv`` key/value wid
 ``P_l`` parameters per layer, ``R`` peak FLOP/s, ``η_m``/``η_a`` achievable fractions for
 matmuls/attention, ``β_tp``, ``β_cp``, ``β_pp`` link bandwidths (NVLink inside a node, the
 network when a group spans nodes), ``λ`` collective latency, ``o`` the fixed time per layer per
-micro-batch. The space is composed from **segments** (:mod:`hydraulis.segments`): one decoder
+micro-batch. The space is composed from **segments** (:mod:`hydraulis.base.segments`): one decoder
 layer per ``(cp, tp, sp, recompute)`` and the ends of a stage by its position, forward +
 backward per micro-batch:
 
@@ -19,21 +19,9 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import replace
 
-from hydraulis.errors import require
-from hydraulis.layout.activations import (
-    Widths,
-    layer_backward_bytes_per_token,
-    layer_bytes_per_token,
-    loss_bytes_per_token,
-    micro_batch_bytes_per_token,
-    norm_backward_bytes_per_token,
-    released_bytes_per_token,
-)
-from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
-from hydraulis.layout.states import DTYPE_BYTES, device_precision, state_bytes
-from hydraulis.profiler.analytic_moe import routed_layer_time
-from hydraulis.segments import Block, Segments, compose_profile
-from hydraulis.types import (
+from hydraulis.base.errors import require
+from hydraulis.base.segments import Block, Segments, compose_profile
+from hydraulis.base.types import (
     Cluster,
     DeviceSpec,
     MemoryModel,
@@ -48,6 +36,18 @@ from hydraulis.types import (
     SpaceSource,
     TimeCoefficients,
 )
+from hydraulis.profiler.analytic_moe import routed_layer_time
+from hydraulis.sharding.activations import (
+    Widths,
+    layer_backward_bytes_per_token,
+    layer_bytes_per_token,
+    loss_bytes_per_token,
+    micro_batch_bytes_per_token,
+    norm_backward_bytes_per_token,
+    released_bytes_per_token,
+)
+from hydraulis.sharding.kinds import OptimizerKind, ReduceDtype
+from hydraulis.sharding.states import DTYPE_BYTES, device_precision, state_bytes
 
 
 def analytic_scheme_space(
@@ -66,7 +66,7 @@ def analytic_scheme_space(
     """Every ``(cp, tp, pp)`` from the given degrees that shards ``model`` and fits the cluster,
     under each of ``variants`` (an ``sp`` variant where ``tp > 1``); with ``segments``, the plain
     schemes and the segments of every ``(cp, tp, sp)`` they use, from which the space composes
-    every variant (:class:`~hydraulis.space.SchemeSpace`). A mixture of experts gets its
+    every variant (:class:`~hydraulis.base.space.SchemeSpace`). A mixture of experts gets its
     :func:`expert_degrees` (``ep > 1`` with sp), each scheme listed (segments do not carry
     ``ep``): with ``segments``, under :data:`EXPERT_VARIANTS`, with sp wherever ``tp > 1`` (sp
     changes no time term and keeps less; without it the tp ranks repeat the routed experts).
@@ -98,9 +98,9 @@ def analytic_scheme_space(
     A stage of ``L_s = ⌈L/pp⌉`` plain layers on the last stage thus has ``b = 6·(L_s·P_l + H·V)/(tp·cp·R·η_m)
     + L_s·(b_tp + b_cp) + [pp>1]·b_pp``, ``a = 7·H·L_s/(tp·cp·R·η_a)`` and
     ``c = L_s·(o + λ·(8·[tp>1] + 3·(cp−1))) + 2·λ·[pp>1]``; the scheme takes the slowest stage's
-    coefficients (:func:`~hydraulis.segments.compose_profile`).
+    coefficients (:func:`~hydraulis.base.segments.compose_profile`).
 
-    Recomputation (:class:`~hydraulis.scheme.Recompute`) runs forward work again in the backward:
+    Recomputation (:class:`~hydraulis.base.scheme.Recompute`) runs forward work again in the backward:
     a ``selective`` layer its attention core (``a``: 7 → 9); a ``full`` layer its whole forward —
     its 2 of the 6 dense FLOPs per parameter (``6·P_l → 8·P_l``), the attention (``a``: 7 → 9) and
     the forward half of its tp and cp traffic and collectives (×3/2 and ×4/3). Sequence
@@ -108,15 +108,15 @@ def analytic_scheme_space(
     above. A scheme recomputing ``k_σ`` of its stage's layers in full (``recompute=full:K``) has
     ``k_σ`` full layers and ``L_σ − k_σ`` plain ones on stage ``σ``.
 
-    Memory is the runtime's own accounting (:mod:`hydraulis.layout.states`, :mod:`hydraulis.layout.activations`), at the precision the
+    Memory is the runtime's own accounting (:mod:`hydraulis.sharding.states`, :mod:`hydraulis.sharding.activations`), at the precision the
     runtime picks on the device (bf16 on an accelerator, fp32 on the ``cpu`` preset): model states
     of ``w + g`` bytes per parameter in the compute layout (weights and their fp32 gradients, 6
     under bf16) and 16 in the optimizer layout (fp32 master, reduced gradient and Adam moments), so
     ``α = 16/22``; a layer keeps what the runtime keeps for it under its option
-    (:func:`~hydraulis.layout.activations.layer_bytes_per_token`), the ends of a stage what
+    (:func:`~hydraulis.sharding.activations.layer_bytes_per_token`), the ends of a stage what
     they keep at their position and the working set of a backward
-    (:func:`~hydraulis.layout.activations.micro_batch_bytes_per_token`,
-    :func:`~hydraulis.layout.activations.transient_bytes_per_token`), so that::
+    (:func:`~hydraulis.sharding.activations.micro_batch_bytes_per_token`,
+    :func:`~hydraulis.sharding.activations.transient_bytes_per_token`), so that::
 
           m_tok = max_σ ((pp − σ)·kept(σ) + transient(σ)) / cp
 
@@ -171,7 +171,7 @@ def expert_degrees(model: ModelSpec, tp: int) -> tuple[int, ...]:
 
 
 def analytic_memory_model(model: ModelSpec, device: DeviceSpec, device_memory_bytes: int | None = None) -> MemoryModel:
-    """Model-state memory per :func:`~hydraulis.layout.states.state_bytes` at the
+    """Model-state memory per :func:`~hydraulis.sharding.states.state_bytes` at the
     device's precision under Adam; the device's memory (or ``device_memory_bytes`` when
     measured), safety margin and communicators' bytes per peer."""
     state = state_bytes(device_precision(device.name), OptimizerKind.ADAM)

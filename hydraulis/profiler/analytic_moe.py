@@ -23,7 +23,7 @@ TFLOP/s), scheme ``(1,8,1)[sp,ep=8]``, ``ρ = 1.25``, bf16: ``b_exp = 1.25·6·2
 
 from __future__ import annotations
 
-from hydraulis.types import Cluster, DeviceSpec, ModelSpec, Recompute, TimeCoefficients
+from hydraulis.base.types import Cluster, DeviceSpec, ModelSpec, Recompute, TimeCoefficients
 
 
 def routed_layer_time(model: ModelSpec, device: DeviceSpec, cluster: Cluster, cp: int, tp: int, sp: bool, ep: int,

@@ -14,7 +14,7 @@ activation accounting of the scheme's most loaded stage (what the analytic profi
 holds: the micro-batches 1F1B keeps in flight and one micro-batch's working set; ``A(T)`` that
 accounting with the runtime's loss in chunks, :func:`~hydraulis.cost.memory.activation_curve`), no runtime
 overhead (the interpreter and libraries are not tensor storage), ``g_max`` one parameter's
-gradient before it is accumulated (:mod:`hydraulis.layout.step_memory`). Times, fit and provenance of
+gradient before it is accumulated (:mod:`hydraulis.sharding.step_memory`). Times, fit and provenance of
 the measured space are kept; the provenance's command gains the budget.
 
 Worked example, the ``tiny`` model in fp32 on 4 CPU processes under ``M = 24 MB`` and a 1 MB
@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hydraulis.errors import require_int
-from hydraulis.presets import device_preset
+from hydraulis.base.errors import require_int
+from hydraulis.base.presets import device_preset
+from hydraulis.base.types import SchemeSpace
 from hydraulis.profiler.analytic import analytic_memory_model, analytic_profile
-from hydraulis.types import SchemeSpace
 
 
 def under_budget(space: SchemeSpace, device_memory_bytes: int, safety_margin_bytes: int) -> SchemeSpace:

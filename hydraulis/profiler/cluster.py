@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hydraulis.cluster import DeviceGroup
-from hydraulis.presets import device_preset
+from hydraulis.base.cluster import DeviceGroup
+from hydraulis.base.presets import device_preset
+from hydraulis.base.types import Cluster, ModelSpec, SchemeSpace
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.types import Cluster, ModelSpec, SchemeSpace
 
 DEFAULT_DEGREES = (1, 2, 4, 8)
 

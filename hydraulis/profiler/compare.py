@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hydraulis.errors import require, require_int
-from hydraulis.types import Scheme, SchemeSpace
+from hydraulis.base.errors import require, require_int
+from hydraulis.base.types import Scheme, SchemeSpace
 
 
 @dataclass(frozen=True)

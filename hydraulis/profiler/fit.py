@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.errors import require
+from hydraulis.base.errors import require
+from hydraulis.base.types import FitQuality, Scheme, TimeCoefficients
 from hydraulis.profiler.measurement import Measurement
 from hydraulis.profiler.sweep import PointRole
-from hydraulis.types import FitQuality, Scheme, TimeCoefficients
 
 
 def nnls(matrix: np.ndarray, target: np.ndarray, max_iterations: int = 0) -> np.ndarray:

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hydraulis.bisection import threshold_bracket
+from hydraulis.base.bisection import threshold_bracket
+from hydraulis.base.errors import require
 from hydraulis.cost.pipeline import simulate_1f1b_phases
-from hydraulis.errors import require
 
 BISECTIONS = 40
 """Halvings of the bracket ``[0, M]``: ``M·2⁻⁴⁰``, far below a timer's resolution."""

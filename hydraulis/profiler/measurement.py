@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from hydraulis.base.types import ModelSpec, Scheme
 from hydraulis.profiler.sweep import Interleave, Statistic, SweepPoint
-from hydraulis.types import ModelSpec, Scheme
 
 
 class Clock(str, Enum):

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydraulis.errors import HydraulisError, require
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.segments import Block, Segments, stage_block
+from hydraulis.base.stages import even_split
+from hydraulis.base.types import ModelSpec, Recompute, Scheme, TimeCoefficients
 from hydraulis.profiler.fit import relative_nnls
 from hydraulis.profiler.measurement import Measurement
 from hydraulis.profiler.sweep import (
@@ -25,9 +28,6 @@ from hydraulis.profiler.sweep import (
     local_schemes,
     sweep_degrees,
 )
-from hydraulis.segments import Block, Segments, stage_block
-from hydraulis.stages import even_split
-from hydraulis.types import ModelSpec, Recompute, Scheme, TimeCoefficients
 
 ENDS = ("first", "middle", "last", "only")
 MODES = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL)
@@ -86,7 +86,7 @@ def segment_plan(config: SweepConfig) -> SweepPlan:
     ===================  ======================  ============  =====  =================================
 
     each at every token count in two mixes (one sequence; four quarters — the extremes of ``Σs²``
-    at equal ``Σs``). Every point is a sum of the blocks of :mod:`hydraulis.segments` — ``n_E`` ends
+    at equal ``Σs``). Every point is a sum of the blocks of :mod:`hydraulis.base.segments` — ``n_E`` ends
     (one of first, middle, last, only) and ``n_m`` layers of each mode::
 
         t(point) = Σ_blocks n_block·(c_block + a_block·Σs² + b_block·Σs)
@@ -95,13 +95,13 @@ def segment_plan(config: SweepConfig) -> SweepPlan:
     and the 21 time and 14 memory unknowns of a ``(cp, tp, sp)`` are fitted together by
     non-negative least squares on relative residuals (:func:`~hydraulis.profiler.fit.relative_nnls`);
     ``p_block`` is the block's kept bytes per token. Recomputation adds work and keeps less: a fit
-    saying otherwise (noise) is clamped to the plain layer's (:class:`~hydraulis.segments.Segments`).
+    saying otherwise (noise) is clamped to the plain layer's (:class:`~hydraulis.base.segments.Segments`).
 
     **Held out, whole stages.** For every scheme ``(cp, tp, pp)`` of the sweep and ``sp``, every
     stage of its even split is measured alone, plain and recomputing ``⌈L_σ/2⌉`` of its layers in
     full, at each token count in one mix in turn (``i mod #mixes``: halves and skewed mixes the fit
     never saw) — none of these points is in the fit. :func:`held_out_errors` reports per scheme the
-    median and largest ``|t̂ − t|/t`` of the composed stage (:func:`~hydraulis.segments.stage_block`);
+    median and largest ``|t̂ − t|/t`` of the composed stage (:func:`~hydraulis.base.segments.stage_block`);
     the profile's figure is the median over schemes of these medians. Fit and held-out points alike
     take the sweep's statistic of their micro-batches (the minimum by default,
     :class:`~hydraulis.profiler.sweep.Statistic`), so the figure measures how well blocks add up to

@@ -24,9 +24,9 @@ from enum import Enum
 
 import numpy as np
 
-from hydraulis.errors import HydraulisError, require, require_int
-from hydraulis.limits import MAX_SEQ_LEN, TOKEN_COUNTS
-from hydraulis.types import ModelSpec, Scheme, SchemeOptions
+from hydraulis.base.errors import HydraulisError, require, require_int
+from hydraulis.base.limits import MAX_SEQ_LEN, TOKEN_COUNTS
+from hydraulis.base.types import ModelSpec, Scheme, SchemeOptions
 
 MIXES: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("one", (1,)),

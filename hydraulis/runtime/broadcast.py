@@ -14,8 +14,8 @@ import json
 import torch
 
 from hydraulis.artifacts import step_plan_from_dict, step_plan_to_dict
+from hydraulis.base.types import StepPlan
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import StepPlan
 
 PLAN, ERROR = 0, 1
 

@@ -25,12 +25,12 @@ import torch
 
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.job.records import StepRecord
-from hydraulis.layout.kinds import OptimizerKind, Precision
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.optimizer.master import initial_weights
 from hydraulis.runtime.reference import ReferenceRun, StageReference, train_reference
 from hydraulis.runtime.run import TrainingRun
 from hydraulis.runtime.trainer import train
+from hydraulis.sharding.kinds import OptimizerKind, Precision
 
 FP32_TOLERANCE = 1e-5
 BF16_TOLERANCE = 5e-2

@@ -41,7 +41,7 @@ class GradientBuffers:
     goes on (:class:`~hydraulis.runtime.optimizer.exchange.Reduction`).
 
     The reduction (:mod:`hydraulis.runtime.optimizer.exchange`) then sends these gradients to the
-    optimizer layout in ``grad_reduce_dtype`` (:class:`~hydraulis.layout.kinds.ReduceDtype`) — fp32
+    optimizer layout in ``grad_reduce_dtype`` (:class:`~hydraulis.sharding.kinds.ReduceDtype`) — fp32
     on the CPU, bf16 on CUDA by default, or either when asked, bf16 halving the bytes at the price
     of one more rounding per rank — and the owners sum them in their fp32 buffers.
 

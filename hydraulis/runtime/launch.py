@@ -36,11 +36,11 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.job.config import RuntimeOptions
-from hydraulis.layout.kinds import DeviceKind, Precision
 from hydraulis.runtime.heartbeat import Heartbeat, HeartbeatWatch, describe_step
 from hydraulis.runtime.parallel.group import ParallelGroup
+from hydraulis.sharding.kinds import DeviceKind, Precision
 
 log = logging.getLogger(__name__)
 

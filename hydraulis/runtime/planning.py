@@ -15,7 +15,7 @@ Two ways to choose the step's strategy:
 :class:`PlanAhead` runs the planning of step ``t + 1`` in a worker thread while step ``t``
 executes (dispatch is numpy and Python; the step's torch kernels release the interpreter lock),
 so a step waits for its plan only when planning is slower than the step before it. With a
-planner URL the worker asks a running ``hydraulis serve`` (:class:`hydraulis.service.client.PlannerClient`)
+planner URL the worker asks a running ``hydraulis serve`` (:class:`hydraulis.runtime.planner_client.PlannerClient`)
 instead of calling dispatch itself.
 """
 
@@ -25,18 +25,8 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from hydraulis.cost import ReductionModel, exposed_reduce_ms
-from hydraulis.dispatch import DispatchOptions
-from hydraulis.dispatch.synthesis import (
-    Synthesise,
-    SynthesisMemory,
-    SynthesisOptions,
-    proposal_communicators,
-    synthesise_step,
-)
-from hydraulis.layout.pipeline import StrategyLayout
-from hydraulis.placement import Communicator, communicators
-from hydraulis.types import (
+from hydraulis.base.placement import Communicator, communicators
+from hydraulis.base.types import (
     BatchingMethod,
     MicroBatch,
     ModelSpec,
@@ -50,6 +40,16 @@ from hydraulis.types import (
     SolverReport,
     StepPlan,
 )
+from hydraulis.cost import ReductionModel, exposed_reduce_ms
+from hydraulis.dispatch import DispatchOptions
+from hydraulis.dispatch.synthesis import (
+    Synthesise,
+    SynthesisMemory,
+    SynthesisOptions,
+    proposal_communicators,
+    synthesise_step,
+)
+from hydraulis.sharding.pipeline import StrategySplit
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class Planning:
         return frozenset().union(*(proposal_communicators(p) for p in self.proposals))
 
 
-def spec_proposal(layout: StrategyLayout, model: ModelSpec, devices: int, token_budget: int, max_seq_len: int,
+def spec_proposal(layout: StrategySplit, model: ModelSpec, devices: int, token_budget: int, max_seq_len: int,
                   pipeline_model: PipelineModel, reduce_gbps: float = 0.0, reduce_overlap: float = 0.0,
                   grad_reduce_bytes: int = 2) -> Proposal:
     """A strategy given as a SPEC as a proposal of that one strategy on ``devices`` devices,

@@ -1,6 +1,6 @@
 """Rank map: which pipeline, stage, cp rank and tp rank each process runs under a strategy.
 
-Pipelines take blocks of ranks at the aligned offsets of :func:`hydraulis.placement.pipeline_offsets`
+Pipelines take blocks of ranks at the aligned offsets of :func:`hydraulis.base.placement.pipeline_offsets`
 (largest first, contiguous: a pipeline of ``2^k`` ranks starts at a multiple of ``2^k``, so the
 planner's communicator count is the runtime's); inside a pipeline starting at rank ``r₀`` the
 stages take consecutive blocks, stage ``σ`` one of ``cp·tp_σ`` ranks, and inside a stage the
@@ -19,11 +19,19 @@ from enum import Enum
 from functools import cached_property
 from typing import Any
 
-from hydraulis.errors import require
-from hydraulis.layout.pipeline import PipelineLayout, pipelines_spec
-from hydraulis.placement import RankRange, cp_set, pipeline_offsets, stage_offsets, stage_rank, stage_starts, tp_set
+from hydraulis.base.errors import require
+from hydraulis.base.placement import (
+    RankRange,
+    cp_set,
+    pipeline_offsets,
+    stage_offsets,
+    stage_rank,
+    stage_starts,
+    tp_set,
+)
+from hydraulis.base.stages import hand_off_peers
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.stages import hand_off_peers
+from hydraulis.sharding.pipeline import PipelineSplit, pipelines_spec
 
 
 class GroupKind(str, Enum):
@@ -60,11 +68,11 @@ class HandOff:
 @dataclass(frozen=True)
 class RankMap:
     """Ranks of a world of ``world_size`` processes laid out for ``pipelines``; with ``groups``
-    (a mixed cluster's rank ranges, :meth:`~hydraulis.cluster.ClusterDescription.rank_ranges`)
+    (a mixed cluster's rank ranges, :meth:`~hydraulis.base.cluster.ClusterDescription.rank_ranges`)
     every stage's block is allocated inside its device group's ranges
-    (:func:`hydraulis.placement.stage_offsets`).
+    (:func:`hydraulis.base.placement.stage_offsets`).
 
-    ``tp_σ`` is the stage's own degree (:meth:`~hydraulis.scheme.Scheme.stage_tp`): every stage's
+    ``tp_σ`` is the stage's own degree (:meth:`~hydraulis.base.scheme.Scheme.stage_tp`): every stage's
     ``tp`` for an ordinary scheme, where this is ``r₀ + (σ·cp + cp_rank)·tp + tp_rank``; a staged
     scheme's (design §9.2) may differ per stage.
 
@@ -78,7 +86,7 @@ class RankMap:
     still take part in the gradient reduction.
 
     **On a mixed cluster** (``groups``: each device group's rank range) a stage's block of
-    ``cp·tp_σ`` ranks lies inside its group's range (:func:`hydraulis.placement.stage_offsets`), so a
+    ``cp·tp_σ`` ranks lies inside its group's range (:func:`hydraulis.base.placement.stage_offsets`), so a
     pipeline's stages need not be adjacent: ``1|8:16@a100>8:24@h100x2`` with ``a100`` = ranks 0–15
     and ``h100`` = 16–31 puts stage 0 of the pipelines on ranks 0–7 and 8–15 and stage 1 on 16–23
     and 24–31. Inside a stage the order above holds; hand-offs and groups follow the stage blocks.
@@ -114,7 +122,7 @@ class RankMap:
     collective runs over pipeline or stage sets and no group is created for them.
     """
 
-    pipelines: tuple[PipelineLayout, ...]
+    pipelines: tuple[PipelineSplit, ...]
     world_size: int
     groups: tuple[RankRange, ...] = ()
 
@@ -129,8 +137,8 @@ class RankMap:
 
     @cached_property
     def stage_starts(self) -> tuple[tuple[int, ...], ...]:
-        """The first rank of every stage of every pipeline: :func:`~hydraulis.placement.stage_starts`
-        at the pipeline's offset without groups, :func:`~hydraulis.placement.stage_offsets` with them."""
+        """The first rank of every stage of every pipeline: :func:`~hydraulis.base.placement.stage_starts`
+        at the pipeline's offset without groups, :func:`~hydraulis.base.placement.stage_offsets` with them."""
         schemes = [p.scheme for p in self.pipelines]
         if self.groups:
             return stage_offsets(schemes, self.groups, pipelines_spec(self.pipelines))
@@ -150,7 +158,7 @@ class RankMap:
 
     @property
     def offsets(self) -> tuple[int, ...]:
-        """The first rank of every pipeline (:func:`hydraulis.placement.pipeline_offsets` without groups)."""
+        """The first rank of every pipeline (:func:`hydraulis.base.placement.pipeline_offsets` without groups)."""
         return tuple(starts[0] for starts in self.stage_starts)
 
     def stage_start(self, pipeline: int, stage: int) -> int:

@@ -28,16 +28,16 @@ from typing import Protocol
 import torch
 from torch.optim.lr_scheduler import LambdaLR
 
+from hydraulis.base.types import ModelSpec, Scheme
 from hydraulis.job.config import RuntimeOptions
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.layout.sharding import parameter_specs
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import Documents, pack_micro_batch
 from hydraulis.runtime.optimizer.master import decays, initial_weights
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.planning import single_device_plan
 from hydraulis.runtime.run import TrainingRun
-from hydraulis.types import ModelSpec, Scheme
+from hydraulis.sharding.parameters import parameter_specs
+from hydraulis.sharding.pipeline import PipelineSplit
 
 CPU = torch.device("cpu")
 
@@ -46,7 +46,7 @@ class ReferenceModel(Protocol):
     """A whole model on one device."""
 
     def parameters_by_name(self) -> dict[str, torch.nn.Parameter]:
-        """Every parameter by its canonical name (:func:`~hydraulis.layout.sharding.parameter_specs`)."""
+        """Every parameter by its canonical name (:func:`~hydraulis.sharding.parameters.parameter_specs`)."""
 
     def loss(self, documents: Documents, lengths: Sequence[int]) -> torch.Tensor:
         """``Σ ℓ_t / N`` over the batch's documents (token tensors of ``length + 1``)."""
@@ -70,7 +70,7 @@ class StageReference:
 
     def __init__(self, model: ModelSpec, seed: int) -> None:
         single = ParallelGroup.single()
-        self.module = StageModel(model, PipelineLayout(Scheme(1, 1, 1), (model.layers,)), 0, single, single,
+        self.module = StageModel(model, PipelineSplit(Scheme(1, 1, 1), (model.layers,)), 0, single, single,
                                  torch.float32, CPU)
         initial = initial_weights(model, seed)
         with torch.no_grad():

@@ -3,7 +3,7 @@
 :func:`resolve_run` reads presets and files, parses every strategy SPEC or the proposal, loads
 and tokenizes the corpus (or prepares synthetic documents) and reads the checkpoint to resume
 from — in the launching process, before any rank starts, so bad input fails fast with a
-:class:`~hydraulis.errors.HydraulisError` and the ranks need no file access of their own (but
+:class:`~hydraulis.base.errors.HydraulisError` and the ranks need no file access of their own (but
 for the checkpoint shards they read and write). Without a space, the strategies' step times are
 predicted with the analytic model of the device the job runs on (:func:`timing_device`): the
 preset of the detected GPU's name, or the ``cpu`` preset.
@@ -18,25 +18,25 @@ from pathlib import Path
 
 from hydraulis.artifacts import read_lengths, read_proposal, read_scheme_space
 from hydraulis.artifacts.cluster import read_cluster
-from hydraulis.cluster import ClusterDescription
+from hydraulis.base.cluster import ClusterDescription
+from hydraulis.base.errors import require
+from hydraulis.base.placement import stage_offsets
+from hydraulis.base.presets import FALLBACK_GPU, device_preset, gpu_preset, model_preset
+from hydraulis.base.types import DeviceSpec, ModelSpec, OptimizerLayout, PipelineModel
 from hydraulis.data.corpus import CorpusSource
 from hydraulis.data.loader import LoaderConfig
 from hydraulis.data.measure import measure_corpus
 from hydraulis.data.tokenizer import TokenizerSpec
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import synthesis_options
-from hydraulis.errors import require
 from hydraulis.job.config import TrainConfig
 from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
-from hydraulis.layout.kinds import ReduceDtype
-from hydraulis.layout.pipeline import StrategyLayout, even_layout
-from hydraulis.placement import stage_offsets
-from hydraulis.presets import FALLBACK_GPU, device_preset, gpu_preset, model_preset
 from hydraulis.runtime.checkpoint.hf_directory import HfDirectory, read_hf_directory
 from hydraulis.runtime.checkpoint.resume import Resume, check_resumable, complete_checkpoints, find_checkpoint
 from hydraulis.runtime.data import SyntheticCorpus, TrainingData, synthetic_lengths
 from hydraulis.runtime.planning import Planning, spec_proposal
-from hydraulis.types import DeviceSpec, ModelSpec, OptimizerLayout, PipelineModel
+from hydraulis.sharding.kinds import ReduceDtype
+from hydraulis.sharding.pipeline import StrategySplit, even_strategy_split
 
 log = logging.getLogger(__name__)
 DEFAULT_TOKEN_BUDGET = 256
@@ -71,7 +71,7 @@ class TrainingRun:
     and, without a space, what prices its SPECs)."""
 
     model: ModelSpec
-    layouts: tuple[StrategyLayout, ...]
+    layouts: tuple[StrategySplit, ...]
     planning: Planning
     data: TrainingData
     steps: int
@@ -116,7 +116,7 @@ def resolve_run(config: TrainConfig, gpu_name: str | None = None) -> TrainingRun
                 f"differs from the trained model {model.name} (the plans assume the proposal's model's shape)")
         token_budget = config.token_budget or proposal.token_budget
         max_seq_len = config.max_seq_len or proposal.max_seq_len
-        layouts = tuple(even_layout(p.strategy, model) for p in proposal.strategies)
+        layouts = tuple(even_strategy_split(p.strategy, model) for p in proposal.strategies)
         space = read_scheme_space(config.space_file) if config.space_file else None
         synthesis = synthesis_options(config.synthesise, config.synthesis_evaluations, proposal, space, "--space")
         planning = Planning((proposal,), False, config.method, options, config.planner_url, synthesis, space)
@@ -143,8 +143,8 @@ def resolve_run(config: TrainConfig, gpu_name: str | None = None) -> TrainingRun
 
 
 def timing_device(gpu_name: str | None) -> DeviceSpec:
-    """The device preset of a job on the GPU ``gpu_name`` (:func:`~hydraulis.presets.gpu_preset`;
-    a name no preset matches: :data:`~hydraulis.presets.FALLBACK_GPU`, with a warning naming it),
+    """The device preset of a job on the GPU ``gpu_name`` (:func:`~hydraulis.base.presets.gpu_preset`;
+    a name no preset matches: :data:`~hydraulis.base.presets.FALLBACK_GPU`, with a warning naming it),
     or the ``cpu`` preset (None). E.g. ``NVIDIA H200`` → ``h200``: without a space, a 4,096-token
     llama-1b step is priced at 989 TFLOP/s, not at the CPU's 0.2."""
     if gpu_name is None:
@@ -174,9 +174,9 @@ def _resume_point(config: TrainConfig) -> Resume | None:
     return find_checkpoint(config.checkpoint_dir) if held else None
 
 
-def _check_cluster(cluster: ClusterDescription, nproc: int, layouts: tuple[StrategyLayout, ...]) -> None:
+def _check_cluster(cluster: ClusterDescription, nproc: int, layouts: tuple[StrategySplit, ...]) -> None:
     """One process per device of ``cluster``, and every strategy placed on its groups (fails fast,
-    naming the strategy and the group short of ranks, :func:`hydraulis.placement.stage_offsets`)."""
+    naming the strategy and the group short of ranks, :func:`hydraulis.base.placement.stage_offsets`)."""
     require(nproc in (0, cluster.devices), "nproc", nproc, f"must be the cluster's {cluster.devices} devices")
     for layout in layouts:
         stage_offsets([p.scheme for p in layout.pipelines], cluster.rank_ranges(), str(layout))
@@ -184,7 +184,7 @@ def _check_cluster(cluster: ClusterDescription, nproc: int, layouts: tuple[Strat
 
 def _cycled_strategies(config: TrainConfig, model: ModelSpec, token_budget: int, max_seq_len: int,
                        options: DispatchOptions, cluster_devices: int,
-                       device: DeviceSpec) -> tuple[tuple[StrategyLayout, ...], Planning]:
+                       device: DeviceSpec) -> tuple[tuple[StrategySplit, ...], Planning]:
     """Every SPEC as a layout and a one-strategy proposal on the job's devices (at least
     ``cluster_devices``), priced by the space or else by ``device``'s analytic model; micro-batches of at most ``micro_batch_tokens`` (default ``1.5·max_seq_len``);
     the reduction priced with the job's ``grad_reduce_dtype`` (``auto``: the space's)."""

@@ -16,15 +16,12 @@ from dataclasses import dataclass
 
 import torch
 
-from hydraulis.errors import require
+from hydraulis.base.errors import require
+from hydraulis.base.placement import RankRange
+from hydraulis.base.types import ModelSpec, OptimizerLayout, StepPlan
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.job.records import StepRecord
 from hydraulis.job.schedule import LrSchedule
-from hydraulis.layout.buckets import bucket_elements
-from hydraulis.layout.kinds import ReduceDtype
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.layout.pipeline import StrategyLayout
-from hydraulis.placement import RankRange
 from hydraulis.runtime.gradients import GradientBuffers
 from hydraulis.runtime.launch import RankContext
 from hydraulis.runtime.memory.peak import PeakMemory, check_budget
@@ -41,7 +38,10 @@ from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.operations import RecordingWork, gather_operations, gather_reduction_overlap, step_clock
 from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
-from hydraulis.types import ModelSpec, OptimizerLayout, StepPlan
+from hydraulis.sharding.buckets import bucket_elements
+from hydraulis.sharding.kinds import ReduceDtype
+from hydraulis.sharding.ownership import OptimizerOwnership
+from hydraulis.sharding.pipeline import StrategySplit
 
 log = logging.getLogger(__name__)
 REDUCE_DTYPES = {ReduceDtype.FP32: torch.float32, ReduceDtype.BF16: torch.bfloat16}
@@ -74,7 +74,7 @@ class StepRunner:
                  layout: OptimizerLayout, schedule: LrSchedule, rank_ranges: tuple[RankRange, ...] = ()) -> None:
         self.model, self.context, self.record = model, context, options.record_operations
         self.rank_ranges, self.schedule = rank_ranges, schedule
-        self.placement = OptimizerPlacement(model, layout, context.world_size)
+        self.placement = OptimizerOwnership(model, layout, context.world_size)
         self.optimizer = OptimizerShard(self.placement, context.rank, options, context.device)
         self.reduce_dtype = REDUCE_DTYPES[options.grad_reduce_dtype.resolve(context.device.type)]
         self.budget, self.overlap = options.device_memory, options.overlap_reduction
@@ -91,7 +91,7 @@ class StepRunner:
         """Per one-owner stage, the :attr:`~.optimizer.master.OptimizerShard.version` its compute
         weights hold."""
 
-    def warm(self, layouts: tuple[StrategyLayout, ...]) -> int:
+    def warm(self, layouts: tuple[StrategySplit, ...]) -> int:
         """Step 1 of :meth:`run` for every strategy in ``layouts`` before the run's first step —
         process groups, stage models, routes checked, compute weights allocated (then released by
         the next) — so the first step of a strategy pays none of it; the process groups created."""
@@ -100,7 +100,7 @@ class StepRunner:
             self._switch(self._stage(layout))
         return self.groups.created - created
 
-    def run(self, step: int, layout: StrategyLayout, plan: StepPlan, documents: Documents) -> StepRecord:
+    def run(self, step: int, layout: StrategySplit, plan: StepPlan, documents: Documents) -> StepRecord:
         """One step of ``layout`` under ``plan``, and its record.
 
         Recipe (every rank, whatever its place):
@@ -254,7 +254,7 @@ class StepRunner:
         run_1f1b(recording or work, stage.link, len(batches), pipeline.scheme.pp, place.stage)
         return (work.loss if model.last and place.tp_rank == 0 else torch.zeros_like(work.loss)), recording
 
-    def _stage(self, layout: StrategyLayout) -> ComputeStage:
+    def _stage(self, layout: StrategySplit) -> ComputeStage:
         key = str(layout)
         if key not in self.stages:
             rank_map = RankMap(layout.pipelines, self.context.world_size, self.rank_ranges)
@@ -320,7 +320,7 @@ class StepRunner:
         return measured, figures, every
 
 
-def _check_plan(layout: StrategyLayout, plan: StepPlan) -> None:
+def _check_plan(layout: StrategySplit, plan: StepPlan) -> None:
     schemes = tuple(p.scheme for p in layout.pipelines)
     planned = tuple(p.scheme for p in plan.pipelines)
     require(planned == schemes, "step_plan.pipelines", [str(s) for s in planned],

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from hydraulis.base.types import Proposal
 from hydraulis.job.records import StepRecord
 from hydraulis.planner.report import STRATEGY_COLUMNS, proposal_heading, strategy_rows
-from hydraulis.types import Proposal
 
 TEXT_TAG = "proposal"
 

@@ -20,12 +20,12 @@ from pathlib import Path
 import torch
 
 from hydraulis.artifacts.train_log import read_train_log, write_train_log
+from hydraulis.base.errors import require
+from hydraulis.base.types import ModelSpec, OptimizerLayout, Scheme, StepPlan, TimeCoefficients
 from hydraulis.data.loader import LoaderPosition
-from hydraulis.errors import require
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.job.records import StepRecord, format_record
 from hydraulis.job.strategy_spec import SpecGroup, strategy_layout
-from hydraulis.layout.pipeline import StrategyLayout, even_layout
 from hydraulis.runtime.broadcast import share_plan
 from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.store import restore
@@ -36,7 +36,7 @@ from hydraulis.runtime.planning import PlanAhead
 from hydraulis.runtime.run import TrainingRun
 from hydraulis.runtime.step import StepRunner
 from hydraulis.runtime.tensorboard import RunRates, TensorBoardLog
-from hydraulis.types import ModelSpec, OptimizerLayout, Scheme, StepPlan, TimeCoefficients
+from hydraulis.sharding.pipeline import StrategySplit, even_strategy_split
 
 log = logging.getLogger(__name__)
 RECORDS = "train_log.json"
@@ -199,7 +199,7 @@ def _planner(run: TrainingRun, context: RankContext, reference: bool) -> PlanAhe
         return PlanAhead(None)
     client = None
     if run.planning.planner_url:
-        from hydraulis.service.client import TOKEN_VARIABLE, ClientOptions, PlannerClient
+        from hydraulis.runtime.planner_client import TOKEN_VARIABLE, ClientOptions, PlannerClient
 
         client = PlannerClient(run.planning.planner_url, ClientOptions(token=os.environ.get(TOKEN_VARIABLE) or None))
     return PlanAhead(run.planning, client)
@@ -219,11 +219,11 @@ def _optimizer_layout(run: TrainingRun, context: RankContext, reference: bool) -
     return run.optimizer_layout or OptimizerLayout(context.world_size, 1, 1)
 
 
-def _layout_of(layouts: tuple[StrategyLayout, ...], plan: StepPlan, model: ModelSpec) -> StrategyLayout:
+def _layout_of(layouts: tuple[StrategySplit, ...], plan: StepPlan, model: ModelSpec) -> StrategySplit:
     """The layout of the plan's strategy: one of the run's, or the one synthesised for its step."""
-    return even_layout(plan.synthesis.strategy, model) if plan.synthesis else layouts[plan.strategy_index]
+    return even_strategy_split(plan.synthesis.strategy, model) if plan.synthesis else layouts[plan.strategy_index]
 
 
-def _single_device_layout(run: TrainingRun) -> StrategyLayout:
+def _single_device_layout(run: TrainingRun) -> StrategySplit:
     return strategy_layout((SpecGroup(Scheme(1, 1, 1), 1),), run.model, lambda _: TimeCoefficients(0.0, 0.0, 0.0),
                            max_seq_len=1)

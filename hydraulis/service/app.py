@@ -24,8 +24,8 @@ from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 
 from hydraulis import __version__
-from hydraulis.errors import HydraulisError
-from hydraulis.presets import device_names, device_preset, model_names, model_preset
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_names, device_preset, model_names, model_preset
 from hydraulis.service import work
 from hydraulis.service.docs import install_docs
 from hydraulis.service.errors import install_error_handlers

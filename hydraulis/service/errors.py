@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 
 logger = logging.getLogger(__name__)
 

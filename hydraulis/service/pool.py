@@ -31,7 +31,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.service.errors import ServiceError
 
 logger = logging.getLogger(__name__)

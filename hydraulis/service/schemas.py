@@ -8,18 +8,18 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from hydraulis import limits
+from hydraulis.base import limits
+from hydraulis.base.limits import Limit
+from hydraulis.base.solver import SolverName
+from hydraulis.base.types import BatchingMethod, OptimizerLayout
 from hydraulis.data.synth import LongTail
 from hydraulis.dispatch import OversizePolicy
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
-from hydraulis.limits import Limit
 from hydraulis.planner import PlannerConfig
-from hydraulis.solver import SolverName
-from hydraulis.types import BatchingMethod, OptimizerLayout
 
 
 def within(limit: Limit, **extra: Any) -> Any:
-    """A field within ``limit`` (:mod:`hydraulis.limits`), so the OpenAPI schema states the range."""
+    """A field within ``limit`` (:mod:`hydraulis.base.limits`), so the OpenAPI schema states the range."""
     low = {"gt": limit.minimum} if limit.exclusive_minimum else {"ge": limit.minimum}
     if limit.integer:
         low = {key: int(value) for key, value in low.items()}

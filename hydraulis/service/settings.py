@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hydraulis.errors import require, require_int, require_number
-from hydraulis.limits import CONNECTIONS, HEADER_TIMEOUT_S, QUEUE, WORKERS
-from hydraulis.service.client import TOKEN_VARIABLE
+from hydraulis.base.errors import require, require_int, require_number
+from hydraulis.base.limits import CONNECTIONS, HEADER_TIMEOUT_S, QUEUE, WORKERS
+from hydraulis.runtime.planner_client import TOKEN_VARIABLE
 
 
 @dataclass(frozen=True)

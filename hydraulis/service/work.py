@@ -1,7 +1,7 @@
 """The planning work behind each route, run in the worker processes (:mod:`.pool`).
 
 Each function takes the route's validated request body and the service settings and returns the
-JSON value of the answer; it raises :class:`~hydraulis.errors.HydraulisError` for bad input and
+JSON value of the answer; it raises :class:`~hydraulis.base.errors.HydraulisError` for bad input and
 :class:`~hydraulis.service.errors.ServiceError` for a request beyond the service's limits. A new
 route adds one such function here and one route in :mod:`.app` that passes it to the pool.
 
@@ -31,16 +31,17 @@ from hydraulis.artifacts.assignments import assignments_to_dict
 from hydraulis.artifacts.fused import fused_problem_from_dict, fused_schedule_to_dict
 from hydraulis.artifacts.memory_report import memory_report_to_dict
 from hydraulis.artifacts.step_comparison import step_comparison_to_dict
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.types import Cluster, OptimizerLayout, Proposal
 from hydraulis.data.synth import synth_lengths
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.assigned_steps import Samples, assign_steps
 from hydraulis.dispatch.synthesis import Synthesise, plan_step, synthesis_options
-from hydraulis.errors import HydraulisError
 from hydraulis.fused import FuseOptions, fuse, fused_schedule
 from hydraulis.planner import PlannerConfig, propose, validate_proposal
-from hydraulis.presets import device_preset, model_preset
+from hydraulis.planner.space_rows import space_rows
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.profiler.report import space_rows
 from hydraulis.service.errors import ServiceError
 from hydraulis.service.schemas import (
     AnalyticSpaceRequest,
@@ -56,7 +57,6 @@ from hydraulis.service.schemas import (
 )
 from hydraulis.service.settings import ServiceSettings
 from hydraulis.simulation import compare_step
-from hydraulis.types import Cluster, OptimizerLayout, Proposal
 
 PROPOSAL_CACHE = 8
 """Proposals a worker keeps parsed and validated."""

@@ -1,6 +1,6 @@
 """Simulation at scale: propose once, plan every step with Hydraulis and with the baselines,
 all on the same cost model (design §13). Pure apart from the clock and an optional progress
-bar; :mod:`.inputs` reads the inputs the CLI names.
+bar; :mod:`hydraulis.io.simulation_inputs` reads the inputs the CLI names.
 
 * :mod:`.config` — :class:`SimulationConfig`;
 * :mod:`.contenders` — the compared systems and their candidate strategies;

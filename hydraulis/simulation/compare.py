@@ -3,7 +3,7 @@ and Hydraulis' speed-up over each baseline on that step (what the plan explorer 
 
 Recipe of :func:`compare_step`:
 
-1. draw one global batch from the documents with ``seed`` (:func:`hydraulis.workload.sample_batches`:
+1. draw one global batch from the documents with ``seed`` (:func:`hydraulis.base.workload.sample_batches`:
    pieces cut to the proposal's maximum length ``S``, filled to its token budget ``T``);
 2. list the candidates of every contender family (:func:`~.contenders.contender_families`);
 3. plan the batch with every candidate of every contender (:func:`hydraulis.dispatch.dispatch`
@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hydraulis.base.types import Proposal, SchemeSpace, StepPlan
+from hydraulis.base.workload import sample_batches
 from hydraulis.cost import PipelineTimeline, lower_bound_ms
 from hydraulis.dispatch import DispatchOptions, dispatch, micro_batch_times_ms, pipeline_timelines
 from hydraulis.dispatch.synthesis import plan_step
 from hydraulis.planner.options import proposal_options
 from hydraulis.simulation.contenders import Contender, Family, contender_families
-from hydraulis.types import Proposal, SchemeSpace, StepPlan
-from hydraulis.workload import sample_batches
 
 
 @dataclass(frozen=True)

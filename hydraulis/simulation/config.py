@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from hydraulis.base.errors import require
+from hydraulis.base.limits import SAMPLED_STEPS, SYNTHESIS_EVALUATIONS
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
-from hydraulis.errors import require
-from hydraulis.limits import SAMPLED_STEPS, SYNTHESIS_EVALUATIONS
 from hydraulis.planner import PlannerConfig
 
 HELD_OUT_SEED_OFFSET = 1

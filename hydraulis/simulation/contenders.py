@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from enum import Enum
 
+from hydraulis.base.types import BatchingMethod, Proposal, ProposedStrategy, SchemeSpace, SolverReport
 from hydraulis.planner.evaluate import CostContext
 from hydraulis.planner.options import SchemeOption
 from hydraulis.planner.propose import strategy_of
-from hydraulis.types import BatchingMethod, Proposal, ProposedStrategy, SchemeSpace, SolverReport
 
 
 class Family(str, Enum):

@@ -11,17 +11,17 @@ from enum import Enum
 
 import numpy as np
 
-from hydraulis.cluster import ClusterSpaces
+from hydraulis.base.cluster import ClusterSpaces
+from hydraulis.base.errors import require_int
+from hydraulis.base.scheme_profile import sequence_work_ms
+from hydraulis.base.types import BatchingMethod, Proposal
+from hydraulis.base.workload import sample_batches
 from hydraulis.cost.mixed_bound import layer_work_coefficients, mixed_bound
 from hydraulis.cost.staged import staged_cost
 from hydraulis.dispatch import dispatch
-from hydraulis.errors import require_int
 from hydraulis.planner.mixed import mixed_proposal
 from hydraulis.planner.mixed_options import mixed_options
 from hydraulis.planner.mixed_propose import MixedPlannerConfig, plan_cluster, replicas
-from hydraulis.scheme_profile import sequence_work_ms
-from hydraulis.types import BatchingMethod, Proposal
-from hydraulis.workload import sample_batches
 
 
 class MixedContender(str, Enum):

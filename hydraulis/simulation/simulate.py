@@ -12,6 +12,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from tqdm import tqdm
 
+from hydraulis.base.placement import communicator_bound
+from hydraulis.base.types import Proposal, SchemeSpace, StepPlan
+from hydraulis.base.workload import sample_batches
 from hydraulis.cost import BoundScheme, step_bound
 from hydraulis.dispatch import dispatch
 from hydraulis.dispatch.gap import GapBreakdown, gap_breakdown
@@ -24,7 +27,6 @@ from hydraulis.dispatch.synthesis import (
     strategy_communicators,
     synthesise_step,
 )
-from hydraulis.placement import communicator_bound
 from hydraulis.planner import propose
 from hydraulis.planner.options import proposal_options, synthesis_schemes
 from hydraulis.simulation.config import SimulationConfig
@@ -33,8 +35,6 @@ from hydraulis.simulation.contenders import (
     Family,
     contender_families,
 )
-from hydraulis.types import Proposal, SchemeSpace, StepPlan
-from hydraulis.workload import sample_batches
 
 
 @dataclass(frozen=True)
@@ -137,10 +137,10 @@ def simulate(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Si
        bound and the planning wall time; Hydraulis' gap, term by term (:mod:`hydraulis.dispatch.gap`);
     5. per contender, keep the candidate with the lowest mean predicted step time;
     6. count the distinct communicators Hydraulis' steps used (the proposal's, warmed before the
-       first step, included) against the bound of aligned placement (:mod:`hydraulis.placement`).
+       first step, included) against the bound of aligned placement (:mod:`hydraulis.base.placement`).
 
     Pure apart from the clock and an optional progress bar: no file I/O (``hydraulis simulate``
-    reads the inputs and writes the outputs, :mod:`hydraulis.simulation.inputs`,
+    reads the inputs and writes the outputs, :mod:`hydraulis.io.simulation_inputs`,
     :mod:`hydraulis.artifacts.simulation`, :mod:`hydraulis.viz.simulation`).
 
     Worked example of step 5: two homogeneous candidates predicting (100, 120) ms and (110, 105) ms

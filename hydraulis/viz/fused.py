@@ -12,8 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from hydraulis.base.files import atomic_path  # noqa: E402
 from hydraulis.cost.order import Phase  # noqa: E402
-from hydraulis.files import atomic_path  # noqa: E402
 from hydraulis.fused.problem import FusedProblem  # noqa: E402
 from hydraulis.fused.schedule import FusedSchedule  # noqa: E402
 

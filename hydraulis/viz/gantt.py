@@ -13,10 +13,10 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
+from hydraulis.base.files import atomic_path  # noqa: E402
+from hydraulis.base.types import Proposal, StepPlan  # noqa: E402
 from hydraulis.cost.pipeline import Phase  # noqa: E402
 from hydraulis.dispatch import pipeline_timelines  # noqa: E402
-from hydraulis.files import atomic_path  # noqa: E402
-from hydraulis.types import Proposal, StepPlan  # noqa: E402
 
 ROW_INCHES = 0.28
 MAX_INCHES = 60.0

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from hydraulis.files import atomic_path  # noqa: E402
+from hydraulis.base.files import atomic_path  # noqa: E402
 from hydraulis.simulation import Contender, ContenderSummary, Family, Simulation  # noqa: E402
 
 DPI = 100

@@ -26,14 +26,22 @@ import numpy as np
 from hydraulis.artifacts import timestamp, write_scheme_space, write_step_plan
 from hydraulis.artifacts.fused import read_fused_schedule, write_fused_problem
 from hydraulis.artifacts.lengths import read_lengths
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.types import (
+    Cluster,
+    OptimizerLayout,
+    PipelineGroup,
+    Proposal,
+    ProposedStrategy,
+    SolverReport,
+    Strategy,
+)
+from hydraulis.base.workload import sample_batches
 from hydraulis.cost.memory import scheme_capacities
 from hydraulis.dispatch import dispatch
 from hydraulis.fused import FusedProblem, fused_model, simulate, task_graph
 from hydraulis.fused.baselines import sequential_order
-from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.types import Cluster, OptimizerLayout, PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
-from hydraulis.workload import sample_batches
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -16,10 +16,10 @@ from hydraulis.artifacts.assignments import (
     write_assignments,
     write_assignments_lines,
 )
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import BatchingMethod, MicroBatch, PipelinePlan, Scheme, StepPlan
 from hydraulis.dispatch.assigned_steps import AssignedStep
 from hydraulis.dispatch.assignments import step_assignments
-from hydraulis.errors import HydraulisError
-from hydraulis.types import BatchingMethod, MicroBatch, PipelinePlan, Scheme, StepPlan
 from tests.artifacts.schema_check import violations
 
 LENGTHS = (9, 3, 4, 7)

@@ -10,15 +10,15 @@ from hydraulis.artifacts.checkpoint import (
     write_checkpoint_manifest,
 )
 from hydraulis.artifacts.train_log import read_train_log, write_train_log
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import OptimizerLayout
 from hydraulis.cost.pipeline import Phase, ScheduledOp
 from hydraulis.data.loader import LoaderConfig, LoaderPosition
-from hydraulis.errors import HydraulisError
 from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest, ShardFile
 from hydraulis.job.records import PipelineOperations, StepRecord
-from hydraulis.layout.kinds import OptimizerKind
-from hydraulis.presets import model_preset
 from hydraulis.runtime.checkpoint.resume import find_checkpoint, latest_checkpoint
-from hydraulis.types import OptimizerLayout
+from hydraulis.sharding.kinds import OptimizerKind
 
 MANIFEST = CheckpointManifest(3, model_preset("tiny"), OptimizerLayout(2, 1, 1), 4, OptimizerKind.ADAM, 1e-3, 3,
                               "synthetic", LoaderConfig(256, 64, 0), LoaderPosition(0, 3),

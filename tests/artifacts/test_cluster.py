@@ -6,8 +6,8 @@ import json
 import pytest
 
 from hydraulis.artifacts.cluster import cluster_from_dict, cluster_to_dict, read_cluster
-from hydraulis.cluster import ClusterDescription, DeviceGroup, GroupLink
-from hydraulis.errors import HydraulisError
+from hydraulis.base.cluster import ClusterDescription, DeviceGroup, GroupLink
+from hydraulis.base.errors import HydraulisError
 
 EXAMPLE = "examples/clusters/a100_h100.json"
 

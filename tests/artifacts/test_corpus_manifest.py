@@ -3,8 +3,8 @@ import json
 import pytest
 
 from hydraulis.artifacts.corpus_manifest import corpus_manifest_to_dict, read_corpus_manifest, write_corpus_manifest
+from hydraulis.base.errors import HydraulisError
 from hydraulis.data.sources import CorpusManifest
-from hydraulis.errors import HydraulisError
 
 MANIFEST = CorpusManifest(root="/lib/python3.11", pattern="**/*.py", excluded_dirs=("site-packages",),
                           python="3.11.7", files=2, bytes=30, skipped_undecodable=("test/bad.py",),

@@ -6,7 +6,7 @@ from hydraulis.artifacts.fused import (
     fused_schedule_from_dict,
     fused_schedule_to_dict,
 )
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.fused import FusedProblem, FuseOptions, fuse, fused_model, fused_schedule
 from tests.fused.helpers import two_models
 

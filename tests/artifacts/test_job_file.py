@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from hydraulis.artifacts.job_file import read_job_file
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "configs" / "tiny.toml"
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from hydraulis.artifacts import read_lengths, write_lengths
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 
 
 @pytest.mark.parametrize("name", ["l.txt", "l.txt.gz", "l.npy"])

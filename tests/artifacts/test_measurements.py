@@ -6,8 +6,9 @@ from dataclasses import replace
 import pytest
 
 from hydraulis.artifacts.measurements import MeasurementCache
-from hydraulis.errors import HydraulisError
-from hydraulis.presets import model_preset
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import Scheme
 from hydraulis.profiler.measurement import (
     Environment,
     Measurement,
@@ -16,7 +17,6 @@ from hydraulis.profiler.measurement import (
     ReductionMeasurement,
 )
 from hydraulis.profiler.sweep import Statistic, SweepPoint
-from hydraulis.types import Scheme
 
 SETTINGS = MeasureSettings(model_preset("tiny"), Environment("cpu", "test cpu", "2.0", "fp32", 1, 4), 3, 1)
 POINT = SweepPoint(Scheme(1, 2, 1), 1, (32, 32))

@@ -12,9 +12,9 @@ from hydraulis.artifacts import (
     write_proposal,
     write_step_plan,
 )
-from hydraulis.errors import HydraulisError
-from hydraulis.presets import model_preset
-from hydraulis.types import (
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import (
     BatchingMethod,
     MicroBatch,
     OptimizerLayout,

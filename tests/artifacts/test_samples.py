@@ -3,7 +3,7 @@
 import pytest
 
 from hydraulis.artifacts.samples import read_sample_steps
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 
 
 def test_a_lengths_file_is_one_step_with_positions_as_ids(tmp_path):

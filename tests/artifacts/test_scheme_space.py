@@ -3,9 +3,9 @@ import json
 import pytest
 
 from hydraulis.artifacts import read_scheme_space, scheme_space_from_dict, scheme_space_to_dict, write_scheme_space
-from hydraulis.errors import HydraulisError
-from hydraulis.presets import device_preset
-from hydraulis.types import FitQuality, SchemeProfile
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_preset
+from hydraulis.base.types import FitQuality, SchemeProfile
 
 
 @pytest.mark.parametrize("fixture", ["space_7b", "space_13b", "space_32b_analytic"])
@@ -64,7 +64,7 @@ def test_malformed_and_missing_files(tmp_path):
 def test_options_make_other_schemes_and_round_trip(space_7b):
     from dataclasses import replace
 
-    from hydraulis.types import Recompute
+    from hydraulis.base.types import Recompute
 
     first = space_7b.profiles[1]
     variants = tuple(replace(first, scheme=replace(first.scheme, tp=2, sp=sp, recompute=recompute, recompute_layers=k))
@@ -95,16 +95,16 @@ def test_an_unknown_recompute_value_names_the_field(space_7b):
 
 
 def _variant_space():
-    from hydraulis.presets import device_preset, model_preset
+    from hydraulis.base.presets import device_preset, model_preset
+    from hydraulis.base.types import Cluster
     from hydraulis.profiler.analytic import analytic_scheme_space
-    from hydraulis.types import Cluster
 
     return analytic_scheme_space(model_preset("llama-7b"), device_preset("h100-80g"), Cluster(16, 8, "h100-80g"),
                                  (1, 2), (1, 2), (1, 2), "2026-01-01T00:00:00+00:00", "test", segments=True)
 
 
 def test_a_space_with_segments_round_trips_and_composes_its_variants(tmp_path):
-    from hydraulis.types import Recompute, Scheme
+    from hydraulis.base.types import Recompute, Scheme
 
     space = _variant_space()
     path = tmp_path / "space.json"

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from hydraulis.artifacts import read_train_config, train_config_from_dict, train_config_to_dict, write_train_config
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import BatchingMethod, OptimizerLayout
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision
-from hydraulis.types import BatchingMethod, OptimizerLayout
+from hydraulis.sharding.kinds import DeviceKind, OptimizerKind, Precision
 
 
 def test_round_trip(tmp_path):

@@ -5,10 +5,10 @@ import pytest
 
 from hydraulis.artifacts import write_scheme_space, write_step_plan
 from hydraulis.artifacts.fused import read_fused_problem, read_fused_schedule, write_fused_problem
+from hydraulis.base.types import OptimizerLayout, PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
 from hydraulis.cli import main
 from hydraulis.dispatch import dispatch
 from hydraulis.fused import check_schedule
-from hydraulis.types import OptimizerLayout, PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
 from tests.conftest import analytic_space
 from tests.fused.helpers import two_models
 

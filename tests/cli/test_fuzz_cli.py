@@ -217,7 +217,7 @@ def run(argv: list[str]) -> tuple[int, str]:
 def test_every_numeric_argument_has_a_limit():
     loose = [f"{command} {action.option_strings or action.dest}" for command in COMMANDS
              for action in arguments(command) if action.type in (int, float)]
-    assert loose == [], "use hydraulis.cli.arguments.Bounded with a limit of hydraulis.limits"
+    assert loose == [], "use hydraulis.cli.arguments.Bounded with a limit of hydraulis.base.limits"
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=str)

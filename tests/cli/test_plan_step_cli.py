@@ -7,7 +7,7 @@ import pytest
 
 from hydraulis.artifacts import read_lengths, read_step_plan, write_proposal
 from hydraulis.artifacts.assignments import assignments_schema, assignments_to_dict, read_assignments
-from hydraulis.types import BatchingMethod
+from hydraulis.base.types import BatchingMethod
 from tests.artifacts.schema_check import violations
 from tests.cli.helpers import hydraulis
 from tests.dispatch.helpers import EXAMPLES, group, proposal

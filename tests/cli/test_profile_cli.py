@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from hydraulis.artifacts import read_scheme_space, write_lengths
-from hydraulis.presets import device_preset
-from hydraulis.types import SpaceSource
+from hydraulis.base.presets import device_preset
+from hydraulis.base.types import SpaceSource
 from tests.cli.helpers import hydraulis, hydraulis_process
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hydraulis.types import OptimizerLayout
+from hydraulis.base.types import OptimizerLayout
 from tests.cli.helpers import hydraulis
 from tests.conftest import load_pool, pool_path
 from tests.cost.test_memory import reference_max_seq_len

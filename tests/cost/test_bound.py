@@ -5,6 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import OptimizerLayout, PipelineModel, Scheme, TimeCoefficients
 from hydraulis.cost import (
     BoundScheme,
     level_bounds,
@@ -14,8 +16,6 @@ from hydraulis.cost import (
     step_bound,
     step_time_ms,
 )
-from hydraulis.errors import HydraulisError
-from hydraulis.types import OptimizerLayout, PipelineModel, Scheme, TimeCoefficients
 
 schemes = st.builds(
     lambda cp, tp, pp, a, b, c, cap: (Scheme(cp, tp, pp), TimeCoefficients(a, b, c), cap),

@@ -1,8 +1,8 @@
 import pytest
 
+from hydraulis.base.stages import Stage
+from hydraulis.base.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme, TimeCoefficients
 from hydraulis.cost.step import ReductionModel, exposed_reduce_ms, reduce_ms
-from hydraulis.stages import Stage
-from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme, TimeCoefficients
 
 P = 6_740_000_000
 

@@ -1,5 +1,5 @@
-"""Memory model against the original system's formula (reference pools' README), the runtime's
-own step terms (one parameter's gradient, the exchanges' buffers: :mod:`hydraulis.layout.step_memory`)
+"""Memory model against the original system's formula (original pools' README), the runtime's
+own step terms (one parameter's gradient, the exchanges' buffers: :mod:`hydraulis.sharding.step_memory`)
 set aside — they only shorten the longest sequence."""
 
 import math
@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import OptimizerLayout, Scheme
 from hydraulis.cost import MemoryLimit, memory_breakdown, scheme_capacities
-from hydraulis.errors import HydraulisError
-from hydraulis.types import OptimizerLayout, Scheme
 from tests.conftest import analytic_space, load_pool
 
 LAYOUTS = [OptimizerLayout(8, 4, 1), OptimizerLayout(16, 2, 2), OptimizerLayout(64, 1, 1), OptimizerLayout(4, 8, 2)]
@@ -78,7 +78,7 @@ def test_layout_not_dividing_devices_is_rejected(space_7b):
 
 @pytest.mark.parametrize("devices, layout", [(1, OptimizerLayout(1, 1, 1)), (4, OptimizerLayout(1, 1, 4))])
 def test_a_scheme_that_owns_what_it_computes_holds_neither_exchange_nor_main_gradients(devices, layout):
-    """One owner (:func:`hydraulis.layout.step_memory.one_owner`): the scheme that fills the
+    """One owner (:func:`hydraulis.sharding.step_memory.one_owner`): the scheme that fills the
     devices under a layout of its own stages has ``X = 0`` and, in bf16, 2 of its 6 compute bytes
     per parameter (the main gradients are the optimizer's fp32 gradient); beside other ranks, or
     on unknown devices, the same scheme keeps both."""

@@ -3,10 +3,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import PipelineModel
 from hydraulis.cost import pipeline_time_closed_form, pipeline_times_1f1b, simulate_1f1b
 from hydraulis.cost.pipeline import Phase
-from hydraulis.errors import HydraulisError
-from hydraulis.types import PipelineModel
 
 times = st.lists(st.floats(min_value=0.0, max_value=1e3, allow_nan=False), min_size=1, max_size=24)
 stages = st.integers(min_value=1, max_value=8)

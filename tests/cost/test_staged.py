@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.cluster import ClusterSpaces
+from hydraulis.base.cluster import ClusterSpaces
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.stages import parse_stages
+from hydraulis.base.types import OptimizerLayout, PipelineModel, Scheme
 from hydraulis.cost import pipeline_times_1f1b, simulate_1f1b_stages
 from hydraulis.cost.memory import memory_breakdown
 from hydraulis.cost.staged import staged_cost, staged_profile, staged_time_coefficients, uniform_staged
-from hydraulis.errors import HydraulisError
-from hydraulis.stages import parse_stages
-from hydraulis.types import OptimizerLayout, PipelineModel, Scheme
 from tests.conftest import mixed_cluster_spaces
 
 rows = st.lists(st.floats(min_value=0.0, max_value=1e3, allow_nan=False), min_size=1, max_size=12)

@@ -1,11 +1,11 @@
 import pytest
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import model_preset
+from hydraulis.base.stages import parse_stages
+from hydraulis.base.types import OptimizerLayout, Scheme, TimeCoefficients
 from hydraulis.cost import reduce_ms, step_time_ms
 from hydraulis.cost.step import implied_reduce_gbps, sharding
-from hydraulis.errors import HydraulisError
-from hydraulis.presets import model_preset
-from hydraulis.stages import parse_stages
-from hydraulis.types import OptimizerLayout, Scheme, TimeCoefficients
 
 
 def test_microbatch_time_worked_example():

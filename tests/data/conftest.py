@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hydraulis.data.stdlib import stdlib_root
+from hydraulis.io.stdlib_corpus import stdlib_root
 
 CODE_MODULES = ("json/decoder.py", "json/encoder.py", "json/scanner.py", "textwrap.py", "heapq.py", "bisect.py")
 

@@ -3,6 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.errors import HydraulisError
 from hydraulis.data.analysis import (
     AnalysisConfig,
     analyze_lengths,
@@ -12,7 +13,6 @@ from hydraulis.data.analysis import (
     token_label,
 )
 from hydraulis.data.loader import LoaderConfig, TokenBudgetLoader
-from hydraulis.errors import HydraulisError
 from tests.data.test_loader import documents
 
 

@@ -1,8 +1,8 @@
 import pandas as pd
 import pytest
 
+from hydraulis.base.errors import HydraulisError
 from hydraulis.data.corpus import CorpusFormat, CorpusSource, TextUnit, load_corpus
-from hydraulis.errors import HydraulisError
 from tests.data.conftest import write_jsonl
 
 

@@ -8,8 +8,9 @@ from tests.test_imports import BLOCKER
 
 
 def test_data_modules_and_cli_import_without_datasets_tokenizers_or_matplotlib():
-    modules = ["hydraulis.data." + m for m in ("corpus", "sources", "stdlib", "tokenizer", "loader", "analysis",
-                                               "report", "synth", "measure")] + ["hydraulis.cli"]
+    modules = ["hydraulis.data." + m for m in ("corpus", "sources", "tokenizer", "loader", "analysis", "synth",
+                                               "measure")] + ["hydraulis.io.stdlib_corpus", "hydraulis.io.length_report",
+                                                              "hydraulis.cli"]
     code = (BLOCKER + "".join(f"import {m}\n" for m in modules)
             + "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\nprint('ok')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.errors import HydraulisError
 from hydraulis.data.loader import LoaderConfig, LoaderPosition, TokenBudgetLoader, plan_epoch
-from hydraulis.errors import HydraulisError
 
 
 def documents(lengths, vocab=50_000):

@@ -4,8 +4,8 @@ import numpy as np
 
 from hydraulis.artifacts.lengths import read_lengths
 from hydraulis.data.analysis import AnalysisConfig
-from hydraulis.data.report import write_report
 from hydraulis.data.synth import synth_lengths
+from hydraulis.io.length_report import write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -1,8 +1,8 @@
 import pytest
 
+from hydraulis.base.errors import HydraulisError
 from hydraulis.data.fingerprint import ContentHash
 from hydraulis.data.sources import collect_sources
-from hydraulis.errors import HydraulisError
 
 
 def make_tree(root):

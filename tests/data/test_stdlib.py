@@ -3,9 +3,9 @@ import json
 import pytest
 
 from hydraulis.artifacts.corpus_manifest import read_corpus_manifest
+from hydraulis.base.errors import HydraulisError
 from hydraulis.data.corpus import CorpusSource, load_corpus
-from hydraulis.data.stdlib import build_stdlib_corpus, manifest_path, stdlib_root
-from hydraulis.errors import HydraulisError
+from hydraulis.io.stdlib_corpus import build_stdlib_corpus, manifest_path, stdlib_root
 from tests.data.test_sources import make_tree
 
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
+from hydraulis.base.errors import HydraulisError
 from hydraulis.data.synth import LongTail, synth_lengths
-from hydraulis.errors import HydraulisError
 
 
 def test_deterministic_by_seed():

@@ -2,6 +2,8 @@ import json
 
 import pytest
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import model_preset
 from hydraulis.data.corpus import CorpusSource, load_corpus
 from hydraulis.data.tokenizer import (
     TokenizerSpec,
@@ -11,8 +13,6 @@ from hydraulis.data.tokenizer import (
     tokenize_corpus,
     train_bpe,
 )
-from hydraulis.errors import HydraulisError
-from hydraulis.presets import model_preset
 from tests.data.conftest import code_texts, write_jsonl
 
 

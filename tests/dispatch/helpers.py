@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 
 from hydraulis.artifacts import read_proposal
-from hydraulis.cost import reduce_ms, simulate_1f1b
-from hydraulis.dispatch import OversizePolicy, micro_batch_times_ms
-from hydraulis.presets import model_preset
-from hydraulis.types import (
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import (
     OptimizerLayout,
     PipelineGroup,
     PipelineModel,
@@ -24,6 +22,8 @@ from hydraulis.types import (
     Strategy,
     TimeCoefficients,
 )
+from hydraulis.cost import reduce_ms, simulate_1f1b
+from hydraulis.dispatch import OversizePolicy, micro_batch_times_ms
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from hydraulis.artifacts import read_lengths
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import BatchingMethod
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.assigned_steps import Samples, assign_steps
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions, plan_step
-from hydraulis.errors import HydraulisError
-from hydraulis.types import BatchingMethod
 from tests.dispatch.helpers import EXAMPLES, example_proposal
 
 METHOD = BatchingMethod.DISPATCH_BALANCED_PACKING

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import BatchingMethod, MicroBatch, PipelinePlan, Scheme, StepPlan
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, dispatch
 from hydraulis.dispatch.assignments import RankAssignment, StepAssignments, step_assignments
-from hydraulis.errors import HydraulisError
-from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.rank_map import RankMap, RankPlace
-from hydraulis.types import BatchingMethod, MicroBatch, PipelinePlan, Scheme, StepPlan
+from hydraulis.sharding.pipeline import PipelineSplit
 from tests.dispatch.helpers import group, proposal
 
 
@@ -62,7 +62,7 @@ def test_every_plan_agrees_with_the_runtimes_rank_map(chosen, cp, lengths, spare
     plan = dispatch(prop, lengths, BatchingMethod.DISPATCH_BALANCED_PACKING,
                     DispatchOptions(oversize=OversizePolicy.TRUNCATE))
     found = step_assignments(plan, lengths, prop.devices + spare)
-    layouts = tuple(PipelineLayout(p.scheme, p.scheme.stage_layers(32)) for p in plan.pipelines)
+    layouts = tuple(PipelineSplit(p.scheme, p.scheme.stage_layers(32)) for p in plan.pipelines)
     rank_map = RankMap(layouts, prop.devices + spare)
     for r in found.ranks:
         assert rank_map.place(r.rank) == RankPlace(r.pipeline, r.stage, r.cp_rank, r.tp_rank)

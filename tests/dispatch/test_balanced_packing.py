@@ -5,11 +5,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.types import PipelineGroup, PipelineModel, Scheme, Strategy, TimeCoefficients
 from hydraulis.dispatch import balanced_packing
 from hydraulis.dispatch.balanced_packing import REPRESENTED, balanced_packings
 from hydraulis.dispatch.packing import first_fit_decreasing
 from hydraulis.dispatch.pipelines import PipelineTable, pipeline_makespans
-from hydraulis.types import PipelineGroup, PipelineModel, Scheme, Strategy, TimeCoefficients
 
 CAPACITY = 8000
 TABLE = PipelineTable.of(Strategy((PipelineGroup(Scheme(1, 1, 4), REPRESENTED + 4, CAPACITY,

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
+from hydraulis.base.errors import HydraulisError
 from hydraulis.dispatch.batch import prepare_batch
 from hydraulis.dispatch.options import DispatchOptions, OversizePolicy
-from hydraulis.errors import HydraulisError
 
 
 def test_split_worked_example():

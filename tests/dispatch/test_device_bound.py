@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.types import OptimizerLayout, PipelineModel, Scheme, TimeCoefficients
 from hydraulis.cost import BoundScheme, level_bounds, reduce_ms
 from hydraulis.dispatch.device_bound import ComputeForm, devices_needed, least_compute_ms
-from hydraulis.types import OptimizerLayout, PipelineModel, Scheme, TimeCoefficients
 from tests.cost.test_bound import compute_ms, random_plan, schemes
 
 

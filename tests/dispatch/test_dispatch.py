@@ -3,13 +3,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import BatchingMethod
 from hydraulis.cost import simulate_1f1b
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, PackingStatus, dispatch, strategy_bound
 from hydraulis.dispatch.estimate import estimate_ms
 from hydraulis.dispatch.packing import first_fit_decreasing, organ_order
 from hydraulis.dispatch.pipelines import PipelineTable
-from hydraulis.errors import HydraulisError
-from hydraulis.types import BatchingMethod
 from tests.dispatch.helpers import group, proposal
 
 FAST = group(pp=1, count=2, capacity=1000, a=0.0, b=1.0, c=0.0)

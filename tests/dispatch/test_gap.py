@@ -3,10 +3,10 @@
 import pytest
 
 from hydraulis.artifacts import read_lengths
+from hydraulis.base.workload import sample_batches
 from hydraulis.dispatch import dispatch
 from hydraulis.dispatch.gap import bound_schemes, gap_breakdown
 from hydraulis.dispatch.synthesis import plan_step
-from hydraulis.workload import sample_batches
 from tests.dispatch.helpers import EXAMPLES, example_proposal, group, proposal
 
 

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.types import BatchingMethod, PipelineModel
 from hydraulis.cost import simulate_1f1b
 from hydraulis.dispatch import DispatchOptions, PackingStatus, dispatch, strategy_bound
 from hydraulis.dispatch.batch import prepare_batch
 from hydraulis.dispatch.pipelines import PipelineTable
-from hydraulis.types import BatchingMethod, PipelineModel
 from tests.dispatch.helpers import group, proposal
 
 ILP = DispatchOptions(ilp_nodes=100_000, ilp_time_limit_s=3600.0)

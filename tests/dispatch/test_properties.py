@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import BatchingMethod
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, dispatch
-from hydraulis.errors import HydraulisError
-from hydraulis.types import BatchingMethod
 from tests.dispatch.helpers import check_plan, group, proposal
 
 groups = st.builds(group, pp=st.integers(1, 4), count=st.integers(1, 3), capacity=st.integers(64, 4096),

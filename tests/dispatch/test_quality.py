@@ -1,13 +1,13 @@
 """Plan quality on the committed example proposals and the long-tailed example workload
-(7B reference pool, 200K-token steps of at most 32K): the acceptance check of issue 4 on fewer
+(7B original pool, 200K-token steps of at most 32K): the acceptance check of issue 4 on fewer
 steps (``benchmarks/dispatch_latency.py`` runs 100)."""
 
 import pytest
 
 from hydraulis.artifacts import read_lengths
+from hydraulis.base.types import BatchingMethod
+from hydraulis.base.workload import sample_batches
 from hydraulis.dispatch import compare_methods
-from hydraulis.types import BatchingMethod
-from hydraulis.workload import sample_batches
 from tests.dispatch.helpers import EXAMPLES, example_proposal
 
 

@@ -8,6 +8,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.placement import placement_problem
+from hydraulis.base.types import BatchingMethod
 from hydraulis.dispatch import DispatchOptions, OversizePolicy, dispatch
 from hydraulis.dispatch.menu import menu
 from hydraulis.dispatch.synthesis import (
@@ -17,9 +20,6 @@ from hydraulis.dispatch.synthesis import (
     strategy_communicators,
     synthesise_step,
 )
-from hydraulis.errors import HydraulisError
-from hydraulis.placement import placement_problem
-from hydraulis.types import BatchingMethod
 from tests.dispatch.helpers import BATCH, CHEAP, FAST, check_plan, consistent_proposal, group, kind, proposal
 
 kinds = st.builds(kind, tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2]), capacity=st.integers(500, 6000),

@@ -3,9 +3,9 @@ the winner first, the oldest forgotten past the size; invalid fields named."""
 
 import pytest
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import Strategy
 from hydraulis.dispatch.synthesis_memory import Remembered, SynthesisMemory
-from hydraulis.errors import HydraulisError
-from hydraulis.types import Strategy
 from tests.dispatch.helpers import group
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.fused import FusedProblem, Placement, fused_model
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.fused import FuseOptions, StopReason, check_schedule, fuse, scheduled_tasks, simulate, task_graph
 from hydraulis.fused.baselines import greedy_order, interleaved_order, sequential_order
 from tests.fused.helpers import assert_valid, two_models

@@ -6,10 +6,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from hydraulis.presets import device_preset, model_preset
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.specs import Cluster
+from hydraulis.base.types import SchemeSpace
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.specs import Cluster
-from hydraulis.types import SchemeSpace
 
 
 @lru_cache(maxsize=None)

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from hydraulis.base.types import Scheme, TimeCoefficients
 from hydraulis.integrations.rank_batches import rank_micro_batches
 from hydraulis.integrations.torch import BalancedBatchSampler
-from hydraulis.types import Scheme, TimeCoefficients
 from tests.integrations.helpers import cp_space, long_tailed
 
 TIME = TimeCoefficients(1e-6, 0.05, 30.0)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.integrations.cp_contract import check_cp_groups
 from hydraulis.integrations.cp_groups import CPGroups, FixedCost, cp_step_ms
 from hydraulis.integrations.cp_plan import plan_cp_groups

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("accelerate", reason="the Trainer needs accelerate (the dev extra installs it)")
 
+from hydraulis.base.types import TimeCoefficients
 from hydraulis.integrations.torch import BalancedBatchSampler
-from hydraulis.types import TimeCoefficients
 
 RUN = Path(__file__).resolve().parent / "hf_docs_run.py"
 ROOT = Path(__file__).resolve().parents[2]

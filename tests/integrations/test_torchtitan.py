@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import TimeCoefficients
 from hydraulis.integrations.torchtitan import IGNORE_INDEX, BalancedTitanDataLoader, packed_row
-from hydraulis.types import TimeCoefficients
 from tests.integrations.helpers import long_tailed
 
 TIME = TimeCoefficients(1e-6, 0.05, 30.0)

@@ -10,9 +10,9 @@ import pytest
 
 from hydraulis.artifacts import train_config_to_dict
 from hydraulis.artifacts.job_file import job_file_keys, read_job_file
+from hydraulis.base.errors import HydraulisError
 from hydraulis.cli import build_parser
 from hydraulis.cli.train import job_config
-from hydraulis.errors import HydraulisError
 from hydraulis.job.config import TrainConfig
 from hydraulis.job.options import Section, job_options
 

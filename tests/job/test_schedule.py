@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.job.config import RuntimeOptions, TrainConfig
 from hydraulis.job.schedule import LrSchedule, LrScheduleKind
 

@@ -3,12 +3,12 @@ space without the segments of a stage's tp cannot describe it."""
 
 import pytest
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.stages import Stage
+from hydraulis.base.types import Cluster, Recompute, Scheme
 from hydraulis.job.staged_profile import analytic_profile_of, space_profile_of
-from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_profile, analytic_scheme_space
-from hydraulis.stages import Stage
-from hydraulis.types import Cluster, Recompute, Scheme
 
 TINY, CPU = model_preset("tiny"), device_preset("cpu")
 CLUSTER = Cluster(8, 8, "cpu")

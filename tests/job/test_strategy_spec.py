@@ -2,12 +2,12 @@
 
 import pytest
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import model_preset
+from hydraulis.base.stages import Stage, even_split
+from hydraulis.base.types import PipelineGroup, Recompute, Scheme, Strategy
 from hydraulis.job.strategy_spec import SpecGroup, parse_strategy, parse_strategy_spec, scheme_times
-from hydraulis.layout.pipeline import PipelineLayout, even_layout
-from hydraulis.presets import model_preset
-from hydraulis.stages import Stage, even_split
-from hydraulis.types import PipelineGroup, Recompute, Scheme, Strategy
+from hydraulis.sharding.pipeline import PipelineSplit, even_strategy_split
 
 TINY = model_preset("tiny")
 TIMES = scheme_times(TINY, 4)
@@ -70,7 +70,7 @@ def test_expanded_pipelines_carry_even_or_given_splits():
 def test_even_split_gives_the_first_stages_the_remainder():
     assert even_split(4, 3) == (2, 1, 1)
     assert even_split(60, 8) == (8, 8, 8, 8, 7, 7, 7, 7)
-    assert PipelineLayout(Scheme(1, 1, 2), (2, 2)).is_even()
+    assert PipelineSplit(Scheme(1, 1, 2), (2, 2)).is_even()
 
 
 @pytest.mark.parametrize("text, field, words", [
@@ -129,6 +129,6 @@ def test_a_proposal_strategy_keeps_its_staged_split():
     staged = Scheme.staged(1, (Stage(2, 3), Stage(1, 1)))
     strategy = Strategy((PipelineGroup(staged, 1, 64, TIMES(staged)), PipelineGroup(Scheme(1, 1, 2), 1, 64,
                                                                                      TIMES(Scheme(1, 1, 2)))))
-    layout = even_layout(strategy, TINY)
+    layout = even_strategy_split(strategy, TINY)
     assert [p.stage_layers for p in layout.pipelines] == [(3, 1), (2, 2)]
     assert str(layout) == "1|2:3>1:1+1,1,2"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
+from hydraulis.base.types import Scheme, TimeCoefficients
 from hydraulis.cost import MemoryBreakdown
-from hydraulis.planner.distribution import BucketWorkload
+from hydraulis.planner.distribution import ExpectedStep
 from hydraulis.planner.options import SchemeOption
-from hydraulis.types import Scheme, TimeCoefficients
 
 LENGTHS = Path(__file__).resolve().parents[2] / "examples" / "data" / "longtail.txt"
 """The bundled long-tail lengths file (examples/data/README.md)."""
@@ -22,14 +22,14 @@ def option(cp: int, tp: int, pp: int, a: float, b: float, c: float, capacity: in
     return SchemeOption(Scheme(cp, tp, pp), TimeCoefficients(a, b, c), capacity, MEMORY, reduce_ms)
 
 
-def workload(lengths: list[int], counts: list[float], maxima: list[int], width: int) -> BucketWorkload:
+def workload(lengths: list[int], counts: list[float], maxima: list[int], width: int) -> ExpectedStep:
     """One bucket per entry of ``lengths`` (all sequences of a bucket have that length)."""
     s, n = np.asarray(lengths, dtype=float), np.asarray(counts, dtype=float)
     upper = (np.ceil(s / width) * width).astype(np.int64)
-    return BucketWorkload(counts=n, tokens=n * s, squares=n * s * s, upper=upper, maxima=np.asarray(maxima))
+    return ExpectedStep(counts=n, tokens=n * s, squares=n * s * s, upper=upper, maxima=np.asarray(maxima))
 
 
-def random_instance(seed: int) -> tuple[list[SchemeOption], BucketWorkload, int, int]:
+def random_instance(seed: int) -> tuple[list[SchemeOption], ExpectedStep, int, int]:
     """2–4 schemes (the fourth pipeline-parallel), 4–6 buckets, 8 or 16 devices; the last value
     is the longest length the strategy must hold. Small schemes are cheaper per device for
     short sequences and only large ones hold the long ones, so mixes often win."""

@@ -2,8 +2,8 @@
 
 import numpy as np
 
+from hydraulis.base.types import PipelineGroup, Scheme, Strategy, TimeCoefficients
 from hydraulis.planner.differing import gains
-from hydraulis.types import PipelineGroup, Scheme, Strategy, TimeCoefficients
 
 TIME = TimeCoefficients(0.0, 1.0, 0.0)
 A, B, C = (Strategy((PipelineGroup(Scheme(1, tp, 1), 1, 64, TIME),)) for tp in (1, 2, 4))

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.planner.distribution import length_histogram, step_statistics
 
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme, Strategy, TimeCoefficients
 from hydraulis.cost import lower_bound_ms, simulate_1f1b
-from hydraulis.errors import HydraulisError
 from hydraulis.planner.evaluate import CostContext, _balanced, _dispatch, _first_fit, estimate_step
-from hydraulis.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme, Strategy, TimeCoefficients
 
 SMALL = PipelineGroup(Scheme(1, 2, 1), 3, 4000, TimeCoefficients(2e-6, 0.09, 10.0))
 LARGE = PipelineGroup(Scheme(1, 4, 2), 1, 16000, TimeCoefficients(5e-7, 0.03, 8.0))

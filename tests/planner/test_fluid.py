@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.types import PipelineModel
 from hydraulis.cost import pipeline_time_closed_form, simulate_1f1b
 from hydraulis.planner.fluid import (
     assignment_makespan,
@@ -18,7 +19,6 @@ from hydraulis.planner.fluid import (
     reduction_levels,
     single_sequence_ms,
 )
-from hydraulis.types import PipelineModel
 from tests.planner.instances import option, random_instance, workload
 
 MODEL = PipelineModel(p2p_ms=0.05)

@@ -1,9 +1,9 @@
 import pytest
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import OptimizerLayout, Scheme
 from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.planner.options import planning_space, scheme_options
-from hydraulis.types import OptimizerLayout, Scheme
 
 
 def test_the_reference_pool_gets_plain_zero1(space_7b):
@@ -55,7 +55,7 @@ def test_small_clusters(space_7b):
 def test_a_scheme_with_other_options_is_another_option(space_7b):
     from dataclasses import replace
 
-    from hydraulis.types import Recompute
+    from hydraulis.base.types import Recompute
 
     plain = next(p for p in space_7b.profiles if p.scheme == Scheme(1, 8, 1))
     slower = replace(plain, scheme=replace(plain.scheme, recompute=Recompute.FULL),

@@ -4,8 +4,8 @@ on 64 H100s holds its experts only with ``ep > 1``, and every proposed pipeline 
 import numpy as np
 import pytest
 
+from hydraulis.io.simulation_inputs import scheme_space_for
 from hydraulis.planner import PlannerConfig, Variants, propose
-from hydraulis.simulation.inputs import scheme_space_for
 
 
 @pytest.mark.slow

@@ -8,10 +8,10 @@ import numpy as np
 import pulp
 import pytest
 
+from hydraulis.base.solver import Outcome, SolverName, solve
+from hydraulis.base.types import PipelineModel
 from hydraulis.planner.fluid import FluidProblem, fluid_problem
 from hydraulis.planner.program import HEURISTIC, BisectionStatus, optimise_counts
-from hydraulis.solver import Outcome, SolverName, solve
-from hydraulis.types import PipelineModel
 from tests.planner.instances import random_instance
 
 TOLERANCE = 1e-6

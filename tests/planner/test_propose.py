@@ -1,4 +1,4 @@
-"""The whole recipe on the 7B reference pool and the bundled long-tail lengths."""
+"""The whole recipe on the 7B original pool and the bundled long-tail lengths."""
 
 from dataclasses import replace
 
@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 
 from hydraulis.artifacts import read_lengths
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import PipelineGroup, Scheme, Strategy
+from hydraulis.base.workload import sample_batches
 from hydraulis.cost import scheme_capacities
-from hydraulis.errors import HydraulisError
 from hydraulis.planner import PlannerConfig, SolverName, propose, validate_proposal
 from hydraulis.planner.distribution import step_statistics
 from hydraulis.planner.evaluate import CostContext, estimate_step
 from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.planner.options import planning_space, scheme_options
 from hydraulis.planner.propose import Judge, best_homogeneous, design_range, strategy_of
-from hydraulis.types import PipelineGroup, Scheme, Strategy
-from hydraulis.workload import sample_batches
 from tests.planner.instances import LENGTHS
 
 CONFIG = PlannerConfig(devices=32, devices_per_node=8, token_budget=65536, max_seq_len=32768, strategies=4, steps=24)

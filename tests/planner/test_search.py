@@ -8,11 +8,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.types import OptimizerLayout, PipelineModel
 from hydraulis.planner.evaluate import CostContext
 from hydraulis.planner.propose import Judge, strategy_of
 from hydraulis.planner.search import IMPROVEMENT, CountsSearch
 from hydraulis.planner.validate import node_placement
-from hydraulis.types import OptimizerLayout, PipelineModel
 from tests.planner.instances import option
 
 SIZES = (2, 4, 8, 16)

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from hydraulis.artifacts import read_lengths
+from hydraulis.base.types import PipelineModel
+from hydraulis.base.workload import sample_batches
 from hydraulis.planner.distribution import step_statistics
 from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.planner.options import planning_space, scheme_options
 from hydraulis.planner.specialise import _candidate_points, homogeneous_step_ms, serving_ranges
-from hydraulis.types import PipelineModel
-from hydraulis.workload import sample_batches
 from tests.planner.instances import LENGTHS, option
 
 OPTIONS = [option(1, 2, 1, 2e-6, 0.09, 10.0, 6000, 20.0), option(1, 4, 1, 1e-6, 0.05, 12.0, 14000, 10.0),

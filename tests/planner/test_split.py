@@ -4,12 +4,12 @@ import itertools
 
 import pytest
 
-from hydraulis.cluster import ClusterDescription, ClusterSpaces, DeviceGroup, GroupLink
+from hydraulis.base.cluster import ClusterDescription, ClusterSpaces, DeviceGroup, GroupLink
+from hydraulis.base.stages import Stage
+from hydraulis.base.types import ModelSpec, Scheme
 from hydraulis.cost.staged import staged_cost
 from hydraulis.planner.split import GroupBudget, SplitRequest, candidate_stages, split_options, split_pipeline
 from hydraulis.profiler.cluster import group_scheme_space
-from hydraulis.stages import Stage
-from hydraulis.types import ModelSpec, Scheme
 from tests.conftest import mixed_cluster_spaces
 
 EIGHT_LAYERS = ModelSpec("m8", 8, 5120, 40, 40, 13824, 32000)

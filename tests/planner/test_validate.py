@@ -5,10 +5,8 @@ from dataclasses import replace
 import pytest
 
 from hydraulis.artifacts import proposal_to_dict, read_proposal, write_json
-from hydraulis.errors import HydraulisError
-from hydraulis.planner import proposal_violations, validate_proposal
-from hydraulis.planner.validate import node_placement
-from hydraulis.types import (
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import (
     OptimizerLayout,
     PipelineGroup,
     PipelineModel,
@@ -18,6 +16,8 @@ from hydraulis.types import (
     SolverReport,
     Strategy,
 )
+from hydraulis.planner import proposal_violations, validate_proposal
+from hydraulis.planner.validate import node_placement
 
 
 def group(space, cp, tp, pp, count, max_seq_len):

@@ -10,8 +10,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.segments import Block, Segments, compose_profile
+from hydraulis.base.stages import even_split
+from hydraulis.base.types import (
+    Cluster,
+    OptimizerLayout,
+    PipelineGroup,
+    ProposedStrategy,
+    Recompute,
+    Scheme,
+    SchemeSpace,
+    Strategy,
+    TimeCoefficients,
+)
 from hydraulis.cost import memory_breakdown, scheme_capacities
-from hydraulis.errors import HydraulisError
 from hydraulis.planner.config import Variants
 from hydraulis.planner.distribution import step_statistics
 from hydraulis.planner.layout import choose_optimizer_layout
@@ -25,21 +39,7 @@ from hydraulis.planner.variants import (
     plain_space,
     variant_targets,
 )
-from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.segments import Block, Segments, compose_profile
-from hydraulis.stages import even_split
-from hydraulis.types import (
-    Cluster,
-    OptimizerLayout,
-    PipelineGroup,
-    ProposedStrategy,
-    Recompute,
-    Scheme,
-    SchemeSpace,
-    Strategy,
-    TimeCoefficients,
-)
 
 CREATED = "2026-01-01T00:00:00+00:00"
 

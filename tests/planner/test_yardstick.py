@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from hydraulis.artifacts import read_lengths, read_proposal
+from hydraulis.base.workload import sample_batches
 from hydraulis.dispatch import dispatch
 from hydraulis.planner.evaluate import CostContext, estimate_step
-from hydraulis.workload import sample_batches
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PROPOSAL = read_proposal(EXAMPLES / "proposals" / "7b_32dev.json")

@@ -1,10 +1,10 @@
 import pytest
 
-from hydraulis.layout.activations import stage_bytes_per_token
-from hydraulis.presets import device_preset, model_preset
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.stages import even_split
+from hydraulis.base.types import Cluster, Recompute, Scheme
 from hydraulis.profiler.analytic import analytic_profile
-from hydraulis.stages import even_split
-from hydraulis.types import Cluster, Recompute, Scheme
+from hydraulis.sharding.activations import stage_bytes_per_token
 
 
 def profile(scheme: Scheme, devices: int = 64):
@@ -47,7 +47,7 @@ def test_space_skips_schemes_larger_than_the_cluster(space_32b_analytic):
 
 
 def test_recomputation_costs_forward_work_again():
-    from hydraulis.types import Recompute
+    from hydraulis.base.types import Recompute
 
     base = profile(Scheme(1, 2, 1))
     selective = profile(Scheme(1, 2, 1, recompute=Recompute.SELECTIVE))
@@ -57,8 +57,8 @@ def test_recomputation_costs_forward_work_again():
 
 
 def test_space_lists_every_variant_as_a_scheme():
+    from hydraulis.base.types import SchemeOptions
     from hydraulis.profiler.analytic import analytic_scheme_space
-    from hydraulis.types import SchemeOptions
 
     spec = device_preset("h100-80g")
     space = analytic_scheme_space(model_preset("llama-7b"), spec, Cluster(16, 8, "h100-80g"), (1,), (1, 2), (1,),

@@ -3,15 +3,10 @@
 
 import pytest
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.types import Cluster, OptimizerLayout, Recompute, Scheme, SchemeOptions
 from hydraulis.cost.memory import memory_breakdown
-from hydraulis.errors import HydraulisError
-from hydraulis.layout.activations import (
-    Widths,
-    layer_bytes_per_token,
-    routed_bytes_per_token,
-)
-from hydraulis.layout.states import layer_elements
-from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import (
     analytic_memory_model,
     analytic_profile,
@@ -19,7 +14,12 @@ from hydraulis.profiler.analytic import (
     expert_degrees,
 )
 from hydraulis.profiler.analytic_moe import routed_layer_time
-from hydraulis.types import Cluster, OptimizerLayout, Recompute, Scheme, SchemeOptions
+from hydraulis.sharding.activations import (
+    Widths,
+    layer_bytes_per_token,
+    routed_bytes_per_token,
+)
+from hydraulis.sharding.states import layer_elements
 
 H100 = device_preset("h100-80g")
 CLUSTER = Cluster(1024, 8, "h100-80g")

@@ -2,14 +2,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from hydraulis.artifacts import read_scheme_space
+from hydraulis.base.types import OptimizerLayout, Recompute, Scheme
 from hydraulis.cost.memory import scheme_capacities
-from hydraulis.layout.activations import (
+from hydraulis.profiler.budget import under_budget
+from hydraulis.sharding.activations import (
     LOSS_CHUNK_TOKENS,
     stage_activation_bytes,
     stage_bytes_per_token,
 )
-from hydraulis.profiler.budget import under_budget
-from hydraulis.types import OptimizerLayout, Recompute, Scheme
 
 SPACES = Path(__file__).resolve().parents[2] / "examples" / "spaces"
 LAYOUT = OptimizerLayout(4, 1, 1)

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import Scheme
 from hydraulis.profiler.fit import fit_block_time, fit_scheme, held_out_split, nnls
 from hydraulis.profiler.measurement import Measurement, MeasureStatus
 from hydraulis.profiler.sweep import PointRole, SweepPoint, length_mixes
-from hydraulis.types import Scheme
 
 SCHEME = Scheme(1, 1, 1)
 

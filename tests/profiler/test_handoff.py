@@ -4,8 +4,8 @@ replay at the ``d`` found ends at the makespan (the oracle), and no hand-off bel
 import numpy as np
 import pytest
 
+from hydraulis.base.errors import HydraulisError
 from hydraulis.cost.pipeline import simulate_1f1b_phases
-from hydraulis.errors import HydraulisError
 from hydraulis.profiler.handoff import handoff_ms, point_handoff
 
 

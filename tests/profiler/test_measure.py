@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from hydraulis.base.types import Scheme
 from hydraulis.profiler.sweep import Statistic, SweepPoint
 from hydraulis.runtime.profiling.measure import _summary
-from hydraulis.types import Scheme
 
 POINT = SweepPoint(Scheme(1, 2, 1), 1, (64,))
 # timed[rank, micro-batch] = (forward, backward) ms: two ranks, four micro-batches (two runs of two)

@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 
 from hydraulis.artifacts.measurements import MeasurementCache
-from hydraulis.errors import HydraulisError
-from hydraulis.presets import device_preset, model_preset
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.segments import stage_block
+from hydraulis.base.types import Recompute, Scheme
+from hydraulis.io.profile_run import ProfileRequest, profile_segment_space
 from hydraulis.profiler.measurement import (
     Environment,
     Measurement,
@@ -18,7 +21,6 @@ from hydraulis.profiler.measurement import (
     MeasureStatus,
     ReductionMeasurement,
 )
-from hydraulis.profiler.profile import ProfileRequest, profile_segment_space
 from hydraulis.profiler.segment import (
     BLOCKS,
     block_counts,
@@ -30,8 +32,6 @@ from hydraulis.profiler.segment import (
     whole_stage_points,
 )
 from hydraulis.profiler.sweep import PointRole, SweepConfig, SweepPoint
-from hydraulis.segments import stage_block
-from hydraulis.types import Recompute, Scheme
 
 TINY = model_preset("tiny")
 ENVIRONMENT = Environment("cpu", "test cpu", "2.0", "fp32", 1, 4)

@@ -4,9 +4,9 @@ points share the measuring rounds."""
 import numpy as np
 import pytest
 
-from hydraulis.errors import HydraulisError
-from hydraulis.layout.kinds import DeviceKind
-from hydraulis.presets import model_preset
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import Recompute, Scheme, SchemeOptions
 from hydraulis.profiler.sweep import (
     MIN_PIECE,
     Interleave,
@@ -19,7 +19,7 @@ from hydraulis.profiler.sweep import (
     sweep_plan,
 )
 from hydraulis.runtime.profiling.device import default_interleave
-from hydraulis.types import Recompute, Scheme, SchemeOptions
+from hydraulis.sharding.kinds import DeviceKind
 
 TINY = model_preset("tiny")
 

@@ -17,11 +17,11 @@ from unittest import mock
 import torch
 
 import hydraulis.runtime.equivalence as equivalence
-from hydraulis.layout import sharding
 from hydraulis.runtime import step
 from hydraulis.runtime.model import decoder
 from hydraulis.runtime.optimizer import exchange, routes
 from hydraulis.runtime.parallel import columns
+from hydraulis.sharding import parameters as sharding
 
 
 @contextmanager

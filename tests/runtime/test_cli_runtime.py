@@ -8,12 +8,9 @@ import pytest
 
 from hydraulis.artifacts import write_proposal
 from hydraulis.artifacts.train_log import read_train_log
-from hydraulis.directories import complete_files
-from hydraulis.planner import PlannerConfig, propose
-from hydraulis.presets import device_preset, model_preset
-from hydraulis.profiler.analytic import analytic_scheme_space
-from hydraulis.runtime.checkpoint.resume import find_checkpoint
-from hydraulis.types import (
+from hydraulis.base.directories import complete_files
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.types import (
     Cluster,
     OptimizerLayout,
     PipelineGroup,
@@ -25,6 +22,9 @@ from hydraulis.types import (
     Strategy,
     TimeCoefficients,
 )
+from hydraulis.planner import PlannerConfig, propose
+from hydraulis.profiler.analytic import analytic_scheme_space
+from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from tests.cli.helpers import hydraulis, hydraulis_process
 from tests.conftest import SERVICE_TOKEN, free_port
 from tests.data.conftest import write_code_corpus

@@ -9,15 +9,15 @@ import sys
 import pytest
 import torch
 
+from hydraulis.base.types import MicroBatch
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision
 from hydraulis.runtime.model import attention
 from hydraulis.runtime.model.attention import KernelKind, attention_kernel, packed_attention
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.context import load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.run import resolve_run
-from hydraulis.types import MicroBatch
+from hydraulis.sharding.kinds import DeviceKind, OptimizerKind, Precision
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

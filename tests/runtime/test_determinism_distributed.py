@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from hydraulis.runtime.checkpoint.store import read_canonical
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import run_training
+from hydraulis.sharding.kinds import DeviceKind
 
 pytestmark = pytest.mark.distributed
 

@@ -9,13 +9,13 @@ import math
 
 import pytest
 
+from hydraulis.base.types import BatchingMethod
 from hydraulis.job.config import RuntimeOptions, TrainConfig
 from hydraulis.job.schedule import LrScheduleKind
-from hydraulis.layout.kinds import DeviceKind, OptimizerKind
 from hydraulis.runtime.equivalence import check_equivalence
 from hydraulis.runtime.rank_map import RankMap
 from hydraulis.runtime.run import resolve_run
-from hydraulis.types import BatchingMethod
+from hydraulis.sharding.kinds import DeviceKind, OptimizerKind
 
 pytestmark = pytest.mark.distributed
 

@@ -11,9 +11,9 @@ import pytest
 import hydraulis.runtime.equivalence as equivalence
 from hydraulis.cli.check_equivalence import DEFAULT_RUNTIME
 from hydraulis.job.config import TrainConfig
-from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.equivalence import check_equivalence
 from hydraulis.runtime.run import resolve_run
+from hydraulis.sharding.kinds import DeviceKind
 from tests.runtime import faults
 
 pytestmark = pytest.mark.distributed

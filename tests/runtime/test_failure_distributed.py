@@ -15,11 +15,11 @@ import time
 import pytest
 
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from hydraulis.runtime.checkpoint.store import read_canonical
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import run_training
+from hydraulis.sharding.kinds import DeviceKind
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.distributed

@@ -9,15 +9,15 @@ import pytest
 
 from hydraulis.artifacts.proposal import write_proposal
 from hydraulis.artifacts.train_log import read_train_log
+from hydraulis.base.presets import device_preset, model_preset
+from hydraulis.base.types import Cluster
 from hydraulis.job.config import RuntimeOptions, TrainConfig
 from hydraulis.job.schedule import LrScheduleKind
-from hydraulis.layout.kinds import DeviceKind, OptimizerKind
 from hydraulis.planner import PlannerConfig, propose
-from hydraulis.presets import device_preset, model_preset
 from hydraulis.profiler.analytic import analytic_scheme_space
 from hydraulis.runtime.equivalence import check_equivalence
 from hydraulis.runtime.run import resolve_run
-from hydraulis.types import Cluster
+from hydraulis.sharding.kinds import DeviceKind, OptimizerKind
 from tests.cli.helpers import hydraulis_process
 
 pytestmark = pytest.mark.distributed

@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision
 from hydraulis.runtime import step
 from hydraulis.runtime.gradients import GradientBuffers
 from hydraulis.runtime.launch import RankContext
 from hydraulis.runtime.optimizer.routes import Route
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import train
+from hydraulis.sharding.kinds import DeviceKind, OptimizerKind, Precision
 
 OPTIONS = RuntimeOptions(device=DeviceKind.CPU, precision=Precision.FP32, optimizer=OptimizerKind.ADAM, lr=1e-3)
 BF16 = RuntimeOptions(device=DeviceKind.CPU, precision=Precision.BF16, optimizer=OptimizerKind.ADAM, lr=1e-3)

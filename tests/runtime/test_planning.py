@@ -6,16 +6,16 @@ from dataclasses import replace
 import pytest
 
 from hydraulis.artifacts import proposal_from_dict, proposal_to_dict
+from hydraulis.base.placement import communicators
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import BatchingMethod, PipelineModel
 from hydraulis.dispatch import DispatchOptions
 from hydraulis.dispatch.synthesis import Synthesise, SynthesisOptions
 from hydraulis.job.records import StepRecord, format_record, summarize, summary_line
 from hydraulis.job.strategy_spec import parse_strategy, scheme_times
-from hydraulis.placement import communicators
 from hydraulis.planner import validate_proposal
-from hydraulis.presets import model_preset
 from hydraulis.runtime.model.loss import loss_tokens
 from hydraulis.runtime.planning import PlanAhead, Planning, single_device_plan, spec_proposal
-from hydraulis.types import BatchingMethod, PipelineModel
 from tests.dispatch.helpers import BATCH, CHEAP, FAST, consistent_proposal
 
 TINY = model_preset("tiny")

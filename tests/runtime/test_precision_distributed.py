@@ -4,9 +4,9 @@ documented bf16 tolerance (gloo, CPU, 2 processes)."""
 import pytest
 
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-from hydraulis.layout.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
 from hydraulis.runtime.equivalence import BF16_TOLERANCE, check_equivalence
 from hydraulis.runtime.run import resolve_run
+from hydraulis.sharding.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
 
 pytestmark = pytest.mark.distributed
 

@@ -3,16 +3,16 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hydraulis.errors import HydraulisError
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.placement import RankRange
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.placement import RankRange
+from hydraulis.base.stages import Stage, even_split
+from hydraulis.base.types import Scheme
 from hydraulis.runtime.rank_map import GroupCache, GroupKind, HandOff, ProcessGroups, RankMap, RankPlace
-from hydraulis.stages import Stage, even_split
-from hydraulis.types import Scheme
+from hydraulis.sharding.pipeline import PipelineSplit
 
 
 def layout(cp, tp, pp):
-    return PipelineLayout(Scheme(cp, tp, pp), even_split(8, pp))
+    return PipelineSplit(Scheme(cp, tp, pp), even_split(8, pp))
 
 
 def test_worked_example():
@@ -25,7 +25,7 @@ def test_worked_example():
 
 
 def staged(cp, *stages):
-    return PipelineLayout(Scheme.staged(cp, tuple(Stage(tp, layers) for tp, layers in stages)),
+    return PipelineSplit(Scheme.staged(cp, tuple(Stage(tp, layers) for tp, layers in stages)),
                           tuple(layers for _, layers in stages))
 
 
@@ -61,7 +61,7 @@ schemes = st.one_of(plain, per_stage)
 
 @given(st.lists(schemes, min_size=1, max_size=4))
 def test_places_and_groups_partition_the_ranks(scheme_list):
-    pipelines = tuple(PipelineLayout(s, s.stage_layers(s.pp) if s.is_staged else even_split(8, s.pp))
+    pipelines = tuple(PipelineSplit(s, s.stage_layers(s.pp) if s.is_staged else even_split(8, s.pp))
                       for s in scheme_list)
     world = sum(s.devices for s in scheme_list)
     rank_map = RankMap(pipelines, world)
@@ -106,7 +106,7 @@ def test_groups_are_created_once_per_rank_set_whatever_the_strategy():
 
 
 def test_stages_of_a_mixed_cluster_run_on_their_groups_ranks():
-    cross = PipelineLayout(Scheme.staged(1, (Stage(8, 16, "a100"), Stage(8, 24, "h100"))), (16, 24))
+    cross = PipelineSplit(Scheme.staged(1, (Stage(8, 16, "a100"), Stage(8, 24, "h100"))), (16, 24))
     rank_map = RankMap((cross, cross), 32, (RankRange("a100", 0, 16), RankRange("h100", 16, 16)))
     assert rank_map.stage_ranks(0, 1) + rank_map.stage_ranks(1, 1) == tuple(range(16, 32))
     assert rank_map.stage_ranks(1, 0) == tuple(range(8, 16))

@@ -17,9 +17,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from hydraulis.base.presets import model_preset
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-from hydraulis.layout.kinds import DeviceKind
-from hydraulis.presets import model_preset
 from hydraulis.runtime.checkpoint.llama_mapping import hf_config, hf_name
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.optimizer import master
@@ -27,6 +26,7 @@ from hydraulis.runtime.optimizer.master import initial_weights
 from hydraulis.runtime.reference import train_reference
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import train
+from hydraulis.sharding.kinds import DeviceKind
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 

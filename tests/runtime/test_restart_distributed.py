@@ -16,12 +16,12 @@ import torch
 
 from benchmarks.kill_soak import bitwise_equal, final_weights, finish, kill_a_worker, torchrun
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
 from hydraulis.runtime.checkpoint.store import read_canonical
 from hydraulis.runtime.launch import run_job
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import run_training
+from hydraulis.sharding.kinds import DeviceKind
 from tests.runtime.jobs import train_with_a_slow_writer
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]

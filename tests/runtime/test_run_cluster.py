@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.job.config import TrainConfig
 from hydraulis.runtime.run import resolve_run
 

@@ -5,8 +5,8 @@ import logging
 
 import pytest
 
+from hydraulis.base.presets import FALLBACK_GPU, device_names, gpu_preset
 from hydraulis.job.config import TrainConfig
-from hydraulis.presets import FALLBACK_GPU, device_names, gpu_preset
 from hydraulis.runtime.run import resolve_run, timing_device
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from hydraulis import limits
+from hydraulis.base import limits
 from hydraulis.cli import main
 from hydraulis.service.app import create_app
 from hydraulis.service.settings import ServiceSettings

@@ -1,4 +1,4 @@
-"""One small simulation shared by the tests: LLaMA-7B reference pool, 16 devices, 4 steps."""
+"""One small simulation shared by the tests: LLaMA-7B original pool, 16 devices, 4 steps."""
 
 from __future__ import annotations
 

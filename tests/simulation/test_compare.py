@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 
+from hydraulis.base.types import BatchingMethod
+from hydraulis.base.workload import sample_batches
 from hydraulis.dispatch import dispatch
 from hydraulis.dispatch.synthesis import plan_step
 from hydraulis.planner.options import proposal_options
 from hydraulis.simulation import Contender, compare_step
 from hydraulis.simulation.contenders import homogeneous_candidates
-from hydraulis.types import BatchingMethod
-from hydraulis.workload import sample_batches
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,12 @@
-"""Where a simulation's scheme space and workload come from (hydraulis.simulation.inputs)."""
+"""Where a simulation's scheme space and workload come from (hydraulis.io.simulation_inputs)."""
 
 from __future__ import annotations
 
 import pytest
 
 from hydraulis.artifacts import write_scheme_space
-from hydraulis.errors import HydraulisError
-from hydraulis.simulation.inputs import scheme_space_for, workload_lengths
+from hydraulis.base.errors import HydraulisError
+from hydraulis.io.simulation_inputs import scheme_space_for, workload_lengths
 from tests.data.conftest import write_code_corpus
 from tests.simulation.conftest import LENGTHS
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from hydraulis.artifacts import read_lengths
+from hydraulis.base.workload import sample_batches
 from hydraulis.planner.evaluate import estimate_step
 from hydraulis.planner.mixed import (
     MixedSearchConfig,
@@ -16,7 +17,6 @@ from hydraulis.planner.mixed import (
 from hydraulis.planner.mixed_options import OptionsConfig, mixed_options
 from hydraulis.planner.mixed_propose import MixedPlannerConfig, propose_mixed
 from hydraulis.simulation.mixed import MixedContender, MixedSimulationConfig, simulate_mixed
-from hydraulis.workload import sample_batches
 from tests.conftest import mixed_cluster_spaces
 
 LENGTHS = "examples/data/longtail.txt"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.workload import sample_batches
 from hydraulis.dispatch import dispatch
-from hydraulis.errors import HydraulisError
 from hydraulis.planner import PlannerConfig, validate_proposal
 from hydraulis.planner.options import proposal_options
 from hydraulis.simulation import Contender, Family, SimulationConfig, simulate
 from hydraulis.simulation.contenders import homogeneous_candidates, static_candidates
-from hydraulis.workload import sample_batches
 from tests.simulation.conftest import small_config
 
 

@@ -12,7 +12,7 @@ A directory as ``save_pretrained`` writes it::
 and, for each of our parameters, the file, name and dtype of its tensor — after checking that
 every weight is there once, with the shape the config implies and a dtype the fp32 master
 weights hold exactly (F32, BF16, F16), and that nothing else is (a bias, a tied head's missing
-``lm_head.weight``). Each problem is one :class:`~hydraulis.errors.HydraulisError` naming the
+``lm_head.weight``). Each problem is one :class:`~hydraulis.base.errors.HydraulisError` naming the
 file, the tensor or field, and what was expected. The ranks then read only their own slices
 (:mod:`.hf_import`).
 """
@@ -23,10 +23,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from hydraulis.errors import HydraulisError, require
-from hydraulis.layout.sharding import parameter_specs
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.types import ModelSpec
 from hydraulis.runtime.checkpoint.llama_mapping import IGNORED_SUFFIXES, hf_name, model_from_hf_config
-from hydraulis.types import ModelSpec
+from hydraulis.sharding.parameters import parameter_specs
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"

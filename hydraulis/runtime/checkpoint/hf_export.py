@@ -34,15 +34,15 @@ import torch
 from tqdm import tqdm
 
 from hydraulis.artifacts.checkpoint import read_checkpoint_manifest
-from hydraulis.errors import require
-from hydraulis.files import fsync
+from hydraulis.base.errors import require
+from hydraulis.base.files import fsync
 from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.layout.ranges import Region, overlap
-from hydraulis.layout.sharding import ParameterSpec
 from hydraulis.runtime.checkpoint.hf_directory import CONFIG_FILE, INDEX_FILE, WEIGHTS_FILE
 from hydraulis.runtime.checkpoint.llama_mapping import hf_config, hf_name
 from hydraulis.runtime.checkpoint.store import load_shard
+from hydraulis.sharding.ownership import OptimizerOwnership
+from hydraulis.sharding.parameters import ParameterSpec
+from hydraulis.sharding.ranges import Region, overlap
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def export_checkpoint(checkpoint: str | Path, output: str | Path, dtype: str = "
     target = Path(output)
     require(not target.exists() or (target.is_dir() and not any(target.iterdir())), "output", str(target),
             "exists and is not an empty directory: give a new directory")
-    placement = OptimizerPlacement(manifest.model, manifest.optimizer_layout, manifest.world_size)
+    placement = OptimizerOwnership(manifest.model, manifest.optimizer_layout, manifest.world_size)
     width = DTYPES[dtype].itemsize
     shards = list(_shards(placement.specs, width, max_shard_bytes))
     files = [WEIGHTS_FILE] if len(shards) == 1 else [f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors"
@@ -116,7 +116,7 @@ def _shards(specs: tuple[ParameterSpec, ...], width: int, limit: int) -> Iterato
         yield tuple(group)
 
 
-def _write_shards(folder: Path, manifest: CheckpointManifest, placement: OptimizerPlacement,
+def _write_shards(folder: Path, manifest: CheckpointManifest, placement: OptimizerOwnership,
                   shards: list[tuple[ParameterSpec, ...]], files: list[str], dtype: torch.dtype,
                   partial: Path) -> dict[str, str]:
     """Assemble and write each shard in turn; the index's ``weight_map``."""
@@ -140,7 +140,7 @@ def _write_shards(folder: Path, manifest: CheckpointManifest, placement: Optimiz
     return weight_map
 
 
-def _assemble(placement: OptimizerPlacement, spec: ParameterSpec, buffer) -> torch.Tensor:
+def _assemble(placement: OptimizerOwnership, spec: ParameterSpec, buffer) -> torch.Tensor:
     """The full fp32 tensor of ``spec`` from its owners' buffers (memory-mapped), block by block."""
     full = torch.empty(spec.numel, dtype=torch.float32)
     whole = Region.whole(spec)

@@ -21,9 +21,9 @@ from contextlib import ExitStack
 
 import torch
 
-from hydraulis.layout.ranges import Region, grid
 from hydraulis.runtime.checkpoint.hf_directory import HfDirectory
 from hydraulis.runtime.optimizer.master import OptimizerShard
+from hydraulis.sharding.ranges import Region, grid
 
 log = logging.getLogger(__name__)
 

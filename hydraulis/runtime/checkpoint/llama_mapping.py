@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hydraulis.errors import HydraulisError, require
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.types import ModelSpec
 from hydraulis.runtime.checkpoint.moe_mapping import (
     MIXTRAL,
     QWEN3_MOE,
@@ -15,7 +16,6 @@ from hydraulis.runtime.checkpoint.moe_mapping import (
     moe_fields,
     moe_layer_name,
 )
-from hydraulis.types import ModelSpec
 
 DEFAULT_ROPE_THETA = 10000.0
 """``LlamaConfig``'s default rotary base, when ``config.json`` names none."""

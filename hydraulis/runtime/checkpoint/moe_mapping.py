@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hydraulis.errors import require
-from hydraulis.types import ModelSpec
+from hydraulis.base.errors import require
+from hydraulis.base.types import ModelSpec
 
 MIXTRAL, QWEN3_MOE = "mixtral", "qwen3_moe"
 ARCHITECTURES = {MIXTRAL: "MixtralForCausalLM", QWEN3_MOE: "Qwen3MoeForCausalLM"}

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 
 
 def random_states() -> dict:

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hydraulis.artifacts.checkpoint import read_checkpoint_manifest
-from hydraulis.errors import HydraulisError, require
-from hydraulis.files import file_digest
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.files import file_digest
 from hydraulis.job.manifest import MANIFEST_FILE, CheckpointManifest, FileDigest
-from hydraulis.layout.kinds import OptimizerKind
 from hydraulis.runtime.data import TrainingData
+from hydraulis.sharding.kinds import OptimizerKind
 
 log = logging.getLogger(__name__)
 _COMPLETE = re.compile(r"^step-\d{8}$")

@@ -22,9 +22,9 @@ import torch
 from hydraulis import __version__
 from hydraulis.artifacts import timestamp
 from hydraulis.artifacts.checkpoint import write_checkpoint_manifest
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.files import file_digest, fsync, fsync_folder, write_text_atomically
 from hydraulis.data.loader import LoaderPosition
-from hydraulis.errors import HydraulisError, require
-from hydraulis.files import file_digest, fsync, fsync_folder, write_text_atomically
 from hydraulis.job.manifest import (
     MANIFEST_FILE,
     RNG_FILE,
@@ -33,8 +33,6 @@ from hydraulis.job.manifest import (
     FileDigest,
     ShardFile,
 )
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.layout.ranges import overlap
 from hydraulis.runtime.checkpoint.random_state import (
     encode_states,
     random_states,
@@ -44,6 +42,8 @@ from hydraulis.runtime.checkpoint.random_state import (
 from hydraulis.runtime.checkpoint.resume import file_problem
 from hydraulis.runtime.data import TrainingData
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical
+from hydraulis.sharding.ownership import OptimizerOwnership
+from hydraulis.sharding.ranges import overlap
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +118,8 @@ def commit(root: str | Path, manifest: CheckpointManifest, digests: tuple[FileDi
 
     **Resuming** (:func:`restore`): each rank of the new job takes, for every element of its new
     buffer, the value at that element's old owner and position — block by block, where its new
-    regions overlap the old owners' (:meth:`~hydraulis.layout.optimizer_placement.OptimizerPlacement.owner_regions`,
-    :func:`~hydraulis.layout.ranges.overlap`) — reading only the shard files it needs
+    regions overlap the old owners' (:meth:`~hydraulis.sharding.ownership.OptimizerOwnership.owner_regions`,
+    :func:`~hydraulis.sharding.ranges.overlap`) — reading only the shard files it needs
     (memory-mapped, ``weights_only``: a file that holds anything but tensors is refused). So the
     new job may run another proposal, other
     strategies, another batching method or planner, another number of processes — and even
@@ -166,7 +166,7 @@ def clear_partial(root: str | Path, everything: bool = False) -> None:
 def restore(folder: str | Path, manifest: CheckpointManifest, shard: OptimizerShard, rank: int) -> None:
     """Fill this rank's buffer from the checkpoint (:func:`commit`) and restore its random states."""
     folder = Path(folder)
-    old = OptimizerPlacement(manifest.model, manifest.optimizer_layout, manifest.world_size)
+    old = OptimizerOwnership(manifest.model, manifest.optimizer_layout, manifest.world_size)
     files = {s.rank: s for s in manifest.shards}
     loaded: dict[int, dict[str, torch.Tensor]] = {}
     values = {name: torch.empty_like(tensor, device="cpu") for name, tensor in shard.tensors.items()}
@@ -189,7 +189,7 @@ def read_canonical(folder: str | Path, manifest: CheckpointManifest) -> dict[str
     ``{"master": {parameter name: full tensor}, …}`` on the CPU — for checks and exports of
     small models (it reads the whole checkpoint)."""
     folder = Path(folder)
-    placement = OptimizerPlacement(manifest.model, manifest.optimizer_layout, manifest.world_size)
+    placement = OptimizerOwnership(manifest.model, manifest.optimizer_layout, manifest.world_size)
     shards = {entry.rank: load_shard(folder, entry) for entry in manifest.shards}
     names = next(iter(shards.values())).keys()
     return {name: assemble_canonical(placement, lambda rank: shards[rank][name]) for name in names}

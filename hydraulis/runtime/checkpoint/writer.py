@@ -33,8 +33,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from hydraulis.base.errors import HydraulisError
 from hydraulis.data.loader import LoaderPosition
-from hydraulis.errors import HydraulisError
 from hydraulis.runtime.checkpoint.store import Snapshot, clear_partial, commit, take_snapshot, write_rank_files
 from hydraulis.runtime.data import TrainingData
 from hydraulis.runtime.launch import RankContext

@@ -18,7 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.weak import WeakIdKeyDictionary
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 
 
 class LiveBytes(TorchDispatchMode):

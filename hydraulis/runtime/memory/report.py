@@ -11,19 +11,14 @@ from dataclasses import dataclass
 import torch
 
 from hydraulis import __version__
+from hydraulis.base.errors import require
+from hydraulis.base.presets import device_preset
+from hydraulis.base.types import Cluster, ModelSpec, Provenance, Scheme, SchemeSpace, SpaceSource, TimeCoefficients
 from hydraulis.cost.memory import StagePlace, activation_curve, device_memory, scheme_capacities
-from hydraulis.errors import require
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.job.memory_report import GroupMemory, MemoryConfig, MemoryReport, RankMemory, capacity_bytes
 from hydraulis.job.staged_profile import analytic_profile_of
 from hydraulis.job.strategy_spec import parse_strategy
-from hydraulis.layout.activations import stage_activation_bytes
-from hydraulis.layout.kinds import OptimizerKind, ReduceDtype
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.layout.pipeline import PipelineLayout, StrategyLayout
-from hydraulis.layout.states import DTYPE_BYTES, device_precision
-from hydraulis.layout.step_memory import communicator_bytes, communicator_peers, exchange_bytes
-from hydraulis.presets import device_preset
 from hydraulis.profiler.analytic import analytic_memory_model
 from hydraulis.profiler.cluster import group_cluster
 from hydraulis.runtime.launch import DTYPES
@@ -32,7 +27,12 @@ from hydraulis.runtime.optimizer.master import OptimizerShard
 from hydraulis.runtime.optimizer.routes import Route, RoutePlan, route_plan
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap, RankPlace
-from hydraulis.types import Cluster, ModelSpec, Provenance, Scheme, SchemeSpace, SpaceSource, TimeCoefficients
+from hydraulis.sharding.activations import stage_activation_bytes
+from hydraulis.sharding.kinds import OptimizerKind, ReduceDtype
+from hydraulis.sharding.ownership import OptimizerOwnership
+from hydraulis.sharding.pipeline import PipelineSplit, StrategySplit
+from hydraulis.sharding.states import DTYPE_BYTES, device_precision
+from hydraulis.sharding.step_memory import communicator_bytes, communicator_peers, exchange_bytes
 
 META = torch.device("meta")
 
@@ -70,8 +70,8 @@ def memory_report(config: MemoryConfig, space: SchemeSpace | None = None) -> Mem
        on the given scheme space, else an analytic one of the device kind.
 
     A staged pipeline (design §9.2) builds each stage with its own tp and layers. With a cluster
-    description (``--cluster``, :mod:`hydraulis.cluster`), the ranks are placed as the runtime places
-    them (:func:`hydraulis.placement.stage_offsets`: each stage's block inside the rank range of its
+    description (``--cluster``, :mod:`hydraulis.base.cluster`), the ranks are placed as the runtime places
+    them (:func:`hydraulis.base.placement.stage_offsets`: each stage's block inside the rank range of its
     ``@GROUP``, the cluster's first group for a stage without one and for ordinary pipelines), and
     every rank is judged on the device of the group whose range holds it (idle ranks too) — with
     that device's precision, analytic space and capacity; the report adds per group the ranks, their
@@ -97,7 +97,7 @@ def memory_report(config: MemoryConfig, space: SchemeSpace | None = None) -> Mem
     strategy = parse_strategy(config.strategy, model, lambda scheme: TimeCoefficients(0.0, 0.0, 0.0), 1)
     require(strategy.devices <= config.devices, "strategy", config.strategy,
             f"uses {strategy.devices} devices, more than devices = {config.devices}")
-    placement = OptimizerPlacement(model, layout, config.devices)
+    placement = OptimizerOwnership(model, layout, config.devices)
     rank_map = RankMap(strategy.pipelines, config.devices, config.cluster.rank_ranges() if config.cluster else ())
     judges = _judges(config, strategy, rank_map, space)
     classes: dict[tuple, list[int]] = {}
@@ -118,7 +118,7 @@ def memory_report(config: MemoryConfig, space: SchemeSpace | None = None) -> Mem
                         _group_memory(config, judges, ranks))
 
 
-def _judges(config: MemoryConfig, strategy: StrategyLayout, rank_map: RankMap,
+def _judges(config: MemoryConfig, strategy: StrategySplit, rank_map: RankMap,
             space: SchemeSpace | None) -> list[Judge]:
     """Every rank's :class:`Judge`: with a cluster, that of the group whose rank range holds it;
     else ``space``, or the analytic space of ``config.device``."""
@@ -135,7 +135,7 @@ def _judges(config: MemoryConfig, strategy: StrategyLayout, rank_map: RankMap,
     return [judges[name] for name in names]
 
 
-def _longest_held(config: MemoryConfig, judges: list[Judge], placement: OptimizerPlacement, rank_map: RankMap,
+def _longest_held(config: MemoryConfig, judges: list[Judge], placement: OptimizerOwnership, rank_map: RankMap,
                   classes: list[list[int]]) -> tuple[int, ...]:
     """Each pipeline's longest micro-batch that every one of its ranks holds on its own device by
     the cost model, the most tokens ``T`` whose activations ``A(T)`` fit in ``capacity − states −
@@ -173,7 +173,7 @@ def _group_memory(config: MemoryConfig, judges: list[Judge], ranks: list[RankMem
     return tuple(groups)
 
 
-def _rank_memory(config: MemoryConfig, judge: Judge, placement: OptimizerPlacement, route: RoutePlan,
+def _rank_memory(config: MemoryConfig, judge: Judge, placement: OptimizerOwnership, route: RoutePlan,
                  rank_map: RankMap, local: bool, tokens: tuple[int, ...]) -> RankMemory:
     """Step 3 for ``route``'s rank: its objects on the meta device, its activations, the
     prediction; ``local``: every rank's route is (one owner: no exchange, and the main gradients
@@ -214,13 +214,13 @@ def _rank_memory(config: MemoryConfig, judge: Judge, placement: OptimizerPlaceme
 
 def _communicator_bytes(config: MemoryConfig, judge: Judge, scheme: Scheme | None, stage: int) -> int:
     """The communicators' buffers of a rank of ``stage`` of ``scheme`` (None: idle) on the judge's
-    device (:func:`~hydraulis.layout.step_memory.communicator_bytes`)."""
+    device (:func:`~hydraulis.sharding.step_memory.communicator_bytes`)."""
     peers = communicator_peers(scheme, stage, config.devices)
     return communicator_bytes(peers, device_preset(judge.device).communicator_peer_bytes)
 
 
 def _exchange_bytes(route: RoutePlan, compute_bytes: int, reduce_bytes: int) -> int:
-    """The exchanges' buffers of ``route`` in flight (:func:`~hydraulis.layout.step_memory.exchange_bytes`):
+    """The exchanges' buffers of ``route`` in flight (:func:`~hydraulis.sharding.step_memory.exchange_bytes`):
     the weights its shards receive, the gradients its buffer receives."""
     held = sum(sum(route.sent(False, bucket)) for bucket in range(route.buckets))
     received = sum(sum(route.received(True, bucket)) for bucket in range(route.buckets))
@@ -233,14 +233,14 @@ def gradient_buffers(params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
     return [torch.empty(param.shape, dtype=torch.float32, device=param.device) for param in params]
 
 
-def _stage_model(model: ModelSpec, pipeline: PipelineLayout, place: RankPlace, dtype: torch.dtype,
+def _stage_model(model: ModelSpec, pipeline: PipelineSplit, place: RankPlace, dtype: torch.dtype,
                  loss_chunk: int) -> StageModel:
     scheme = pipeline.scheme
     return StageModel(model, pipeline, place.stage, ParallelGroup(None, scheme.stage_tp(place.stage), place.tp_rank),
                       ParallelGroup(None, scheme.cp, place.cp_rank), dtype, META, loss_chunk=loss_chunk)
 
 
-def _class(rank_map: RankMap, placement: OptimizerPlacement, rank: int) -> tuple:
+def _class(rank_map: RankMap, placement: OptimizerOwnership, rank: int) -> tuple:
     place, owner = rank_map.place(rank), placement.place(rank)
     owned = None if owner is None else (owner.stage, owner.tp_rank)
     if place is None:
@@ -248,7 +248,7 @@ def _class(rank_map: RankMap, placement: OptimizerPlacement, rank: int) -> tuple
     return rank_map.pipelines[place.pipeline], place.stage, place.cp_rank, place.tp_rank, owned
 
 
-def _analytic_space(model: ModelSpec, strategy: StrategyLayout, device_name: str, cluster: Cluster) -> SchemeSpace:
+def _analytic_space(model: ModelSpec, strategy: StrategySplit, device_name: str, cluster: Cluster) -> SchemeSpace:
     """The analytic scheme space of the strategy's schemes on ``device_name`` in ``cluster``."""
     device = device_preset(device_name)
     schemes = tuple(dict.fromkeys(p.scheme for p in strategy.pipelines))
@@ -257,7 +257,7 @@ def _analytic_space(model: ModelSpec, strategy: StrategyLayout, device_name: str
                        provenance=Provenance(SpaceSource.ANALYTIC, device.name, "", __version__))
 
 
-def _tokens(config: MemoryConfig, space: SchemeSpace, strategy: StrategyLayout) -> tuple[int, ...]:
+def _tokens(config: MemoryConfig, space: SchemeSpace, strategy: StrategySplit) -> tuple[int, ...]:
     """Each pipeline's micro-batch tokens: ``config.tokens``, else its scheme's longest sequence."""
     if config.tokens is not None:
         return (config.tokens,) * len(strategy.pipelines)

@@ -4,7 +4,7 @@ document and to nothing else.
 A packed micro-batch concatenates documents; ``cu_seqlens = (0, s₁, s₁+s₂, …)`` marks their
 starts, and positions restart at 0 in every document (rotary embeddings use them). Query ``i``
 may see key ``j`` iff both lie in one document and ``p_j ≤ p_i``. The rows of a rank are cut into
-attention **segments** (:mod:`hydraulis.runtime.model.segments`): consecutive queries against
+attention **spans** (:mod:`hydraulis.runtime.model.attention_spans`): consecutive queries against
 consecutive keys of one document, causal at the bottom right. With a head's scores
 ``S = Q·Kᵀ/√d`` the output of query ``i`` is::
 
@@ -24,8 +24,8 @@ from typing import Protocol
 
 import torch
 
-from hydraulis.errors import HydraulisError
-from hydraulis.runtime.model.segments import AttentionPlan, KernelCall, SegmentPlan, VarlenPlan
+from hydraulis.base.errors import HydraulisError
+from hydraulis.runtime.model.attention_spans import AttentionPlan, KernelCall, SpanPlan, VarlenPlan
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,8 @@ def attention_kernel(device: torch.device, dtype: torch.dtype, allow_math: bool 
 
 def packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: AttentionPlan,
                      kernel: KernelKind | None = None) -> torch.Tensor:
-    """``q: [T_q, H_q, d]``, ``k, v: [T_k, H_kv, d]`` → ``[T_q, H_q·d]`` over the plan's segments;
-    ``kernel`` overrides the dense kernel of a :class:`~.segments.SegmentPlan`.
+    """``q: [T_q, H_q, d]``, ``k, v: [T_k, H_kv, d]`` → ``[T_q, H_q·d]`` over the plan's spans;
+    ``kernel`` overrides the dense kernel of a :class:`~.attention_spans.SpanPlan`.
 
     Work is ``Σ_i s_i²/2`` score entries per head — the ``a·s²`` term of the cost model — never
     ``T²`` for a micro-batch of ``T`` tokens, and nothing of size queries × keys is kept. Grouped-query
@@ -88,20 +88,20 @@ def packed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: At
     Kernels (:func:`attention_kernel`):
 
     * **varlen** (CUDA, fp16/bf16, ``torch.nn.attention.varlen.varlen_attn``, torch >=
-      :data:`VARLEN_TORCH`): one FlashAttention call per micro-batch and layer over every segment
-      (:class:`~.segments.VarlenPlan`), causal by ``window_size=(-1, 0)`` (bottom-right aligned);
+      :data:`VARLEN_TORCH`): one FlashAttention call per micro-batch and layer over every span
+      (:class:`~.attention_spans.VarlenPlan`), causal by ``window_size=(-1, 0)`` (bottom-right aligned);
       grouped-query attention by the kernel's ``enable_gqa`` where it has one (torch >= 2.12), else
       each kv head repeated for its ``g = H_q/H_kv`` query heads before the call
       (``2·(g − 1)·T·H_kv·d`` more elements; llama-1b, 4,096 tokens, bf16: ``2·3·4,096·8·64·2 B``
       ≈ 25 MB a layer, kept for its backward);
-    * **cpu_flash** (CPU): the segments' parts in batched calls of ATen's CPU FlashAttention kernel
-      (:class:`~.segments.SegmentPlan`; blocked, it keeps only ``O`` and ``lse``), a handful of calls
+    * **cpu_flash** (CPU): the spans' parts in batched calls of ATen's CPU FlashAttention kernel
+      (:class:`~.attention_spans.SpanPlan`; blocked, it keeps only ``O`` and ``lse``), a handful of calls
       per micro-batch — one per padded size — whatever the number of documents;
     * **math** (any device, e.g. CUDA in fp32 for checks): the same calls computed with matrix
       products, in blocks of queries small enough that no score block exceeds
       :data:`MATH_BLOCK_ELEMENTS`.
 
-    A query row whose segment is cut into a diagonal part and a rectangle (context parallelism) gets
+    A query row whose span is cut into a diagonal part and a rectangle (context parallelism) gets
     ``O_p, lse_p`` from each part ``p``, merged exactly::
 
         lse = log Σ_p exp(lse_p),     O = Σ_p exp(lse_p − lse)·O_p
@@ -154,10 +154,10 @@ class DenseKernel(Protocol):
 
 
 class _SegmentAttention(torch.autograd.Function):
-    """The calls of a :class:`~.segments.SegmentPlan`, merged by log-sum-exp (:func:`packed_attention`)."""
+    """The calls of a :class:`~.attention_spans.SpanPlan`, merged by log-sum-exp (:func:`packed_attention`)."""
 
     @staticmethod
-    def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: SegmentPlan,
+    def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: SpanPlan,
                 kernel: DenseKernel) -> torch.Tensor:
         wide = torch.promote_types(q.dtype, torch.float32)
         heads, dim = q.shape[1:]

@@ -18,8 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.layout.sharding import Shard, unit_range
+from hydraulis.base.types import ModelSpec, Recompute
 from hydraulis.runtime.model.attention import packed_attention
 from hydraulis.runtime.model.moe import MixtureOfExperts
 from hydraulis.runtime.model.packing import PackedMicroBatch
@@ -34,7 +33,8 @@ from hydraulis.runtime.parallel.tensor import (
     VocabParallelEmbedding,
     vocab_parallel_cross_entropy,
 )
-from hydraulis.types import ModelSpec, Recompute
+from hydraulis.sharding.parameters import Shard, unit_range
+from hydraulis.sharding.pipeline import PipelineSplit
 
 Rope = tuple[torch.Tensor, torch.Tensor]
 """``cos, sin`` tables of a micro-batch's token positions."""
@@ -203,10 +203,10 @@ def _fused_blocks(layer: DecoderLayer) -> list[nn.Module]:
     return [block for block in (layer.attn, mlp) if block is not None]
 
 
-def layer_recompute(layout: PipelineLayout, stage: int) -> dict[int, Recompute]:
+def layer_recompute(layout: PipelineSplit, stage: int) -> dict[int, Recompute]:
     """What each decoder layer of ``stage`` recomputes: the scheme's option, for every layer, or
     with ``recompute=full:K`` full recomputation for the stage's first ``K`` layers only
-    (:meth:`~hydraulis.scheme.Scheme.stage_recompute`)."""
+    (:meth:`~hydraulis.base.scheme.Scheme.stage_recompute`)."""
     layers = layout.stage_range(stage)
     return dict(zip(layers, layout.scheme.stage_recompute(stage, len(layers))))
 
@@ -222,7 +222,7 @@ class StageModel(nn.Module):
     (:meth:`DecoderLayer.compile`).
 
     A :class:`StageModel` holds the layers of one stage, sharded for its tp rank
-    (:mod:`hydraulis.layout.sharding`), and communicates through its tp and cp groups; with
+    (:mod:`hydraulis.sharding.parameters`), and communicates through its tp and cp groups; with
     trivial groups and one stage of all layers it is the single-device model, which is how the
     equivalence check's reference runs. A block's column-parallel linears (Q/K/V, gate/up, the
     head alone) run as one function with the block's entry into the tensor-parallel region
@@ -269,7 +269,7 @@ class StageModel(nn.Module):
     queries × keys (:mod:`hydraulis.runtime.model.attention`).
     """
 
-    def __init__(self, model: ModelSpec, layout: PipelineLayout, stage: int, tp: ParallelGroup,
+    def __init__(self, model: ModelSpec, layout: PipelineSplit, stage: int, tp: ParallelGroup,
                  cp: ParallelGroup, dtype: torch.dtype, device: torch.device, compile_layers: bool = False,
                  loss_chunk: int = 0) -> None:
         super().__init__()
@@ -356,7 +356,7 @@ class StageModel(nn.Module):
         return self.tp.size if self.sequence_parallel else 1
 
     def shard_parameters(self, shards: tuple[Shard, ...]) -> list[nn.Parameter]:
-        """This stage's parameters in the order of ``shards`` (its shards, :func:`~hydraulis.layout.sharding.stage_shards`)."""
+        """This stage's parameters in the order of ``shards`` (its shards, :func:`~hydraulis.sharding.parameters.stage_shards`)."""
         params = dict(self.named_parameters())
         if set(params) != {s.name for s in shards}:
             raise RuntimeError(f"stage parameters {sorted(params)} differ from its shards")

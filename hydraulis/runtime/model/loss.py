@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from hydraulis.types import StepPlan
+from hydraulis.base.types import StepPlan
 
 
 def loss_tokens(plan: StepPlan) -> int:

@@ -25,9 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from hydraulis.base.types import ModelSpec
 from hydraulis.runtime.parallel.expert import combine, dispatch
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import ModelSpec
 
 
 class Matrix(nn.Module):
@@ -176,7 +176,7 @@ class MixtureOfExperts(nn.Module):
     router and experts receiving partial gradients; else, with ``tp > 1``, every tp rank computes
     the same (replicated) mixture. ``token_groups`` are the groups whose ranks share a document's
     tokens (cp, and tp under sp); :meth:`count_loss_tokens` sets the step's ``N``. Under expert
-    parallelism it holds the experts of its rank of ``expert_group`` (:func:`~hydraulis.layout.sharding.held`:
+    parallelism it holds the experts of its rank of ``expert_group`` (:func:`~hydraulis.sharding.parameters.held`:
     ``E/ep`` consecutive ones, named by their index in the model). It runs its
     router's and experts' weights without calling them: ``fused_children`` (the hooks that
     deliver weights go on it, :class:`~hydraulis.runtime.optimizer.exchange.WeightGate`)."""

@@ -7,7 +7,7 @@ under context parallelism, see :mod:`hydraulis.runtime.parallel.context`); paddi
 label ``IGNORE_INDEX`` and come after their document's tokens, so no real token attends to them
 (causal) and their outputs carry no loss. Positions restart at 0 in every document.
 
-Attention runs over segments (:mod:`hydraulis.runtime.model.segments`): a rank keeps its tokens
+Attention runs over spans (:mod:`hydraulis.runtime.model.attention_spans`): a rank keeps its tokens
 document by document, so a document's queries — or, under context parallelism, each of its
 chunks' — are consecutive rows, run against the document's keys up to their end in the keys the
 cp group gathers (rank-major). The plan for the rank's kernel (:func:`~hydraulis.runtime.model.attention.attention_kernel`)
@@ -15,7 +15,7 @@ is built here, once per micro-batch, and serves every layer.
 
 Worked example, lengths (3, 2), cp = 2 (alignment 4): ``cu_seqlens = (0, 4, 8)``, positions
 ``0 1 2 3 | 0 1 2 3``, labels ``t₁ t₂ t₃ ∅ | u₁ u₂ ∅ ∅``; cp rank 0 keeps tokens 0, 3, 4, 7 and
-rank 1 tokens 1, 2, 5, 6. On rank 0 document 0 gives two segments: its row 0 (token 0) against
+rank 1 tokens 1, 2, 5, 6. On rank 0 document 0 gives two spans: its row 0 (token 0) against
 gathered key row 0, and its row 1 (token 3) against key rows 0, 4, 5, 1 (tokens 0, 1, 2, 3).
 """
 
@@ -28,13 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hydraulis.errors import require
+from hydraulis.base.errors import require
+from hydraulis.base.types import MicroBatch
 from hydraulis.runtime.model.attention import KernelKind, attention_kernel
-from hydraulis.runtime.model.segments import AttentionPlan, document_plan, segment_plan, to_device, varlen_plan
-from hydraulis.runtime.parallel.context import context_segments, load_balanced_indices
+from hydraulis.runtime.model.attention_spans import AttentionPlan, document_plan, span_plan, to_device, varlen_plan
+from hydraulis.runtime.parallel.context import context_spans, load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
-from hydraulis.types import MicroBatch
 
 Documents = Sequence[np.ndarray | torch.Tensor]
 """A global batch's token documents, indexed by the plan's sequence numbers."""
@@ -43,7 +43,7 @@ Documents = Sequence[np.ndarray | torch.Tensor]
 @dataclass(frozen=True)
 class PackedMicroBatch:
     """This rank's tokens of one micro-batch (its cp share, in document order), the attention
-    plan of its segments, and the packed document starts ``cu_seqlens`` (of the whole
+    plan of its spans, and the packed document starts ``cu_seqlens`` (of the whole
     micro-batch, int32)."""
 
     input_ids: torch.Tensor
@@ -102,9 +102,9 @@ def pack_micro_batch(documents: Documents, micro_batch: MicroBatch, alignment: i
     if varlen and cp.trivial:
         attention = document_plan(bounds, device)
     elif varlen:
-        attention = varlen_plan(context_segments(bounds, cp.size, cp.rank), mine.numel(), device)
+        attention = varlen_plan(context_spans(bounds, cp.size, cp.rank), mine.numel(), device)
     else:
-        attention = segment_plan(context_segments(bounds, cp.size, cp.rank), mine.numel(), total, device)
+        attention = span_plan(context_spans(bounds, cp.size, cp.rank), mine.numel(), total, device)
     return PackedMicroBatch(
         input_ids=to_device(input_ids[mine], device),
         labels=to_device(labels[mine], device),

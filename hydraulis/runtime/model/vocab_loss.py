@@ -9,7 +9,7 @@ them by ``s`` in place. Same matrix products as unchunked, so no extra arithmeti
 returned summed, which is what makes the backward a scaling (every caller sums, :mod:`.loss`).
 
 A chunk's working set is ``(4 + b)·C·V'`` or, below fp32, ``b·(H + C)·V'`` if larger
-(:mod:`hydraulis.layout.activations`). Worked example, Llama-1B (``V = 128,256``, ``H = 2048``),
+(:mod:`hydraulis.sharding.activations`). Worked example, Llama-1B (``V = 128,256``, ``H = 2048``),
 bf16, ``T = 4096``, ``C = 1024``: 0.79 GB per chunk and 1.07 GB kept, against 7.4 GB of
 working set and 2.1 GB of kept fp32 softmax all at once.
 """

@@ -1,7 +1,7 @@
 """The global gradient norm, computed once per step in the optimizer layout, and clipping by it.
 
 After the reduction (:mod:`.routes`) every element of every parameter's gradient sits in exactly
-one owner's buffer (:mod:`hydraulis.layout.optimizer_placement`), whatever strategy computed
+one owner's buffer (:mod:`hydraulis.sharding.ownership`), whatever strategy computed
 it: pipelines, cp ranks and micro-batches summed, the tensor-parallel replicas of the norm
 weights counted once (only tp rank 0's copy is reduced). So, with ``g_r`` rank ``r``'s buffer
 (empty on a rank that owns nothing)::

@@ -119,7 +119,7 @@ class Propagation:
     shard order), every bucket issued at construction in the compute ``dtype``, last bucket first.
 
     :class:`Propagation` — every bucket of the updated weights is issued at the step's start in
-    descending order, the order of use: a stage's first layers are cut last (:mod:`hydraulis.layout.buckets`),
+    descending order, the order of use: a stage's first layers are cut last (:mod:`hydraulis.sharding.buckets`),
     and the gloo and NCCL queues complete a group's collectives in the order issued, so a first
     forward waits for one bucket, not for all of them; a bucket is waited for and copied into the
     compute weights just before the first module that uses one of its parameters runs forward

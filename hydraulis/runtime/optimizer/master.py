@@ -18,15 +18,15 @@ import numpy as np
 import torch
 from torch.optim.adamw import adamw
 
+from hydraulis.base.types import ModelSpec
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.job.schedule import LrSchedule
-from hydraulis.layout.kinds import OptimizerKind
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.layout.ranges import Region, overlap
-from hydraulis.layout.sharding import Holder, ParameterSpec, parameter_specs
 from hydraulis.runtime.optimizer.clipping import clip_coefficient
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import ModelSpec
+from hydraulis.sharding.kinds import OptimizerKind
+from hydraulis.sharding.ownership import OptimizerOwnership
+from hydraulis.sharding.parameters import Holder, ParameterSpec, parameter_specs
+from hydraulis.sharding.ranges import Region, overlap
 
 INIT_STD = 0.02
 BETAS = (0.9, 0.999)
@@ -81,7 +81,7 @@ class OptimizerShard:
     keeps its part.
     """
 
-    def __init__(self, placement: OptimizerPlacement, rank: int, options: RuntimeOptions,
+    def __init__(self, placement: OptimizerOwnership, rank: int, options: RuntimeOptions,
                  device: torch.device, initialise: bool = True) -> None:
         self.placement, self.rank, self.options = placement, rank, options
         self.regions = placement.owned_regions(rank)
@@ -207,7 +207,7 @@ def gather_canonical(shard: OptimizerShard, name: str, world: ParallelGroup) -> 
     return assemble_canonical(placement, lambda rank: every[rank])
 
 
-def assemble_canonical(placement: OptimizerPlacement, buffer: Callable[[int], torch.Tensor]) -> dict[str, torch.Tensor]:
+def assemble_canonical(placement: OptimizerOwnership, buffer: Callable[[int], torch.Tensor]) -> dict[str, torch.Tensor]:
     """Full canonical tensors (CPU) from every owner's buffer, ``buffer(rank)``."""
     full = {spec.name: torch.empty(spec.numel, dtype=torch.float32) for spec in placement.specs}
     for rank in range(placement.owners):

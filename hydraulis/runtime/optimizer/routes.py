@@ -1,10 +1,10 @@
 """Gradients from a compute layout into the optimizer layout, weights back out: one route per
 (strategy, rank), two all-to-all exchanges per step, described by ranges.
 
-Under a strategy, rank ``r`` holds the shards of its stage (:func:`~hydraulis.layout.sharding.stage_shards`,
+Under a strategy, rank ``r`` holds the shards of its stage (:func:`~hydraulis.sharding.parameters.stage_shards`,
 nothing when the strategy leaves it idle) and owns a buffer of the optimizer layout
 (:mod:`.placement`). Both are regions of parameters, and what a shard and a buffer share is a
-few strided blocks (:func:`~hydraulis.layout.ranges.overlap`). A :class:`RoutePlan`
+few strided blocks (:func:`~hydraulis.sharding.ranges.overlap`). A :class:`RoutePlan`
 lists them, built once per strategy from the layouts alone — no communication, no per-element
 array:
 
@@ -19,11 +19,11 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from hydraulis.layout.buckets import shard_buckets
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.layout.ranges import Region, overlap, strided
-from hydraulis.layout.sharding import ParameterSpec, Shard, held, holding_stage, shard_of, stage_shards
 from hydraulis.runtime.rank_map import RankMap, RankPlace
+from hydraulis.sharding.buckets import shard_buckets
+from hydraulis.sharding.ownership import OptimizerOwnership
+from hydraulis.sharding.parameters import ParameterSpec, Shard, held, holding_stage, shard_of, stage_shards
+from hydraulis.sharding.ranges import Region, overlap, strided
 
 HELD = ("peer", "parameter", "offset", "shard", "count", "length", "stride", "contributes", "bucket")
 """Columns of :attr:`RoutePlan.held` (``offset``: in the shard's own tensor)."""
@@ -66,7 +66,7 @@ class RoutePlan:
         return _counts(self.owned, OWNED, self.world_size, reduce, bucket)
 
 
-def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
+def route_plan(placement: OptimizerOwnership, rank_map: RankMap, rank: int,
                bucket_elements: tuple[int, int] | None = None) -> RoutePlan:
     """The blocks of ``rank`` under the strategy of ``rank_map`` (:func:`route_plan`), in buckets
     of ``bucket_elements`` ``(capacity, first)`` elements (None: one bucket per rank).
@@ -80,7 +80,7 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
     different tp, and stages of one staged pipeline with different tp (design §9.2), meet the
     optimizer layout alike.
 
-    **Buckets.** Every block carries the bucket of the holder's shard (:mod:`hydraulis.layout.buckets`:
+    **Buckets.** Every block carries the bucket of the holder's shard (:mod:`hydraulis.sharding.buckets`:
     the holder's shards in reverse order of use, cut by size), and each exchange is one
     ``all_to_all_single`` per bucket, ``K`` of them per step, so a bucket's exchange can start
     as soon as the backward has produced it and a bucket's weights be waited for where the forward
@@ -89,7 +89,7 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
     is the most buckets any holder cuts, and a holder with fewer sends nothing in the rest. Both
     sides order a bucket's blocks by (peer, parameter, offset in the shard), so a sender packs and
     a receiver unpacks the same sequence. A shard that only repeats tp rank 0's identical gradient
-    (:attr:`~hydraulis.layout.sharding.Shard.contributes`, the RMSNorm weights) is left
+    (:attr:`~hydraulis.sharding.parameters.Shard.contributes`, the RMSNorm weights) is left
     out of the reduction and still receives weights.
 
     **Reduce** (every step, after the backward passes): rank ``r`` packs its shards' gradients
@@ -167,10 +167,10 @@ def route_plan(placement: OptimizerPlacement, rank_map: RankMap, rank: int,
 
 class _BucketCut:
     """Every holder's buckets under one strategy (:func:`route_plan`): the cut of its shards
-    (:func:`~hydraulis.layout.buckets.shard_buckets`; one bucket without ``elements``), computed
+    (:func:`~hydraulis.sharding.buckets.shard_buckets`; one bucket without ``elements``), computed
     once per (pipeline, stage, tp rank)."""
 
-    def __init__(self, placement: OptimizerPlacement, rank_map: RankMap, elements: tuple[int, int] | None) -> None:
+    def __init__(self, placement: OptimizerOwnership, rank_map: RankMap, elements: tuple[int, int] | None) -> None:
         self.placement, self.rank_map, self.elements = placement, rank_map, elements
         self.cache: dict[tuple[int, int, int], dict[str, int]] = {}
 

@@ -10,7 +10,7 @@ attends to about ``(k + ½)·c²`` query–key pairs (``c`` tokens per chunk), s
 Worked example, cp = 2, a document of 8 tokens: chunks of 2, rank 0 holds tokens 0–1 and 6–7,
 rank 1 tokens 2–5.
 
-The details: :func:`context_segments`."""
+The details: :func:`context_spans`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from hydraulis.runtime.model.segments import Segment
+from hydraulis.runtime.model.attention_spans import Span
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate, finished
 
 
@@ -42,7 +42,7 @@ def start_gather_from_context(x: torch.Tensor, group: ParallelGroup) -> Callable
     """The all-gather of every cp rank's ``x`` started; the function returned waits for it and
     gives the ranks' ``x`` concatenated rank-major along dim 0, whose gradient sums each rank's
     part back to it (a reduce-scatter). Work that does not need the gathered rows runs between
-    the two calls (:func:`context_segments`)."""
+    the two calls (:func:`context_spans`)."""
     if group.trivial:
         return lambda: x
     gathered, work = group.all_gather_start(x.detach())
@@ -54,10 +54,10 @@ def start_gather_from_context(x: torch.Tensor, group: ParallelGroup) -> Callable
     return wait
 
 
-def context_segments(cu_seqlens: Sequence[int], cp: int, rank: int) -> list[Segment]:
-    """The attention segments of cp rank ``rank`` (its two chunks of every document, in the
+def context_spans(cu_seqlens: Sequence[int], cp: int, rank: int) -> list[Span]:
+    """The attention spans of cp rank ``rank`` (its two chunks of every document, in the
     order of :func:`load_balanced_indices`), keys addressed in the gathered K/V: rank ``r``'s
-    tokens at rows ``[r·T/cp, (r+1)·T/cp)``. With cp = 1 every document is one segment.
+    tokens at rows ``[r·T/cp, (r+1)·T/cp)``. With cp = 1 every document is one span.
 
     Attention needs the keys and values before a chunk (as Llama 3 does, Dubey et al. 2024): each
     rank computes K and V for its own tokens (with their true positions, so rotary embeddings are
@@ -68,20 +68,20 @@ def context_segments(cu_seqlens: Sequence[int], cp: int, rank: int) -> list[Segm
     the gathered K and V; in the backward the reduce-scatter's result is the gradient its node
     returns, so it is waited for at once. Per layer and micro-batch a rank receives ``(cp − 1)/cp``
     of the micro-batch's K and V, ``2·T·kv_dim/tp`` values. Queries stay local: chunk ``k`` of a
-    document is one attention segment (:mod:`hydraulis.runtime.model.segments`), its ``c`` queries
+    document is one attention span (:mod:`hydraulis.runtime.model.attention_spans`), its ``c`` queries
     against the document's keys up to the chunk's end, ``(k + 1)·c`` of them, causal at the bottom
     right — never a mask of queries × keys. Its score entries number ``c²/2 + k·c²``, so rank ``i`` computes
     ``(i + ½ + 2·cp − 1 − i + ½)·c² = 2·cp·c²`` per document: every rank the same work.
     """
     if cp == 1:
-        return [Segment(a, b - a, np.arange(a, b)) for a, b in zip(cu_seqlens[:-1], cu_seqlens[1:])]
+        return [Span(a, b - a, np.arange(a, b)) for a, b in zip(cu_seqlens[:-1], cu_seqlens[1:])]
     chunks, part = 2 * cp, cu_seqlens[-1] // cp
-    segments, local = [], 0
+    spans, local = [], 0
     for start, stop in zip(cu_seqlens[:-1], cu_seqlens[1:]):
         size = (stop - start) // chunks
         rows = [np.arange(owner * part + local + late * size, owner * part + local + (late + 1) * size)
                 for owner, late in ((k, 0) if k < cp else (chunks - 1 - k, 1) for k in range(chunks))]
         for late, chunk in enumerate((rank, chunks - 1 - rank)):
-            segments.append(Segment(local + late * size, size, np.concatenate(rows[:chunk + 1])))
+            spans.append(Span(local + late * size, size, np.concatenate(rows[:chunk + 1])))
         local += 2 * size
-    return segments
+    return spans

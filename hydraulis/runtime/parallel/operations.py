@@ -26,13 +26,13 @@ from collections.abc import Sequence
 
 import torch
 
+from hydraulis.base.types import StepPlan, Strategy
 from hydraulis.cost.pipeline import Phase, ScheduledOp
 from hydraulis.dispatch import micro_batch_times_ms
 from hydraulis.job.overlap import rank_overlap
 from hydraulis.job.records import PipelineOperations
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.types import StepPlan, Strategy
 
 COLUMNS = 4
 """Per operation: micro-batch, forward (1) or backward (0), start ms, end ms."""

@@ -34,6 +34,6 @@ def scatter_sequence(x: torch.Tensor, group: ParallelGroup) -> torch.Tensor:
     enters with the all-gather, so the loss is computed on all ``T`` tokens by every tp rank as
     without sequence parallelism. The norm weights then receive a different partial gradient on
     every tp rank (each from its own tokens), so all tp ranks contribute them to the reduction
-    (:attr:`~hydraulis.layout.sharding.Shard.contributes`).
+    (:attr:`~hydraulis.sharding.parameters.Shard.contributes`).
     """
     return x if group.trivial else conjugate(x, group.reduce_scatter, group.all_gather)

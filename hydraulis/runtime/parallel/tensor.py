@@ -29,10 +29,10 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from hydraulis.layout.sharding import unit_range
 from hydraulis.runtime.parallel.columns import column_parallel
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
 from hydraulis.runtime.parallel.sequence import scatter_sequence
+from hydraulis.sharding.parameters import unit_range
 
 IGNORE_INDEX = -100
 """Label of a position without loss (padding)."""

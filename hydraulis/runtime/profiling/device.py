@@ -24,11 +24,11 @@ from pathlib import Path
 
 import torch
 
-from hydraulis.errors import require
+from hydraulis.base.errors import require
 from hydraulis.job.config import RuntimeOptions
-from hydraulis.layout.kinds import DeviceKind, Precision
 from hydraulis.profiler.measurement import Clock, Environment
 from hydraulis.profiler.sweep import Interleave
+from hydraulis.sharding.kinds import DeviceKind, Precision
 
 PROCESSES_PER_CORE = 2
 TIMEOUT_S = 600.0

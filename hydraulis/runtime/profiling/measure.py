@@ -25,8 +25,8 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from hydraulis.artifacts.measurements import MeasurementCache
+from hydraulis.base.types import MicroBatch, Scheme
 from hydraulis.job.config import RuntimeOptions
-from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.profiler.handoff import point_handoff
 from hydraulis.profiler.measurement import Clock, MeasureJob, Measurement, MeasureStatus, Statistic
 from hydraulis.profiler.sweep import Interleave, SweepPoint, points_by_scheme
@@ -39,7 +39,7 @@ from hydraulis.runtime.parallel.pipeline import StageLink, StageWork, run_1f1b
 from hydraulis.runtime.profiling.loopback import LoopbackLink
 from hydraulis.runtime.profiling.reduction import measure_reduction
 from hydraulis.runtime.rank_map import GroupCache, ProcessGroups, RankMap, RankPlace
-from hydraulis.types import MicroBatch, Scheme
+from hydraulis.sharding.pipeline import PipelineSplit
 
 INIT_STD = 0.02
 CHUNK_POINTS = 16
@@ -96,7 +96,7 @@ def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) 
     excluded) times the ``pp − stage`` micro-batches 1F1B keeps in flight.
 
     **Out of memory**: the rank records the point as a capacity limit in the cache and ends the
-    job; the profiler restarts the rest (:mod:`hydraulis.profiler.profile`). Rank 0 appends each
+    job; the profiler restarts the rest (:mod:`hydraulis.io.profile_run`). Rank 0 appends each
     finished point to the cache (:mod:`hydraulis.artifacts.measurements`).
     """
     cache = MeasurementCache(job.cache) if context.rank == 0 else None
@@ -105,7 +105,7 @@ def measure_job(context: RankContext, job: MeasureJob, options: RuntimeOptions) 
     chunks = []
     for scheme, points in points_by_scheme(job.points).items():
         replicas = job.settings.environment.replicas(scheme)
-        rank_map = RankMap((PipelineLayout(scheme, (1,) * scheme.pp),) * replicas, context.world_size)
+        rank_map = RankMap((PipelineSplit(scheme, (1,) * scheme.pp),) * replicas, context.world_size)
         groups = ProcessGroups.create(rank_map, context.rank, groups_seen)
         place = rank_map.place(context.rank)
         build = _no_stage if place is None else partial(_stage, job, context, rank_map, groups, place)
@@ -157,7 +157,7 @@ def _stage(job: MeasureJob, context: RankContext, rank_map: RankMap, groups: Pro
     from a seed; the rank map's neighbours do not depend on the depth."""
     scheme = point.scheme
     alone = point.stage is not None
-    layout = PipelineLayout(scheme, point.stage_layers if alone else (point.depth,) * scheme.pp)
+    layout = PipelineSplit(scheme, point.stage_layers if alone else (point.depth,) * scheme.pp)
     index = point.stage if alone else place.stage
     model = replace(job.settings.model, layers=layout.layers)
     stage_model = StageModel(model, layout, index, groups.tp, groups.cp, context.dtype, context.device)
@@ -350,5 +350,5 @@ def _saved_bytes_in_flight(stage: StageUnderTest | None, batch: PackedMicroBatch
 
 
 def run_measure_job(job: MeasureJob, processes: int, options: RuntimeOptions, log_level: str = "warning") -> None:
-    """:func:`measure_job` on ``processes`` local processes (a :data:`hydraulis.profiler.profile.Runner`)."""
+    """:func:`measure_job` on ``processes`` local processes (a :data:`hydraulis.io.profile_run.Runner`)."""
     run_job(measure_job, (job, options), options, nproc=processes, devices=processes, log_level=log_level)

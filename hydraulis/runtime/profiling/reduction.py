@@ -21,12 +21,20 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from hydraulis.base.types import (
+    BatchingMethod,
+    ModelSpec,
+    OptimizerLayout,
+    PipelinePlan,
+    Scheme,
+    StepPlan,
+    TimeCoefficients,
+)
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.job.strategy_spec import SpecGroup, strategy_layout
 from hydraulis.profiler.measurement import ReductionMeasurement, overlap_share
 from hydraulis.runtime.launch import RankContext
 from hydraulis.runtime.step import StepRunner
-from hydraulis.types import BatchingMethod, ModelSpec, OptimizerLayout, PipelinePlan, Scheme, StepPlan, TimeCoefficients
 
 REDUCTION_WARMUP = 3
 """Discarded steps (first use of the route and the optimizer's state)."""

@@ -10,15 +10,15 @@ import torch
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.types import OptimizerLayout
 from hydraulis.job.config import RuntimeOptions
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
 from hydraulis.runtime.checkpoint.hf_directory import read_hf_directory
 from hydraulis.runtime.checkpoint.hf_export import export_checkpoint
 from hydraulis.runtime.checkpoint.hf_import import load_hf_weights
 from hydraulis.runtime.checkpoint.llama_mapping import hf_name
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical
-from hydraulis.types import OptimizerLayout
+from hydraulis.sharding.ownership import OptimizerOwnership
 from tests.cli.helpers import hydraulis
 
 CPU = torch.device("cpu")
@@ -62,7 +62,7 @@ def sources(tmp_path_factory):
 @pytest.mark.parametrize("layout, world", LAYOUTS)
 def test_every_rank_fills_its_buffer_with_exactly_the_hugging_face_weights(sources, source, layout, world):
     directory = read_hf_directory(sources / source)
-    placement = OptimizerPlacement(directory.model, layout, world)
+    placement = OptimizerOwnership(directory.model, layout, world)
     shards = [OptimizerShard(placement, rank, RuntimeOptions(), CPU) for rank in range(world)]
     for shard in shards:
         load_hf_weights(directory, shard)
@@ -77,7 +77,7 @@ def test_every_rank_fills_its_buffer_with_exactly_the_hugging_face_weights(sourc
 
 def test_a_rank_reads_its_own_elements_and_at_most_a_partial_row_more_per_region(sources, monkeypatch):
     directory = read_hf_directory(sources / "fp32")
-    placement = OptimizerPlacement(directory.model, OptimizerLayout(2, 2, 1), 4)
+    placement = OptimizerOwnership(directory.model, OptimizerLayout(2, 2, 1), 4)
     read = []
     open_file = safetensors.safe_open
 

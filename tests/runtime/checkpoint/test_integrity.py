@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.job.manifest import ShardFile
 from hydraulis.runtime.checkpoint.random_state import (
     encode_states,

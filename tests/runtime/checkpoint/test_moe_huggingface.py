@@ -8,8 +8,8 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForCausalLM
 
+from hydraulis.base.types import ModelSpec
 from hydraulis.runtime.checkpoint.llama_mapping import hf_config
-from hydraulis.types import ModelSpec
 from tests.cli.helpers import hydraulis
 
 MODELS = {

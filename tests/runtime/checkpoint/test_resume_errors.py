@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.runtime.checkpoint.resume import find_checkpoint
 
 

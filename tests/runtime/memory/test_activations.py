@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from hydraulis.layout.activations import Widths, micro_batch_bytes_per_token, stage_activation_bytes
-from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.base.types import MicroBatch, ModelSpec, Recompute, Scheme
 from hydraulis.runtime.model import decoder
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import PackedMicroBatch, pack_micro_batch
 from hydraulis.runtime.parallel.pipeline import StageWork, run_1f1b
-from hydraulis.types import MicroBatch, ModelSpec, Recompute, Scheme
+from hydraulis.sharding.activations import Widths, micro_batch_bytes_per_token, stage_activation_bytes
+from hydraulis.sharding.pipeline import PipelineSplit
 from tests.runtime.memory.tracking import LiveBytes, ShapeGroup, flash_core
 
 MODEL = ModelSpec("memory", 4, 128, 8, 2, 352, 1024)
@@ -56,7 +56,7 @@ def stage(scheme: Scheme, index: int, dtype: torch.dtype) -> tuple[StageModel, P
     """Stage ``index`` of ``scheme`` (layers split evenly), its gradients allocated, and the
     micro-batch of :data:`LENGTHS` packed for its cp rank 0."""
     tp, cp = ShapeGroup(None, scheme.tp, 0), ShapeGroup(None, scheme.cp, 0)
-    layout = PipelineLayout(scheme, (MODEL.layers // scheme.pp,) * scheme.pp)
+    layout = PipelineSplit(scheme, (MODEL.layers // scheme.pp,) * scheme.pp)
     model = StageModel(MODEL, layout, index, tp, cp, dtype, torch.device("cpu"))
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():

@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 import torch
 
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import MicroBatch, TimeCoefficients
 from hydraulis.job.strategy_spec import parse_strategy
-from hydraulis.layout.activations import stage_activation_bytes
-from hydraulis.presets import model_preset
 from hydraulis.runtime.gradients import GradientBuffers
 from hydraulis.runtime.model.attention import KernelKind, _varlen_kernel
 from hydraulis.runtime.model.decoder import StageModel, layer_recompute
 from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import MicroBatch, TimeCoefficients
+from hydraulis.sharding.activations import stage_activation_bytes
 from tests.runtime.memory.tracking import MetaLiveBytes
 
 META = torch.device("meta")

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from hydraulis.errors import HydraulisError
+from hydraulis.base.errors import HydraulisError
 from hydraulis.runtime.memory.peak import PeakMemory, check_budget
 
 

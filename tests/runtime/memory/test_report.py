@@ -9,23 +9,23 @@ import pytest
 import torch
 
 from hydraulis.artifacts.cluster import read_cluster
-from hydraulis.cluster import ClusterSpaces
+from hydraulis.base.cluster import ClusterSpaces
+from hydraulis.base.presets import device_preset, model_names, model_preset
+from hydraulis.base.types import Cluster, OptimizerLayout, Recompute, Scheme
 from hydraulis.cost.memory import memory_breakdown
 from hydraulis.cost.staged import staged_cost
 from hydraulis.job.memory_report import MemoryConfig, capacity_bytes
 from hydraulis.job.strategy_spec import parse_strategy, parse_strategy_spec, scheme_times
-from hydraulis.layout.kinds import OptimizerKind, Precision
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.layout.states import device_precision, held_elements, layer_elements, state_bytes
-from hydraulis.layout.step_memory import communicator_peers, one_owner
-from hydraulis.presets import device_preset, model_names, model_preset
 from hydraulis.profiler.analytic import analytic_memory_model, analytic_profile
 from hydraulis.profiler.cluster import group_scheme_space
 from hydraulis.runtime.memory.report import memory_report
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.types import Cluster, OptimizerLayout, Recompute, Scheme
+from hydraulis.sharding.kinds import OptimizerKind, Precision
+from hydraulis.sharding.ownership import OptimizerOwnership
+from hydraulis.sharding.pipeline import PipelineSplit
+from hydraulis.sharding.states import device_precision, held_elements, layer_elements, state_bytes
+from hydraulis.sharding.step_memory import communicator_peers, one_owner
 
 ROOT = Path(__file__).resolve().parents[3]
 STRATEGIES = ["1,1,1x8", "1,4,1+1,2,2", "2,2,2", "1,4,1[sp]x2", "1,2,2[recompute=full]+1,4,1[sp,recompute=selective]"]
@@ -48,7 +48,7 @@ def test_ranks_equal_the_accounting_and_the_cost_model_predicts_them(name, spec,
     report = memory_report(config)
     state = state_bytes(Precision.BF16, OptimizerKind.ADAM)
     strategy = parse_strategy(spec, model, scheme_times(model, 8), 1)
-    rank_map, placement = RankMap(strategy.pipelines, 8), OptimizerPlacement(model, config.layout, 8)
+    rank_map, placement = RankMap(strategy.pipelines, 8), OptimizerOwnership(model, config.layout, 8)
     for rank in report.ranks:
         place = rank_map.place(rank.rank)
         held = 0 if place is None else held_elements(model, strategy.pipelines[place.pipeline], place.stage,
@@ -72,7 +72,7 @@ def test_stages_of_their_own_tp_are_predicted_as_the_meter_counts_them(name, spe
 def test_worked_example_of_the_states_docstring():
     model = model_preset("llama-7b")
     assert layer_elements(model, Scheme(1, 8, 1), 0) == 25_305_088
-    assert held_elements(model, PipelineLayout(Scheme(1, 8, 1), (32,)), 0, 3) == 842_534_912
+    assert held_elements(model, PipelineSplit(Scheme(1, 8, 1), (32,)), 0, 3) == 842_534_912
 
 
 def test_with_a_cluster_each_stage_is_judged_on_its_group_and_holds_what_the_staged_cost_model_says():
@@ -110,7 +110,7 @@ def test_one_owner_is_predicted_as_the_runtime_routes_it(spec, devices, layout, 
     config = MemoryConfig(model, spec, devices, device, 8, layout, tokens=1024)
     report = memory_report(config)
     strategy = parse_strategy(spec, model, scheme_times(model, devices), 1)
-    rank_map, placement = RankMap(strategy.pipelines, devices), OptimizerPlacement(model, config.layout, devices)
+    rank_map, placement = RankMap(strategy.pipelines, devices), OptimizerOwnership(model, config.layout, devices)
     plans = [route_plan(placement, rank_map, rank) for rank in range(devices)]
     assert all(plan.local for plan in plans) is local
     assert one_owner(config.layout, strategy.pipelines[0], devices) is local
@@ -133,7 +133,7 @@ def test_one_device_bf16_holds_weights_workspaces_optimizer_and_activations_only
     model = model_preset("llama-7b")
     report = memory_report(MemoryConfig(model, "1,1,1[recompute=full]", 1, "h200", 8, tokens=4096, loss_chunk=0))
     (rank,) = report.ranks
-    params = held_elements(model, PipelineLayout(Scheme(1, 1, 1), (model.layers,)), 0, 0)
+    params = held_elements(model, PipelineSplit(Scheme(1, 1, 1), (model.layers,)), 0, 0)
     assert (rank.weights_bytes, rank.grad_bytes, rank.optimizer_bytes) == (2 * params, 0, 16 * params)
     assert rank.exchange_bytes == 0 and rank.predicted.exchange == 0
     assert rank.total_bytes == (18 * params + rank.route_bytes + rank.workspace_bytes + rank.activation_bytes)

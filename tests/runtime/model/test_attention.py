@@ -6,13 +6,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from hydraulis.base.types import MicroBatch
 from hydraulis.runtime.model import attention
 from hydraulis.runtime.model.attention import KernelKind, packed_attention, varlen_kernel_of
+from hydraulis.runtime.model.attention_spans import document_plan, padded_length, varlen_plan
 from hydraulis.runtime.model.packing import pack_micro_batch
-from hydraulis.runtime.model.segments import document_plan, padded_length, varlen_plan
-from hydraulis.runtime.parallel.context import context_segments, load_balanced_indices
+from hydraulis.runtime.parallel.context import context_spans, load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import MicroBatch
 
 CPU = torch.device("cpu")
 LENGTHS = (12, 6, 24, 6, 40)
@@ -76,7 +76,7 @@ def _assert_ranks_equal_the_full_mask(cp, attend):
 
 
 def _varlen_reference(q, k, v, plan):
-    """What ``varlen_attn`` computes: each segment's queries against its keys, causal at the
+    """What ``varlen_attn`` computes: each span's queries against its keys, causal at the
     bottom right (flash-attention's convention for windows)."""
     if plan.key_index is not None:
         k, v = k[plan.key_index], v[plan.key_index]
@@ -99,7 +99,7 @@ def test_the_varlen_plan_runs_every_segment_against_its_keys(cp):
     gathered = torch.tensor([i for part in per_rank for i in part])
     for rank in range(cp):
         mine = torch.tensor(per_rank[rank])
-        plan = varlen_plan(context_segments(bounds, cp, rank), mine.numel(), CPU)
+        plan = varlen_plan(context_spans(bounds, cp, rank), mine.numel(), CPU)
         assert (plan.key_index is None) == (cp == 1)
         out = _varlen_reference(q[mine], k[gathered], v[gathered], plan)
         assert torch.allclose(out, reference[mine], rtol=1e-10, atol=1e-12)
@@ -142,7 +142,7 @@ def test_grouped_query_attention_on_a_varlen_kernel_with_and_without_enable_gqa(
     monkeypatch.setattr(attention, "_varlen_kernel", lambda: varlen_kernel_of(function))
     _assert_ranks_equal_the_full_mask(
         cp, lambda q, k, v, rank, bounds, mine: packed_attention(
-            q, k, v, varlen_plan(context_segments(bounds, cp, rank), mine.numel(), CPU)))
+            q, k, v, varlen_plan(context_spans(bounds, cp, rank), mine.numel(), CPU)))
 
 
 def test_padded_sizes_waste_at_most_an_eighth_above_sixteen():
@@ -159,7 +159,7 @@ def test_short_documents_share_one_call_per_padded_size():
 
 def test_whole_documents_plan_from_their_bounds_as_from_their_segments():
     bounds = _packed(1, 0).cu_seqlens.tolist()
-    direct, general = document_plan(bounds, CPU), varlen_plan(context_segments(bounds, 1, 0), bounds[-1], CPU)
+    direct, general = document_plan(bounds, CPU), varlen_plan(context_spans(bounds, 1, 0), bounds[-1], CPU)
     assert torch.equal(direct.cu_seqlens_q, general.cu_seqlens_q)
     assert torch.equal(direct.cu_seqlens_k, general.cu_seqlens_k)
     assert direct.key_index is None and general.key_index is None

@@ -5,16 +5,16 @@ core left to the eager kernels."""
 import pytest
 import torch
 
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.layout.sharding import stage_shards
-from hydraulis.presets import model_preset
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import MicroBatch, Recompute, Scheme
 from hydraulis.runtime.data import SyntheticCorpus
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.optimizer.master import initial_weights
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import MicroBatch, Recompute, Scheme
+from hydraulis.sharding.parameters import stage_shards
+from hydraulis.sharding.pipeline import PipelineSplit
 
 TINY = model_preset("tiny")
 CPU, SINGLE = torch.device("cpu"), ParallelGroup.single()
@@ -22,7 +22,7 @@ LENGTHS = ((9, 1, 17, 4), (12, 30), (5, 5, 5, 5, 5, 5))
 
 
 def _loss_and_grads(compile_layers: bool, scheme: Scheme):
-    layout = PipelineLayout(scheme, (TINY.layers,))
+    layout = PipelineSplit(scheme, (TINY.layers,))
     model = StageModel(TINY, layout, 0, SINGLE, SINGLE, torch.float32, CPU, compile_layers)
     full = initial_weights(TINY, 7)
     shards = stage_shards(TINY, layout, 0, 0)

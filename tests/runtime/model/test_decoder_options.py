@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.presets import model_preset
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import MicroBatch, Recompute, Scheme
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import MicroBatch, Recompute, Scheme
+from hydraulis.sharding.pipeline import PipelineSplit
 
 TINY = model_preset("tiny")
 SINGLE = ParallelGroup.single()
@@ -18,7 +18,7 @@ LENGTHS = (40, 24)
 def _middle_stage(recompute: Recompute, layers: tuple[int, ...] = ()) -> StageModel:
     """Stage 1 of 3 (two decoder layers, no embedding or head), weights from one seed."""
     scheme = Scheme(1, 1, 3, recompute=recompute, recompute_layers=layers)
-    stage = StageModel(TINY, PipelineLayout(scheme, (1, 2, 1)), 1, SINGLE, SINGLE, torch.float64, torch.device("cpu"))
+    stage = StageModel(TINY, PipelineSplit(scheme, (1, 2, 1)), 1, SINGLE, SINGLE, torch.float64, torch.device("cpu"))
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for param in stage.parameters():

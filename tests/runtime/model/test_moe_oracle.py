@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForCausalLM
 from transformers.models.mixtral.modeling_mixtral import load_balancing_loss_func
 
-from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.base.types import MicroBatch, ModelSpec, Scheme
 from hydraulis.runtime.checkpoint.llama_mapping import (
     hf_config,
     hf_name,
@@ -21,7 +21,7 @@ from hydraulis.runtime.checkpoint.llama_mapping import (
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import MicroBatch, ModelSpec, Scheme
+from hydraulis.sharding.pipeline import PipelineSplit
 
 CPU = torch.device("cpu")
 TOLERANCE = 1e-5
@@ -59,7 +59,7 @@ def transformers_model(model: ModelSpec, folder):
 
 def our_model(model: ModelSpec, folder) -> StageModel:
     single = ParallelGroup.single()
-    ours = StageModel(model, PipelineLayout(Scheme(1, 1, 1), (model.layers,)), 0, single, single, torch.float32, CPU)
+    ours = StageModel(model, PipelineSplit(Scheme(1, 1, 1), (model.layers,)), 0, single, single, torch.float32, CPU)
     weights = load_file(str(folder / "model.safetensors"))
     with torch.no_grad():
         for name, param in ours.named_parameters():

@@ -1,4 +1,4 @@
-"""Packed micro-batches: the layout of the tokens, the attention segments, and the acceptance test that a packed
+"""Packed micro-batches: the layout of the tokens, the attention spans, and the acceptance test that a packed
 micro-batch gives the loss and gradients of its documents run one by one.
 
 Rotary attention scores depend on position differences only, so that equality cannot see whether
@@ -7,19 +7,19 @@ positions restart per document; the positions themselves are checked in the work
 import pytest
 import torch
 
-from hydraulis.errors import HydraulisError
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.layout.sharding import stage_shards
-from hydraulis.presets import model_preset
+from hydraulis.base.errors import HydraulisError
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import MicroBatch, Scheme
 from hydraulis.runtime.data import SyntheticCorpus
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.loss import part_loss
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.optimizer.master import initial_weights
-from hydraulis.runtime.parallel.context import context_segments, load_balanced_indices
+from hydraulis.runtime.parallel.context import context_spans, load_balanced_indices
 from hydraulis.runtime.parallel.group import ParallelGroup
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX
-from hydraulis.types import MicroBatch, Scheme
+from hydraulis.sharding.parameters import stage_shards
+from hydraulis.sharding.pipeline import PipelineSplit
 
 TINY = model_preset("tiny")
 CPU = torch.device("cpu")
@@ -35,8 +35,8 @@ def test_worked_example_of_the_packing_docstring():
     assert full[0].positions.tolist() == [0, 3, 0, 3]
     assert full[1].input_ids.tolist() == [11, 12, 21, 0]
     assert full[1].cu_seqlens.tolist() == [0, 4, 8]
-    segments = context_segments((0, 4, 8), 2, 0)
-    assert [(s.query_start, s.queries, s.key_rows.tolist()) for s in segments[:2]] == [(0, 1, [0]), (1, 1, [0, 4, 5, 1])]
+    spans = context_spans((0, 4, 8), 2, 0)
+    assert [(s.query_start, s.queries, s.key_rows.tolist()) for s in spans[:2]] == [(0, 1, [0]), (1, 1, [0, 4, 5, 1])]
 
 
 def test_load_balanced_chunks_give_every_rank_equal_causal_work():
@@ -50,7 +50,7 @@ def test_load_balanced_chunks_give_every_rank_equal_causal_work():
 
 
 def _loss_and_grads(micro_batches, lengths, docs):
-    layout = PipelineLayout(Scheme(1, 1, 1), (TINY.layers,))
+    layout = PipelineSplit(Scheme(1, 1, 1), (TINY.layers,))
     model = StageModel(TINY, layout, 0, SINGLE, SINGLE, torch.float64, CPU)
     full = initial_weights(TINY, 7)
     shards = stage_shards(TINY, layout, 0, 0)

@@ -11,12 +11,12 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from hydraulis.layout.pipeline import PipelineLayout
+from hydraulis.base.types import MicroBatch, ModelSpec, Scheme
 from hydraulis.runtime.checkpoint.llama_mapping import hf_config, hf_name, model_from_hf_config
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import MicroBatch, ModelSpec, Scheme
+from hydraulis.sharding.pipeline import PipelineSplit
 
 CPU = torch.device("cpu")
 TOLERANCE = 1e-5
@@ -49,7 +49,7 @@ def transformers_model(model: ModelSpec) -> LlamaForCausalLM:
 
 def our_model(model: ModelSpec, reference: LlamaForCausalLM) -> StageModel:
     single = ParallelGroup.single()
-    ours = StageModel(model, PipelineLayout(Scheme(1, 1, 1), (model.layers,)), 0, single, single, torch.float32, CPU)
+    ours = StageModel(model, PipelineSplit(Scheme(1, 1, 1), (model.layers,)), 0, single, single, torch.float32, CPU)
     weights = dict(reference.named_parameters())
     with torch.no_grad():
         for name, param in ours.named_parameters():

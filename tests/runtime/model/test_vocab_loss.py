@@ -7,10 +7,9 @@ sequence parallelism."""
 import pytest
 import torch
 
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import MicroBatch, Scheme
 from hydraulis.job.config import RuntimeOptions
-from hydraulis.layout.kinds import DeviceKind
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.presets import model_preset
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.model.loss import part_loss
@@ -23,7 +22,8 @@ from hydraulis.runtime.parallel.tensor import (
     ColumnParallelLinear,
     vocab_parallel_cross_entropy,
 )
-from hydraulis.types import MicroBatch, Scheme
+from hydraulis.sharding.kinds import DeviceKind
+from hydraulis.sharding.pipeline import PipelineSplit
 
 TOLERANCE = {"rtol": 1e-6, "atol": 1e-6}
 TOKENS, HIDDEN, VOCAB = 13, 8, 12
@@ -61,7 +61,7 @@ def test_chunked_loss_and_gradients_equal_the_whole_logits(chunk):
 
 def test_a_stage_model_with_the_loss_in_chunks_equals_it_unchunked():
     model = model_preset("tiny")
-    layout = PipelineLayout(Scheme(1, 1, 1), (model.layers,))
+    layout = PipelineSplit(Scheme(1, 1, 1), (model.layers,))
     single = ParallelGroup.single()
     weights = initial_weights(model, 0)
     lengths = (37, 20, 9)

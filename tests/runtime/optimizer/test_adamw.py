@@ -6,15 +6,15 @@ import math
 
 import torch
 
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import OptimizerLayout
 from hydraulis.job.config import RuntimeOptions
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.layout.ranges import Region, overlap
-from hydraulis.layout.sharding import parameter_specs
-from hydraulis.presets import model_preset
 from hydraulis.runtime.optimizer.clipping import global_grad_norm
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical, decays, initial_weights
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import OptimizerLayout
+from hydraulis.sharding.ownership import OptimizerOwnership
+from hydraulis.sharding.parameters import parameter_specs
+from hydraulis.sharding.ranges import Region, overlap
 
 TINY = model_preset("tiny")
 CPU = torch.device("cpu")
@@ -23,7 +23,7 @@ STEPS = 4
 
 
 def owners(world: int) -> list[OptimizerShard]:
-    placement = OptimizerPlacement(TINY, OptimizerLayout(2, 1, 2), world)
+    placement = OptimizerOwnership(TINY, OptimizerLayout(2, 1, 2), world)
     return [OptimizerShard(placement, rank, OPTIONS, CPU) for rank in range(world)]
 
 

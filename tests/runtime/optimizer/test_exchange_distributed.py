@@ -7,9 +7,9 @@ import pytest
 
 from hydraulis.job.config import RuntimeOptions, TrainConfig
 from hydraulis.job.records import summarize
-from hydraulis.layout.kinds import DeviceKind, OptimizerKind
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import run_training
+from hydraulis.sharding.kinds import DeviceKind, OptimizerKind
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 

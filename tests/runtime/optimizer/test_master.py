@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import OptimizerLayout
 from hydraulis.job.config import RuntimeOptions
 from hydraulis.job.schedule import LrScheduleKind
-from hydraulis.layout.kinds import OptimizerKind
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.layout.ranges import Region, overlap
-from hydraulis.presets import model_preset
 from hydraulis.runtime.optimizer.master import OptimizerShard, assemble_canonical, initial_weights
-from hydraulis.types import OptimizerLayout
+from hydraulis.sharding.kinds import OptimizerKind
+from hydraulis.sharding.ownership import OptimizerOwnership
+from hydraulis.sharding.ranges import Region, overlap
 
 TINY = model_preset("tiny")
 CPU = torch.device("cpu")
@@ -22,7 +22,7 @@ UNCLIPPED = torch.tensor(0.0)
 
 
 def shards(layout: OptimizerLayout, world: int, options: RuntimeOptions) -> list[OptimizerShard]:
-    placement = OptimizerPlacement(TINY, layout, world)
+    placement = OptimizerOwnership(TINY, layout, world)
     return [OptimizerShard(placement, rank, options, CPU) for rank in range(world)]
 
 

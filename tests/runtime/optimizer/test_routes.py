@@ -5,15 +5,15 @@ canonical values; plans stay tiny at 7B–70B scale."""
 import pytest
 import torch
 
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import OptimizerLayout
 from hydraulis.job.strategy_spec import parse_strategy, scheme_times
-from hydraulis.layout.optimizer_placement import OptimizerPlacement
-from hydraulis.layout.ranges import Region, overlap
-from hydraulis.layout.sharding import parameter_specs
-from hydraulis.presets import model_preset
 from hydraulis.runtime.optimizer.master import assemble_canonical
 from hydraulis.runtime.optimizer.routes import Route, route_plan
 from hydraulis.runtime.rank_map import RankMap
-from hydraulis.types import OptimizerLayout
+from hydraulis.sharding.ownership import OptimizerOwnership
+from hydraulis.sharding.parameters import parameter_specs
+from hydraulis.sharding.ranges import Region, overlap
 
 TINY = model_preset("tiny")
 CASES = [("1,1,1x4", (4, 1, 1), 4), ("1,2,1+1,1,2", (2, 1, 2), 4), ("1,4,1", (1, 4, 1), 4),
@@ -22,8 +22,8 @@ CASES = [("1,1,1x4", (4, 1, 1), 4), ("1,2,1+1,1,2", (2, 1, 2), 4), ("1,4,1", (1,
 
 
 def routes(spec: str, layout: tuple[int, int, int], world: int,
-           buckets: tuple[int, int] | None = None) -> tuple[OptimizerPlacement, list[Route]]:
-    placement = OptimizerPlacement(TINY, OptimizerLayout(*layout), world)
+           buckets: tuple[int, int] | None = None) -> tuple[OptimizerOwnership, list[Route]]:
+    placement = OptimizerOwnership(TINY, OptimizerLayout(*layout), world)
     strategy = parse_strategy(spec, TINY, scheme_times(TINY, world), 64)
     rank_map = RankMap(strategy.pipelines, world)
     return placement, [Route(route_plan(placement, rank_map, rank, buckets), None) for rank in range(world)]
@@ -100,7 +100,7 @@ def test_propagate_gives_every_shard_its_canonical_values(spec, layout, world, d
 @pytest.mark.parametrize("name, spec, devices", [("llama-7b", "1,8,1x8", 64), ("llama-70b", "1,8,4x32", 1024)])
 def test_plans_at_scale_hold_kilobytes_not_an_entry_per_element(name, spec, devices):
     model = model_preset(name)
-    placement = OptimizerPlacement(model, OptimizerLayout(devices, 1, 1), devices)
+    placement = OptimizerOwnership(model, OptimizerLayout(devices, 1, 1), devices)
     rank_map = RankMap(parse_strategy(spec, model, scheme_times(model, devices), 4096).pipelines, devices)
     for rank in (0, devices // 2 + 1, devices - 1):
         plan = route_plan(placement, rank_map, rank)

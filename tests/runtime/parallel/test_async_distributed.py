@@ -14,12 +14,12 @@ import torch
 import torch.nn.functional as F
 
 from hydraulis.job.config import RuntimeOptions
-from hydraulis.layout.kinds import DeviceKind
 from hydraulis.runtime.launch import RankContext, run_job
 from hydraulis.runtime.parallel.columns import column_parallel, stacked_rows
 from hydraulis.runtime.parallel.context import start_gather_from_context
 from hydraulis.runtime.parallel.group import ParallelGroup, conjugate
 from hydraulis.runtime.parallel.tensor import IGNORE_INDEX, vocab_parallel_cross_entropy
+from hydraulis.sharding.kinds import DeviceKind
 
 pytestmark = pytest.mark.distributed
 

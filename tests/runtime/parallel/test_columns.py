@@ -4,13 +4,13 @@ output and gradients (input and every weight) equal the separate linears'."""
 import torch
 import torch.nn.functional as F
 
-from hydraulis.layout.pipeline import PipelineLayout
-from hydraulis.presets import model_preset
+from hydraulis.base.presets import model_preset
+from hydraulis.base.types import Scheme
 from hydraulis.runtime.model.decoder import StageModel
 from hydraulis.runtime.parallel import columns
 from hydraulis.runtime.parallel.columns import column_parallel, stacked_rows
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import Scheme
+from hydraulis.sharding.pipeline import PipelineSplit
 
 SINGLE = ParallelGroup.single()
 
@@ -36,7 +36,7 @@ def test_one_product_equals_the_separate_linears_forward_and_backward():
 
 def test_a_stage_lays_out_its_blocks_column_weights_in_one_storage_and_runs_them_fused(monkeypatch):
     tiny = model_preset("tiny")
-    model = StageModel(tiny, PipelineLayout(Scheme(1, 1, 1), (tiny.layers,)), 0, SINGLE, SINGLE, torch.float32,
+    model = StageModel(tiny, PipelineSplit(Scheme(1, 1, 1), (tiny.layers,)), 0, SINGLE, SINGLE, torch.float32,
                        torch.device("cpu"))
     for layer in model.layers.values():
         for block in (layer.attn, layer.mlp):

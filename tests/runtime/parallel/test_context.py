@@ -4,10 +4,10 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from hydraulis.base.types import MicroBatch
 from hydraulis.runtime.model.attention import KernelKind, packed_attention
 from hydraulis.runtime.model.packing import pack_micro_batch
 from hydraulis.runtime.parallel.group import ParallelGroup
-from hydraulis.types import MicroBatch
 
 CPU = torch.device("cpu")
 LENGTHS = (5000, 1300, 700, 260, 37, 9)

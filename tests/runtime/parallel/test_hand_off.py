@@ -9,12 +9,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hydraulis.base.stages import Stage, hand_off_peers
+from hydraulis.base.types import Scheme
 from hydraulis.cost.order import one_f_one_b
-from hydraulis.layout.pipeline import PipelineLayout
 from hydraulis.runtime.parallel.pipeline import StageLink, run_schedule
 from hydraulis.runtime.rank_map import HandOff, RankMap, RankPlace
-from hydraulis.stages import Stage, hand_off_peers
-from hydraulis.types import Scheme
+from hydraulis.sharding.pipeline import PipelineSplit
 
 
 @given(st.integers(1, 8), st.integers(1, 8))
@@ -30,11 +30,11 @@ def test_every_rank_takes_from_exactly_the_rank_that_gives_to_it(a, b):
 
 
 def test_worked_example_of_the_rank_map_docstring():
-    rank_map = RankMap((PipelineLayout(Scheme.staged(1, (Stage(2, 3), Stage(1, 1))), (3, 1)),), 3)
+    rank_map = RankMap((PipelineSplit(Scheme.staged(1, (Stage(2, 3), Stage(1, 1))), (3, 1)),), 3)
     assert rank_map.hand_off(RankPlace(0, 0, 0, 0)) == HandOff(None, (), 2, (2,))
     assert rank_map.hand_off(RankPlace(0, 0, 0, 1)) == HandOff(None, (), 2, ())
     assert rank_map.hand_off(RankPlace(0, 1, 0, 0)) == HandOff(0, (0, 1), None, ())
-    fan_out = RankMap((PipelineLayout(Scheme.staged(1, (Stage(1, 2), Stage(4, 2))), (2, 2)),), 5)
+    fan_out = RankMap((PipelineSplit(Scheme.staged(1, (Stage(1, 2), Stage(4, 2))), (2, 2)),), 5)
     assert fan_out.hand_off(RankPlace(0, 0, 0, 0)) == HandOff(None, (), 1, (1, 2, 3, 4))
     assert fan_out.hand_off(RankPlace(0, 1, 0, 3)) == HandOff(0, (), None, ())
 
@@ -78,7 +78,7 @@ class TaggedWork:
         return None if self.first else torch.full((1,), float(-j - 1))
 
 
-def _replay(layout: PipelineLayout, micro_batches: int) -> dict[int, list]:
+def _replay(layout: PipelineSplit, micro_batches: int) -> dict[int, list]:
     rank_map = RankMap((layout,), layout.scheme.devices)
     recorded = {}
     for rank in range(layout.scheme.devices):
@@ -135,7 +135,7 @@ def _runs_to_completion(recorded: dict[int, list]) -> bool:
     ((Stage(2, 3), Stage(1, 1)), 1), ((Stage(1, 1), Stage(2, 3)), 1), ((Stage(1, 1), Stage(4, 2), Stage(2, 1)), 1),
     ((Stage(2, 2), Stage(1, 1), Stage(4, 1)), 2), ((Stage(4, 2), Stage(2, 2)), 1)])
 def test_every_message_meets_its_receive_in_order_and_nothing_deadlocks(stages, cp):
-    layout = PipelineLayout(Scheme.staged(cp, stages), tuple(s.layers for s in stages))
+    layout = PipelineSplit(Scheme.staged(cp, stages), tuple(s.layers for s in stages))
     micro_batches = 3
     recorded = _replay(layout, micro_batches)
     sent, received = defaultdict(list), defaultdict(list)

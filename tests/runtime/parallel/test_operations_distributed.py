@@ -7,9 +7,9 @@ import pytest
 
 from hydraulis.cost import simulate_1f1b
 from hydraulis.job.config import RuntimeOptions, TrainConfig
-from hydraulis.layout.kinds import DeviceKind, OptimizerKind
 from hydraulis.runtime.run import resolve_run
 from hydraulis.runtime.trainer import run_training
+from hydraulis.sharding.kinds import DeviceKind, OptimizerKind
 
 pytestmark = pytest.mark.distributed
 
