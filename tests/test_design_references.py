@@ -32,6 +32,10 @@ def test_the_parsers_read_headings_and_citation_lists():
     assert citations("see design §2, §7 and design §4.5; DESIGN §9") == ["2", "7", "4.5", "9"]
 
 
+def test_design_is_a_reference_of_at_most_900_lines():
+    assert len(DESIGN.read_text().splitlines()) <= 900
+
+
 def test_design_has_sections_1_to_10_in_order():
     numbers = [n for n in HEADING.findall(DESIGN.read_text()) if "." not in n]
     assert numbers[:10] == [str(i) for i in range(1, 11)]
