@@ -60,7 +60,8 @@ def estimate_many(work: np.ndarray, tokens: np.ndarray, longest: np.ndarray, pie
     if pp == 1:
         return np.where(pieces > 0, work + fewest * c, 0.0)
     most = np.maximum(pieces, fewest)
-    v = np.sqrt(kappa * (pp - 1) * work / c) if c > 0 else most.astype(np.float64)
+    with np.errstate(over="ignore"):  # a denormal c sends v* to inf, clipped to `most` as the scalar path does
+        v = np.sqrt(kappa * (pp - 1) * work / c) if c > 0 else most.astype(np.float64)
     v = np.minimum(np.maximum(v, fewest), most)
     spread = kappa * work / np.maximum(v, 1)
     return np.where(pieces > 0, work + v * c + (pp - 1) * (c + np.maximum(spread, longest) + 2.0 * p2p_ms), 0.0)
