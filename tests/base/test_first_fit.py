@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 from hydraulis.base.first_fit import first_fit_tree
 
 
-def _linear_first_fit(sizes, capacity):
+def linear_first_fit(sizes, capacity):
+    """The oracle: each piece, in order, into the first micro-batch with room (a new one if none)."""
     rooms, bins = [], []
     for k, s in enumerate(sizes):
         j = next((j for j, room in enumerate(rooms) if s <= room), len(rooms))
@@ -23,7 +24,7 @@ def _linear_first_fit(sizes, capacity):
 @settings(max_examples=300, deadline=None)
 def test_runs_of_short_and_equal_pieces_pack_as_the_linear_scan(short, long, capacity):
     sizes = sorted(short + long, reverse=True)
-    assert first_fit_tree(sizes, capacity) == _linear_first_fit(sizes, capacity)
+    assert first_fit_tree(sizes, capacity) == linear_first_fit(sizes, capacity)
 
 
 def test_the_worked_example():

@@ -10,6 +10,7 @@ from hydraulis.dispatch import balanced_packing
 from hydraulis.dispatch.balanced_packing import REPRESENTED, balanced_packings
 from hydraulis.dispatch.packing import first_fit_decreasing
 from hydraulis.dispatch.pipelines import PipelineTable, pipeline_makespans
+from tests.base.test_first_fit import linear_first_fit
 
 CAPACITY = 8000
 TABLE = PipelineTable.of(Strategy((PipelineGroup(Scheme(1, 1, 4), REPRESENTED + 4, CAPACITY,
@@ -35,20 +36,8 @@ def test_a_class_places_every_piece_once_and_its_most_loaded_pipeline_is_fully_s
     assert packings[lead].time_ms == full.time_ms
 
 
-def _linear_first_fit(sizes, capacity):
-    rooms, bins = [], []
-    for k, s in enumerate(sizes):
-        j = next((j for j, room in enumerate(rooms) if s <= room), len(rooms))
-        if j == len(rooms):
-            rooms.append(capacity)
-            bins.append([])
-        rooms[j] -= s
-        bins[j].append(k)
-    return bins
-
-
 @given(st.lists(st.integers(1, 6000), min_size=1, max_size=300), st.integers(1, 5000))
 @settings(max_examples=200, deadline=None)
 def test_first_fit_over_the_tree_of_rooms_is_the_linear_scan(values, capacity):
     tokens = np.sort(np.array(values, dtype=np.int64))[::-1]
-    assert first_fit_decreasing(tokens, capacity) == _linear_first_fit(tokens.tolist(), capacity)
+    assert first_fit_decreasing(tokens, capacity) == linear_first_fit(tokens.tolist(), capacity)
