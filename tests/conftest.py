@@ -6,6 +6,8 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -79,8 +81,30 @@ def free_port() -> int:
 SERVICE_TOKEN = "service-test-token"
 
 
+@contextmanager
+def live_server(config) -> Iterator[int]:
+    """A uvicorn server for ``config`` (a ``uvicorn.Config``) on a loopback port, in a thread of the
+    test process, for the ``with`` block; yields the port and stops the server afterwards."""
+    import uvicorn
+
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            assert thread.is_alive(), "the planning service stopped while starting"
+            time.sleep(0.05)
+        yield listening.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join()
+        listening.close()
+
+
 @pytest.fixture(scope="session")
-def planning_service() -> str:
+def planning_service() -> Iterator[str]:
     """A planning service (``hydraulis serve``'s app, bearer token :data:`SERVICE_TOKEN`) on a
     loopback port, in a thread of the test process; its URL."""
     import uvicorn
@@ -88,19 +112,9 @@ def planning_service() -> str:
     from hydraulis.service.app import create_app
     from hydraulis.service.settings import ServiceSettings
 
-    listening = socket.socket()
-    listening.bind(("127.0.0.1", 0))
-    port = listening.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(ServiceSettings(auth_token=SERVICE_TOKEN)), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive(), "the planning service stopped while starting"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join()
-    listening.close()
+    config = uvicorn.Config(create_app(ServiceSettings(auth_token=SERVICE_TOKEN)), log_level="warning")
+    with live_server(config) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @lru_cache(maxsize=None)

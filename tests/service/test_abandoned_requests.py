@@ -6,16 +6,15 @@ next request is served by a fresh worker instead of waiting for the abandoned on
 import json
 import socket
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 from hydraulis.service.app import create_app
 from hydraulis.service.connections import server_config
 from hydraulis.service.settings import ServiceSettings
+from tests.conftest import live_server
 
 HANG_GUARD_S = 120
 PROPOSAL = json.loads((Path(__file__).resolve().parents[2] / "examples" / "proposals" / "7b_32dev.json").read_text())
@@ -25,16 +24,7 @@ def test_an_abandoned_proposal_stops_its_worker_and_removes_its_solver_files(tmp
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     settings = ServiceSettings(workers=1, queue=4)
     app = create_app(settings)
-    listening = socket.socket()
-    listening.bind(("127.0.0.1", 0))
-    port = listening.getsockname()[1]
-    server = uvicorn.Server(server_config(app, settings, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            assert thread.is_alive(), "the planning service stopped while starting"
-            time.sleep(0.05)
+    with live_server(server_config(app, settings, log_level="warning")) as port:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=HANG_GUARD_S) as client:
             space = client.post("/v1/scheme-spaces/analytic", json={"model": "llama-70b", "device": "a100-80g",
                                                                     "devices": 1024}).json()
@@ -54,7 +44,3 @@ def test_an_abandoned_proposal_stops_its_worker_and_removes_its_solver_files(tmp
         assert not Path(abandoned.folder).exists()
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith("hydraulis-worker-")] == \
             [Path(app.state.pool._all[0].folder).name]
-    finally:
-        server.should_exit = True
-        thread.join()
-        listening.close()

@@ -5,7 +5,6 @@ bounded: the stalled sockets are closed and the server stopped by the test."""
 
 import json
 import socket
-import threading
 import time
 from pathlib import Path
 
@@ -14,22 +13,11 @@ import uvicorn
 
 from hydraulis.service.app import create_app
 from hydraulis.service.settings import ServiceSettings
+from tests.conftest import live_server
 
 STALLED = 100
 BODY_TIMEOUT_S = 3.0
 PROPOSAL = json.loads((Path(__file__).resolve().parents[2] / "examples" / "proposals" / "7b_32dev.json").read_text())
-
-
-def serve(settings):
-    listening = socket.socket()
-    listening.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive(), "the planning service stopped while starting"
-        time.sleep(0.05)
-    return server, thread, listening
 
 
 def stall(port):
@@ -41,23 +29,20 @@ def stall(port):
 
 
 def test_stalled_bodies_hold_no_place_and_time_out():
-    server, thread, listening = serve(ServiceSettings(workers=1, queue=4, body_timeout_s=BODY_TIMEOUT_S))
-    port = listening.getsockname()[1]
-    stalled = [stall(port) for _ in range(STALLED)]
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-            assert client.get("/readyz").json()["admitted"] == 0
-            started = time.perf_counter()
-            answer = client.post("/v1/step-plans", json={"proposal": PROPOSAL, "lengths": [100, 2000, 4000]})
-            elapsed = time.perf_counter() - started
-        assert answer.status_code == 200, answer.text
-        print(f"a valid step plan beside {STALLED} stalled connections: {elapsed:.2f} s")
-        stalled[0].settimeout(60)
-        reply = stalled[0].recv(4096).decode()
-        assert reply.startswith("HTTP/1.1 408") and "body_timeout" in reply
-    finally:
-        for connection in stalled:
-            connection.close()
-        server.should_exit = True
-        thread.join()
-        listening.close()
+    settings = ServiceSettings(workers=1, queue=4, body_timeout_s=BODY_TIMEOUT_S)
+    with live_server(uvicorn.Config(create_app(settings), log_level="warning")) as port:
+        stalled = [stall(port) for _ in range(STALLED)]
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+                assert client.get("/readyz").json()["admitted"] == 0
+                started = time.perf_counter()
+                answer = client.post("/v1/step-plans", json={"proposal": PROPOSAL, "lengths": [100, 2000, 4000]})
+                elapsed = time.perf_counter() - started
+            assert answer.status_code == 200, answer.text
+            print(f"a valid step plan beside {STALLED} stalled connections: {elapsed:.2f} s")
+            stalled[0].settimeout(60)
+            reply = stalled[0].recv(4096).decode()
+            assert reply.startswith("HTTP/1.1 408") and "body_timeout" in reply
+        finally:
+            for connection in stalled:
+                connection.close()

@@ -4,30 +4,20 @@ closed to make room for each newcomer, so /healthz is answered while they fill i
 (127.0.0.1), bounded: the sockets are closed and the server stopped by the test."""
 
 import socket
-import threading
-import time
 
 import httpx
-import uvicorn
 
 from hydraulis.service.app import create_app
 from hydraulis.service.connections import server_config
 from hydraulis.service.settings import ServiceSettings
+from tests.conftest import live_server
 
 STALLED_HEADER = b"POST /v1/step-plans HTTP/1.1\r\nHost: x\r\nContent-Ty"
 HANG_GUARD_S = 60
 
 
 def serve(settings):
-    listening = socket.socket()
-    listening.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(server_config(create_app(settings), settings, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive(), "the planning service stopped while starting"
-        time.sleep(0.05)
-    return server, thread, listening
+    return live_server(server_config(create_app(settings), settings, log_level="warning"))
 
 
 def stall(port):
@@ -37,55 +27,51 @@ def stall(port):
     return connection
 
 
-def stop(server, thread, listening, connections):
+def close(connections):
     for connection in connections:
         connection.close()
-    server.should_exit = True
-    thread.join()
-    listening.close()
 
 
 def test_a_header_that_never_ends_is_answered_408_and_closed():
-    served = serve(ServiceSettings(header_timeout_s=1.0))
-    stalled = [stall(served[2].getsockname()[1]) for _ in range(3)]
-    try:
-        for connection in stalled:
-            reply = connection.recv(4096)
-            assert reply.startswith(b"HTTP/1.1 408"), reply
-            assert connection.recv(4096) == b""
-    finally:
-        stop(*served, stalled)
+    with serve(ServiceSettings(header_timeout_s=1.0)) as port:
+        stalled = [stall(port) for _ in range(3)]
+        try:
+            for connection in stalled:
+                reply = connection.recv(4096)
+                assert reply.startswith(b"HTTP/1.1 408"), reply
+                assert connection.recv(4096) == b""
+        finally:
+            close(stalled)
 
 
 def test_more_stalled_connections_than_the_bound_leave_healthz_answering():
     bound = 8
-    served = serve(ServiceSettings(header_timeout_s=600.0, max_connections=bound))
-    port = served[2].getsockname()[1]
-    stalled = [stall(port) for _ in range(3 * bound)]
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=HANG_GUARD_S) as client:
-            for _ in range(3):
-                assert client.get("/healthz").json() == {"status": "ok"}
-        held = 0
-        for connection in stalled:  # those closed made room for the later ones and /healthz
-            connection.settimeout(2)
-            try:
-                assert connection.recv(4096).startswith(b"HTTP/1.1 408")
-            except TimeoutError:
-                held += 1
-        assert 0 < held <= bound
-    finally:
-        stop(*served, stalled)
+    with serve(ServiceSettings(header_timeout_s=600.0, max_connections=bound)) as port:
+        stalled = [stall(port) for _ in range(3 * bound)]
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=HANG_GUARD_S) as client:
+                for _ in range(3):
+                    assert client.get("/healthz").json() == {"status": "ok"}
+            held = 0
+            for connection in stalled:  # those closed made room for the later ones and /healthz
+                connection.settimeout(2)
+                try:
+                    assert connection.recv(4096).startswith(b"HTTP/1.1 408")
+                except TimeoutError:
+                    held += 1
+            assert 0 < held <= bound
+        finally:
+            close(stalled)
 
 
 def test_the_deadline_applies_to_each_request_of_a_kept_alive_connection():
-    served = serve(ServiceSettings(header_timeout_s=1.0))
-    connection = socket.create_connection(("127.0.0.1", served[2].getsockname()[1]))
-    connection.settimeout(HANG_GUARD_S)
-    try:
-        connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert connection.recv(4096).startswith(b"HTTP/1.1 200")
-        connection.sendall(STALLED_HEADER)
-        assert connection.recv(4096).startswith(b"HTTP/1.1 408")
-    finally:
-        stop(*served, [connection])
+    with serve(ServiceSettings(header_timeout_s=1.0)) as port:
+        connection = socket.create_connection(("127.0.0.1", port))
+        connection.settimeout(HANG_GUARD_S)
+        try:
+            connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+            connection.sendall(STALLED_HEADER)
+            assert connection.recv(4096).startswith(b"HTTP/1.1 408")
+        finally:
+            connection.close()
