@@ -22,7 +22,7 @@ import numpy as np
 
 from hydraulis.base.errors import require, require_int
 from hydraulis.base.types import PipelineModel
-from hydraulis.cost.order import Phase, one_f_one_b
+from hydraulis.cost.order import Phase, one_f_one_b, one_f_one_b_position
 
 
 @dataclass(frozen=True)
@@ -220,40 +220,44 @@ class ScheduleGraph:
 
 @lru_cache(maxsize=256)
 def schedule_graph(pp: int, v: int) -> ScheduleGraph:
-    """The graph of :class:`ScheduleGraph` for ``pp`` stages and ``v`` micro-batches (cached)."""
-    orders = [one_f_one_b(v, pp, s) for s in range(pp)]
-    index = {}
-    for s, order in enumerate(orders):
-        for op in order:
-            index[(s, op.phase, op.micro_batch)] = len(index)
-    n = len(index)
+    """The graph of :class:`ScheduleGraph` for ``pp`` stages and ``v`` micro-batches (cached).
+
+    Op ``(s, k)`` — the ``k``-th operation of stage ``s`` in 1F1B order — is numbered
+    ``2v·s + k``; :func:`hydraulis.cost.order.one_f_one_b_position` gives ``k`` for every
+    forward and backward at once. The depth ``1 + max(depth(previous), depth(dependency))`` has
+    a closed form on stage ``s`` of ``p`` with ``w_s = p − 1 − s`` warm-up forwards:
+
+        depth(F_j) = s + j + 1   (j ≤ w_s),      2j + s + 1   (j > w_s)
+        depth(B_j) = 2j + 2p − s
+
+    (by induction along the 1F1B order: a warm-up forward waits for the one before it and for
+    its input, both at depth ``s + j``; from then on a stage alternates one forward and one
+    backward, each one level after the other, and ``B_j`` on the last stage follows ``F_j``).
+    Worked example, ``p = 2, v = 2``: stage 0 runs ``F0 F1 B0 B1`` at depths 1, 2, 4, 6; stage 1
+    ``F0 B0 F1 B1`` at 2, 3, 4, 5. The levels are the ops of equal depth, by op number."""
+    n = 2 * v * pp
+    stage = np.repeat(np.arange(pp), 2 * v)
+    j = np.tile(np.arange(v), 2 * pp)
+    is_forward = np.tile(np.repeat([True, False], v), pp)
+    op = 2 * v * stage + one_f_one_b_position(stage, pp, v, j, is_forward)
     micro_batch = np.empty(n, dtype=np.int64)
     forward = np.empty(n, dtype=bool)
-    previous = np.full(n, n, dtype=np.int64)
+    depth = np.empty(n, dtype=np.int64)
+    micro_batch[op], forward[op] = j, is_forward
+    depth[op] = np.where(is_forward, np.where(j <= pp - 1 - stage, stage + j + 1, 2 * j + stage + 1),
+                         2 * j + 2 * pp - stage)
+    forward_op = op[is_forward].reshape(pp, v)
+    backward_op = op[~is_forward].reshape(pp, v)
     dependency = np.full(n, n, dtype=np.int64)
     remote = np.zeros(n, dtype=bool)
-    for (s, phase, j), op in index.items():
-        micro_batch[op], forward[op] = j, phase is Phase.FORWARD
-        if phase is Phase.FORWARD and s > 0:
-            dependency[op], remote[op] = index[(s - 1, phase, j)], True
-        elif phase is Phase.BACKWARD and s < pp - 1:
-            dependency[op], remote[op] = index[(s + 1, phase, j)], True
-        elif phase is Phase.BACKWARD:
-            dependency[op] = index[(s, Phase.FORWARD, j)]
-    for s, order in enumerate(orders):
-        ops = [index[(s, op.phase, op.micro_batch)] for op in order]
-        previous[ops[1:]] = ops[:-1]
-    depth = np.full(n + 1, -1, dtype=np.int64)
-    depth[n] = 0
-    pending = np.arange(n)
-    while pending.size:
-        known = (depth[previous[pending]] >= 0) & (depth[dependency[pending]] >= 0)
-        ready = pending[known]
-        if not ready.size:
-            raise RuntimeError("1F1B schedule deadlocked; the stage orders are inconsistent")
-        depth[ready] = 1 + np.maximum(depth[previous[ready]], depth[dependency[ready]])
-        pending = pending[~known]
-    levels = tuple(np.flatnonzero(depth[:n] == level) for level in range(1, int(depth.max()) + 1))
+    dependency[forward_op[1:]], remote[forward_op[1:]] = forward_op[:-1], True
+    dependency[backward_op[:-1]], remote[backward_op[:-1]] = backward_op[1:], True
+    dependency[backward_op[-1]] = forward_op[-1]
+    previous = np.arange(-1, n - 1, dtype=np.int64)
+    previous[::2 * v] = n
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.cumsum(np.bincount(depth)).tolist()
+    levels = tuple(by_depth[start:stop] for start, stop in zip(bounds, bounds[1:]))
     return ScheduleGraph(micro_batch, forward, previous, dependency, remote, levels)
 
 

@@ -21,6 +21,7 @@ below ``T_B + w_B(6K)``.
 from __future__ import annotations
 
 import heapq
+import math
 
 import numpy as np
 
@@ -72,25 +73,30 @@ class _Loads:
         groups = [(self.first[g], heaps[g], self.work[g], *self.constants[g])
                   for g in sorted(range(self.table.groups), key=lambda g: self.first[g])]
         load, held, pieces, estimate, kappa, d = self.load, self.held, self.pieces, self.estimate, self.kappa, self.d
+        longest = [0.0] * len(load)
         owner = [-1] * len(self.tokens)
+        replace_top = heapq.heapreplace
         for k, s in enumerate(self.tokens):
-            best, chosen = None, None
+            best = math.inf
             for first, heap, work, c, pp, capacity in groups:
                 if first > k:
                     break
                 p = heap[0][1]
-                held_by_p, w = pieces[p], work[k]
-                new = estimate_ms(load[p] + w, held[p] + s, work[held_by_p[0]] if held_by_p else w, len(held_by_p) + 1,
+                w = work[k]
+                mine = pieces[p]
+                new = estimate_ms(load[p] + w, held[p] + s, longest[p] if mine else w, len(mine) + 1,
                                   c, pp, capacity, kappa, d)[0]
-                if best is None or new < best:
-                    best, chosen = new, (heap, p, w)
-            heap, p, w = chosen
-            heapq.heapreplace(heap, (best, p))
-            load[p] += w
-            held[p] += s
-            pieces[p].append(k)
-            estimate[p] = best
-            owner[k] = p
+                if new < best:
+                    best, chosen, chosen_heap, chosen_work = new, p, heap, w
+            replace_top(chosen_heap, (best, chosen))
+            mine = pieces[chosen]
+            if not mine:
+                longest[chosen] = chosen_work
+            mine.append(k)
+            load[chosen] += chosen_work
+            held[chosen] += s
+            estimate[chosen] = best
+            owner[k] = chosen
         self.owner[:] = owner
 
     def move_one_off_slowest(self) -> bool:

@@ -29,9 +29,10 @@ RECHECK = 32
 
 
 def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens: np.ndarray,
-                      work: np.ndarray, kappa: float) -> list[Packing]:
+                      work: np.ndarray, kappa: float, floor_ms: float = 0.0) -> list[Packing]:
     """The fastest packing found for every pipeline; ``pieces_of[p]`` lists pipeline ``p``'s
-    piece positions, longest first.
+    piece positions, longest first; ``floor_ms`` is a time the slowest pipeline takes in any
+    plan (e.g. the strategy's bound ``B_k`` less the reduction, :mod:`.bounds`).
 
     **Several stages.** Under 1F1B with micro-batch times ``t_1 … t_v`` the exact time is about
     ``Σ_j t_j + (p − 1)·(fill and drain)``; the fill/drain shrinks when micro-batches are small at
@@ -39,6 +40,8 @@ def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens:
     ``φ·t_{j+1} + (1 − φ)·t_{j−1} − t_j`` whenever that is positive, so times may rise freely but
     must fall gently), while every extra micro-batch costs ``c``. Candidates:
 
+    * first-fit decreasing in its own order and in organ order, so balanced packing is never worse
+      than fixed-capacity packing;
     * ``v`` around the estimate's ``v* = √(κ·(p − 1)·W/c)`` (:mod:`hydraulis.dispatch.estimate`),
       from ``⌈n/C⌉`` up to the number of pieces;
     * target shapes ``ρ_j = min(1, α + (1 − α)·min(j, v − 1 − j)/r)``: flat (``r = 0``), a ramp
@@ -46,15 +49,25 @@ def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens:
       targets ``τ_j = W·ρ_j/Σρ``;
     * for each, pieces longest first into the micro-batch furthest below its target that has room
       (``tokens + s ≤ C``), then the micro-batches in "organ" order: sorted by time, the smallest
-      last, the next smallest first, and so on inwards (the largest in the middle);
-    * first-fit decreasing in its own order and in organ order, so balanced packing is never worse
-      than fixed-capacity packing.
+      last, the next smallest first, and so on inwards (the largest in the middle).
 
-    All candidates of all pipelines are packed together (numpy over candidates) and timed by the
-    exact 1F1B simulation, many at once (:func:`hydraulis.cost.pipeline_times_1f1b`); each
-    pipeline keeps its fastest candidate. While every open micro-batch has room for the next
-    pieces (the capacity does not bind — the common case when pipelines hold many short pieces),
-    the room check is skipped: the same choices, fewer array passes.
+    **Only pipelines that can set the step's time search targets.** The step takes the slowest
+    pipeline's time, and no plan of these pieces is faster than the floor
+
+        F = max(floor_ms, max_p LB_p),   LB_p = max(W_p + v_p·c + (p − 1)·(c + 2d),  p·(c + w_1) + 2·(p − 1)·d)
+
+    (``v_p = ⌈n_p/C⌉``; the first term is the closed form of :mod:`hydraulis.cost.pipeline` with
+    every micro-batch at least ``c``, the second the micro-batch holding the longest piece ``w_1``
+    crossing every stage forward and back). A pipeline whose first-fit packing already takes at
+    most ``F`` keeps it: searching it cannot change the step's time. Worked example: 405B on
+    16,384 devices, a 131K piece alone on a ``(16,8,4)`` pipeline gives ``LB = 14,658`` ms, and the
+    four ``(16,8,16)`` pipelines, ~1,700 short pieces each, first-fit to ~12,240 ms: they keep it.
+
+    All target rows of all searched pipelines are packed together (numpy over rows) and timed by
+    the exact 1F1B simulation, many at once (:func:`hydraulis.cost.pipeline_times_1f1b`); each
+    pipeline keeps its fastest candidate (the first on ties). While every open micro-batch has
+    room for the next pieces (the capacity does not bind — the common case when pipelines hold
+    many short pieces), the room check is skipped: the same choices, fewer array passes.
 
     Worked example (``p = 2``, φ = 1/3): times ``(10, 10, 10, 10, 10, 10)`` take 70 ms; the same
     60 ms of work as ``(2, 5, 8, 10, 10, 10, 8, 5, 2)`` takes 64.7 ms (plus ``3·c`` for the three
@@ -75,18 +88,56 @@ def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens:
             packings[p] = Packing(tuple(pieces[b] for b in bins), total, status)
         else:
             staged.append(p)
-    if staged:
-        for p, packing in zip(staged, _staged_packings(table, pieces_of, staged, tokens, work, kappa)):
-            packings[p] = packing
+    if not staged:
+        return packings
+    for p, packing in zip(staged, _first_fit_packings(table, [pieces_of[p] for p in staged], staged, tokens, work)):
+        packings[p] = packing
+    floor = max(floor_ms, *_lower_bounds(table, pieces_of, tokens, work))
+    searched = [p for p in staged if packings[p].time_ms > floor]
+    if searched:
+        for p, packing in zip(searched, _staged_packings(table, pieces_of, packings, searched, tokens, work, kappa)):
+            if packing is not None:
+                packings[p] = packing
     return packings
 
 
-def _staged_packings(table: PipelineTable, pieces_of: list[np.ndarray], staged: list[int], tokens: np.ndarray,
-                     work: np.ndarray, kappa: float) -> list[Packing]:
-    """The packings of the many-stage pipelines ``staged``: every candidate for the pipelines of
-    small classes and for the :data:`REPRESENTATIVES` most loaded of each class of at least
-    :data:`REPRESENTED`; the class's other pipelines try first-fit decreasing and the target row
-    (``v`` offset from their own estimate, shape) that won on its most loaded pipeline."""
+def _first_fit_packings(table: PipelineTable, pieces_of: list[np.ndarray], pipelines: list[int],
+                        tokens: np.ndarray, work: np.ndarray) -> list[Packing]:
+    """First-fit decreasing of every many-stage pipeline, in its own order or in organ order,
+    whichever is faster (its own on ties), all timed together."""
+    groups = table.group_of[pipelines].tolist()
+    bins = [[pieces[b] for b in first_fit_decreasing(tokens[pieces], int(table.capacity[g]))]
+            for pieces, g in zip(pieces_of, groups)]
+    times = [table.c[g] + np.add.reduceat(work[g, np.concatenate(mbs)], np.cumsum([0] + [mb.size for mb in mbs[:-1]]))
+             for mbs, g in zip(bins, groups)]
+    organ = [organ_order(t) for t in times]
+    stages = table.pp[groups].tolist()
+    both = pipeline_makespans(times + [t[o] for t, o in zip(times, organ)], stages * 2, table.model)
+    natural_ms, organ_ms = both[:len(times)], both[len(times):]
+    return [Packing(tuple(mbs), float(natural), PackingStatus.GREEDY) if natural <= in_organ else
+            Packing(tuple(mbs[j] for j in order), float(in_organ), PackingStatus.GREEDY)
+            for mbs, order, natural, in_organ in zip(bins, organ, natural_ms.tolist(), organ_ms.tolist())]
+
+
+def _lower_bounds(table: PipelineTable, pieces_of: list[np.ndarray], tokens: np.ndarray, work: np.ndarray) -> list[float]:
+    """``LB_p`` of :func:`balanced_packings` for every pipeline holding pieces."""
+    d, bounds = table.model.p2p_ms, []
+    for pieces, g in zip(pieces_of, table.group_of.tolist()):
+        if pieces.size:
+            pp, c, capacity = int(table.pp[g]), float(table.c[g]), int(table.capacity[g])
+            fewest = max(1, -(-int(tokens[pieces].sum()) // capacity))
+            spread = float(work[g, pieces].sum()) + fewest * c + (pp - 1) * (c + 2.0 * d)
+            bounds.append(max(spread, pp * (c + float(work[g, pieces[0]])) + 2.0 * (pp - 1) * d))
+    return bounds
+
+
+def _staged_packings(table: PipelineTable, pieces_of: list[np.ndarray], first_fit: list[Packing],
+                     staged: list[int], tokens: np.ndarray, work: np.ndarray, kappa: float) -> list[Packing | None]:
+    """The best target-row packings of the many-stage pipelines ``staged`` where one beats
+    ``first_fit[p]`` (else None): every row for the pipelines of small classes and for the :data:`REPRESENTATIVES` most
+    loaded of each class of at least :data:`REPRESENTED`; the class's other pipelines try the
+    target row (``v`` offset from their own estimate, shape) that won on its most loaded
+    pipeline, or none when first-fit won there."""
     classes: dict[int, list[int]] = {}
     for p in staged:
         classes.setdefault(int(table.group_of[p]), []).append(p)
@@ -99,7 +150,8 @@ def _staged_packings(table: PipelineTable, pieces_of: list[np.ndarray], staged: 
         searched += ranked[:REPRESENTATIVES]
         leads[g], rest[g] = ranked[0], ranked[REPRESENTATIVES:]
     searched.sort()
-    first = _Candidates(table, [pieces_of[p] for p in searched], searched, tokens, work, kappa)
+    first = _Candidates(table, [pieces_of[p] for p in searched], [first_fit[p] for p in searched], searched,
+                        tokens, work, kappa)
     found = dict(zip(searched, first.best()))
     if rest:
         allowed = {}
@@ -107,55 +159,46 @@ def _staged_packings(table: PipelineTable, pieces_of: list[np.ndarray], staged: 
             won = first.won[searched.index(leads[g])]
             allowed.update({p: () if won is None else (won,) for p in others})
         others = sorted(allowed)
-        second = _Candidates(table, [pieces_of[p] for p in others], others, tokens, work, kappa,
-                             [allowed[p] for p in others])
+        second = _Candidates(table, [pieces_of[p] for p in others], [first_fit[p] for p in others], others,
+                             tokens, work, kappa, [allowed[p] for p in others])
         found.update(zip(others, second.best()))
     return [found[p] for p in staged]
 
 
 class _Candidates:
-    """Candidate packings of many-stage pipelines: first-fit decreasing (two orders) and
-    target rows packed together; all timed together, only the winners built."""
+    """Target-row packings of many-stage pipelines, packed and timed together; only the winners
+    built."""
 
-    def __init__(self, table: PipelineTable, pieces_of: list[np.ndarray], pipelines: list[int],
-                 tokens: np.ndarray, work: np.ndarray, kappa: float,
+    def __init__(self, table: PipelineTable, pieces_of: list[np.ndarray], first_fit: list[Packing],
+                 pipelines: list[int], tokens: np.ndarray, work: np.ndarray, kappa: float,
                  allowed: list[tuple[tuple[int, int], ...]] | None = None) -> None:
         self.table, self.pieces_of, self.tokens, self.work = table, pieces_of, tokens, work
         self.groups = table.group_of[pipelines]
         self.pp = table.pp[self.groups]
         self.c = table.c[self.groups]
         self.capacity = table.capacity[self.groups]
-        self.ffd = [[pieces[b] for b in first_fit_decreasing(tokens[pieces], int(cap))]
-                    for pieces, cap in zip(pieces_of, self.capacity)]
+        self.first_fit = first_fit
         self.owner, self.targets, self.keys = self._target_rows(kappa, allowed)
         self.won: list[tuple[int, int] | None] = []
 
-    def best(self) -> list[Packing]:
-        """Each pipeline's fastest candidate; ``won`` records, per pipeline, the key of its
-        target row when one won (else None)."""
-        ffd_times = [np.array([c + row[mb].sum() for mb in bins])
-                     for bins, c, row in zip(self.ffd, self.c, self._work_rows())]
-        organ = [organ_order(t) for t in ffd_times]
-        natural_ms = pipeline_makespans(ffd_times, self.pp.tolist(), self.table.model)
-        organ_ms = pipeline_makespans([t[o] for t, o in zip(ffd_times, organ)], self.pp.tolist(), self.table.model)
+    def best(self) -> list[Packing | None]:
+        """Each pipeline's fastest target row when it beats first-fit (else None); ``won``
+        records, per pipeline, the key of that row (else None)."""
         choice, order, used, target_ms = self._pack_to_targets()
-        packings = []
+        packings: list[Packing | None] = []
         first_row = np.searchsorted(self.owner, np.arange(len(self.pieces_of) + 1)).tolist()
         self.won = []
-        for i, pieces in enumerate(self.pieces_of):
+        for i, (pieces, first_fit) in enumerate(zip(self.pieces_of, self.first_fit)):
             mine = target_ms[first_row[i]:first_row[i + 1]]
             best_row = first_row[i] + int(np.argmin(mine)) if mine.size else -1
-            options = (natural_ms[i], organ_ms[i], target_ms[best_row] if mine.size else np.inf)
-            pick = int(np.argmin(options))
-            self.won.append(self.keys[best_row] if pick == 2 else None)
-            if pick == 0:
-                micro_batches = tuple(self.ffd[i])
-            elif pick == 1:
-                micro_batches = tuple(self.ffd[i][j] for j in organ[i])
-            else:
+            if mine.size and target_ms[best_row] < first_fit.time_ms:
                 chosen = choice[best_row, :pieces.size]
                 micro_batches = tuple(pieces[chosen == j] for j in order[best_row, :used[best_row]])
-            packings.append(Packing(micro_batches, float(options[pick]), PackingStatus.GREEDY))
+                packings.append(Packing(micro_batches, float(target_ms[best_row]), PackingStatus.GREEDY))
+                self.won.append(self.keys[best_row])
+            else:
+                packings.append(None)
+                self.won.append(None)
         return packings
 
     def _work_rows(self) -> list[np.ndarray]:

@@ -50,10 +50,12 @@ def strategy_bound(table: PipelineTable, tokens: np.ndarray, work: np.ndarray) -
     ``λ = (2/3, 1/3)`` gives ``min(6.7, 6.7)·2 = 13.3`` — indeed the best plan takes 20 (both on
     A) or 20 (one each), and the fractional optimum is 13.3.
     """
-    fits = tokens[None, :] <= table.capacity[:, None]
-    if not fits[:, 0].any():
+    if not (tokens[0] <= table.capacity).any():
         return float("inf")
-    cost = work + table.c[:, None] * tokens[None, :] / table.capacity[:, None]
+    first, counts_of = _equal_runs(tokens)
+    tokens = tokens[first]
+    fits = tokens[None, :] <= table.capacity[:, None]
+    cost = (work[:, first] + table.c[:, None] * tokens[None, :] / table.capacity[:, None]) * counts_of
     counts = np.bincount(table.group_of, minlength=table.groups)
     spread = table.devices / float(table.devices[table.group_of].sum())
     weights = np.vstack([_simplex_grid(table.groups) / counts, spread])
@@ -61,6 +63,13 @@ def strategy_bound(table: PipelineTable, tokens: np.ndarray, work: np.ndarray) -
     balance = float(weighted.min(axis=1).sum(axis=1).max())
     crossing = table.pp * (table.c + work[:, 0]) + 2.0 * (table.pp - 1) * table.model.p2p_ms
     return max(balance, float(crossing[fits[:, 0]].min()))
+
+
+def _equal_runs(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first position of every run of equal lengths in ``tokens`` (sorted) and the run's
+    length: equal pieces cost the same, so the balance sums each length once, times its count."""
+    first = np.flatnonzero(np.r_[True, tokens[1:] != tokens[:-1]])
+    return first, np.diff(np.r_[first, tokens.size])
 
 
 def work_lower_bound_ms(proposal: Proposal, lengths: Sequence[int] | np.ndarray, alignment: int = 1) -> float:

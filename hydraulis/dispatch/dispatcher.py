@@ -153,7 +153,8 @@ def plan_candidate(candidate: Candidate, batch: Batch, method: BatchingMethod, o
     pieces_of = _pieces_of(owner, table.pipelines)
     if method is BatchingMethod.DISPATCH_FIXED_PACKING:
         return StrategyPlan(candidate, fixed_capacity_packings(table, pieces_of, batch, work, context))
-    return StrategyPlan(candidate, balanced_packings(table, pieces_of, batch.tokens, work, options.bubble_factor))
+    return StrategyPlan(candidate, balanced_packings(table, pieces_of, batch.tokens, work, options.bubble_factor,
+                                                     candidate.bound - candidate.reduce_ms))
 
 
 def _pieces_of(owner: np.ndarray, pipelines: int) -> list[np.ndarray]:

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from hydraulis.base.errors import HydraulisError
 from hydraulis.base.types import PipelineModel
 from hydraulis.cost import pipeline_time_closed_form, pipeline_times_1f1b, simulate_1f1b
-from hydraulis.cost.pipeline import Phase
+from hydraulis.cost.pipeline import Phase, schedule_graph
 
 times = st.lists(st.floats(min_value=0.0, max_value=1e3, allow_nan=False), min_size=1, max_size=24)
 stages = st.integers(min_value=1, max_value=8)
@@ -89,3 +89,25 @@ def test_batched_simulation_equals_one_at_a_time(rows, v, pp, phi, d):
 def test_batched_simulation_rejects_bad_shapes():
     with pytest.raises(HydraulisError, match="rows, v"):
         pipeline_times_1f1b(np.zeros(3), 2)
+
+
+def relaxed_depths(previous: np.ndarray, dependency: np.ndarray) -> np.ndarray:
+    """Oracle: ``1 + max(depth(previous), depth(dependency))`` by repeated relaxation."""
+    n = previous.size
+    depth = np.full(n + 1, -1)
+    depth[n] = 0
+    while (depth[:n] < 0).any():
+        known = (depth[previous] >= 0) & (depth[dependency] >= 0) & (depth[:n] < 0)
+        assert known.any(), "the graph has a cycle"
+        depth[:n][known] = 1 + np.maximum(depth[previous[known]], depth[dependency[known]])
+    return depth[:n]
+
+
+@given(st.integers(1, 24), st.integers(1, 60))
+@settings(max_examples=80, deadline=None)
+def test_the_closed_form_levels_are_the_graphs_depths(pp, v):
+    graph = schedule_graph(pp, v)
+    depth = relaxed_depths(graph.previous, graph.dependency)
+    assert len(graph.levels) == depth.max()
+    for level, ops in enumerate(graph.levels, start=1):
+        assert ops.tolist() == np.flatnonzero(depth == level).tolist()
