@@ -54,13 +54,16 @@ def strategy_bound(table: PipelineTable, tokens: np.ndarray, work: np.ndarray) -
         return float("inf")
     first, counts_of = _equal_runs(tokens)
     tokens = tokens[first]
-    fits = tokens[None, :] <= table.capacity[:, None]
+    fits = tokens[None, :] <= table.capacity[:, None]  # a suffix of the pieces for every group
     cost = (work[:, first] + table.c[:, None] * tokens[None, :] / table.capacity[:, None]) * counts_of
     counts = np.bincount(table.group_of, minlength=table.groups)
     spread = table.devices / float(table.devices[table.group_of].sum())
     weights = np.vstack([_simplex_grid(table.groups) / counts, spread])
-    weighted = np.where(fits[None], weights[:, :, None] * cost[None], np.inf)
-    balance = float(weighted.min(axis=1).sum(axis=1).max())
+    cheapest = np.full((weights.shape[0], tokens.size), np.inf)
+    for g, start in enumerate(np.argmax(fits, axis=1).tolist()):
+        if fits[g, start]:
+            np.minimum(cheapest[:, start:], weights[:, g, None] * cost[g, start:], out=cheapest[:, start:])
+    balance = float(cheapest.sum(axis=1).max())
     crossing = table.pp * (table.c + work[:, 0]) + 2.0 * (table.pp - 1) * table.model.p2p_ms
     return max(balance, float(crossing[fits[:, 0]].min()))
 
