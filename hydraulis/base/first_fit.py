@@ -58,7 +58,8 @@ def first_fit_tree(sizes: list[int], capacity: int) -> list[list[int]]:
         k = end
         node //= 2
         while node:
-            room = max(tree[2 * node], tree[2 * node + 1])
+            left, right = tree[2 * node], tree[2 * node + 1]
+            room = left if left > right else right
             if tree[node] == room:
                 break
             tree[node] = room

@@ -25,7 +25,8 @@ import math
 
 import numpy as np
 
-from hydraulis.dispatch.estimate import estimate_many, estimate_ms
+from hydraulis.base.errors import require
+from hydraulis.dispatch.estimate import estimate_many, estimate_ms, estimator
 from hydraulis.dispatch.pipelines import PipelineTable
 
 
@@ -70,34 +71,36 @@ class _Loads:
         taking it (the top of each group's heap that can hold it). Pieces arrive in increasing
         position, so a pipeline's longest piece is its first and a new piece goes last."""
         heaps = [[(0.0, p) for p in self.members[g]] for g in range(self.table.groups)]
-        groups = [(self.first[g], heaps[g], self.work[g], *self.constants[g])
-                  for g in sorted(range(self.table.groups), key=lambda g: self.first[g])]
-        load, held, pieces, estimate, kappa, d = self.load, self.held, self.pieces, self.estimate, self.kappa, self.d
+        order = sorted(range(self.table.groups), key=lambda g: self.first[g])
+        classes = [(heaps[g], self.work[g], estimator(*self.constants[g], self.kappa, self.d)) for g in order]
+        starts = [self.first[g] for g in order] + [len(self.tokens)]
+        require(starts[0] == 0, "pieces", self.tokens[0] if self.tokens else 0, "must fit some pipeline")
+        load, held, pieces, tokens = self.load, self.held, self.pieces, self.tokens
         longest = [0.0] * len(load)
-        owner = [-1] * len(self.tokens)
         replace_top = heapq.heapreplace
-        for k, s in enumerate(self.tokens):
-            best = math.inf
-            for first, heap, work, c, pp, capacity in groups:
-                if first > k:
-                    break
-                p = heap[0][1]
-                w = work[k]
-                mine = pieces[p]
-                new = estimate_ms(load[p] + w, held[p] + s, longest[p] if mine else w, len(mine) + 1,
-                                  c, pp, capacity, kappa, d)[0]
-                if new < best:
-                    best, chosen, chosen_heap, chosen_work = new, p, heap, w
-            replace_top(chosen_heap, (best, chosen))
-            mine = pieces[chosen]
-            if not mine:
-                longest[chosen] = chosen_work
-            mine.append(k)
-            load[chosen] += chosen_work
-            held[chosen] += s
-            estimate[chosen] = best
-            owner[k] = chosen
-        self.owner[:] = owner
+        for eligible in range(1, len(classes) + 1):
+            weighed = classes[:eligible]
+            for k in range(starts[eligible - 1], starts[eligible]):
+                s, best = tokens[k], math.inf
+                for heap, work, class_estimate in weighed:
+                    p = heap[0][1]
+                    w = work[k]
+                    mine = pieces[p]
+                    new = class_estimate(load[p] + w, held[p] + s, longest[p] if mine else w, len(mine) + 1)[0]
+                    if new < best:
+                        best, chosen, chosen_heap, chosen_work = new, p, heap, w
+                replace_top(chosen_heap, (best, chosen))
+                mine = pieces[chosen]
+                if not mine:
+                    longest[chosen] = chosen_work
+                mine.append(k)
+                load[chosen] += chosen_work
+                held[chosen] += s
+        for heap in heaps:
+            for best, p in heap:
+                self.estimate[p] = best
+        for p, mine in enumerate(pieces):
+            self.owner[mine] = p
 
     def move_one_off_slowest(self) -> bool:
         """One local move of the module docstring; the candidates' estimates are computed at once
