@@ -20,6 +20,8 @@ SHAPES = ((0, 1.0), (1, 0.35), (2, 0.2))
 """Target shapes as (ramp length in multiples of ``p``, starting level α); (0, 1) is flat."""
 SPREAD = 2
 """Micro-batch counts tried on each side of the estimate's best ``v``."""
+FIRST_ROW = (0, 1)
+"""The target row every searched pipeline tries first: the estimate's ``v``, a ramp over ``p``."""
 REPRESENTED = 8
 """A class of at least this many identical many-stage pipelines searches its targets on a few."""
 REPRESENTATIVES = 2
@@ -94,6 +96,13 @@ def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens:
         packings[p] = packing
     floor = max(floor_ms, *_lower_bounds(table, pieces_of, tokens, work))
     searched = [p for p in staged if packings[p].time_ms > floor]
+    if searched:
+        first = _Candidates(table, [pieces_of[p] for p in searched], [packings[p] for p in searched], searched,
+                            tokens, work, kappa, [(FIRST_ROW,)] * len(searched))
+        for p, packing in zip(searched, first.best()):
+            if packing is not None:
+                packings[p] = packing
+        searched = [p for p in searched if packings[p].time_ms > floor]
     if searched:
         for p, packing in zip(searched, _staged_packings(table, pieces_of, packings, searched, tokens, work, kappa)):
             if packing is not None:
