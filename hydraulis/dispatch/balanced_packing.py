@@ -64,6 +64,8 @@ def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens:
     most ``F`` keeps it: searching it cannot change the step's time. Worked example: 405B on
     16,384 devices, a 131K piece alone on a ``(16,8,4)`` pipeline gives ``LB = 14,658`` ms, and the
     four ``(16,8,16)`` pipelines, ~1,700 short pieces each, first-fit to ~12,240 ms: they keep it.
+    A searched pipeline first tries one row, :data:`FIRST_ROW`, and every row only while it is
+    still above ``F``.
 
     All target rows of all searched pipelines are packed together (numpy over rows) and timed by
     the exact 1F1B simulation, many at once (:func:`hydraulis.cost.pipeline_times_1f1b`); each
@@ -94,7 +96,7 @@ def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens:
         return packings
     for p, packing in zip(staged, _first_fit_packings(table, [pieces_of[p] for p in staged], staged, tokens, work)):
         packings[p] = packing
-    floor = max(floor_ms, *_lower_bounds(table, pieces_of, tokens, work))
+    floor = max(floor_ms, float(_lower_bounds(table, pieces_of, tokens, work).max()))
     searched = [p for p in staged if packings[p].time_ms > floor]
     if searched:
         first = _Candidates(table, [pieces_of[p] for p in searched], [packings[p] for p in searched], searched,
@@ -128,16 +130,18 @@ def _first_fit_packings(table: PipelineTable, pieces_of: list[np.ndarray], pipel
             for mbs, order, natural, in_organ in zip(bins, organ, natural_ms.tolist(), organ_ms.tolist())]
 
 
-def _lower_bounds(table: PipelineTable, pieces_of: list[np.ndarray], tokens: np.ndarray, work: np.ndarray) -> list[float]:
-    """``LB_p`` of :func:`balanced_packings` for every pipeline holding pieces."""
-    d, bounds = table.model.p2p_ms, []
-    for pieces, g in zip(pieces_of, table.group_of.tolist()):
-        if pieces.size:
-            pp, c, capacity = int(table.pp[g]), float(table.c[g]), int(table.capacity[g])
-            fewest = max(1, -(-int(tokens[pieces].sum()) // capacity))
-            spread = float(work[g, pieces].sum()) + fewest * c + (pp - 1) * (c + 2.0 * d)
-            bounds.append(max(spread, pp * (c + float(work[g, pieces[0]])) + 2.0 * (pp - 1) * d))
-    return bounds
+def _lower_bounds(table: PipelineTable, pieces_of: list[np.ndarray], tokens: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """``LB_p`` of :func:`balanced_packings` for every pipeline holding pieces (at once)."""
+    held = [p for p, pieces in enumerate(pieces_of) if pieces.size]
+    counts = np.array([pieces_of[p].size for p in held])
+    positions = np.concatenate([pieces_of[p] for p in held])
+    starts = np.cumsum(counts) - counts
+    g = table.group_of[held]
+    pp, c, d = table.pp[g], table.c[g], table.model.p2p_ms
+    piece_work = work[np.repeat(g, counts), positions]
+    fewest = np.maximum(1, -(-np.add.reduceat(tokens[positions], starts) // table.capacity[g]))
+    spread = np.add.reduceat(piece_work, starts) + fewest * c + (pp - 1) * (c + 2.0 * d)
+    return np.maximum(spread, pp * (c + piece_work[starts]) + 2.0 * (pp - 1) * d)
 
 
 def _staged_packings(table: PipelineTable, pieces_of: list[np.ndarray], first_fit: list[Packing],
