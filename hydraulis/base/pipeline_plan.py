@@ -19,7 +19,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from hydraulis.base.errors import require, require_int
+from hydraulis.base.errors import HydraulisError, require, require_int
 from hydraulis.base.scheme import Scheme
 
 
@@ -285,16 +285,16 @@ def frozen_array(values: Any, name: str, dtype: type) -> np.ndarray:
     if array.size == 0:
         array = array.astype(dtype).reshape(0)
     kinds = "iu" if np.issubdtype(dtype, np.integer) else "iuf"
-    require(array.ndim == 1 and array.dtype.kind in kinds, name, _short(values),
-            f"must be a list of {'integers' if kinds == 'iu' else 'numbers'}")
+    if array.ndim != 1 or array.dtype.kind not in kinds:
+        raise HydraulisError(name, _short(values), f"must be a list of {'integers' if kinds == 'iu' else 'numbers'}")
     array = array.astype(dtype, copy=False)
     array.flags.writeable = False
     return array
 
 
 def _require_bounds(bounds: np.ndarray, count: int, name: str, of: str) -> None:
-    require(bounds.size >= 1 and bounds[0] == 0 and bounds[-1] == count and bool(np.all(bounds[1:] >= bounds[:-1])),
-            name, _short(bounds), f"must rise from 0 to the number of {of} ({count})")
+    if not (bounds.size >= 1 and bounds[0] == 0 and bounds[-1] == count and np.all(bounds[1:] >= bounds[:-1])):
+        raise HydraulisError(name, _short(bounds), f"must rise from 0 to the number of {of} ({count})")
 
 
 def _offsets(sizes: Sequence[int] | np.ndarray) -> np.ndarray:
