@@ -102,12 +102,15 @@ class MicroBatches(Sequence[MicroBatch]):
         cumulative = np.concatenate(([0], np.cumsum(self.lengths)))
         return cumulative[self.bounds[1:]] - cumulative[self.bounds[:-1]]
 
+    def aligned_lengths(self, alignment: int = 1) -> np.ndarray:
+        """Every sequence's length rounded up to a multiple of ``alignment`` (the tokens it occupies)."""
+        require_int(alignment, "alignment", minimum=1)
+        return -(-self.lengths // alignment) * alignment
+
     def cu_seqlens(self, alignment: int = 1) -> np.ndarray:
         """Every micro-batch's :meth:`MicroBatch.cu_seqlens` one after the other (micro-batch
         ``j``'s are entries ``bounds[j]+j : bounds[j+1]+j+1``), computed in one pass."""
-        require_int(alignment, "alignment", minimum=1)
-        aligned = -(-self.lengths // alignment) * alignment
-        cumulative = np.concatenate(([0], np.cumsum(aligned)))
+        cumulative = np.concatenate(([0], np.cumsum(self.aligned_lengths(alignment))))
         owner = np.repeat(np.arange(len(self)), self.sizes + 1)
         flat = np.arange(self.sequences.size + len(self)) - owner
         return cumulative[flat] - cumulative[self.bounds[:-1]][owner]
