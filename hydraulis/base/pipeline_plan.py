@@ -148,6 +148,9 @@ class MicroBatches(Sequence[MicroBatch]):
     def __repr__(self) -> str:
         return f"MicroBatches({list(self)!r})"
 
+    def __setstate__(self, state: dict) -> None:
+        _set_frozen_state(self, state)
+
 
 @dataclass(frozen=True)
 class PipelineClass:
@@ -278,6 +281,9 @@ class PipelinePlans(Sequence[PipelinePlan]):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __setstate__(self, state: dict) -> None:
+        _set_frozen_state(self, state)
+
 
 def frozen_array(values: Any, name: str, dtype: type) -> np.ndarray:
     """``values`` as a one-dimensional read-only array of ``dtype`` (integers for an integer
@@ -293,6 +299,14 @@ def frozen_array(values: Any, name: str, dtype: type) -> np.ndarray:
     array = array.astype(dtype, copy=False)
     array.flags.writeable = False
     return array
+
+
+def _set_frozen_state(instance: object, state: dict) -> None:
+    """Unpickling: arrays come back writable, so freeze them again."""
+    for value in state.values():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    instance.__dict__.update(state)
 
 
 def _require_bounds(bounds: np.ndarray, count: int, name: str, of: str) -> None:

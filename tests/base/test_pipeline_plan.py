@@ -1,3 +1,4 @@
+import pickle
 from dataclasses import replace
 
 import numpy as np
@@ -87,6 +88,14 @@ def test_windows_share_the_arrays_and_nothing_is_writable():
     assert np.shares_memory(window.sequences, pipelines.micro_batches.sequences)
     for array in (window.sequences, window.bounds, pipelines.pipeline_bounds, pipelines.proven_ms,
                   pipelines.micro_batches.lengths, pipelines.class_of):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 1
+
+
+def test_unpickled_plans_stay_read_only():
+    plan = pickle.loads(pickle.dumps(docstring_example()))
+    assert plan == docstring_example()
+    for array in (plan.micro_batches.sequences, plan.pipeline_bounds, plan.class_of, plan[0].micro_batches.bounds):
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 1
 
