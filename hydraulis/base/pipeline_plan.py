@@ -75,8 +75,7 @@ class MicroBatches(Sequence[MicroBatch]):
             return micro_batches
         listed = list(micro_batches)
         sizes = [len(mb.sequences) for mb in listed]
-        return cls(np.array([s for mb in listed for s in mb.sequences], dtype=np.int64),
-                   np.array([s for mb in listed for s in mb.lengths], dtype=np.int64), _offsets(sizes))
+        return cls([s for mb in listed for s in mb.sequences], [s for mb in listed for s in mb.lengths], _offsets(sizes))
 
     @classmethod
     def joined(cls, parts: Sequence[MicroBatches]) -> MicroBatches:
@@ -241,10 +240,8 @@ class PipelinePlans(Sequence[PipelinePlan]):
         return cls(classes=pipeline_classes((p.scheme, p.max_seq_len, 1) for p in listed),
                    micro_batches=MicroBatches.joined([p.micro_batches for p in listed]),
                    pipeline_bounds=_offsets([len(p.micro_batches) for p in listed]),
-                   predicted_ms=np.array([p.predicted_ms for p in listed], dtype=np.float64),
-                   solver_status=tuple(p.solver_status for p in listed),
-                   proven_ms=np.array([math.nan if p.proven_ms is None else p.proven_ms for p in listed],
-                                      dtype=np.float64))
+                   predicted_ms=[p.predicted_ms for p in listed], solver_status=[p.solver_status for p in listed],
+                   proven_ms=[math.nan if p.proven_ms is None else p.proven_ms for p in listed])
 
     def __len__(self) -> int:
         return self.class_of.size

@@ -159,6 +159,16 @@ def test_micro_batches_are_checked(arrays, message):
         MicroBatches(*arrays)
 
 
+def test_micro_batch_lengths_must_be_integers():
+    with pytest.raises(HydraulisError, match="micro_batches.lengths: .* must be a list of integers"):
+        PipelinePlan(WIDE, 10, (MicroBatch((0,), (4.5,)),), 1.0)
+
+
+def test_pipeline_times_must_be_numbers():
+    with pytest.raises(HydraulisError, match="pipelines.predicted_ms: .* must be a list of numbers"):
+        StepPlan(0, BatchingMethod.PADDING, 1.0, 1.0, 0.0, (PipelinePlan(WIDE, 10, (), "slow"),))
+
+
 def test_pipeline_class_counts_at_least_one():
     with pytest.raises(HydraulisError, match="pipeline_class.count: 0 must be >= 1"):
         PipelineClass(WIDE, 10, 0)
