@@ -86,9 +86,14 @@ class MicroBatches(Sequence[MicroBatch]):
                    _offsets(np.concatenate([np.diff(p.bounds) for p in parts])))
 
     def window(self, start: int, stop: int) -> MicroBatches:
-        """Micro-batches ``start:stop`` (``0 ≤ start ≤ stop ≤ len``), sharing this one's arrays."""
-        first, last = int(self.bounds[start]), int(self.bounds[stop])
-        return MicroBatches(self.sequences[first:last], self.lengths[first:last], self.bounds[start:stop + 1] - first)
+        """Micro-batches ``start:stop`` (``0 ≤ start ≤ stop ≤ len``), sharing this one's arrays
+        (made without checks: a part of checked arrays needs none)."""
+        first, last = self.bounds[start], self.bounds[stop]
+        bounds = self.bounds[start:stop + 1] - first
+        bounds.flags.writeable = False
+        window = object.__new__(MicroBatches)
+        window.__dict__.update(sequences=self.sequences[first:last], lengths=self.lengths[first:last], bounds=bounds)
+        return window
 
     @property
     def sizes(self) -> np.ndarray:
@@ -256,14 +261,21 @@ class PipelinePlans(Sequence[PipelinePlan]):
         if isinstance(index, slice):
             return tuple(self[p] for p in range(len(self))[index])
         p = range(len(self))[index]
-        kind = self.classes[self.class_of[p]]
-        proven = float(self.proven_ms[p])
-        return PipelinePlan(kind.scheme, kind.max_seq_len,
-                            self.micro_batches.window(int(self.pipeline_bounds[p]), int(self.pipeline_bounds[p + 1])),
-                            float(self.predicted_ms[p]), self.solver_status[p], None if math.isnan(proven) else proven)
+        return self._pipeline(self.classes[self.class_of[p]], int(self.pipeline_bounds[p]),
+                              int(self.pipeline_bounds[p + 1]), float(self.predicted_ms[p]), self.solver_status[p],
+                              float(self.proven_ms[p]))
 
     def __iter__(self) -> Iterator[PipelinePlan]:
-        return (self[p] for p in range(len(self)))
+        bounds = self.pipeline_bounds.tolist()
+        for c, first, last, predicted, status, proven in zip(self.class_of.tolist(), bounds, bounds[1:],
+                                                            self.predicted_ms.tolist(), self.solver_status,
+                                                            self.proven_ms.tolist()):
+            yield self._pipeline(self.classes[c], first, last, predicted, status, proven)
+
+    def _pipeline(self, kind: PipelineClass, first: int, last: int, predicted_ms: float, status: str,
+                  proven_ms: float) -> PipelinePlan:
+        return PipelinePlan(kind.scheme, kind.max_seq_len, self.micro_batches.window(first, last), predicted_ms,
+                            status, None if math.isnan(proven_ms) else proven_ms)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PipelinePlans):
