@@ -72,6 +72,8 @@ class Record:
         values = self.raw(key, default)
         if not isinstance(values, list):
             raise HydraulisError(self._where(key), _short(values), "must be a list of integers")
+        if set(map(type, values)) <= {int}:
+            return tuple(values)
         return tuple(_integer(v, f"{self._where(key)}[{i}]") for i, v in enumerate(values))
 
     def int_lists(self, key: str, default: Any = _MISSING) -> tuple[tuple[int, ...], ...]:

@@ -19,13 +19,23 @@ null otherwise.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+
+import numpy as np
 
 from hydraulis.artifacts.proposal import strategy_from_record, strategy_to_list
 from hydraulis.artifacts.record import Record, build, check_header, read_json, write_json
 from hydraulis.artifacts.scheme_space import scheme_from_record, scheme_to_dict
-from hydraulis.base.errors import HydraulisError
-from hydraulis.base.types import BatchingMethod, MicroBatch, PipelinePlan, StepPlan, Synthesis
+from hydraulis.base.errors import HydraulisError, require
+from hydraulis.base.types import (
+    BatchingMethod,
+    MicroBatches,
+    PipelinePlan,
+    PipelinePlans,
+    StepPlan,
+    Synthesis,
+)
 
 KIND = "step_plan"
 SCHEMA_VERSION = 1
@@ -43,21 +53,7 @@ def step_plan_to_dict(plan: StepPlan) -> dict:
         "alignment": plan.alignment,
         "seed": plan.seed,
         "notes": list(plan.notes),
-        "pipelines": [
-            {
-                "scheme": scheme_to_dict(p.scheme),
-                "max_seq_len": p.max_seq_len,
-                "predicted_ms": p.predicted_ms,
-                "solver_status": p.solver_status,
-                **({} if p.proven_ms is None else {"proven_ms": p.proven_ms}),
-                "micro_batches": [
-                    {"sequences": list(mb.sequences), "lengths": list(mb.lengths), "tokens": mb.tokens,
-                     "cu_seqlens": list(mb.cu_seqlens(plan.alignment))}
-                    for mb in p.micro_batches
-                ],
-            }
-            for p in plan.pipelines
-        ],
+        "pipelines": _pipelines_to_list(plan.pipelines, plan.alignment),
         "synthesis": None if plan.synthesis is None else _synthesis_to_dict(plan.synthesis),
     }
 
@@ -94,24 +90,62 @@ def write_step_plan(path: str | Path, plan: StepPlan) -> None:
     write_json(path, step_plan_to_dict(plan))
 
 
+def _pipelines_to_list(pipelines: PipelinePlans, alignment: int) -> list[dict]:
+    """The pipelines' records, written from the plan's flat arrays (no :class:`MicroBatch` made)."""
+    micro_batches = _micro_batches_to_list(pipelines.micro_batches, alignment)
+    bounds, proven = pipelines.pipeline_bounds.tolist(), pipelines.proven_ms.tolist()
+    records = []
+    for p, (predicted, status) in enumerate(zip(pipelines.predicted_ms.tolist(), pipelines.solver_status)):
+        kind = pipelines.classes[pipelines.class_of[p]]
+        records.append({"scheme": scheme_to_dict(kind.scheme), "max_seq_len": kind.max_seq_len,
+                        "predicted_ms": predicted, "solver_status": status,
+                        **({} if math.isnan(proven[p]) else {"proven_ms": proven[p]}),
+                        "micro_batches": micro_batches[bounds[p]:bounds[p + 1]]})
+    return records
+
+
+def _micro_batches_to_list(micro_batches: MicroBatches, alignment: int) -> list[dict]:
+    sequences, lengths = micro_batches.sequences.tolist(), micro_batches.lengths.tolist()
+    bounds, tokens = micro_batches.bounds.tolist(), micro_batches.tokens.tolist()
+    cu_seqlens = micro_batches.cu_seqlens(alignment).tolist()
+    return [{"sequences": sequences[first:last], "lengths": lengths[first:last], "tokens": tokens[j],
+             "cu_seqlens": cu_seqlens[first + j:last + j + 1]}
+            for j, (first, last) in enumerate(zip(bounds, bounds[1:]))]
+
+
 def _pipeline_from_record(record: Record, alignment: int) -> PipelinePlan:
     return PipelinePlan(
         scheme=scheme_from_record(record.sub("scheme")),
         max_seq_len=record.int("max_seq_len"),
-        micro_batches=tuple(_micro_batch_from_record(r, alignment) for r in record.records("micro_batches")),
+        micro_batches=_micro_batches_from_records(record.records("micro_batches"), alignment),
         predicted_ms=record.float("predicted_ms"),
         solver_status=record.str("solver_status", ""),
         proven_ms=None if record.raw("proven_ms", None) is None else record.float("proven_ms"),
     )
 
 
-def _micro_batch_from_record(record: Record, alignment: int) -> MicroBatch:
-    micro_batch = build(record.path, MicroBatch, sequences=record.ints("sequences"), lengths=record.ints("lengths"))
-    for key, derived in (("tokens", micro_batch.tokens), ("cu_seqlens", micro_batch.cu_seqlens(alignment))):
-        given = record.raw(key, None)
-        if given is not None and (tuple(given) if isinstance(given, list) else given) != derived:
-            raise HydraulisError(f"{record.path}.{key}", given, f"disagrees with the lengths ({derived})")
-    return micro_batch
+def _micro_batches_from_records(records: list[Record], alignment: int) -> MicroBatches:
+    """The micro-batches of ``records`` as flat arrays; ``tokens`` and ``cu_seqlens``, where
+    given, must agree with the lengths."""
+    sequences, lengths, sizes = [], [], []
+    for record in records:
+        given_sequences, given_lengths = record.ints("sequences"), record.ints("lengths")
+        require(len(given_lengths) == len(given_sequences), f"{record.path}.lengths", len(given_lengths),
+                f"must have one entry per sequence ({len(given_sequences)})")
+        sequences.extend(given_sequences)
+        lengths.extend(given_lengths)
+        sizes.append(len(given_sequences))
+    micro_batches = MicroBatches(sequences, lengths, np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))))
+    tokens = micro_batches.tokens.tolist()
+    cu_seqlens = micro_batches.cu_seqlens(alignment).tolist()
+    offsets = micro_batches.bounds.tolist()
+    for j, record in enumerate(records):
+        first, last = offsets[j] + j, offsets[j + 1] + j + 1
+        for key, derived in (("tokens", tokens[j]), ("cu_seqlens", cu_seqlens[first:last])):
+            given = record.raw(key, None)
+            if given is not None and given != derived:
+                raise HydraulisError(f"{record.path}.{key}", given, f"disagrees with the lengths ({derived})")
+    return micro_batches
 
 
 def _synthesis_to_dict(synthesis: Synthesis) -> dict:

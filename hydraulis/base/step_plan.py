@@ -5,13 +5,24 @@ made for one step (:class:`Synthesis`, design §8.2). Re-exported by :mod:`hydra
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import Enum
 
-from hydraulis.base.errors import require, require_int, require_number
-from hydraulis.base.scheme import Scheme
+from hydraulis.base.errors import require_int, require_number
+from hydraulis.base.pipeline_plan import (
+    MicroBatch,
+    MicroBatches,
+    PipelineClass,
+    PipelinePlan,
+    PipelinePlans,
+    pipeline_classes,
+)
 from hydraulis.base.strategy import Proposal, Strategy
+
+__all__ = [
+    "SYNTHESIS_EVALUATIONS_DEFAULT", "BatchingMethod", "MicroBatch", "MicroBatches", "PipelineClass", "PipelinePlan",
+    "PipelinePlans", "StepPlan", "Synthesis", "Synthesise", "pipeline_classes",
+]
 
 
 class BatchingMethod(str, Enum):
@@ -43,46 +54,6 @@ SYNTHESIS_EVALUATIONS_DEFAULT = 2
 
 
 @dataclass(frozen=True)
-class MicroBatch:
-    """Sequences packed together: ``sequences`` index the batch's lengths, ``lengths`` copies
-    them so a micro-batch is self-describing."""
-
-    sequences: tuple[int, ...]
-    lengths: tuple[int, ...]
-
-    def __post_init__(self) -> None:
-        require(len(self.sequences) == len(self.lengths), "micro_batch.lengths", len(self.lengths),
-                f"must have one entry per sequence ({len(self.sequences)})")
-
-    @property
-    def tokens(self) -> int:
-        return sum(self.lengths)
-
-    def cu_seqlens(self, alignment: int = 1) -> tuple[int, ...]:
-        """Cumulative sequence starts ``(0, s₁', s₁'+s₂', …)`` with each length rounded up to a
-        multiple of ``alignment`` (e.g. alignment 8 turns lengths (5, 9) into (0, 8, 24))."""
-        require_int(alignment, "alignment", minimum=1)
-        bounds = [0]
-        for length in self.lengths:
-            bounds.append(bounds[-1] + math.ceil(length / alignment) * alignment)
-        return tuple(bounds)
-
-
-@dataclass(frozen=True)
-class PipelinePlan:
-    """One pipeline's share of a step: its micro-batches in execution order, how its packing was
-    obtained (``solver_status``) and, when proven, a lower bound on its time for its number of
-    micro-batches (``proven_ms``: its own time when the packing is proven optimal)."""
-
-    scheme: Scheme
-    max_seq_len: int
-    micro_batches: tuple[MicroBatch, ...]
-    predicted_ms: float
-    solver_status: str = ""
-    proven_ms: float | None = None
-
-
-@dataclass(frozen=True)
 class Synthesis:
     """A strategy made for one step because it beat every proposal strategy on it, switch
     included: ``reduce_ms`` its reduction, ``switch_ms`` the time to create its
@@ -109,7 +80,8 @@ class Synthesis:
 class StepPlan:
     """One global batch planned: strategy ``strategy_index`` of the proposal — or, when
     ``synthesis`` is set (``strategy_index`` −1), the strategy made for this step — and one
-    :class:`PipelinePlan` per pipeline in :meth:`Strategy.expanded` order. ``predicted_ms``
+    :class:`PipelinePlan` per pipeline in :meth:`Strategy.expanded` order, stored compactly
+    (:class:`PipelinePlans`; a tuple of :class:`PipelinePlan` given is converted). ``predicted_ms``
     includes a synthesised strategy's switch."""
 
     strategy_index: int
@@ -117,11 +89,14 @@ class StepPlan:
     predicted_ms: float
     lower_bound_ms: float
     planning_ms: float
-    pipelines: tuple[PipelinePlan, ...]
+    pipelines: PipelinePlans
     alignment: int = 1
     seed: int = 0
     notes: tuple[str, ...] = ()
     synthesis: Synthesis | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pipelines", PipelinePlans.of(self.pipelines))
 
     def strategy(self, proposal: Proposal) -> Strategy:
         """The strategy this plan runs: the synthesised one, or the proposal's."""

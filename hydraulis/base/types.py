@@ -18,7 +18,10 @@ from hydraulis.base.step_plan import (
     SYNTHESIS_EVALUATIONS_DEFAULT,
     BatchingMethod,
     MicroBatch,
+    MicroBatches,
+    PipelineClass,
     PipelinePlan,
+    PipelinePlans,
     StepPlan,
     Synthesis,
     Synthesise,
@@ -26,11 +29,11 @@ from hydraulis.base.step_plan import (
 from hydraulis.base.strategy import PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
 
 __all__ = [
-    "BatchingMethod", "Cluster", "DeviceSpec", "FitQuality", "MemoryModel", "MicroBatch", "ModelSpec",
-    "OptimizerLayout", "PipelineGroup", "PipelineModel", "PipelinePlan", "Proposal", "ProposedStrategy",
-    "Provenance", "Recompute", "SYNTHESIS_EVALUATIONS_DEFAULT", "Scheme", "SchemeOptions", "SchemeProfile",
-    "SchemeSpace", "SolverReport", "SpaceSource", "StepPlan", "Strategy", "Synthesis", "Synthesise",
-    "TimeCoefficients",
+    "BatchingMethod", "Cluster", "DeviceSpec", "FitQuality", "MemoryModel", "MicroBatch", "MicroBatches",
+    "ModelSpec", "OptimizerLayout", "PipelineClass", "PipelineGroup", "PipelineModel", "PipelinePlan", "PipelinePlans",
+    "Proposal", "ProposedStrategy", "Provenance", "Recompute", "SYNTHESIS_EVALUATIONS_DEFAULT", "Scheme",
+    "SchemeOptions", "SchemeProfile", "SchemeSpace", "SolverReport", "SpaceSource", "StepPlan", "Strategy",
+    "Synthesis", "Synthesise", "TimeCoefficients",
 ]
 """The glossary: each word, the module that defines it (the ``module`` column) and its meaning.
 
@@ -53,7 +56,10 @@ optimizer layout       specs        the one homogeneous ``(dp, tp, pp)`` layout 
                                     (:class:`OptimizerLayout`)
 proposal               strategy     the few strategies the planner hands to training, one chosen per step
                                     (:class:`Proposal`)
-micro-batch            step_plan    packed sequences run together through one pipeline (:class:`MicroBatch`)
+micro-batch            step_plan    packed sequences run together through one pipeline (:class:`MicroBatch`;
+                                    a pipeline's stored as flat arrays: :class:`MicroBatches`)
+pipeline class         step_plan    neighbouring pipelines of a step plan with one scheme and longest
+                                    sequence, held once with their count (:class:`PipelineClass`)
 step plan              step_plan    for one global batch: chosen strategy, sequences per pipeline, their
                                     packing into micro-batches, predicted time (:class:`StepPlan`)
 synthesis              step_plan    a strategy made for one step from the proposal's (or the space's)

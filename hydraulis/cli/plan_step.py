@@ -172,8 +172,7 @@ def _plan_header(plan: StepPlan, proposal: Proposal, work_bound: float) -> str:
 
 def _explanation(plan: StepPlan, proposal: Proposal, space) -> str:
     pool = bound_schemes(proposal, synthesis_schemes(space, proposal) if space else ())
-    tokens = [-(-s // plan.alignment) * plan.alignment for p in plan.pipelines for mb in p.micro_batches
-              for s in mb.lengths]
+    tokens = plan.pipelines.micro_batches.aligned_lengths(plan.alignment).tolist()
     bound = step_bound(tokens, pool, proposal.devices, proposal.pipeline_model.p2p_ms,
                        proposal.optimizer_layout.dp == 1)
     gap = gap_breakdown(plan, proposal, pool)

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from hydraulis.base.errors import require, require_int
 from hydraulis.base.placement import pipeline_offsets, stage_rank, stage_starts
 from hydraulis.base.scheme import Scheme
@@ -96,23 +98,20 @@ def step_assignments(plan: StepPlan, lengths: Sequence[int], devices: int) -> St
     """The assignments of ``plan`` for the step of ``lengths`` (as given) on ``devices`` ranks:
     every rank of a pipeline gets its micro-batches' sequence indices. A plan that cut sequences
     into pieces (``OversizePolicy.SPLIT``) lists an index twice and is refused."""
-    indices = [s for p in plan.pipelines for mb in p.micro_batches for s in mb.sequences]
-    require(len(indices) == len(set(indices)), "oversize", "split",
+    every = plan.pipelines.micro_batches
+    require(np.unique(every.sequences).size == every.sequences.size, "oversize", "split",
             "cut sequences into pieces; the assignments list whole sequences: plan with error or truncate")
-    planned = [int(s) for s in lengths]
-    for p in plan.pipelines:
-        for mb in p.micro_batches:
-            for sequence, length in zip(mb.sequences, mb.lengths):
-                planned[sequence] = min(planned[sequence], length)
+    planned = np.array([int(s) for s in lengths], dtype=np.int64)
+    np.minimum.at(planned, every.sequences, every.lengths)
     schemes = tuple(p.scheme for p in plan.pipelines)
     ranks = []
     for pipeline, (scheme, starts) in enumerate(zip(schemes, _stage_starts(schemes))):
-        micro_batches = tuple(tuple(mb.sequences) for mb in plan.pipelines[pipeline].micro_batches)
+        micro_batches = tuple(mb.sequences for mb in plan.pipelines[pipeline].micro_batches)
         for stage, start in enumerate(starts):
             tp = scheme.stage_tp(stage)
             ranks.extend(RankAssignment(stage_rank(start, tp, c, t), pipeline, stage, c, t, micro_batches)
                          for c in range(scheme.cp) for t in range(tp))
-    return StepAssignments(devices, tuple(planned), schemes, tuple(sorted(ranks, key=lambda r: r.rank)))
+    return StepAssignments(devices, tuple(planned.tolist()), schemes, tuple(sorted(ranks, key=lambda r: r.rank)))
 
 
 def _stage_starts(schemes: Sequence[Scheme]) -> tuple[tuple[int, ...], ...]:

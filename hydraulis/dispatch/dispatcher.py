@@ -5,17 +5,19 @@ The details: :func:`dispatch`."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from hydraulis.base.step_plan import pipeline_classes
 from hydraulis.base.types import (
     BatchingMethod,
-    MicroBatch,
+    MicroBatches,
     PipelineModel,
-    PipelinePlan,
+    PipelinePlans,
     Proposal,
     StepPlan,
     Strategy,
@@ -176,18 +178,17 @@ def _with_ilp(best: StrategyPlan, batch: Batch, options: DispatchOptions, notes:
 def step_plan(batch: Batch, method: BatchingMethod, options: DispatchOptions, best: StrategyPlan, lower_bound: float,
               notes: list[str], started: float, synthesis: Synthesis | None = None) -> StepPlan:
     """Step 6 of the recipe: the plan of ``best`` (with ``synthesis`` when it was made for this
-    step, whose switch cost it then includes)."""
-    groups = best.candidate.strategy.expanded()
-    pipelines = tuple(
-        PipelinePlan(
-            scheme=group.scheme,
-            max_seq_len=group.max_seq_len,
-            micro_batches=_micro_batches(batch, packing.micro_batches),
-            predicted_ms=packing.time_ms,
-            solver_status=packing.status.value,
-            proven_ms=packing.time_ms if packing.status.proven else packing.proven_ms,
-        )
-        for group, packing in zip(groups, best.packings)
+    step, whose switch cost it then includes), its pipelines stored once per class and its
+    micro-batches as flat arrays (:class:`~hydraulis.base.step_plan.PipelinePlans`)."""
+    packings = best.packings
+    pipelines = PipelinePlans(
+        classes=pipeline_classes((g.scheme, g.max_seq_len, g.count) for g in best.candidate.strategy.pipelines),
+        micro_batches=_micro_batches(batch, packings),
+        pipeline_bounds=np.cumsum([0, *(len(p.micro_batches) for p in packings)]),
+        predicted_ms=np.array([p.time_ms for p in packings], dtype=np.float64),
+        solver_status=tuple(p.status.value for p in packings),
+        proven_ms=np.array([p.time_ms if p.status.proven else math.nan if p.proven_ms is None else p.proven_ms
+                            for p in packings], dtype=np.float64),
     )
     return StepPlan(
         strategy_index=best.candidate.index,
@@ -203,12 +204,10 @@ def step_plan(batch: Batch, method: BatchingMethod, options: DispatchOptions, be
     )
 
 
-def _micro_batches(batch: Batch, micro_batches: tuple[np.ndarray, ...]) -> tuple[MicroBatch, ...]:
-    """The micro-batches' sequences and lengths, gathered from ``batch`` in one pass."""
-    if not micro_batches:
-        return ()
-    positions = np.concatenate(micro_batches)
-    sequences, lengths = batch.sequence[positions].tolist(), batch.length[positions].tolist()
-    ends = np.cumsum([mb.size for mb in micro_batches]).tolist()
-    return tuple(MicroBatch(tuple(sequences[start:end]), tuple(lengths[start:end]))
-                 for start, end in zip([0, *ends], ends))
+def _micro_batches(batch: Batch, packings: Sequence[Packing]) -> MicroBatches:
+    """Every pipeline's micro-batches, one after the other, gathered from ``batch`` in one pass."""
+    arrays = [mb for packing in packings for mb in packing.micro_batches]
+    positions = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+    bounds = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays)), out=bounds[1:])
+    return MicroBatches(batch.sequence[positions], batch.length[positions], bounds)

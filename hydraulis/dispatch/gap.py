@@ -83,8 +83,7 @@ def gap_breakdown(plan: StepPlan, proposal: Proposal, pool: Sequence[BoundScheme
     groups = strategy.expanded()
     devices = proposal.devices
     times = micro_batch_times_ms(plan, plan.strategy(proposal))
-    pieces = np.array([-(-s // plan.alignment) * plan.alignment
-                       for p in plan.pipelines for mb in p.micro_batches for s in mb.lengths], dtype=np.int64)
+    pieces = plan.pipelines.micro_batches.aligned_lengths(plan.alignment)
     kinds = {(g.scheme, g.time, g.max_seq_len) for g in strategy.pipelines}
     mine = [BoundScheme(s, t, c) for s, t, c in sorted(kinds, key=lambda k: (k[0], k[2]))]
     busy = np.array([sum(t) for t in times])
@@ -122,8 +121,7 @@ class LevelCompute:
 
 def level_compute(plan: StepPlan, proposal: Proposal, pool: Sequence[BoundScheme]) -> LevelCompute:
     """:class:`LevelCompute` at ``plan``'s level over ``pool`` (which must hold ``plan``'s schemes)."""
-    pieces = [-(-s // plan.alignment) * plan.alignment
-              for p in plan.pipelines for mb in p.micro_batches for s in mb.lengths]
+    pieces = plan.pipelines.micro_batches.aligned_lengths(plan.alignment).tolist()
     level = plan_level_ms(plan, proposal)
     closed = bound_at_level(level_bounds(pieces, pool, proposal.devices, proposal.pipeline_model.p2p_ms), level)
     program = least_compute_ms(pieces, pool, proposal.devices, level * (1 + 1e-9), ComputeForm.EXACT,

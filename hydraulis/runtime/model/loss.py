@@ -22,7 +22,7 @@ from hydraulis.base.types import StepPlan
 
 def loss_tokens(plan: StepPlan) -> int:
     """``N``: every sequence's length summed over all pipelines of the step."""
-    return sum(mb.tokens for pipeline in plan.pipelines for mb in pipeline.micro_batches)
+    return int(plan.pipelines.micro_batches.lengths.sum())
 
 
 def part_loss(token_losses: torch.Tensor, loss_tokens: int) -> torch.Tensor:
