@@ -20,13 +20,13 @@ below ``T_B + w_B(6K)``.
 
 from __future__ import annotations
 
-import heapq
 import math
 
+import numba
 import numpy as np
 
 from hydraulis.base.errors import require
-from hydraulis.dispatch.estimate import estimate_many, estimate_ms, estimator
+from hydraulis.dispatch.estimate import estimate_many, estimate_ms
 from hydraulis.dispatch.pipelines import PipelineTable
 
 
@@ -68,39 +68,23 @@ class _Loads:
 
     def longest_first(self) -> None:
         """Every piece, longest first, to the pipeline whose estimate would be smallest after
-        taking it (the top of each group's heap that can hold it). Pieces arrive in increasing
-        position, so a pipeline's longest piece is its first and a new piece goes last."""
-        heaps = [[(0.0, p) for p in self.members[g]] for g in range(self.table.groups)]
-        order = sorted(range(self.table.groups), key=lambda g: self.first[g])
-        classes = [(heaps[g], self.work[g], estimator(*self.constants[g], self.kappa, self.d)) for g in order]
-        starts = [self.first[g] for g in order] + [len(self.tokens)]
+        taking it (the top of each group's heap that can hold it), in compiled code
+        (:func:`_longest_first`); then the per-pipeline lists the local moves use."""
+        table = self.table
+        order = np.array(sorted(range(table.groups), key=lambda g: self.first[g]), dtype=np.int64)
+        starts = np.array([self.first[g] for g in order.tolist()] + [len(self.tokens)], dtype=np.int64)
         require(starts[0] == 0, "pieces", self.tokens[0] if self.tokens else 0, "must fit some pipeline")
-        load, held, pieces, tokens = self.load, self.held, self.pieces, self.tokens
-        longest = [0.0] * len(load)
-        replace_top = heapq.heapreplace
-        for eligible in range(1, len(classes) + 1):
-            weighed = classes[:eligible]
-            for k in range(starts[eligible - 1], starts[eligible]):
-                s, best = tokens[k], math.inf
-                for heap, work, class_estimate in weighed:
-                    p = heap[0][1]
-                    w = work[k]
-                    mine = pieces[p]
-                    new = class_estimate(load[p] + w, held[p] + s, longest[p] if mine else w, len(mine) + 1)[0]
-                    if new < best:
-                        best, chosen, chosen_heap, chosen_work = new, p, heap, w
-                replace_top(chosen_heap, (best, chosen))
-                mine = pieces[chosen]
-                if not mine:
-                    longest[chosen] = chosen_work
-                mine.append(k)
-                load[chosen] += chosen_work
-                held[chosen] += s
-        for heap in heaps:
-            for best, p in heap:
-                self.estimate[p] = best
-        for p, mine in enumerate(pieces):
-            self.owner[mine] = p
+        members = np.concatenate(self.member_arrays).astype(np.int64)
+        member_start = np.cumsum([0] + [m.size for m in self.member_arrays]).astype(np.int64)
+        owner, load, held, estimate = _longest_first(
+            self.token_array.astype(np.int64), np.ascontiguousarray(self.work_array, dtype=np.float64), order, starts,
+            members, member_start, table.c.astype(np.float64), table.pp.astype(np.int64),
+            table.capacity.astype(np.int64), float(self.kappa), float(self.d))
+        self.owner[:] = owner
+        self.load, self.held, self.estimate = load.tolist(), held.tolist(), estimate.tolist()
+        by_owner = np.argsort(owner, kind="stable")
+        bounds = np.searchsorted(owner[by_owner], np.arange(table.pipelines + 1)).tolist()
+        self.pieces = [by_owner[a:b].tolist() for a, b in zip(bounds, bounds[1:])]
 
     def move_one_off_slowest(self) -> bool:
         """One local move of the module docstring; the candidates' estimates are computed at once
@@ -183,3 +167,64 @@ class _Loads:
         self.held[p] -= self.tokens[k]
         self.pieces[p].remove(k)
         self.estimate[p] = estimate
+
+
+@numba.njit(cache=True)
+def _longest_first(tokens, work, order, starts, members, member_start, c, pp, capacity, kappa, p2p_ms):
+    """:meth:`_Loads.longest_first`'s loop: pieces ``starts[e−1] … starts[e]−1`` may go to the
+    first ``e`` groups of ``order``; group ``g``'s pipelines are ``members[member_start[g]:
+    member_start[g+1]]``, kept as a binary heap on ``(estimate, pipeline)`` — the least
+    estimate, the lowest pipeline on ties, as Python's ``heapq`` on tuples. Returns every
+    piece's pipeline and every pipeline's work, tokens and estimate."""
+    pipelines = members.size
+    owner = np.full(tokens.size, -1, dtype=np.int64)
+    load = np.zeros(pipelines)
+    held = np.zeros(pipelines, dtype=np.int64)
+    count = np.zeros(pipelines, dtype=np.int64)
+    longest = np.zeros(pipelines)
+    key = np.zeros(pipelines)
+    ident = members.copy()
+    for eligible in range(1, order.size + 1):
+        for k in range(starts[eligible - 1], starts[eligible]):
+            s = tokens[k]
+            best, chosen, chosen_group, chosen_work = math.inf, -1, -1, 0.0
+            for i in range(eligible):
+                g = order[i]
+                p = ident[member_start[g]]
+                w = work[g, k]
+                first = longest[p] if count[p] > 0 else w
+                new = estimate_ms(load[p] + w, held[p] + s, first, count[p] + 1, c[g], pp[g], capacity[g], kappa,
+                                  p2p_ms)[0]
+                if new < best:
+                    best, chosen, chosen_group, chosen_work = new, p, g, w
+            _replace_top(key, ident, member_start[chosen_group], member_start[chosen_group + 1], best, chosen)
+            if count[chosen] == 0:
+                longest[chosen] = chosen_work
+            count[chosen] += 1
+            load[chosen] += chosen_work
+            held[chosen] += s
+            owner[k] = chosen
+    estimate = np.zeros(pipelines)
+    for j in range(pipelines):
+        estimate[ident[j]] = key[j]
+    return owner, load, held, estimate
+
+
+@numba.njit(cache=True)
+def _replace_top(key, ident, lo, hi, new_key, new_ident):
+    """Replace the top of the heap ``key[lo:hi]`` (ties by ``ident``) and sift it down."""
+    n, i = hi - lo, 0
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        right = child + 1
+        if right < n and (key[lo + right] < key[lo + child]
+                          or (key[lo + right] == key[lo + child] and ident[lo + right] < ident[lo + child])):
+            child = right
+        if key[lo + child] < new_key or (key[lo + child] == new_key and ident[lo + child] < new_ident):
+            key[lo + i], ident[lo + i] = key[lo + child], ident[lo + child]
+            i = child
+        else:
+            break
+    key[lo + i], ident[lo + i] = new_key, new_ident

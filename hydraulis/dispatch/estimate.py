@@ -25,44 +25,34 @@ the best ramp found 779.5 ms).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
+import numba
 import numpy as np
 
 
+@numba.njit(cache=True)
 def estimate_ms(work: float, tokens: int, longest: float, pieces: int,
                 c: float, pp: int, capacity: int, kappa: float, p2p_ms: float) -> tuple[float, float]:
     """``(T(v), v)`` of the module docstring at the best ``v``: ``v* = √(κ·(p − 1)·W/c)``
     within ``[fewest, max(pieces, fewest)]`` (the most when ``c = 0``), ``fewest = ⌈n/C⌉``
-    (``(0, 0)`` for an empty pipeline; ``v = fewest`` for one stage)."""
-    return estimator(c, pp, capacity, kappa, p2p_ms)(work, tokens, longest, pieces)
-
-
-def estimator(c: float, pp: int, capacity: int, kappa: float,
-              p2p_ms: float) -> Callable[[float, int, float, int], tuple[float, float]]:
-    """:func:`estimate_ms` for one class of pipelines: ``estimate(work, tokens, longest, pieces)``.
-    Stage 1 calls it for every piece and class it weighs, so the class's constants are bound
-    once and the rest is one flat function."""
-    bubble, two_d, kp, sqrt = pp - 1, 2.0 * p2p_ms, kappa * (pp - 1), math.sqrt
-
-    def estimate(work: float, tokens: int, longest: float, pieces: int) -> tuple[float, float]:
-        if pieces == 0:
-            return 0.0, 0
-        fewest = -(-tokens // capacity)
-        if fewest < 1:
-            fewest = 1
-        if bubble == 0:
-            return work + fewest * c, fewest
-        most = pieces if pieces > fewest else fewest
-        v = sqrt(kp * work / c) if c > 0 else float(most)
-        if v < fewest:
-            v = fewest
-        if v > most:
-            v = most
-        spread = kappa * work / v
-        return work + v * c + bubble * (c + (spread if spread >= longest else longest) + two_d), v
-
-    return estimate
+    (``(0, 0)`` for an empty pipeline; ``v = fewest`` for one stage). Compiled (numba): stage 1
+    calls it for every piece and class it weighs, from compiled code; IEEE arithmetic in the
+    order written, so the same floats as the interpreter's."""
+    if pieces == 0:
+        return 0.0, 0.0
+    fewest = -(-tokens // capacity)
+    if fewest < 1:
+        fewest = 1
+    if pp == 1:
+        return work + fewest * c, float(fewest)
+    most = pieces if pieces > fewest else fewest
+    v = math.sqrt(kappa * (pp - 1) * work / c) if c > 0 else float(most)
+    if v < fewest:
+        v = float(fewest)
+    if v > most:
+        v = float(most)
+    spread = kappa * work / v
+    return work + v * c + (pp - 1) * (c + (spread if spread >= longest else longest) + 2.0 * p2p_ms), v
 
 
 def estimate_many(work: np.ndarray, tokens: np.ndarray, longest: np.ndarray, pieces: np.ndarray,
