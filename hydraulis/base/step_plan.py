@@ -49,7 +49,7 @@ class Synthesise(str, Enum):
     """Counts of the scheme space's schemes and the proposal's."""
 
 
-SYNTHESIS_EVALUATIONS_DEFAULT = 2
+SYNTHESIS_EVALUATIONS_DEFAULT = 4
 """Strategies dispatch plans per step while synthesising, unless told otherwise."""
 
 
