@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numba
 import numpy as np
 
 from hydraulis.base.errors import require, require_int
@@ -158,34 +159,54 @@ def pipeline_times_1f1b(times: np.ndarray, pp: int, model: PipelineModel = Pipel
 
     **Many schedules at once** (:func:`pipeline_times_1f1b`). The recurrences above form a fixed
     graph for given ``(p, v)``: every operation depends on the one before it on its stage and on one
-    operation of a neighbouring stage. Grouping operations by their depth in that graph (about
-    ``2·(v + p)`` levels), one numpy step per level computes the same end times for a whole batch of
-    micro-batch time vectors — what the dispatcher needs to compare many packings quickly.
+    operation of a neighbouring stage. Numbered level by level (:func:`schedule_graph`), every
+    operation comes after those it waits for, so one pass in that order (compiled, :func:`_sweep`)
+    computes the same end times for a whole batch of micro-batch time vectors — what the
+    dispatcher needs to compare many packings quickly.
     """
     require_int(pp, "pp", minimum=1)
-    t = np.asarray(times, dtype=np.float64)
+    t = np.ascontiguousarray(times, dtype=np.float64)
     require(t.ndim == 2 and t.shape[1] > 0, "micro_batch_times", t.shape, "must be (rows, v) with v >= 1")
     sweep = _level_sweep(pp, t.shape[1])
-    phi, d = model.forward_fraction, model.p2p_ms
-    duration = t.T[sweep.micro_batch] * np.where(sweep.forward, phi, 1.0 - phi)[:, None]
-    end = np.zeros((sweep.micro_batch.size + 1, t.shape[0]))
-    latency = np.where(sweep.remote, d, 0.0)[:, None]
-    for start, stop, previous, dependency in sweep.levels:
-        ready = end[dependency] + latency[start:stop]
-        end[start:stop] = np.maximum(end[previous], ready) + duration[start:stop]
-    return end.max(axis=0)
+    return _sweep(t, sweep.micro_batch, sweep.forward, sweep.remote, sweep.previous, sweep.dependency,
+                  float(model.forward_fraction), float(model.p2p_ms))
+
+
+@numba.njit(cache=True)
+def _sweep(times, micro_batch, forward, remote, previous, dependency, phi, p2p_ms):
+    """End times in op order: ``end = max(end(previous), end(dependency) + d·remote) + φ_o·t_j``;
+    each row's makespan is its latest end."""
+    rows, n = times.shape[0], micro_batch.size
+    end = np.zeros((n + 1, rows))
+    makespan = np.zeros(rows)
+    backward = 1.0 - phi
+    for op in range(n):
+        share = phi if forward[op] else backward
+        latency = p2p_ms if remote[op] else 0.0
+        j, before, after = micro_batch[op], previous[op], dependency[op]
+        for r in range(rows):
+            ready = end[after, r] + latency
+            start = end[before, r]
+            if ready > start:
+                start = ready
+            finish = start + times[r, j] * share
+            end[op, r] = finish
+            if finish > makespan[r]:
+                makespan[r] = finish
+    return makespan
 
 
 @dataclass(frozen=True)
 class _LevelSweep:
-    """A :class:`ScheduleGraph` with its ops renumbered level by level, so that each level is a
-    slice ``[start, stop)``; per level its ops' ``previous`` and ``dependency`` in the new
-    numbering (the sentinel stays last)."""
+    """A :class:`ScheduleGraph` with its ops renumbered level by level, so that every op comes
+    after its ``previous`` and ``dependency`` (given in the new numbering; the sentinel stays
+    last)."""
 
     micro_batch: np.ndarray
     forward: np.ndarray
     remote: np.ndarray
-    levels: tuple[tuple[int, int, np.ndarray, np.ndarray], ...]
+    previous: np.ndarray
+    dependency: np.ndarray
 
 
 @lru_cache(maxsize=256)
@@ -196,10 +217,8 @@ def _level_sweep(pp: int, v: int) -> _LevelSweep:
     renumbered = np.empty(ops.size + 1, dtype=np.int64)
     renumbered[ops] = np.arange(ops.size)
     renumbered[ops.size] = ops.size
-    bounds = np.cumsum([0] + [level.size for level in graph.levels]).tolist()
-    levels = tuple((start, stop, renumbered[graph.previous[level]], renumbered[graph.dependency[level]])
-                   for start, stop, level in zip(bounds, bounds[1:], graph.levels))
-    return _LevelSweep(graph.micro_batch[ops], graph.forward[ops], graph.remote[ops], levels)
+    return _LevelSweep(graph.micro_batch[ops], graph.forward[ops], graph.remote[ops],
+                       renumbered[graph.previous[ops]], renumbered[graph.dependency[ops]])
 
 
 @dataclass(frozen=True)
