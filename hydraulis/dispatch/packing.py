@@ -2,10 +2,10 @@
 
 **First-fit decreasing** (:func:`first_fit_decreasing`) packs pieces, longest first, each into
 the first micro-batch with room, opening a new one when none has: every micro-batch holds at
-most ``C`` tokens (a piece longer than ``C`` gets a micro-batch of its own) and the count is at most ``11/9·OPT + 6/9`` (Dósa 2007). It balances tokens,
-not time; it is the fixed-capacity packing of the baselines. Worked example: ``C = 10``,
-pieces ``(6, 5, 4, 3, 2)`` → ``[6, 4]``, ``[5, 3, 2]``. It finds the first that fits in a tree of
-rooms, a run of short pieces at a time (same packing, ``O(log n)`` a run: :mod:`hydraulis.base.first_fit`).
+most ``C`` tokens (a piece longer than ``C`` gets a micro-batch of its own) and the count is at
+most ``11/9·OPT + 6/9`` (Dósa 2007). It balances tokens, not time; it is the fixed-capacity
+packing of the baselines. Worked example: ``C = 10``, pieces ``(6, 5, 4, 3, 2)`` → ``[6, 4]``,
+``[5, 3, 2]``. It finds the first that fits in a tree of rooms (:mod:`hydraulis.base.first_fit`).
 
 **Organ order** (:func:`organ_order`) runs micro-batches smallest last, next smallest first,
 and so on inwards, the largest in the middle: under 1F1B the first micro-batch's forward and
@@ -72,7 +72,7 @@ class Packing:
 
 def first_fit_decreasing(tokens: np.ndarray, capacity: int) -> list[list[int]]:
     """Positions of ``tokens`` (sorted descending) per micro-batch, in opening order."""
-    return first_fit_tree(tokens.tolist(), capacity)
+    return first_fit_tree(tokens, capacity)
 
 
 def organ_order(times: np.ndarray) -> np.ndarray:
