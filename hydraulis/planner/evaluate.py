@@ -31,7 +31,13 @@ import numpy as np
 from hydraulis.base.errors import HydraulisError
 from hydraulis.base.first_fit import MANY_BINS, first_fit_tree
 from hydraulis.base.types import OptimizerLayout, PipelineGroup, PipelineModel, Strategy
-from hydraulis.cost import ReductionModel, exposed_reduce_ms, pipeline_times_1f1b, step_time_ms
+from hydraulis.cost import (
+    ReductionModel,
+    exposed_reduce_ms,
+    pipeline_time_closed_form,
+    pipeline_times_1f1b,
+    step_time_ms,
+)
 
 
 @dataclass(frozen=True)
@@ -61,15 +67,38 @@ class StepEstimate:
 
 
 def estimate_step(strategy: Strategy, lengths: np.ndarray, context: CostContext) -> StepEstimate:
-    """Steps 1–3 of the module docstring for one step's ``lengths``."""
-    order = np.sort(np.asarray(lengths, dtype=np.int64))[::-1]
-    shares = _dispatch(strategy.pipelines, order)
-    times, peaks = [], []
-    for group, pipelines in zip(strategy.pipelines, shares):
-        timed = _pipelines(group, [p for p in pipelines if p], context.pipeline_model)
-        times += [pipe_ms for pipe_ms, _ in timed]
-        peaks.append(max((tokens for _, tokens in timed), default=0))
-    return StepEstimate(step_time_ms(times, context.reduction_ms(strategy)), tuple(peaks))
+    """Steps 1–3 of the module docstring for one step's ``lengths``, every pipeline's packing
+    chosen (so the peaks are those of the packings used)."""
+    pipelines, reduction = _staged(strategy, lengths, context, every_pipeline=True)
+    peaks = [0] * len(strategy.pipelines)
+    for pipeline in pipelines:
+        peaks[pipeline.group] = max(peaks[pipeline.group], pipeline.peak)
+    return StepEstimate(step_time_ms([p.ms for p in pipelines], reduction), tuple(peaks))
+
+
+def step_ms(strategy: Strategy, lengths: np.ndarray, context: CostContext) -> float:
+    """``estimate_step(...).step_ms``, the same float, choosing the packing only of pipelines
+    that may be the slowest.
+
+    **Only the slowest pipeline counts.** A pipeline's time is ``T = min(T_ff, T_bal)`` over
+    its candidate packings, and the step takes ``max_q T_q``. Every candidate's 1F1B time is at
+    least the closed form ``(p − 1)·(f_1 + d) + Σ_j t_j + (p − 1)·(b_v + d)``
+    (cost/pipeline.py); the time-balanced packing's is therefore at least
+
+        B_bal = (p − 1)·(φ·(c + w_max) + d) + ⌈N/C⌉·c + W + (p − 1)·((1 − φ)·c + d)
+
+    (its longest micro-batch holds the longest sequence; every micro-batch costs at least
+    ``c``; ``N`` tokens in micro-batches of at most ``C`` make at least ``⌈N/C⌉`` of them), so
+    ``B = max_q min(closed form of first-fit, B_bal)`` is a lower bound of the step's
+    ``max_q T_q``. The first-fit time ``T_ff`` is simulated for every pipeline; then, in
+    decreasing ``T_ff``, a pipeline with ``T_ff ≤ max(B·(1 − 10⁻⁹), times found)`` is left at
+    ``T_ff`` (it and every later one cannot raise the maximum: ``T_q ≤ T_ff``), any other gets
+    its balanced packing. The maximum is the same float (10⁻⁹ absorbs the bound's rounding).
+    Worked example: two ``pp = 4`` pipelines with ``T_ff = (100, 90)`` ms and the first's
+    balanced packing at 95 ms: the second (90 ≤ 95) is not packed again; the step's maximum is 95.
+    """
+    pipelines, reduction = _staged(strategy, lengths, context, every_pipeline=False)
+    return step_time_ms([p.ms for p in pipelines], reduction)
 
 
 def _dispatch(groups: tuple[PipelineGroup, ...], order: np.ndarray) -> list[list[list[int]]]:
@@ -114,38 +143,116 @@ def _dispatch_one(column: tuple, order: np.ndarray, groups: tuple[PipelineGroup,
     return share
 
 
-def _pipelines(group: PipelineGroup, shares: list[list[int]], model: PipelineModel) -> list[tuple[float, int]]:
-    """Stage 2 for the pipelines of one group (each share non-empty): per pipeline its time and
-    its largest micro-batch in tokens. ``pp = 1``: ``v·c + Σ work``, what the 1F1B simulation of
-    one stage gives; ``pp > 1``: every candidate packing of every pipeline simulated at once
-    (:func:`hydraulis.cost.pipeline_times_1f1b`), the first fastest kept."""
-    pp, c = group.scheme.pp, group.time.c
-    timed, candidates = [], []
-    for lengths in shares:
-        s = np.asarray(lengths, dtype=np.float64)
-        work = group.time.work_ms(s).tolist()
-        packings = [_first_fit(lengths, group.max_seq_len)]
-        if pp == 1:
-            timed.append((c * len(packings[0]) + sum(work), max(sum(lengths[i] for i in b) for b in packings[0])))
-            continue
-        target = len(lengths) if c == 0 else round(math.sqrt((pp - 1) * sum(work) / c))
-        micro_batches = min(len(lengths), max(len(packings[0]), target))
-        if micro_batches != len(packings[0]):
-            packings.append(_balanced(lengths, work, group.max_seq_len, micro_batches))
-        candidates.append([(sorted((c + sum(work[i] for i in b) for b in bins), reverse=True),
-                            max(sum(lengths[i] for i in b) for b in bins)) for bins in packings])
-    if pp == 1:
-        return timed
-    rows = [(p, k) for p, packings in enumerate(candidates) for k in range(len(packings))]
-    makespans = {}
-    for v in sorted({len(candidates[p][k][0]) for p, k in rows}):
-        batch = [(p, k) for p, k in rows if len(candidates[p][k][0]) == v]
-        for key, ms in zip(batch, pipeline_times_1f1b(np.array([candidates[p][k][0] for p, k in batch]), pp, model)):
-            makespans[key] = float(ms)
-    for p, packings in enumerate(candidates):
-        best = min(range(len(packings)), key=lambda k: (makespans[p, k], k))
-        timed.append((makespans[p, best], packings[best][1]))
-    return timed
+_ROUNDING = 1e-9
+"""Relative margin on the bounds of :func:`step_ms`, far above their floating-point rounding."""
+
+
+@dataclass
+class _Pipeline:
+    """One pipeline's stage 2 in progress: its group's index, its sequences (longest first) and
+    their work, its candidate packings as (micro-batch times longest first, largest micro-batch
+    in tokens), and the time and largest micro-batch of the first fastest so far."""
+
+    group: int
+    lengths: list[int]
+    work: list[float]
+    packings: list[tuple[list[float], int]]
+    ms: float = math.inf
+    peak: int = 0
+
+
+def _staged(strategy: Strategy, lengths: np.ndarray, context: CostContext,
+            every_pipeline: bool) -> tuple[list[_Pipeline], float]:
+    """Stages 1 and 2: the pipelines that got sequences, timed (every one, or those
+    :func:`step_ms` needs); and the strategy's reduction. ``pp = 1``: first-fit, ``v·c + Σ work``
+    (what the 1F1B simulation of one stage gives); ``pp > 1``: first-fit simulated, then the
+    time-balanced packing as a second candidate."""
+    groups, model = strategy.pipelines, context.pipeline_model
+    shares = _dispatch(groups, np.sort(np.asarray(lengths, dtype=np.int64))[::-1])
+    pipelines = [_first_fit_pipeline(gi, group, held)
+                 for gi, (group, share) in enumerate(zip(groups, shares)) for held in share if held]
+    staged = [p for p in pipelines if groups[p.group].scheme.pp > 1]
+    if every_pipeline:
+        _simulate(staged, groups, model)
+        _add_balanced([p for p in staged if _balanced_count(p, groups[p.group]) is not None], groups, model)
+        return pipelines, context.reduction_ms(strategy)
+    floor = max([p.ms for p in pipelines if groups[p.group].scheme.pp == 1]
+                + [_lower_bound(p, groups[p.group], model) * (1.0 - _ROUNDING) for p in staged])
+    staged = [p for p in staged if _upper_bound(p, groups[p.group], model) * (1.0 + _ROUNDING) >= floor]
+    _simulate(staged, groups, model)
+    second = [p for p in staged if _balanced_count(p, groups[p.group]) is not None]
+    waiting = {id(p) for p in second}
+    floor = max([floor] + [p.ms for p in pipelines if p.ms < math.inf and id(p) not in waiting])
+    for pipeline in sorted(second, key=lambda p: -p.ms):
+        if pipeline.ms <= floor:
+            break
+        _add_balanced([pipeline], groups, model)
+        floor = max(floor, pipeline.ms)
+    return [p for p in pipelines if p.ms < math.inf], context.reduction_ms(strategy)
+
+
+def _first_fit_pipeline(gi: int, group: PipelineGroup, held: list[int]) -> _Pipeline:
+    """A pipeline with its first-fit packing, timed when ``pp = 1``."""
+    pipeline = _Pipeline(gi, held, group.time.work_ms(np.asarray(held, dtype=np.float64)).tolist(), [])
+    pipeline.packings.append(_timed(_first_fit(held, group.max_seq_len), pipeline, group))
+    if group.scheme.pp == 1:
+        times, pipeline.peak = pipeline.packings[0]
+        pipeline.ms = group.time.c * len(times) + sum(pipeline.work)
+    return pipeline
+
+
+def _timed(bins: list[list[int]], pipeline: _Pipeline, group: PipelineGroup) -> tuple[list[float], int]:
+    """A packing's micro-batch times, longest first, and its largest micro-batch in tokens."""
+    c, work, held = group.time.c, pipeline.work, pipeline.lengths
+    return (sorted((c + sum(work[i] for i in b) for b in bins), reverse=True),
+            max(sum(held[i] for i in b) for b in bins))
+
+
+def _balanced_count(pipeline: _Pipeline, group: PipelineGroup) -> int | None:
+    """The time-balanced packing's micro-batches, ``v ≈ √((p − 1)·W/c)`` (planner/fluid.py) kept
+    between first-fit's count and one a sequence; None when it is first-fit's count."""
+    pp, c, first_fit = group.scheme.pp, group.time.c, len(pipeline.packings[0][0])
+    target = len(pipeline.lengths) if c == 0 else round(math.sqrt((pp - 1) * sum(pipeline.work) / c))
+    count = min(len(pipeline.lengths), max(first_fit, target))
+    return None if count == first_fit else count
+
+
+def _add_balanced(pipelines: list[_Pipeline], groups: tuple[PipelineGroup, ...], model: PipelineModel) -> None:
+    """Each pipeline's time-balanced packing as a second candidate, simulated."""
+    for pipeline in pipelines:
+        group = groups[pipeline.group]
+        bins = _balanced(pipeline.lengths, pipeline.work, group.max_seq_len, _balanced_count(pipeline, group))
+        pipeline.packings.append(_timed(bins, pipeline, group))
+    _simulate(pipelines, groups, model)
+
+
+def _lower_bound(pipeline: _Pipeline, group: PipelineGroup, model: PipelineModel) -> float:
+    """``min(closed form of first-fit, B_bal)`` of :func:`step_ms`: at most the pipeline's time."""
+    pp, c, phi, d = group.scheme.pp, group.time.c, model.forward_fraction, model.p2p_ms
+    fewest = -(-sum(pipeline.lengths) // group.max_seq_len)
+    balanced = ((pp - 1) * (phi * (c + max(pipeline.work)) + d) + fewest * c + sum(pipeline.work)
+                + (pp - 1) * ((1.0 - phi) * c + d))
+    return min(pipeline_time_closed_form(pipeline.packings[0][0], pp, model), balanced)
+
+
+def _upper_bound(pipeline: _Pipeline, group: PipelineGroup, model: PipelineModel) -> float:
+    """``(v + p − 1)·(t_1 + 2·d)`` of first-fit's ``v`` micro-batches, the longest ``t_1``: at
+    least the pipeline's time (:func:`step_ms`)."""
+    times = pipeline.packings[0][0]
+    return (len(times) + group.scheme.pp - 1) * (times[0] + 2.0 * model.p2p_ms)
+
+
+def _simulate(pipelines: list[_Pipeline], groups: tuple[PipelineGroup, ...], model: PipelineModel) -> None:
+    """Exact 1F1B times of each pipeline's newest packing, those of one ``(p, v)`` in one call
+    (:func:`hydraulis.cost.pipeline_times_1f1b`); a pipeline keeps its first fastest packing."""
+    batches: dict[tuple[int, int], list[_Pipeline]] = {}
+    for pipeline in pipelines:
+        batches.setdefault((groups[pipeline.group].scheme.pp, len(pipeline.packings[-1][0])), []).append(pipeline)
+    for (pp, _), batch in batches.items():
+        rows = np.array([p.packings[-1][0] for p in batch])
+        for pipeline, ms in zip(batch, pipeline_times_1f1b(rows, pp, model).tolist()):
+            if ms < pipeline.ms:
+                pipeline.ms, pipeline.peak = ms, pipeline.packings[-1][1]
 
 
 def _first_fit(lengths: list[int], capacity: int) -> list[list[int]]:

@@ -10,8 +10,18 @@ from hypothesis import strategies as st
 
 from hydraulis.base.errors import HydraulisError
 from hydraulis.base.types import OptimizerLayout, PipelineGroup, PipelineModel, Scheme, Strategy, TimeCoefficients
-from hydraulis.cost import lower_bound_ms, simulate_1f1b
-from hydraulis.planner.evaluate import CostContext, _balanced, _dispatch, _first_fit, estimate_step
+from hydraulis.cost import lower_bound_ms, pipeline_times_1f1b, simulate_1f1b
+from hydraulis.planner.evaluate import (
+    CostContext,
+    _balanced,
+    _dispatch,
+    _first_fit,
+    _first_fit_pipeline,
+    _lower_bound,
+    _upper_bound,
+    estimate_step,
+    step_ms,
+)
 
 SMALL = PipelineGroup(Scheme(1, 2, 1), 3, 4000, TimeCoefficients(2e-6, 0.09, 10.0))
 LARGE = PipelineGroup(Scheme(1, 4, 2), 1, 16000, TimeCoefficients(5e-7, 0.03, 8.0))
@@ -77,3 +87,32 @@ def test_reduction_is_added():
 def test_a_sequence_nobody_holds_is_named():
     with pytest.raises(HydraulisError, match="lengths: 20000 exceeds every pipeline of strategy"):
         estimate_step(STRATEGY, np.array([20000]), CONTEXT)
+
+
+STAGED = Strategy((PipelineGroup(Scheme(1, 2, 4), 3, 16000, TimeCoefficients(5e-7, 0.03, 8.0)),
+                   PipelineGroup(Scheme(1, 1, 2), 4, 6000, TimeCoefficients(2e-6, 0.09, 4.0)),
+                   PipelineGroup(Scheme(1, 8, 1), 2, 4000, TimeCoefficients(1e-6, 0.02, 6.0))))
+models = st.builds(PipelineModel, st.floats(0.1, 0.9), st.sampled_from([0.0, 0.3, 5.0]))
+
+
+@given(st.lists(st.integers(1, 16000), min_size=1, max_size=120), models)
+@settings(max_examples=80, deadline=None)
+def test_step_ms_is_the_full_estimate_s_float(values, model):
+    """Oracle: leaving out the pipelines that cannot be the slowest gives the same float."""
+    context = replace(CONTEXT, pipeline_model=model)
+    for strategy in (STAGED, Strategy((STAGED.pipelines[0],)), Strategy(STAGED.pipelines[:2])):
+        if max(values) <= strategy.max_seq_len:
+            assert step_ms(strategy, np.array(values), context) == estimate_step(strategy, np.array(values),
+                                                                                 context).step_ms
+
+
+@given(st.lists(st.integers(1, 16000), min_size=1, max_size=80), st.integers(2, 8), models)
+@settings(max_examples=80, deadline=None)
+def test_a_pipeline_s_bounds_hold_its_simulated_packings(values, pp, model):
+    """``_lower_bound`` ≤ the faster packing's time ≤ first-fit's ≤ ``_upper_bound``."""
+    group = PipelineGroup(Scheme(1, 2, pp), 1, 16000, TimeCoefficients(5e-7, 0.03, 8.0))
+    pipeline = _first_fit_pipeline(0, group, sorted(values, reverse=True))
+    first_fit = float(pipeline_times_1f1b(np.array([pipeline.packings[0][0]]), pp, model)[0])
+    fastest = estimate_step(Strategy((group,)), np.array(values), replace(CONTEXT, pipeline_model=model)).step_ms
+    assert _lower_bound(pipeline, group, model) <= fastest * (1 + 1e-12)
+    assert fastest <= first_fit <= _upper_bound(pipeline, group, model) * (1 + 1e-12)
