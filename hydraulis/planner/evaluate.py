@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -34,7 +35,6 @@ from hydraulis.base.types import OptimizerLayout, PipelineGroup, PipelineModel, 
 from hydraulis.cost import (
     ReductionModel,
     exposed_reduce_ms,
-    pipeline_time_closed_form,
     pipeline_times_1f1b,
     step_time_ms,
 )
@@ -81,66 +81,85 @@ def step_ms(strategy: Strategy, lengths: np.ndarray, context: CostContext) -> fl
     that may be the slowest.
 
     **Only the slowest pipeline counts.** A pipeline's time is ``T = min(T_ff, T_bal)`` over
-    its candidate packings, and the step takes ``max_q T_q``. Every candidate's 1F1B time is at
-    least the closed form ``(p − 1)·(f_1 + d) + Σ_j t_j + (p − 1)·(b_v + d)``
-    (cost/pipeline.py); the time-balanced packing's is therefore at least
+    its candidate packings, and the step takes ``max_q T_q``. Every packing's 1F1B time is at
+    least the closed form ``(p − 1)·(f_1 + d) + Σ_j t_j + (p − 1)·(b_v + d)`` (cost/pipeline.py),
+    hence at least
 
-        B_bal = (p − 1)·(φ·(c + w_max) + d) + ⌈N/C⌉·c + W + (p − 1)·((1 − φ)·c + d)
+        B_q = (p − 1)·(φ·(c + w_max) + d) + ⌈N/C⌉·c + W + (p − 1)·((1 − φ)·c + d)
 
-    (its longest micro-batch holds the longest sequence; every micro-batch costs at least
-    ``c``; ``N`` tokens in micro-batches of at most ``C`` make at least ``⌈N/C⌉`` of them), so
-    ``B = max_q min(closed form of first-fit, B_bal)`` is a lower bound of the step's
-    ``max_q T_q``. The first-fit time ``T_ff`` is simulated for every pipeline; then, in
-    decreasing ``T_ff``, a pipeline with ``T_ff ≤ max(B·(1 − 10⁻⁹), times found)`` is left at
-    ``T_ff`` (it and every later one cannot raise the maximum: ``T_q ≤ T_ff``), any other gets
-    its balanced packing. The maximum is the same float (10⁻⁹ absorbs the bound's rounding).
-    Worked example: two ``pp = 4`` pipelines with ``T_ff = (100, 90)`` ms and the first's
-    balanced packing at 95 ms: the second (90 ≤ 95) is not packed again; the step's maximum is 95.
+    (the longest micro-batch holds the longest sequence, of work ``w_max``; every micro-batch
+    costs at least ``c``; ``N`` tokens in micro-batches of at most ``C`` make at least ``⌈N/C⌉``
+    of them; ``W`` the pipeline's work). And first-fit's ``v`` micro-batches, the longest
+    ``t_1``, take at most ``U_q = (v + p − 1)·(t_1 + 2d)``: a schedule's time is its graph's
+    longest path, which grows with every duration; ``t_1`` for every micro-batch and ``d`` moved
+    into every operation (``φ·t_1 + d``, ``(1 − φ)·t_1 + d``, no hand-off latency) lengthen every
+    path, and equal micro-batches without latency take ``(v + p − 1)·t`` under 1F1B. With the
+    floor ``F = max(times known, max_q B_q)``, a pipeline with ``U_q < F`` is not simulated; the
+    others get first-fit, simulated; then, in decreasing ``T_ff``, one with ``T_ff ≤ F`` is left
+    at ``T_ff`` (it and every later one cannot raise the maximum, ``T_q ≤ T_ff``), any other gets
+    its balanced packing and ``F`` becomes at least its ``T_q``. The maximum is the same float
+    (bounds are taken with a margin of 10⁻⁹, far above their rounding). Worked example: three
+    ``pp = 4`` pipelines with ``B = (92, 80, 30)``, ``U = (130, 110, 60)`` ms: the third is not
+    simulated (60 < 92); first-fit gives ``T_ff = (100, 96)``; the first's balanced packing gives
+    95, so ``F = 95`` and the second (96 > 95) gets its balanced packing too, 94: the step's
+    maximum is 95.
     """
     pipelines, reduction = _staged(strategy, lengths, context, every_pipeline=False)
     return step_time_ms([p.ms for p in pipelines], reduction)
 
 
 def _dispatch(groups: tuple[PipelineGroup, ...], order: np.ndarray) -> list[list[list[int]]]:
-    """Stage 1: per group, per pipeline, the lengths it gets (longest first)."""
+    """Stage 1: per group, per pipeline, the lengths it gets (longest first). Since ``order``
+    descends, the groups that can hold a sequence only grow along it: the sequences fall into
+    runs with one set of such groups each, dealt without a capacity test, a run for one group
+    straight onto its heap."""
+    if order.size and max(g.max_seq_len for g in groups) < order[0]:
+        raise HydraulisError("lengths", int(order[0]), f"exceeds every pipeline of strategy {Strategy(groups)}")
     s = order.astype(np.float64)
-    heaps = [[(0.0, i) for i in range(g.count)] for g in groups]
     shares: list[list[list[int]]] = [[[] for _ in range(g.count)] for g in groups]
-    columns = [(gi, g.max_seq_len, g.scheme.pp - 1, g.scheme.pp * g.time.c, heaps[gi], shares[gi],
+    columns = [(gi, g.scheme.pp - 1, g.scheme.pp * g.time.c, [(0.0, i) for i in range(g.count)], shares[gi],
                 g.time.work_ms(s).tolist()) for gi, g in enumerate(groups)]
-    if len(columns) == 1:
-        return [_dispatch_one(columns[0], order, groups)]
-    for index, length in enumerate(order.tolist()):
-        best, best_estimate = -1, math.inf
-        for gi, capacity, bubble, fixed, heap, share, work in columns:
-            if capacity < length:
-                continue
+    starts = [int(np.searchsorted(-order, -g.max_seq_len)) for g in groups]
+    bounds = sorted(set(starts) | {order.size})
+    lengths = order.tolist()
+    for start, stop in zip(bounds, bounds[1:]):
+        held = [column for column, first in zip(columns, starts) if first <= start]
+        if len(held) == 1:
+            _deal_one(held[0], lengths, start, stop)
+        else:
+            _deal(held, lengths, start, stop)
+    return shares
+
+
+def _deal(columns: list[tuple], lengths: list[int], start: int, stop: int) -> None:
+    """Sequences ``start … stop − 1`` each to the pipeline, among the columns' heaps, that would
+    finish earliest (the first group on ties)."""
+    replace_top = heapq.heapreplace
+    for index in range(start, stop):
+        best, best_estimate = None, math.inf
+        for column in columns:
+            _, bubble, fixed, heap, share, work = column
             top, i = heap[0]
             w = work[index]
             estimate = top + w if share[i] else w + fixed + bubble * w
             if estimate < best_estimate:
-                best, best_estimate = gi, estimate
-        if best < 0:
-            raise HydraulisError("lengths", length, f"exceeds every pipeline of strategy {Strategy(groups)}")
-        _, i = heaps[best][0]
-        shares[best][i].append(length)
-        heapq.heapreplace(heaps[best], (best_estimate, i))
-    return shares
+                best, best_estimate = column, estimate
+        heap, share = best[3], best[4]
+        i = heap[0][1]
+        share[i].append(lengths[index])
+        replace_top(heap, (best_estimate, i))
 
 
-def _dispatch_one(column: tuple, order: np.ndarray, groups: tuple[PipelineGroup, ...]) -> list[list[int]]:
-    """Stage 1 for a strategy of one group: the rule of :func:`_dispatch` without the choice
-    between groups — every sequence to the pipeline on top of the heap."""
-    _, capacity, bubble, fixed, heap, share, work = column
-    if order.size and capacity < order[0]:
-        raise HydraulisError("lengths", int(order[0]), f"exceeds every pipeline of strategy {Strategy(groups)}")
+def _deal_one(column: tuple, lengths: list[int], start: int, stop: int) -> None:
+    """:func:`_deal` for one group: every sequence to the pipeline on top of its heap."""
+    _, bubble, fixed, heap, share, work = column
     replace_top = heapq.heapreplace
-    for length, w in zip(order.tolist(), work):
+    for index in range(start, stop):
         top, i = heap[0]
+        w = work[index]
         held = share[i]
         replace_top(heap, (top + w if held else w + fixed + bubble * w, i))
-        held.append(length)
-    return share
+        held.append(lengths[index])
 
 
 _ROUNDING = 1e-9
@@ -169,15 +188,21 @@ def _staged(strategy: Strategy, lengths: np.ndarray, context: CostContext,
     time-balanced packing as a second candidate."""
     groups, model = strategy.pipelines, context.pipeline_model
     shares = _dispatch(groups, np.sort(np.asarray(lengths, dtype=np.int64))[::-1])
-    pipelines = [_first_fit_pipeline(gi, group, held)
+    pipelines = [_Pipeline(gi, held, group.time.work_ms(np.asarray(held, dtype=np.float64)).tolist(), [])
                  for gi, (group, share) in enumerate(zip(groups, shares)) for held in share if held]
+    for pipeline in pipelines:
+        if groups[pipeline.group].scheme.pp == 1 or every_pipeline:
+            _pack_first_fit(pipeline, groups[pipeline.group])
     staged = [p for p in pipelines if groups[p.group].scheme.pp > 1]
     if every_pipeline:
         _simulate(staged, groups, model)
         _add_balanced([p for p in staged if _balanced_count(p, groups[p.group]) is not None], groups, model)
-        return pipelines, context.reduction_ms(strategy)
+        return pipelines, _reduction_ms(context, strategy)
     floor = max([p.ms for p in pipelines if groups[p.group].scheme.pp == 1]
                 + [_lower_bound(p, groups[p.group], model) * (1.0 - _ROUNDING) for p in staged])
+    staged = [p for p in staged if _coarse_upper_bound(p, groups[p.group], model) * (1.0 + _ROUNDING) >= floor]
+    for pipeline in staged:
+        _pack_first_fit(pipeline, groups[pipeline.group])
     staged = [p for p in staged if _upper_bound(p, groups[p.group], model) * (1.0 + _ROUNDING) >= floor]
     _simulate(staged, groups, model)
     second = [p for p in staged if _balanced_count(p, groups[p.group]) is not None]
@@ -188,17 +213,21 @@ def _staged(strategy: Strategy, lengths: np.ndarray, context: CostContext,
             break
         _add_balanced([pipeline], groups, model)
         floor = max(floor, pipeline.ms)
-    return [p for p in pipelines if p.ms < math.inf], context.reduction_ms(strategy)
+    return [p for p in pipelines if p.ms < math.inf], _reduction_ms(context, strategy)
 
 
-def _first_fit_pipeline(gi: int, group: PipelineGroup, held: list[int]) -> _Pipeline:
-    """A pipeline with its first-fit packing, timed when ``pp = 1``."""
-    pipeline = _Pipeline(gi, held, group.time.work_ms(np.asarray(held, dtype=np.float64)).tolist(), [])
-    pipeline.packings.append(_timed(_first_fit(held, group.max_seq_len), pipeline, group))
+@lru_cache(maxsize=4096)
+def _reduction_ms(context: CostContext, strategy: Strategy) -> float:
+    """``context.reduction_ms(strategy)``, once per strategy: the judge asks it on every step."""
+    return context.reduction_ms(strategy)
+
+
+def _pack_first_fit(pipeline: _Pipeline, group: PipelineGroup) -> None:
+    """The pipeline's first-fit packing as its first candidate; ``pp = 1``: its time."""
+    pipeline.packings.append(_timed(_first_fit(pipeline.lengths, group.max_seq_len), pipeline, group))
     if group.scheme.pp == 1:
         times, pipeline.peak = pipeline.packings[0]
         pipeline.ms = group.time.c * len(times) + sum(pipeline.work)
-    return pipeline
 
 
 def _timed(bins: list[list[int]], pipeline: _Pipeline, group: PipelineGroup) -> tuple[list[float], int]:
@@ -227,12 +256,11 @@ def _add_balanced(pipelines: list[_Pipeline], groups: tuple[PipelineGroup, ...],
 
 
 def _lower_bound(pipeline: _Pipeline, group: PipelineGroup, model: PipelineModel) -> float:
-    """``min(closed form of first-fit, B_bal)`` of :func:`step_ms`: at most the pipeline's time."""
+    """``B`` of :func:`step_ms`: at most the time of any packing of the pipeline."""
     pp, c, phi, d = group.scheme.pp, group.time.c, model.forward_fraction, model.p2p_ms
     fewest = -(-sum(pipeline.lengths) // group.max_seq_len)
-    balanced = ((pp - 1) * (phi * (c + max(pipeline.work)) + d) + fewest * c + sum(pipeline.work)
-                + (pp - 1) * ((1.0 - phi) * c + d))
-    return min(pipeline_time_closed_form(pipeline.packings[0][0], pp, model), balanced)
+    return ((pp - 1) * (phi * (c + max(pipeline.work)) + d) + fewest * c + sum(pipeline.work)
+            + (pp - 1) * ((1.0 - phi) * c + d))
 
 
 def _upper_bound(pipeline: _Pipeline, group: PipelineGroup, model: PipelineModel) -> float:
@@ -240,6 +268,17 @@ def _upper_bound(pipeline: _Pipeline, group: PipelineGroup, model: PipelineModel
     least the pipeline's time (:func:`step_ms`)."""
     times = pipeline.packings[0][0]
     return (len(times) + group.scheme.pp - 1) * (times[0] + 2.0 * model.p2p_ms)
+
+
+def _coarse_upper_bound(pipeline: _Pipeline, group: PipelineGroup, model: PipelineModel) -> float:
+    """``U`` of :func:`step_ms` before packing: first-fit leaves no two micro-batches at most half
+    full (the later one's first sequence would have fitted the earlier), so ``v ≤ ⌊2N/C⌋ + 1``
+    and ``v ≤ n``; a micro-batch of at most ``C`` tokens works at most ``a·C² + b·C`` and at
+    most ``W``."""
+    capacity, time = group.max_seq_len, group.time
+    count = min(len(pipeline.lengths), 2 * sum(pipeline.lengths) // capacity + 1)
+    longest = time.c + min(sum(pipeline.work), time.a * capacity * capacity + time.b * capacity)
+    return (count + group.scheme.pp - 1) * (longest + 2.0 * model.p2p_ms)
 
 
 def _simulate(pipelines: list[_Pipeline], groups: tuple[PipelineGroup, ...], model: PipelineModel) -> None:
