@@ -94,15 +94,15 @@ def step_ms(strategy: Strategy, lengths: np.ndarray, context: CostContext) -> fl
     longest path, which grows with every duration; ``t_1`` for every micro-batch and ``d`` moved
     into every operation (``φ·t_1 + d``, ``(1 − φ)·t_1 + d``, no hand-off latency) lengthen every
     path, and equal micro-batches without latency take ``(v + p − 1)·t`` under 1F1B. With the
-    floor ``F = max(times known, max_q B_q)``, a pipeline with ``U_q < F`` is not simulated; the
-    others get first-fit, simulated; then, in decreasing ``T_ff``, one with ``T_ff ≤ F`` is left
-    at ``T_ff`` (it and every later one cannot raise the maximum, ``T_q ≤ T_ff``), any other gets
-    its balanced packing and ``F`` becomes at least its ``T_q``. The maximum is the same float
+    floor ``F = max(times known, max_q B_q)``, the pipeline of the largest ``B_q`` is timed in
+    full and ``F`` rises to its ``T``; another with ``U_q < F`` is not simulated; the rest get
+    first-fit, simulated; then, in decreasing ``T_ff``, one with ``T_ff ≤ F`` is left at ``T_ff``
+    (it and every later one cannot raise the maximum, ``T_q ≤ T_ff``), any other gets its
+    balanced packing and ``F`` becomes at least its ``T_q``. The maximum is the same float
     (bounds are taken with a margin of 10⁻⁹, far above their rounding). Worked example: three
-    ``pp = 4`` pipelines with ``B = (92, 80, 30)``, ``U = (130, 110, 60)`` ms: the third is not
-    simulated (60 < 92); first-fit gives ``T_ff = (100, 96)``; the first's balanced packing gives
-    95, so ``F = 95`` and the second (96 > 95) gets its balanced packing too, 94: the step's
-    maximum is 95.
+    ``pp = 4`` pipelines with ``B = (92, 80, 30)``, ``U = (130, 110, 60)`` ms: the first is timed,
+    first-fit 100, balanced 95, so ``F = 95``; the third is not simulated (60 < 95); the second's
+    first-fit takes 96 > 95, so it is balanced too, 94: the step's maximum is 95.
     """
     pipelines, reduction = _staged(strategy, lengths, context, every_pipeline=False)
     return step_time_ms([p.ms for p in pipelines], reduction)
@@ -198,16 +198,24 @@ def _staged(strategy: Strategy, lengths: np.ndarray, context: CostContext,
         _simulate(staged, groups, model)
         _add_balanced([p for p in staged if _balanced_count(p, groups[p.group]) is not None], groups, model)
         return pipelines, _reduction_ms(context, strategy)
+    bounds = {id(p): _lower_bound(p, groups[p.group], model) for p in staged}
     floor = max([p.ms for p in pipelines if groups[p.group].scheme.pp == 1]
-                + [_lower_bound(p, groups[p.group], model) * (1.0 - _ROUNDING) for p in staged])
-    staged = [p for p in staged if _coarse_upper_bound(p, groups[p.group], model) * (1.0 + _ROUNDING) >= floor]
-    for pipeline in staged:
+                + [bound * (1.0 - _ROUNDING) for bound in bounds.values()])
+    first = max(staged, key=lambda p: bounds[id(p)], default=None)
+    if first is not None:
+        _pack_first_fit(first, groups[first.group])
+        _simulate([first], groups, model)
+        if _balanced_count(first, groups[first.group]) is not None:
+            _add_balanced([first], groups, model)
+        floor = max(floor, first.ms)
+    rest = [p for p in staged
+            if p is not first and _coarse_upper_bound(p, groups[p.group], model) * (1.0 + _ROUNDING) >= floor]
+    for pipeline in rest:
         _pack_first_fit(pipeline, groups[pipeline.group])
-    staged = [p for p in staged if _upper_bound(p, groups[p.group], model) * (1.0 + _ROUNDING) >= floor]
-    _simulate(staged, groups, model)
-    second = [p for p in staged if _balanced_count(p, groups[p.group]) is not None]
-    waiting = {id(p) for p in second}
-    floor = max([floor] + [p.ms for p in pipelines if p.ms < math.inf and id(p) not in waiting])
+    rest = [p for p in rest if _upper_bound(p, groups[p.group], model) * (1.0 + _ROUNDING) >= floor]
+    _simulate(rest, groups, model)
+    second = [p for p in rest if _balanced_count(p, groups[p.group]) is not None]
+    floor = max([floor] + [p.ms for p in rest if _balanced_count(p, groups[p.group]) is None])
     for pipeline in sorted(second, key=lambda p: -p.ms):
         if pipeline.ms <= floor:
             break

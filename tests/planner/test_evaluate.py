@@ -99,7 +99,7 @@ models = st.builds(PipelineModel, st.floats(0.1, 0.9), st.sampled_from([0.0, 0.3
 
 
 @given(st.lists(st.integers(1, 16000), min_size=1, max_size=120), models)
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=200, deadline=None)
 def test_step_ms_is_the_full_estimate_s_float(values, model):
     """Oracle: leaving out the pipelines that cannot be the slowest gives the same float."""
     context = replace(CONTEXT, pipeline_model=model)
