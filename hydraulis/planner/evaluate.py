@@ -12,7 +12,8 @@ compares with — by the same rule, on the same sampled steps:
    ``pp > 1``: the better, by exact 1F1B simulation, of that packing and a time-balanced one
    with ``v ≈ √((p − 1)·W/c)`` micro-batches (planner/fluid.py), longest micro-batch first.
 3. **Step** = the slowest pipeline (exact 1F1B simulation, cost/pipeline.py) + the gradient
-   reduction into the optimizer layout the backward cannot hide (cost/step.py).
+   reduction into the optimizer layout the backward cannot hide (cost/step.py); the search's
+   :func:`step_ms` gives the same float, timing only the pipelines that may be the slowest.
 
 The per-step dispatcher (hydraulis/dispatch) plans steps for real; this is the planner's
 yardstick, deterministic and about 3× cheaper per (strategy, step) pair, which the planner's
@@ -117,8 +118,8 @@ def _dispatch(groups: tuple[PipelineGroup, ...], order: np.ndarray) -> list[list
         raise HydraulisError("lengths", int(order[0]), f"exceeds every pipeline of strategy {Strategy(groups)}")
     s = order.astype(np.float64)
     shares: list[list[list[int]]] = [[[] for _ in range(g.count)] for g in groups]
-    columns = [(gi, g.scheme.pp - 1, g.scheme.pp * g.time.c, [(0.0, i) for i in range(g.count)], shares[gi],
-                g.time.work_ms(s).tolist()) for gi, g in enumerate(groups)]
+    columns = [(g.scheme.pp - 1, g.scheme.pp * g.time.c, [(0.0, i) for i in range(g.count)], share,
+                g.time.work_ms(s).tolist()) for g, share in zip(groups, shares)]
     starts = [int(np.searchsorted(-order, -g.max_seq_len)) for g in groups]
     bounds = sorted(set(starts) | {order.size})
     lengths = order.tolist()
@@ -138,13 +139,13 @@ def _deal(columns: list[tuple], lengths: list[int], start: int, stop: int) -> No
     for index in range(start, stop):
         best, best_estimate = None, math.inf
         for column in columns:
-            _, bubble, fixed, heap, share, work = column
+            bubble, fixed, heap, share, work = column
             top, i = heap[0]
             w = work[index]
             estimate = top + w if share[i] else w + fixed + bubble * w
             if estimate < best_estimate:
                 best, best_estimate = column, estimate
-        heap, share = best[3], best[4]
+        heap, share = best[2], best[3]
         i = heap[0][1]
         share[i].append(lengths[index])
         replace_top(heap, (best_estimate, i))
@@ -152,7 +153,7 @@ def _deal(columns: list[tuple], lengths: list[int], start: int, stop: int) -> No
 
 def _deal_one(column: tuple, lengths: list[int], start: int, stop: int) -> None:
     """:func:`_deal` for one group: every sequence to the pipeline on top of its heap."""
-    _, bubble, fixed, heap, share, work = column
+    bubble, fixed, heap, share, work = column
     replace_top = heapq.heapreplace
     for index in range(start, stop):
         top, i = heap[0]
