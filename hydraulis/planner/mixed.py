@@ -28,7 +28,7 @@ from hydraulis.base.types import (
     Strategy,
 )
 from hydraulis.cost.staged import cluster_reduce_gbps
-from hydraulis.planner.evaluate import CostContext, estimate_step
+from hydraulis.planner.evaluate import CostContext, step_ms
 from hydraulis.planner.mixed_options import MixedOption
 
 IMPROVEMENT = 1e-3
@@ -211,7 +211,7 @@ class _Search:
         if strategy.max_seq_len < self.target:
             return math.inf
         try:
-            return float(np.mean([estimate_step(strategy, s, self.context).step_ms for s in self.steps]))
+            return float(np.mean([step_ms(strategy, s, self.context) for s in self.steps]))
         except HydraulisError:
             return math.inf
 

@@ -17,7 +17,7 @@ from hydraulis.cost import lower_bound_ms
 from hydraulis.planner.config import PlannerConfig
 from hydraulis.planner.differing import complete_proposal, gains
 from hydraulis.planner.distribution import StepStatistics, length_histogram, step_statistics
-from hydraulis.planner.evaluate import CostContext, StepEstimate, estimate_step
+from hydraulis.planner.evaluate import CostContext, StepEstimate, estimate_step, step_ms
 from hydraulis.planner.fluid import fluid_problem
 from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.planner.options import SchemeOption, planning_space, scheme_options
@@ -119,20 +119,25 @@ def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Pla
 
 
 class Judge:
-    """Predicted times of strategies on the sampled steps, each (strategy, step) computed once."""
+    """Predicted times of strategies on the sampled steps, each (strategy, step) computed once
+    (:func:`hydraulis.planner.evaluate.step_ms`); the full estimates, with the largest
+    micro-batches, only for the strategies proposed."""
 
     def __init__(self, steps: list[np.ndarray], context: CostContext) -> None:
         self.steps, self.context = steps, context
-        self._cache: dict[tuple[Strategy, int], StepEstimate] = {}
+        self._cache: dict[tuple[Strategy, int], float] = {}
 
-    def estimates(self, strategy: Strategy, indices: Sequence[int]) -> list[StepEstimate]:
+    def times(self, strategy: Strategy, indices: Sequence[int]) -> list[float]:
         for i in indices:
             if (strategy, i) not in self._cache:
-                self._cache[strategy, i] = estimate_step(strategy, self.steps[i], self.context)
+                self._cache[strategy, i] = step_ms(strategy, self.steps[i], self.context)
         return [self._cache[strategy, i] for i in indices]
 
     def mean_ms(self, strategy: Strategy, indices: Sequence[int]) -> float:
-        return float(np.mean([e.step_ms for e in self.estimates(strategy, indices)]))
+        return float(np.mean(self.times(strategy, indices)))
+
+    def estimates(self, strategy: Strategy, indices: Sequence[int]) -> list[StepEstimate]:
+        return [estimate_step(strategy, self.steps[i], self.context) for i in indices]
 
 
 @dataclass(frozen=True, eq=False)
@@ -310,7 +315,7 @@ def complement(kept: list[RangeDesign], designs: list[RangeDesign], stats: StepS
 def _judged(judge: Judge, stats: StepStatistics):
     """Step times of a strategy on sampled steps, ∞ on those it cannot hold."""
     def judged(strategy: Strategy, indices: Sequence[int]) -> list[float]:
-        return [judge.estimates(strategy, [i])[0].step_ms if strategy.max_seq_len >= stats.maxima[i] else math.inf
+        return [judge.times(strategy, [i])[0] if strategy.max_seq_len >= stats.maxima[i] else math.inf
                 for i in indices]
     return judged
 

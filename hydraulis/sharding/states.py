@@ -97,6 +97,7 @@ def layer_elements(model: ModelSpec, scheme: Scheme, stage: int) -> int:
                if spec.holder is Holder.LAYER and spec.layer == 0 and held(spec, scheme, 0))
 
 
+@lru_cache(maxsize=4096)
 def largest_held_elements(model: ModelSpec, layout: PipelineSplit, stage: int) -> int:
     """Elements of the largest shard tp rank 0 of ``stage`` holds: the one parameter whose
     gradient a backward holds in the compute dtype before adding it to its fp32 main buffer
