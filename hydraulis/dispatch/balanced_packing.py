@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numba
 import numpy as np
 
 from hydraulis.cost import pipeline_times_1f1b
@@ -26,8 +27,6 @@ REPRESENTED = 8
 """A class of at least this many identical many-stage pipelines searches its targets on a few."""
 REPRESENTATIVES = 2
 """The most loaded pipelines of such a class that try every target row."""
-RECHECK = 32
-"""Pieces placed with the room check before the least room is looked up again."""
 
 
 def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens: np.ndarray,
@@ -67,11 +66,10 @@ def balanced_packings(table: PipelineTable, pieces_of: list[np.ndarray], tokens:
     A searched pipeline first tries one row, :data:`FIRST_ROW`, and every row only while it is
     still above ``F``.
 
-    All target rows of all searched pipelines are packed together (numpy over rows) and timed by
-    the exact 1F1B simulation, many at once (:func:`hydraulis.cost.pipeline_times_1f1b`); each
-    pipeline keeps its fastest candidate (the first on ties). While every open micro-batch has
-    room for the next pieces (the capacity does not bind — the common case when pipelines hold
-    many short pieces), the room check is skipped: the same choices, fewer array passes.
+    All target rows of all searched pipelines are packed in one compiled pass (:func:`_place`)
+    and timed by the exact 1F1B simulation, many at once
+    (:func:`hydraulis.cost.pipeline_times_1f1b`); each pipeline keeps its fastest candidate (the
+    first on ties).
 
     Worked example (``p = 2``, φ = 1/3): times ``(10, 10, 10, 10, 10, 10)`` take 70 ms; the same
     60 ms of work as ``(2, 5, 8, 10, 10, 10, 8, 5, 2)`` takes 64.7 ms (plus ``3·c`` for the three
@@ -276,32 +274,9 @@ class _Candidates:
         cost = np.where(present, self.work[self.groups[owner][None, :], safe], 0.0)
         open_bin = np.isfinite(targets)
         capacity = self.capacity[owner][:, None]
-        room = np.where(open_bin, capacity, -1)
-        load = np.zeros((rows, width))
-        choice = np.zeros((depth, rows), dtype=np.int64)
-        fitted = np.ones((depth, rows), dtype=bool)
-        room_flat, load_flat, start = room.reshape(-1), load.reshape(-1), np.arange(rows) * width
-        largest = size.max(axis=1).tolist()
-        tightest, recheck = _least_room(room, open_bin), 0
-        for k in range(depth):
-            a = live[k]
-            if largest[k] > tightest and k >= recheck:
-                tightest, recheck = _least_room(room[:a], open_bin[:a]), k + RECHECK
-            if largest[k] <= tightest:
-                j = (targets[:a] - load[:a]).argmax(axis=1)
-                cell = start[:a] + j
-                choice[k, :a] = j
-                load_flat[cell] += cost[k, :a]
-                room_flat[cell] -= size[k, :a]
-                tightest -= largest[k]
-                continue
-            slack = np.where(room[:a] >= size[k, :a, None], targets[:a] - load[:a], -np.inf)
-            j = slack.argmax(axis=1)
-            cell = start[:a] + j
-            fits = np.isfinite(slack.reshape(-1)[start[:a] + j])
-            choice[k, :a], fitted[k, :a] = j, fits
-            load_flat[cell[fits]] += cost[k, :a][fits]
-            room_flat[cell[fits]] -= size[k, :a][fits]
+        room = np.where(open_bin, capacity, -1).astype(np.int64)
+        choice, fitted, load = _place(np.ascontiguousarray(targets), room, np.ascontiguousarray(size, dtype=np.int64),
+                                      np.ascontiguousarray(cost), np.array(live, dtype=np.int64))
         failed = ~fitted.all(axis=0)
         held = np.where(open_bin, capacity - room, 0)
         times = np.where(held > 0, self.c[owner][:, None] + load, np.inf)
@@ -320,9 +295,32 @@ class _Candidates:
         return choice.T[back], order[back], used[back], makespan[back]
 
 
-def _least_room(room: np.ndarray, open_bin: np.ndarray) -> int:
-    """The least room of an open micro-batch (tokens)."""
-    return int(room[open_bin].min(initial=np.iinfo(np.int64).max))
+@numba.njit(cache=True)
+def _place(targets, room, size, cost, live):
+    """The target rule, compiled: piece ``k`` of row ``r < live[k]`` (sizes ``size[k, r]``, work
+    ``cost[k, r]``) goes to the micro-batch ``j`` with the largest ``targets[r, j] − load[r, j]``
+    among those with ``room[r, j] ≥ size`` (the first on ties); ``fitted`` is False where none
+    has room. ``room`` is updated in place; returns the choices, ``fitted`` and the loads."""
+    depth, rows = size.shape
+    width = targets.shape[1]
+    load = np.zeros((rows, width))
+    choice = np.zeros((depth, rows), dtype=np.int64)
+    fitted = np.ones((depth, rows), dtype=np.bool_)
+    for k in range(depth):
+        for r in range(live[k]):
+            s, best, at = size[k, r], -np.inf, -1
+            for j in range(width):
+                if room[r, j] >= s:
+                    gap = targets[r, j] - load[r, j]
+                    if gap > best:
+                        best, at = gap, j
+            if at < 0:
+                fitted[k, r] = False
+            else:
+                choice[k, r] = at
+                load[r, at] += cost[k, r]
+                room[r, at] -= s
+    return choice, fitted, load
 
 
 @lru_cache(maxsize=1024)
