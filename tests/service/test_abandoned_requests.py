@@ -26,12 +26,12 @@ def test_an_abandoned_proposal_stops_its_worker_and_removes_its_solver_files(tmp
     app = create_app(settings)
     with live_server(server_config(app, settings, log_level="warning")) as port:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=HANG_GUARD_S) as client:
-            space = client.post("/v1/scheme-spaces/analytic", json={"model": "llama-70b", "device": "a100-80g",
-                                                                    "devices": 1024}).json()
+            space = client.post("/v1/scheme-spaces/analytic", json={"model": "llama-70b", "device": "h100-80g",
+                                                                    "devices": 8192}).json()
             abandoned = app.state.pool._all[0]
-            body = json.dumps({"scheme_space": space, "devices": 1024, "devices_per_node": 8, "token_budget": 2**21,
-                               "max_seq_len": 32768, "strategies": 8, "lengths": list(range(100, 32000, 13)),
-                               "time_limit_s": 30}).encode()
+            body = json.dumps({"scheme_space": space, "devices": 8192, "devices_per_node": 8,
+                               "token_budget": 12_800_000, "max_seq_len": 32768, "strategies": 8,
+                               "lengths": list(range(100, 32000, 13)), "time_limit_s": 60}).encode()
             request = socket.create_connection(("127.0.0.1", port))
             request.sendall(b"POST /v1/proposals HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
