@@ -11,14 +11,18 @@ running its samples one after another with CP size ``k``; the step lasts ``Σ_g 
 3. a group's blocks: counts from the demand, then a descent splitting/merging one block; samples
    dealt longest first to the block that would finish first among those holding them;
 4. the cheapest plan's last group (the narrowest, where every rank must run a sample) gives its
-   samples, longest first, to the idle time of the earlier groups' blocks; the rest is replanned.
+   samples, longest first, to the idle time of the earlier groups' blocks; the rest is replanned;
+5. the *layers* (:meth:`_Step.layers`): samples by need (widest first), then time; a group's time
+   ``T`` is its first sample's, and each sample joins the fullest block of its need ending by ``T``,
+   else opens one on free ranks, else joins the fullest wider block ending by ``T``, else waits;
+   the narrowest-need samples left form the last group (step 3). The cheaper of 2–4 and 5 is the plan.
+The loops of steps 3 and 5 are compiled (:mod:`~hydraulis.integrations.cp_kernels`).
 Worked example: docs/integrations.md ("Several groups per step").
 """
 
 from __future__ import annotations
 
 import bisect
-import heapq
 import itertools
 import math
 from dataclasses import dataclass
@@ -27,6 +31,7 @@ import numpy as np
 
 from hydraulis.base.errors import HydraulisError, require_int
 from hydraulis.base.scheme_profile import time_ms
+from hydraulis.integrations import cp_kernels
 from hydraulis.integrations.cp_groups import CPGroups
 from hydraulis.integrations.cp_ranks import CPRanks
 
@@ -63,7 +68,10 @@ def plan_cp_groups(ranks: CPRanks, lengths, max_moves: int = COUNT_MOVES, cuts: 
     if len(groups) > 1:
         filled = step.backfill(groups, max_moves)
         if filled is not None and sum(g.ms for g in filled) < best[0]:
-            groups = filled
+            groups, best = filled, (sum(g.ms for g in filled), filled)
+    layered = step.layers(max_moves)
+    if sum(g.ms for g in layered) < best[0]:
+        groups = layered
     return CPGroups(tuple(group.ranks() for group in groups))
 
 
@@ -191,6 +199,37 @@ class _Step:
             return None
         return [*filled, self.group(np.array(pool, dtype=np.int64), True, max_moves)]
 
+    def layers(self, max_moves: int) -> list[_Group]:
+        """Step 5: groups filled to the time of their first sample (widest need, then longest),
+        the narrowest-need samples left for a last group (at least ``n/k_max`` samples: the last filled
+        groups rejoin it until it has them)."""
+        own = self.ms[self.need, np.arange(self.need.size)]
+        pool = np.lexsort((-own, -self.need)).tolist()
+        groups: list[_Group] = []
+        while pool and self.need[pool[0]] > 0:
+            group, pool = self._fill(pool)
+            groups.append(group)
+        last = [int(i) for i in pool]
+        fewest = self.n // int(self.cp[-1])
+        while groups and len(last) < fewest:
+            last += [i for _, samples in groups.pop().blocks for i in dict.fromkeys(samples)]
+        return [*groups, self.group(np.array(sorted(set(last)), dtype=np.int64), True, max_moves)]
+
+    def _fill(self, pool: list[int]) -> tuple[_Group, list[int]]:
+        """One group of :meth:`layers` (:func:`~hydraulis.integrations.cp_kernels.fill`) and the
+        samples left for later groups."""
+        order = np.array(pool, dtype=np.int64)
+        ms, block, size = cp_kernels.fill(self.ms, self.fits, self.need, self.cp, self.n, order)
+        members: list[list[int]] = [[] for _ in range(size.size)]
+        for i, b in zip(pool, block.tolist()):
+            if b >= 0:
+                members[b].append(i)
+        ordered = sorted(zip(size.tolist(), members), key=lambda found: -found[0])
+        free = self.n - int(self.cp[size].sum())
+        return (_Group(float(ms), tuple((int(self.cp[j]), tuple(samples)) for j, samples in ordered)
+                       + ((1, ()),) * free),
+                [i for i, b in zip(pool, block.tolist()) if b < 0])
+
     def useful(self, samples: np.ndarray) -> int:
         """The widest option a mixed group needs: the first from the widest need on which the
         longest sample takes no longer than the mean load, below ``n``: wider blocks only add cost."""
@@ -208,10 +247,6 @@ class _Deal:
         self.step, self.samples, self.last = step, samples, last
         self.lo, self.hi = int(step.need[samples].min()), hi
         self.judged: dict[Counts, tuple[float, list[list[int]]]] = {}
-        ms = step.ms[self.lo:hi + 1, samples].T.tolist()
-        fits = step.fits[self.lo:hi + 1, samples].T.tolist()
-        self.rows = [(i, [(x, t) for x, (t, ok) in enumerate(zip(times, held)) if ok])
-                     for i, times, held in zip(samples.tolist(), ms, fits)]
 
     def demand(self) -> Counts:
         """Counts from the demand: ``n_k = ⌈D_k/(k·T)⌉`` for the wider sizes, the rest in the narrowest."""
@@ -236,25 +271,14 @@ class _Deal:
         return self.judged[counts][0]
 
     def _deal(self, counts: Counts) -> tuple[float, list[list[int]]]:
-        heaps = [[(0.0, b) for b in range(n)] for n in counts]
-        owner: list[list[list[int]]] = [[[] for _ in range(n)] for n in counts]
-        tops = [heap[0][0] if heap else math.inf for heap in heaps]
-        for i, options in self.rows:
-            finish, x = math.inf, -1
-            for y, t in options:
-                if tops[y] + t < finish:
-                    finish, x = tops[y] + t, y
-            if x < 0:
-                return math.inf, []
-            heap = heaps[x]
-            block = heap[0][1]
-            heapq.heapreplace(heap, (finish, block))
-            tops[x] = heap[0][0]
-            owner[x][block].append(i)
-        blocks = [owner[x][b] for x in range(len(counts) - 1, -1, -1) for b in range(counts[x])]
-        if self.last and not all(blocks):
+        found = np.asarray(counts, dtype=np.int64)
+        makespan, block = cp_kernels.deal(self.step.ms, self.step.fits, self.samples, found, self.lo, self.last)
+        if not math.isfinite(makespan):
             return math.inf, []
-        return max(max(load for load, _ in heap) for heap in heaps if heap), blocks
+        blocks: list[list[int]] = [[] for _ in range(int(found.sum()))]
+        for i, b in zip(self.samples.tolist(), block.tolist()):
+            blocks[b].append(i)
+        return float(makespan), blocks
 
     def descend(self, counts: Counts, max_moves: int) -> Counts:
         """Split one block into narrower ones or merge narrower ones into one while that helps."""

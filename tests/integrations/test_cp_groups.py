@@ -6,7 +6,7 @@ import pytest
 from hydraulis.base.errors import HydraulisError
 from hydraulis.integrations.cp_contract import check_cp_groups
 from hydraulis.integrations.cp_groups import CPGroups, FixedCost, cp_step_ms
-from hydraulis.integrations.cp_plan import plan_cp_groups
+from hydraulis.integrations.cp_plan import COUNT_MOVES, _Step, plan_cp_groups
 from hydraulis.integrations.cp_ranks import cp_ranks
 from tests.integrations.helpers import cp_space, long_tailed
 
@@ -100,3 +100,30 @@ def test_a_mixed_group_widens_no_block_past_where_the_longest_sample_meets_the_m
     assert widest.cp < ranks.options[-1].cp
     plan = _check(plan_cp_groups(ranks, lengths), lengths, ranks)
     assert max(len(r) for g in range(len(plan.groups)) for r in plan.holders(g).values()) <= widest.cp
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("size, per_rank", [(8, 8_192), (64, 4_096)])
+def test_the_layered_groups_place_every_sample_once_and_the_plan_takes_the_cheaper(seed, size, per_rank):
+    ranks = cp_ranks(cp_space(size), 8, size, per_rank)
+    lengths = long_tailed(size * 8, 60_000, seed)
+    step = _Step.of(ranks, lengths)
+    layered = step.layers(COUNT_MOVES)
+    plan = _check(CPGroups(tuple(g.ranks() for g in layered)), lengths, ranks)
+    assert sorted(i for g in range(len(plan.groups)) for i in plan.holders(g)) == list(range(lengths.size))
+    for group in layered[:-1]:
+        first = min((i for _, samples in group.blocks for i in samples),
+                    key=lambda i: (-step.need[i], -step.ms[step.need[i], i]))
+        assert group.ms == step.ms[step.need[first], first]
+    assert cp_step_ms(plan_cp_groups(ranks, lengths), lengths, ranks) <= cp_step_ms(plan, lengths, ranks)
+
+
+def test_the_worked_example_of_the_docs():
+    ranks = cp_ranks(cp_space(8, device="h100-80g", cps=(1, 2, 4, 8)), 8, 8, 8_192)
+    lengths = [60_000, 30_000, 12_000, 10_000] + [3_000] * 20
+    plan = _check(plan_cp_groups(ranks, lengths), lengths, ranks)
+    assert [round(t, 1) for t in _group_times(plan, lengths, ranks)] == [475.4, 282.6, 121.8]
+
+
+def _group_times(plan, lengths, ranks):
+    return [cp_step_ms(CPGroups((group,)), lengths, ranks) for group in plan.groups]
