@@ -5,7 +5,7 @@ Layout (``schema_version`` 1)::
     {"schema_version": 1, "kind": "proposal", "model": {...}, "devices", "devices_per_node",
      "token_budget", "max_seq_len", "optimizer_layout": {"dp", "tp", "pp"},
      "pipeline_model": {"forward_fraction", "p2p_ms"}, "reduce_gbps", "communicator_ms", "reduce_overlap",
-     "grad_reduce_bytes", "solver": {"status", "solver", "wall_ms", "message"}, "explanation",
+     "grad_reduce_bytes", "loss_chunk_tokens", "solver": {"status", "solver", "wall_ms", "message"}, "explanation",
      "strategies": [{"pipelines": [{"scheme": {"cp", "tp", "pp"}, "count", "max_seq_len",
                                     "time": {"a", "b", "c"}}],
                      "devices", "predicted_ms", "reduce_ms", "serves_from", "serves_to",
@@ -16,7 +16,8 @@ Layout (``schema_version`` 1)::
 proposal was made from (free-form, kept as written). ``reduce_gbps`` and ``communicator_ms``
 (the scheme space's) are optional: a file without them gets 0 for ``communicator_ms`` and the
 bandwidth its strategies' ``reduce_ms`` imply (:func:`implied_reduce_gbps`); ``reduce_overlap`` and
-``grad_reduce_bytes`` too (absent: 0 and 2, what proposals made before them assumed).
+``grad_reduce_bytes`` too (absent: 0 and 2, what proposals made before them assumed), and
+``loss_chunk_tokens`` (absent: 1,024, the runtime's default they were priced with).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from hydraulis.artifacts.scheme_space import (
 )
 from hydraulis.base.errors import HydraulisError
 from hydraulis.base.types import (
+    LOSS_CHUNK_TOKENS,
     OptimizerLayout,
     PipelineGroup,
     Proposal,
@@ -65,6 +67,7 @@ def proposal_to_dict(proposal: Proposal, config: dict | None = None) -> dict:
         "communicator_ms": proposal.communicator_ms,
         "reduce_overlap": proposal.reduce_overlap,
         "grad_reduce_bytes": proposal.grad_reduce_bytes,
+        "loss_chunk_tokens": proposal.loss_chunk_tokens,
         "solver": asdict(proposal.solver),
         "strategies": [_strategy_to_dict(s) for s in proposal.strategies],
         "explanation": proposal.explanation,
@@ -96,6 +99,7 @@ def proposal_from_dict(document: object) -> Proposal:
         communicator_ms=record.float("communicator_ms", 0.0),
         reduce_overlap=record.float("reduce_overlap", 0.0),
         grad_reduce_bytes=record.int("grad_reduce_bytes", 2),
+        loss_chunk_tokens=record.int("loss_chunk_tokens", LOSS_CHUNK_TOKENS),
     )
 
 

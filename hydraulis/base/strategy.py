@@ -96,12 +96,19 @@ class SolverReport:
     message: str = ""
 
 
+LOSS_CHUNK_TOKENS = 1024
+"""Tokens per chunk of the runtime's loss over the vocabulary by default (``loss_chunk_tokens``;
+0: the whole micro-batch at once); what a proposal's memory is priced with unless told otherwise."""
+
+
 @dataclass(frozen=True)
 class Proposal:
     """The planner's output: a few strategies sharing one optimizer layout; ``explanation``
     says why that layout and how the proposal compares with the best homogeneous strategy.
     ``reduce_gbps``, ``reduce_overlap``, ``grad_reduce_bytes`` and ``communicator_ms`` are the scheme space's:
-    they price the reduction and the new communicators of a strategy made for one step."""
+    they price the reduction and the new communicators of a strategy made for one step.
+    ``loss_chunk_tokens`` is the runtime's loss chunk the pipelines' ``max_seq_len`` were priced
+    with (design §6.4): a job whose loss holds more at once may not fit them."""
 
     model: ModelSpec
     devices: int
@@ -117,6 +124,7 @@ class Proposal:
     communicator_ms: float = 0.0
     reduce_overlap: float = 0.0
     grad_reduce_bytes: int = 2
+    loss_chunk_tokens: int = LOSS_CHUNK_TOKENS
 
     def __post_init__(self) -> None:
         require_int(self.devices, "devices", minimum=1)
@@ -128,3 +136,4 @@ class Proposal:
         require_number(self.communicator_ms, "communicator_ms", minimum=0.0)
         require_number(self.reduce_overlap, "reduce_overlap", 0.0, 1.0)
         require(self.grad_reduce_bytes in (2, 4), "grad_reduce_bytes", self.grad_reduce_bytes, "must be 2 or 4")
+        require_int(self.loss_chunk_tokens, "loss_chunk_tokens", minimum=0)

@@ -26,10 +26,10 @@ from hydraulis.base.step_plan import (
     Synthesis,
     Synthesise,
 )
-from hydraulis.base.strategy import PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
+from hydraulis.base.strategy import LOSS_CHUNK_TOKENS, PipelineGroup, Proposal, ProposedStrategy, SolverReport, Strategy
 
 __all__ = [
-    "BatchingMethod", "Cluster", "DeviceSpec", "FitQuality", "MemoryModel", "MicroBatch", "MicroBatches",
+    "LOSS_CHUNK_TOKENS", "BatchingMethod", "Cluster", "DeviceSpec", "FitQuality", "MemoryModel", "MicroBatch", "MicroBatches",
     "ModelSpec", "OptimizerLayout", "PipelineClass", "PipelineGroup", "PipelineModel", "PipelinePlan", "PipelinePlans",
     "Proposal", "ProposedStrategy", "Provenance", "Recompute", "SYNTHESIS_EVALUATIONS_DEFAULT", "Scheme",
     "SchemeOptions", "SchemeProfile", "SchemeSpace", "SolverReport", "SpaceSource", "StepPlan", "Strategy",

@@ -10,9 +10,9 @@ from hydraulis.artifacts.scheme_space import read_scheme_space
 from hydraulis.base import limits
 from hydraulis.base.errors import HydraulisError
 from hydraulis.base.presets import device_names, model_preset
+from hydraulis.base.types import LOSS_CHUNK_TOKENS
 from hydraulis.cli.arguments import Bounded, FileKind, InputFile, optimizer_layout
 from hydraulis.cli.output import emit, emit_json, table
-from hydraulis.sharding.activations import LOSS_CHUNK_TOKENS
 
 GIB = 2**30
 

@@ -77,6 +77,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="length histogram bucket (default 128)")
     parser.add_argument("--seed", type=Bounded(limits.SEED), default=0, help="sampling seed (default 0)")
     parser.add_argument("--optimizer-layout", metavar="DP,TP,PP", help="fix the optimizer layout (default: chosen)")
+    parser.add_argument("--loss-chunk-tokens", type=Bounded(limits.LOSS_CHUNK_TOKENS),
+                        default=PlannerConfig.loss_chunk_tokens, metavar="TOKENS",
+                        help="the runtime's loss over the vocabulary in chunks of this many tokens, as train runs it: the memory "
+                             f"the plans are priced with (default {PlannerConfig.loss_chunk_tokens}, train's; 0: all at once, "
+                             "[T x V] fp32 logits; train refuses a proposal priced with less)")
     add_variants_argument(parser, Variants.ALL,
                           "none: the space's plain schemes only; all: every variant, and in a space with segments "
                           "each scheme's fastest variant (sequence parallelism, recomputing k layers per stage) for "
@@ -104,7 +109,7 @@ def _propose(args: argparse.Namespace) -> None:
         bucket_width=args.bucket_width, steps=args.steps, seed=args.seed, solver=SolverName(args.solver),
         time_limit_s=args.time_limit, solver_nodes=args.solver_nodes, search_evaluations=args.search_evaluations,
         optimizer_layout=optimizer_layout(args.optimizer_layout) if args.optimizer_layout else None,
-        variants=Variants(args.variants),
+        variants=Variants(args.variants), loss_chunk_tokens=args.loss_chunk_tokens,
     )
     proposal = propose(space, lengths, config)
     write_proposal(args.output, proposal, {**config.to_dict(), "space": args.space, "lengths": args.lengths})

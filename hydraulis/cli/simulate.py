@@ -91,6 +91,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="safety stop of the planner's searches, seconds; the planner's budgets are its "
                              f"defaults (hydraulis propose) (default {PlannerConfig.time_limit_s:g})")
     parser.add_argument("--solver", choices=[s.value for s in SolverName], default=SolverName.CBC.value)
+    parser.add_argument("--loss-chunk-tokens", type=Bounded(limits.LOSS_CHUNK_TOKENS),
+                        default=PlannerConfig.loss_chunk_tokens, metavar="TOKENS",
+                        help="the runtime's loss over the vocabulary in chunks of this many tokens, as train runs it: the memory "
+                             f"the plans are priced with (default {PlannerConfig.loss_chunk_tokens}, train's; 0: all at once, "
+                             "[T x V] fp32 logits; train refuses a proposal priced with less)")
     parser.add_argument("--planner-steps", type=Bounded(limits.PLANNER_STEPS), default=64,
                         help="steps the planner samples (default 64)")
     add_variants_argument(parser, Variants.ALL,
@@ -123,7 +128,7 @@ def _simulate(args: argparse.Namespace) -> None:
             devices=args.devices, devices_per_node=args.devices_per_node or space.cluster.devices_per_node,
             token_budget=args.token_budget, max_seq_len=args.max_seq_len, strategies=args.strategies,
             steps=args.planner_steps, seed=args.seed, solver=SolverName(args.solver), time_limit_s=args.time_limit,
-            variants=variants),
+            variants=variants, loss_chunk_tokens=args.loss_chunk_tokens),
         steps=args.steps, dispatch=DispatchOptions(seed=args.seed), synthesis=Synthesise(args.synthesise),
         synthesis_evaluations=args.synthesis_evaluations)
     lengths, workload_facts = workload_lengths(args.lengths, args.corpus, args.synthetic_docs, args.seed, DEFAULT_CACHE)

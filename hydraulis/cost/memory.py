@@ -23,9 +23,17 @@ from enum import Enum
 from functools import lru_cache
 
 from hydraulis.base.stages import even_split
-from hydraulis.base.types import MemoryModel, ModelSpec, OptimizerLayout, Recompute, Scheme, SchemeProfile, SchemeSpace
-from hydraulis.sharding.activations import (
+from hydraulis.base.types import (
     LOSS_CHUNK_TOKENS,
+    MemoryModel,
+    ModelSpec,
+    OptimizerLayout,
+    Recompute,
+    Scheme,
+    SchemeProfile,
+    SchemeSpace,
+)
+from hydraulis.sharding.activations import (
     ActivationCurve,
     stage_activation_curve,
     stage_bytes_per_token,

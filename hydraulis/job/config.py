@@ -14,10 +14,15 @@ from dataclasses import dataclass, field
 from hydraulis.base import limits
 from hydraulis.base.errors import require, require_http_url, require_int, require_number
 from hydraulis.base.presets import model_names
-from hydraulis.base.types import SYNTHESIS_EVALUATIONS_DEFAULT, BatchingMethod, OptimizerLayout, Synthesise
+from hydraulis.base.types import (
+    LOSS_CHUNK_TOKENS,
+    SYNTHESIS_EVALUATIONS_DEFAULT,
+    BatchingMethod,
+    OptimizerLayout,
+    Synthesise,
+)
 from hydraulis.job.options import Section, option
 from hydraulis.job.schedule import LrSchedule, LrScheduleKind
-from hydraulis.sharding.activations import LOSS_CHUNK_TOKENS
 from hydraulis.sharding.buckets import BUCKET_MB
 from hydraulis.sharding.kinds import DeviceKind, OptimizerKind, Precision, ReduceDtype
 

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from hydraulis.base.cluster import ClusterDescription
 from hydraulis.base.errors import require, require_int
 from hydraulis.base.presets import device_preset
-from hydraulis.base.types import ModelSpec, OptimizerLayout
+from hydraulis.base.types import LOSS_CHUNK_TOKENS, ModelSpec, OptimizerLayout
 from hydraulis.cost.memory import DeviceMemory
-from hydraulis.sharding.activations import LOSS_CHUNK_TOKENS
 
 
 @dataclass(frozen=True)

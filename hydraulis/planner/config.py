@@ -15,6 +15,7 @@ from hydraulis.base.limits import (
     BUCKET_WIDTH,
     DEVICES,
     DEVICES_PER_NODE,
+    LOSS_CHUNK_TOKENS,
     MAX_SEQ_LEN,
     PLANNER_STEPS,
     SEARCH_EVALUATIONS,
@@ -25,6 +26,7 @@ from hydraulis.base.limits import (
     TOKEN_BUDGET,
 )
 from hydraulis.base.solver import SolverName
+from hydraulis.base.types import LOSS_CHUNK_TOKENS as RUNTIME_LOSS_CHUNK
 from hydraulis.base.types import OptimizerLayout
 
 
@@ -51,7 +53,8 @@ class PlannerConfig:
     steps it serves to be kept; ``work_classes`` caps the length classes an integer program
     sees; ``search_steps`` is how many of a range's sampled steps the local search judges
     strategies on and ``search_evaluations`` how many distinct strategies it may judge per
-    range (0: no local search); ``optimizer_layout`` fixes the layout instead of choosing it.
+    range (0: no local search); ``optimizer_layout`` fixes the layout instead of choosing it;
+    ``loss_chunk_tokens`` is the runtime's loss chunk the memory is priced with (0: whole).
 
     **Budgets, not clocks.** The proposal depends only on the inputs, the seed and these work
     budgets, never on how fast the machine is:
@@ -95,6 +98,7 @@ class PlannerConfig:
     search_evaluations: int = 120
     optimizer_layout: OptimizerLayout | None = None
     variants: Variants = Variants.ALL
+    loss_chunk_tokens: int = RUNTIME_LOSS_CHUNK
 
     def __post_init__(self) -> None:
         DEVICES.check(self.devices, "devices")
@@ -122,6 +126,7 @@ class PlannerConfig:
         SEARCH_EVALUATIONS.check(self.search_evaluations, "search_evaluations")
         require(isinstance(self.variants, Variants), "variants", self.variants,
                 f"must be one of {[v.value for v in Variants]}")
+        LOSS_CHUNK_TOKENS.check(self.loss_chunk_tokens, "loss_chunk_tokens")
 
     @property
     def node_size(self) -> int:
@@ -139,5 +144,5 @@ class PlannerConfig:
             "tolerance": self.tolerance, "solver_nodes": self.solver_nodes, "min_gain": self.min_gain, "work_classes": self.work_classes,
             "search_steps": self.search_steps, "search_evaluations": self.search_evaluations,
             "optimizer_layout": None if layout is None else {"dp": layout.dp, "tp": layout.tp, "pp": layout.pp},
-            "variants": self.variants.value,
+            "variants": self.variants.value, "loss_chunk_tokens": self.loss_chunk_tokens,
         }

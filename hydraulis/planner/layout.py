@@ -27,14 +27,15 @@ Worked example: LLaMA-7B original pool, N = 32: dp32·tp1·pp1 and dp8·tp4·pp1
 from __future__ import annotations
 
 from hydraulis.base.errors import HydraulisError
-from hydraulis.base.types import OptimizerLayout, Scheme, SchemeSpace
+from hydraulis.base.types import LOSS_CHUNK_TOKENS, OptimizerLayout, Scheme, SchemeSpace
 from hydraulis.cost import SchemeCapacity, scheme_capacities
 from hydraulis.planner.variants import frugal_space
 
 
-def choose_optimizer_layout(space: SchemeSpace, max_seq_len: int,
-                            given: OptimizerLayout | None = None) -> tuple[OptimizerLayout, str]:
-    """The layout of the module docstring (or ``given``, checked) and why, in one sentence."""
+def choose_optimizer_layout(space: SchemeSpace, max_seq_len: int, given: OptimizerLayout | None = None,
+                            loss_chunk: int = LOSS_CHUNK_TOKENS) -> tuple[OptimizerLayout, str]:
+    """The layout of the module docstring (or ``given``, checked) and why, in one sentence; memory
+    with the runtime's loss in chunks of ``loss_chunk`` tokens."""
     devices = space.cluster.devices
     if given is not None:
         given.check(space.model, devices)
@@ -42,13 +43,13 @@ def choose_optimizer_layout(space: SchemeSpace, max_seq_len: int,
     candidates = []
     frugal = frugal_space(space)
     for layout in _layouts(space):
-        capacities = scheme_capacities(frugal, layout)
+        capacities = scheme_capacities(frugal, layout, loss_chunk)
         longest = max(c.max_seq_len for c in capacities)
         if longest >= max_seq_len:
             held = sum(min(c.max_seq_len, max_seq_len) for c in capacities)
             candidates.append(((-held, layout.tp * layout.pp, layout.tp), layout, capacities))
     if not candidates:
-        best = max(scheme_capacities(frugal, OptimizerLayout(devices, 1, 1)), key=lambda c: c.max_seq_len)
+        best = max(scheme_capacities(frugal, OptimizerLayout(devices, 1, 1), loss_chunk), key=lambda c: c.max_seq_len)
         raise HydraulisError("max_seq_len", max_seq_len,
                              f"exceeds the longest sequence any scheme can hold on {devices} devices "
                              f"({best.max_seq_len} tokens, scheme {best.profile.scheme}, optimizer layout "

@@ -26,7 +26,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hydraulis.base.errors import HydraulisError
-from hydraulis.base.types import OptimizerLayout, PipelineGroup, Proposal, Scheme, SchemeSpace, TimeCoefficients
+from hydraulis.base.types import (
+    LOSS_CHUNK_TOKENS,
+    OptimizerLayout,
+    PipelineGroup,
+    Proposal,
+    Scheme,
+    SchemeSpace,
+    TimeCoefficients,
+)
 from hydraulis.cost import MemoryBreakdown, exposed_reduce_ms, reduction_model, scheme_capacities
 from hydraulis.planner.variants import with_schemes
 
@@ -63,11 +71,13 @@ def planning_space(space: SchemeSpace, devices: int, devices_per_node: int) -> S
     return replace(space, cluster=replace(space.cluster, devices=devices, devices_per_node=devices_per_node))
 
 
-def scheme_options(space: SchemeSpace, layout: OptimizerLayout, node_size: int) -> tuple[tuple[SchemeOption, ...], tuple[str, ...]]:
-    """The options of ``space`` (its cluster is the planning cluster) and a note per scheme left out."""
+def scheme_options(space: SchemeSpace, layout: OptimizerLayout, node_size: int,
+                   loss_chunk: int = LOSS_CHUNK_TOKENS) -> tuple[tuple[SchemeOption, ...], tuple[str, ...]]:
+    """The options of ``space`` (its cluster is the planning cluster) and a note per scheme left out,
+    memory with the runtime's loss in chunks of ``loss_chunk`` tokens."""
     devices = space.cluster.devices
     notes, usable = [], []
-    for capacity in scheme_capacities(space, layout):
+    for capacity in scheme_capacities(space, layout, loss_chunk):
         scheme = capacity.profile.scheme
         problem = _unusable(scheme.devices, capacity.max_seq_len, devices, node_size)
         if problem:
@@ -94,7 +104,8 @@ def proposal_options(space: SchemeSpace, proposal: Proposal) -> tuple[SchemeOpti
     the variants the proposal uses, which a space with segments composes)."""
     proposed = [g.scheme for p in proposal.strategies for g in p.strategy.pipelines]
     planning = planning_space(with_schemes(space, proposed), proposal.devices, proposal.devices_per_node)
-    options, _ = scheme_options(planning, proposal.optimizer_layout, min(proposal.devices, proposal.devices_per_node))
+    options, _ = scheme_options(planning, proposal.optimizer_layout, min(proposal.devices, proposal.devices_per_node),
+                                proposal.loss_chunk_tokens)
     return options
 
 

@@ -91,11 +91,12 @@ def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Pla
     """
     started, deadline = time.perf_counter(), time.monotonic() + config.time_limit_s
     space = plain_space(planning_space(space, config.devices, config.devices_per_node), config.variants)
-    layout, layout_note = choose_optimizer_layout(space, config.max_seq_len, config.optimizer_layout)
+    layout, layout_note = choose_optimizer_layout(space, config.max_seq_len, config.optimizer_layout,
+                                                  config.loss_chunk_tokens)
     steps = sample_batches(lengths, config.token_budget, config.steps, config.max_seq_len, config.seed)
     stats = step_statistics(steps, config.bucket_width, config.max_seq_len)
     space, variants = choose_variants(space, layout, variant_targets(stats, config.strategies))
-    options, left_out = scheme_options(space, layout, config.node_size)
+    options, left_out = scheme_options(space, layout, config.node_size, config.loss_chunk_tokens)
     judge = Judge(steps, CostContext(space.model.params, layout, space.reduce_gbps, space.pipeline_model,
                                      space.reduce_overlap, space.grad_reduce_bytes))
     baseline = best_homogeneous(options, stats, judge, space, config)
@@ -114,7 +115,7 @@ def propose(space: SchemeSpace, lengths: Sequence[int] | np.ndarray, config: Pla
         solver=_report(designs, kept, started),
         explanation=" ".join([layout_note + ".", *notes, *(n + "." for n in left_out)]),
         reduce_gbps=space.reduce_gbps, communicator_ms=space.communicator_ms, reduce_overlap=space.reduce_overlap,
-        grad_reduce_bytes=space.grad_reduce_bytes,
+        grad_reduce_bytes=space.grad_reduce_bytes, loss_chunk_tokens=config.loss_chunk_tokens,
     )
 
 

@@ -138,7 +138,7 @@ def _memory(proposal: Proposal, space: SchemeSpace) -> list[Violation]:
             if profile.time != group.time:
                 found.append(Violation(f"{path}.time", group.time, "differs from the scheme space's coefficients"))
             memory = memory_breakdown(space.memory, space.model, profile, proposal.optimizer_layout,
-                                      space.cluster.devices)
+                                      space.cluster.devices, proposal.loss_chunk_tokens)
             if group.max_seq_len > memory.max_seq_len:
                 found.append(Violation(f"{path}.max_seq_len", group.max_seq_len,
                                        f"does not fit memory: scheme {group.scheme} holds {memory.max_seq_len} "

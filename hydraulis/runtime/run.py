@@ -22,7 +22,7 @@ from hydraulis.base.cluster import ClusterDescription
 from hydraulis.base.errors import require
 from hydraulis.base.placement import stage_offsets
 from hydraulis.base.presets import FALLBACK_GPU, device_preset, gpu_preset, model_preset
-from hydraulis.base.types import DeviceSpec, ModelSpec, OptimizerLayout, PipelineModel
+from hydraulis.base.types import DeviceSpec, ModelSpec, OptimizerLayout, PipelineModel, Proposal
 from hydraulis.data.corpus import CorpusSource
 from hydraulis.data.loader import LoaderConfig
 from hydraulis.data.measure import measure_corpus
@@ -114,6 +114,7 @@ def resolve_run(config: TrainConfig, gpu_name: str | None = None) -> TrainingRun
         proposal = read_proposal(config.proposal_file)
         require(proposal.model.matches(model), "proposal.model", proposal.model.name,
                 f"differs from the trained model {model.name} (the plans assume the proposal's model's shape)")
+        _check_loss_chunk(proposal, config.runtime.loss_chunk_tokens)
         token_budget = config.token_budget or proposal.token_budget
         max_seq_len = config.max_seq_len or proposal.max_seq_len
         layouts = tuple(even_strategy_split(p.strategy, model) for p in proposal.strategies)
@@ -155,6 +156,16 @@ def timing_device(gpu_name: str | None) -> DeviceSpec:
                     "(give --space with a profile of this device for measured ones)", gpu_name, FALLBACK_GPU)
         preset = FALLBACK_GPU
     return device_preset(preset)
+
+
+def _check_loss_chunk(proposal: Proposal, chunk: int) -> None:
+    """Refuse a loss chunk that may hold more than the one the proposal's memory was priced with:
+    the same, or a smaller one (``0 < chunk ≤ C``), holds no more; the whole loss (0) or a larger
+    chunk may not fit the pipelines' ``max_seq_len``."""
+    priced = proposal.loss_chunk_tokens
+    require(chunk == priced or 0 < chunk <= priced, "loss_chunk_tokens", chunk,
+            f"may hold more than the proposal was priced with ({priced}; 0: the whole loss): train with "
+            f"--loss-chunk-tokens {priced} or less, or propose again with --loss-chunk-tokens {chunk}")
 
 
 def _resume_point(config: TrainConfig) -> Resume | None:

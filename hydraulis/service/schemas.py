@@ -120,6 +120,10 @@ class ProposalRequest(Body):
                                                     "bounded by the work budgets above; the proposal's solver "
                                                     "status says time_limit when this fired)")
     seed: int = within(limits.SEED, default=0)
+    loss_chunk_tokens: int = within(limits.LOSS_CHUNK_TOKENS, default=PlannerConfig.loss_chunk_tokens,
+                                    description="the runtime's loss in chunks of this many tokens, which the "
+                                                "memory is priced with (0: all at once; hydraulis propose "
+                                                "--loss-chunk-tokens)")
 
 
 class DispatchRequest(Body):

@@ -86,7 +86,8 @@ def proposal(body: ProposalRequest, settings: ServiceSettings) -> dict[str, Any]
                            token_budget=body.token_budget, max_seq_len=body.max_seq_len,
                            strategies=body.strategies, seed=body.seed, solver_nodes=body.solver_nodes,
                            search_evaluations=body.search_evaluations,
-                           time_limit_s=time_limit(body.time_limit_s, settings))
+                           time_limit_s=time_limit(body.time_limit_s, settings),
+                           loss_chunk_tokens=body.loss_chunk_tokens)
     return proposal_to_dict(propose(space, request_lengths(body, settings), config), config.to_dict())
 
 

@@ -27,8 +27,6 @@ LOSS_BYTES = 10
 CHUNKED_LOSS_ROWS = 2
 """Rows of ``b·H`` bytes per token alive during the chunked loss's forward besides what the stage
 keeps: the final norm's input and output (counted on the meta device)."""
-LOSS_CHUNK_TOKENS = 1024
-"""Tokens per chunk of the loss over the vocabulary by default (the runtime's ``loss_chunk_tokens``)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -15,6 +16,7 @@ from hydraulis.artifacts import (
 from hydraulis.base.errors import HydraulisError
 from hydraulis.base.presets import model_preset
 from hydraulis.base.types import (
+    LOSS_CHUNK_TOKENS,
     BatchingMethod,
     MicroBatch,
     OptimizerLayout,
@@ -93,3 +95,13 @@ def test_step_plan_checks_derived_fields():
     document["method"] = "magic"
     with pytest.raises(HydraulisError, match="method: 'magic' must be one of"):
         step_plan_from_dict(document)
+
+
+def test_the_loss_chunk_a_proposal_was_priced_with_round_trips_and_defaults_to_the_runtimes(tmp_path):
+    proposal = replace(make_proposal(), loss_chunk_tokens=0)
+    write_proposal(tmp_path / "p.json", proposal)
+    assert read_proposal(tmp_path / "p.json").loss_chunk_tokens == 0
+    document = json.loads((tmp_path / "p.json").read_text())
+    del document["loss_chunk_tokens"]
+    (tmp_path / "old.json").write_text(json.dumps(document))
+    assert read_proposal(tmp_path / "old.json").loss_chunk_tokens == LOSS_CHUNK_TOKENS == 1024

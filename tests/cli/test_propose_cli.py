@@ -50,6 +50,14 @@ def _write(tmp_path, name, text):
     return str(path)
 
 
+def test_the_loss_chunk_the_memory_is_priced_with_is_recorded(space, tmp_path):
+    done = hydraulis(*propose_args(space, tmp_path / "p.json", **{"--loss-chunk-tokens": "512"}))
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "p.json").read_text())
+    assert document["loss_chunk_tokens"] == 512 == document["config"]["loss_chunk_tokens"]
+    assert read_proposal(tmp_path / "p.json").loss_chunk_tokens == 512
+
+
 @pytest.mark.parametrize("make, needle", [
     (lambda s, t: propose_args(s, t / "o.json", **{"--devices": "1"}),
      "devices: 1 is smaller than every scheme of the space"),

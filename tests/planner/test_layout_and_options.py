@@ -4,6 +4,7 @@ from hydraulis.base.errors import HydraulisError
 from hydraulis.base.types import OptimizerLayout, Scheme
 from hydraulis.planner.layout import choose_optimizer_layout
 from hydraulis.planner.options import planning_space, scheme_options
+from tests.conftest import analytic_space
 
 
 def test_the_reference_pool_gets_plain_zero1(space_7b):
@@ -66,3 +67,12 @@ def test_a_scheme_with_other_options_is_another_option(space_7b):
     by_scheme = {o.scheme: o for o in options}
     assert by_scheme[slower.scheme].capacity > 3 * by_scheme[plain.scheme].capacity
     assert by_scheme[slower.scheme].time.b > by_scheme[plain.scheme].time.b
+
+
+def test_the_whole_loss_prices_less_room_than_chunks_with_a_large_vocabulary():
+    space = planning_space(analytic_space("llama-1b", devices=64), 64, 8)
+    layout = OptimizerLayout(64, 1, 1)
+    chunked = {o.scheme: o.capacity for o in scheme_options(space, layout, 8)[0]}
+    whole = {o.scheme: o.capacity for o in scheme_options(space, layout, 8, loss_chunk=0)[0]}
+    assert set(whole) <= set(chunked) and all(whole[s] <= chunked[s] for s in whole)
+    assert whole[Scheme(1, 1, 1)] < 0.5 * chunked[Scheme(1, 1, 1)]

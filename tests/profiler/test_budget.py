@@ -2,11 +2,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from hydraulis.artifacts import read_scheme_space
-from hydraulis.base.types import OptimizerLayout, Recompute, Scheme
+from hydraulis.base.types import LOSS_CHUNK_TOKENS, OptimizerLayout, Recompute, Scheme
 from hydraulis.cost.memory import scheme_capacities
 from hydraulis.profiler.budget import under_budget
 from hydraulis.sharding.activations import (
-    LOSS_CHUNK_TOKENS,
     stage_activation_bytes,
     stage_bytes_per_token,
 )

@@ -182,6 +182,10 @@ def test_proposal_from_lengths_and_from_histogram(client, space_document):
                                                                               "counts": [200, 40, 3]}})
     assert by_histogram.status_code == 200
     assert by_histogram.json()["strategies"] == body["strategies"]
+    assert body["loss_chunk_tokens"] == 1024
+    whole = client.post("/v1/proposals", json={**common, "lengths": lengths, "loss_chunk_tokens": 0})
+    assert whole.status_code == 200 and whole.json()["loss_chunk_tokens"] == 0
+    assert whole.json()["config"]["loss_chunk_tokens"] == 0
 
 
 @pytest.mark.parametrize("extra, field", [
