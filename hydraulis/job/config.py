@@ -163,7 +163,8 @@ class RuntimeOptions:
         metadata=option(
             RUNTIME,
             "compute the loss over the vocabulary this many tokens at a time, forward and backward, never "
-            "holding a micro-batch's logits in fp32 (default 1024; 0: all at once)",
+            "holding a micro-batch's logits in fp32 (default 1024; 0: all at once; with --proposal, the same "
+            "as or smaller than the chunk the proposal was priced with)",
             limit=limits.LOSS_CHUNK_TOKENS,
             metavar="TOKENS",
         ),
