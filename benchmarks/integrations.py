@@ -9,10 +9,10 @@ analytic on H100s, tp 8, every power-of-two CP size). Both plans are priced by
 Megatron's schedule runs them; also once per rank and group); printed: Megatron ÷ ours (median,
 minimum), each scheduler's planning time (median over batches of the least of ``--repeats``
 interleaved runs), and Megatron ÷ the fluid bound ``Σ_i k_i·t_{k_i}(s_i)/n`` — the most any plan
-can gain over Megatron's. Part 2 (measured on this CPU): 2-process ``Trainer`` runs of
-``examples/trainer_balanced.py`` — one epoch, every run on the same global batches, both splits
-feeding the same packed collator (``DataCollatorWithFlattening``), ours on the cost model packing
-has there — ``--trainer-repeats`` times: a run with the default loader and one with ours
+can gain over Megatron's; and ``never_worse=True`` (both planned, the cheaper kept). Part 2
+(measured on this CPU): 2-process ``Trainer`` runs of ``examples/trainer_balanced.py`` — one epoch,
+every run on the same global batches, both splits feeding the same packed collator
+(``DataCollatorWithFlattening``), ours on the cost model packing has there — ``--trainer-repeats`` times: a run with the default loader and one with ours
 (interleaved, their first step dropped; ``default / ours`` also batch by batch, the same
 batch of the same repeat), then one *alternating* run, every batch once with each
 split in adjacent steps, which on a shared machine is the steadier comparison. Medians of the
@@ -79,24 +79,29 @@ def predicted(seeds: int, repeats: int) -> None:
                                       tuple(2 ** i for i in range(ranks.bit_length())), (TP,), (1,),
                                       created="benchmark", tool_version="benchmark")
         ours = HydraulisCPScheduler(PER_RANK, Group(ranks), space=space, tp=TP)
+        guarded = HydraulisCPScheduler(PER_RANK, Group(ranks), space=space, tp=TP, never_worse=True)
         ratios: dict[FixedCost, list[float]] = {f: [] for f in FixedCost}
-        bound, planning = [], {"ours": [], "megatron": []}
+        bound, guarded_ratios, planning = [], [], {"ours": [], "megatron": [], "never_worse": []}
         for seed in range(seeds):
             batch = lognormal_batch(count, seed)
             pairs = list(enumerate(batch.tolist()))
-            times: dict[str, list[float]] = {"ours": [], "megatron": []}
+            times: dict[str, list[float]] = {"ours": [], "megatron": [], "never_worse": []}
             for _ in range(repeats):
                 started = time.perf_counter()
                 _, mine = ours.get_groups_and_subsamples(pairs, None)
                 planned = time.perf_counter()
                 _, theirs = BalancedCPScheduler(PER_RANK, Group(ranks)).get_groups_and_subsamples(pairs, None)
+                compared = time.perf_counter()
+                _, kept = guarded.get_groups_and_subsamples(pairs, None)
                 times["ours"].append((planned - started) * 1e3)
-                times["megatron"].append((time.perf_counter() - planned) * 1e3)
+                times["megatron"].append((compared - planned) * 1e3)
+                times["never_worse"].append((time.perf_counter() - compared) * 1e3)
             for name, found in times.items():
                 planning[name].append(min(found))
-            plans = [CPGroups(tuple(tuple(tuple(r) for r in g) for g in ids)) for ids in (mine, theirs)]
+            plans = [CPGroups(tuple(tuple(tuple(r) for r in g) for g in ids)) for ids in (mine, theirs, kept)]
+            guarded_ratios.append(cp_step_ms(plans[1], batch, ours.ranks) / cp_step_ms(plans[2], batch, ours.ranks))
             for fixed in FixedCost:
-                a, b = (cp_step_ms(p, batch, ours.ranks, fixed) for p in plans)
+                a, b = (cp_step_ms(p, batch, ours.ranks, fixed) for p in plans[:2])
                 ratios[fixed].append(b / a)
             bound.append(cp_step_ms(plans[1], batch, ours.ranks) / fluid_bound(ours.ranks, batch))
         per_sample = ratios[FixedCost.SUBSAMPLE]
@@ -104,7 +109,9 @@ def predicted(seeds: int, repeats: int) -> None:
               f"{LONGEST}, {PER_RANK} per rank, {seeds} seeds: megatron_over_ours median={np.median(per_sample):.3f} "
               f"min={min(per_sample):.3f} (fixed cost per group: median={np.median(ratios[FixedCost.GROUP]):.3f} "
               f"min={min(ratios[FixedCost.GROUP]):.3f}) planning_ms_median ours={np.median(planning['ours']):.2f} "
-              f"megatron={np.median(planning['megatron']):.2f} megatron_over_fluid_bound median={np.median(bound):.3f}")
+              f"megatron={np.median(planning['megatron']):.2f} megatron_over_fluid_bound median={np.median(bound):.3f}; "
+              f"never_worse=True: megatron_over_ours median={np.median(guarded_ratios):.3f} "
+              f"min={min(guarded_ratios):.3f} planning_ms_median={np.median(planning['never_worse']):.2f}")
 
 
 def fluid_bound(ranks, batch: np.ndarray) -> float:

@@ -7,7 +7,9 @@ config) -> (groups, sample_id_groups)``, planned by
 :func:`~hydraulis.integrations.cp_plan.plan_cp_groups` (several groups per step). Optional:
 ``space`` (a scheme space or its path; default: analytic, of the model ``config`` describes on
 the GPU this runs on, every power-of-two CP size), ``tp`` (default: Megatron's parallel state,
-else ``config.tensor_model_parallel_size``), ``device`` (a preset name; default: this GPU).
+else ``config.tensor_model_parallel_size``), ``device`` (a preset name; default: this GPU),
+``never_worse`` (also plan with Megatron's own scheduler and keep the cheaper plan on the cost
+model, when each of its samples fits its CP size: never worse, planned in the sum of both times).
 :func:`install` replaces Megatron's class where its wrapper looks it up.
 
 Nothing here imports Megatron or torch before a default is needed: the group is asked its ``size()``.
@@ -28,7 +30,7 @@ from hydraulis.base.errors import HydraulisError, require
 from hydraulis.base.presets import device_preset
 from hydraulis.base.specs import Cluster
 from hydraulis.base.types import DeviceSpec, SchemeSpace
-from hydraulis.integrations.cp_groups import CPGroups
+from hydraulis.integrations.cp_groups import CPGroups, cp_step_ms
 from hydraulis.integrations.cp_plan import plan_cp_groups
 from hydraulis.integrations.cp_ranks import CPRanks, cp_ranks
 from hydraulis.integrations.model_description import (
@@ -39,6 +41,9 @@ from hydraulis.integrations.model_description import (
 from hydraulis.profiler.analytic import analytic_scheme_space
 
 log = logging.getLogger(__name__)
+
+_REPLACED: dict[str, type] = {}
+"""Megatron's ``BalancedCPScheduler`` as :func:`install` found it (for ``never_worse``)."""
 
 
 class SizedGroup(Protocol):
@@ -52,9 +57,11 @@ class HydraulisCPScheduler:
 
     def __init__(self, max_seq_len_per_rank: int, dp_cp_group: SizedGroup, *,
                  space: SchemeSpace | str | Path | None = None, tp: int | None = None,
-                 device: str | DeviceSpec | None = None) -> None:
+                 device: str | DeviceSpec | None = None, never_worse: bool = False) -> None:
         self.max_seq_len_per_rank = max_seq_len_per_rank
         self.size = int(dp_cp_group.size())
+        self.never_worse = never_worse
+        self._group = dp_cp_group
         self._tp, self._device = tp, device
         self._ranks: CPRanks | None = None
         if space is not None:
@@ -79,9 +86,28 @@ class HydraulisCPScheduler:
         require(len(set(ids)) == len(ids), "sample_id_seqlens", ids, "repeats a sample id")
         lengths = np.array([int(s) for _, s in sample_id_seqlens], dtype=np.int64)
         plan: CPGroups = plan_cp_groups(self._ranks, lengths)
+        if self.never_worse:
+            plan = self._cheaper_than_megatron(plan, sample_id_seqlens, lengths, config)
         sample_id_groups = [[[ids[i] for i in rank] for rank in group] for group in plan.groups]
         groups = [[[int(lengths[i]) for i in rank] for rank in group] for group in plan.groups]
         return groups, sample_id_groups
+
+    def _cheaper_than_megatron(self, plan: CPGroups, sample_id_seqlens: list[tuple[int, int]], lengths: np.ndarray,
+                               config: Any) -> CPGroups:
+        """``plan`` or Megatron's own for the same samples, whichever the cost model prices lower;
+        Megatron's only when each sample's CP size is an option holding it."""
+        scheduler = megatron_scheduler()(max_seq_len_per_rank=self.max_seq_len_per_rank, dp_cp_group=self._group)
+        _, found = scheduler.get_groups_and_subsamples(list(sample_id_seqlens), config)
+        position = {int(i): p for p, (i, _) in enumerate(sample_id_seqlens)}
+        theirs = CPGroups(tuple(tuple(tuple(position[int(i)] for i in rank) for rank in group) for group in found))
+        for g in range(len(theirs.groups)):
+            for i, holders in theirs.holders(g).items():
+                held = [o.capacity for o in self.ranks.options if o.cp == len(holders)]
+                if not held or held[0] < lengths[i]:
+                    log.info("Megatron's plan runs a %d-token sample on %d ranks, which do not hold it: ours kept",
+                             lengths[i], len(holders))
+                    return plan
+        return theirs if cp_step_ms(theirs, lengths, self.ranks) < cp_step_ms(plan, lengths, self.ranks) else plan
 
     def _derive(self, config: Any) -> CPRanks:
         require(config is not None, "config", None, "is needed to derive the space: pass space= or Megatron's config")
@@ -131,8 +157,24 @@ def install() -> None:
     from megatron.core.datasets import data_schedule
     from megatron.core.pipeline_parallel import hybrid_cp_schedule
 
+    if hybrid_cp_schedule.BalancedCPScheduler is not HydraulisCPScheduler:
+        _REPLACED["BalancedCPScheduler"] = hybrid_cp_schedule.BalancedCPScheduler
     hybrid_cp_schedule.BalancedCPScheduler = HydraulisCPScheduler
     data_schedule.BalancedCPScheduler = HydraulisCPScheduler
+
+
+def megatron_scheduler() -> type:
+    """Megatron-Core's own ``BalancedCPScheduler``: as :func:`install` found it, else wherever
+    Megatron still names it (its schedule module, its data wrapper's import)."""
+    from megatron.core.datasets import data_schedule
+    from megatron.core.pipeline_parallel import hybrid_cp_schedule
+
+    named = (_REPLACED.get("BalancedCPScheduler"), hybrid_cp_schedule.BalancedCPScheduler,
+             data_schedule.BalancedCPScheduler)
+    found = next((c for c in named if c is not None and c is not HydraulisCPScheduler), None)
+    require(found is not None, "never_worse", True,
+            "needs Megatron's own BalancedCPScheduler, which was replaced everywhere before install() could keep it")
+    return found
 
 
 def _megatron_tp() -> int | None:

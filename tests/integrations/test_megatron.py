@@ -104,3 +104,60 @@ def test_without_a_gpu_or_a_device_the_error_names_the_field():
     with pytest.raises(ValueError, match="^(device|config)"):
         scheduler.get_groups_and_subsamples([(0, 100)] * 1, {"num_layers": 2, "hidden_size": 256,
                                                              "num_attention_heads": 4})
+
+
+class _Fixed:
+    """A stand-in for Megatron's scheduler answering one given plan of sample ids."""
+
+    plan: list = []
+
+    def __init__(self, max_seq_len_per_rank, dp_cp_group):
+        self.size = dp_cp_group.size()
+
+    def get_groups_and_subsamples(self, sample_id_seqlens, config):
+        return [], self.plan
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_never_worse_keeps_megatrons_plan_when_it_is_cheaper(monkeypatch, seed):
+    import hydraulis.integrations.megatron as adapter
+
+    pairs = _lognormal(64, seed)
+    lengths = [s for _, s in pairs]
+    real = HydraulisCPScheduler(8_192, Group(8), space=cp_space(8, cps=(1, 2, 4, 8)), tp=8)
+    ours = real.get_groups_and_subsamples(pairs, None)[1]
+    whole = [[[i for i, _ in pairs]] * 8]
+    worse = HydraulisCPScheduler(8_192, Group(8), space=cp_space(8, cps=(1, 2, 4, 8)), tp=8, never_worse=True)
+    monkeypatch.setattr(adapter, "plan_cp_groups", lambda ranks, found: CPGroups(tuple(tuple(tuple(r) for r in g)
+                                                                                       for g in whole)))
+    monkeypatch.setattr(_Fixed, "plan", ours)
+    monkeypatch.setattr(adapter, "megatron_scheduler", lambda: _Fixed)
+    kept = CPGroups(tuple(tuple(tuple(r) for r in g) for g in worse.get_groups_and_subsamples(pairs, None)[1]))
+    assert kept.groups == tuple(tuple(tuple(r) for r in g) for g in ours)
+    assert cp_step_ms(kept, lengths, worse.ranks) < cp_step_ms(CPGroups(tuple(tuple(tuple(r) for r in g)
+                                                                             for g in whole)), lengths, worse.ranks)
+
+
+def test_never_worse_keeps_ours_when_megatrons_plan_overfills_a_rank(monkeypatch):
+    import hydraulis.integrations.megatron as adapter
+
+    pairs = [(0, 60_000)] + [(i, 500) for i in range(1, 16)]
+    overfilled = [[[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [10, 11], [12, 13], [14, 15]]]
+    monkeypatch.setattr(_Fixed, "plan", overfilled)
+    monkeypatch.setattr(adapter, "megatron_scheduler", lambda: _Fixed)
+    guarded = HydraulisCPScheduler(8_192, Group(8), space=cp_space(8, cps=(1, 2, 4, 8)), tp=8, never_worse=True)
+    plain = HydraulisCPScheduler(8_192, Group(8), space=cp_space(8, cps=(1, 2, 4, 8)), tp=8)
+    assert guarded.get_groups_and_subsamples(pairs, None) == plain.get_groups_and_subsamples(pairs, None)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_never_worse_with_the_installed_megatron_is_at_most_both(seed):
+    pairs = _lognormal(64, seed)
+    lengths = [s for _, s in pairs]
+    space = cp_space(8, cps=(1, 2, 4, 8))
+    schedulers = (HydraulisCPScheduler(8_192, Group(8), space=space, tp=8, never_worse=True),
+                  HydraulisCPScheduler(8_192, Group(8), space=space, tp=8), schedule.BalancedCPScheduler(8_192, Group(8)))
+    plans = [CPGroups(tuple(tuple(tuple(r) for r in g) for g in s.get_groups_and_subsamples(pairs, None)[1]))
+             for s in schedulers]
+    guarded, *others = (cp_step_ms(p, lengths, schedulers[0].ranks) for p in plans)
+    assert guarded == min(others)
