@@ -212,8 +212,8 @@ class _Step:
         last = [int(i) for i in pool]
         fewest = self.n // int(self.cp[-1])
         while groups and len(last) < fewest:
-            last += [i for _, samples in groups.pop().blocks for i in dict.fromkeys(samples)]
-        return [*groups, self.group(np.array(sorted(set(last)), dtype=np.int64), True, max_moves)]
+            last += [i for _, samples in groups.pop().blocks for i in samples]
+        return [*groups, self.group(np.array(sorted(last), dtype=np.int64), True, max_moves)]
 
     def _fill(self, pool: list[int]) -> tuple[_Group, list[int]]:
         """One group of :meth:`layers` (:func:`~hydraulis.integrations.cp_kernels.fill`) and the
