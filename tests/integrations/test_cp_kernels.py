@@ -91,3 +91,9 @@ def test_fill_is_the_plain_rule(seed, size, per_rank):
     assert (ms, block.tolist(), opened.tolist()) == (expected, placed, sizes)
     assert ms == own[pool[0]]
     assert int(step.cp[opened].sum()) <= step.n
+
+
+def test_the_worked_example_of_deal():
+    ms = np.array([[30.0, 20.0, 20.0], [18.0, 12.0, 12.0]])
+    makespan, block = cp_kernels.deal(ms, np.ones_like(ms, dtype=bool), np.arange(3), np.array([2, 1]), 0, True)
+    assert makespan == 20.0 and block.tolist() == [0, 1, 2]
