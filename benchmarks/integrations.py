@@ -21,7 +21,7 @@ of 64 capped at 8,192 dealt to 8 DP ranks in 8 rows each as torchtitan's loader 
 (``rank_micro_batches`` with ``micro_batches``), against the round-robin split, on the cost model.
 
     python benchmarks/integrations.py [--seeds 16] [--repeats 3] [--trainer-repeats 3]
-                                      [--parts predicted trainer dp-split]
+                                      [--parts predicted trainer dp-split sweep]
 """
 from __future__ import annotations
 
@@ -74,10 +74,7 @@ def predicted(seeds: int, repeats: int) -> None:
             BalancedCPScheduler,
         )
     for ranks, count in SCALES:
-        spec = device_preset(DEVICE)
-        space = analytic_scheme_space(model_preset(MODEL), spec, Cluster(ranks * TP, spec.devices_per_node, spec.name),
-                                      tuple(2 ** i for i in range(ranks.bit_length())), (TP,), (1,),
-                                      created="benchmark", tool_version="benchmark")
+        space = cp_space(ranks)
         ours = HydraulisCPScheduler(PER_RANK, Group(ranks), space=space, tp=TP)
         guarded = HydraulisCPScheduler(PER_RANK, Group(ranks), space=space, tp=TP, never_worse=True)
         ratios: dict[FixedCost, list[float]] = {f: [] for f in FixedCost}
@@ -112,6 +109,57 @@ def predicted(seeds: int, repeats: int) -> None:
               f"megatron={np.median(planning['megatron']):.2f} megatron_over_fluid_bound median={np.median(bound):.3f}; "
               f"never_worse=True: megatron_over_ours median={np.median(guarded_ratios):.3f} "
               f"min={min(guarded_ratios):.3f} planning_ms_median={np.median(planning['never_worse']):.2f}")
+
+
+def cp_space(ranks: int):
+    """The analytic space of the benchmark's model on ``ranks`` DP×CP ranks, every power-of-two CP size."""
+    spec = device_preset(DEVICE)
+    return analytic_scheme_space(model_preset(MODEL), spec, Cluster(ranks * TP, spec.devices_per_node, spec.name),
+                                 tuple(2 ** i for i in range(ranks.bit_length())), (TP,), (1,),
+                                 created="benchmark", tool_version="benchmark")
+
+
+def sweep(seeds: int, repeats: int) -> None:
+    """Part 4: both schedulers on batches drawn from three length pools, for every
+    ``max_seq_len_per_rank`` of 4,096–16,384 and 8–64 ranks (8 samples a rank), lengths capped at
+    what the ranks hold; one line per setting, then the least Megatron ÷ ours over all."""
+    import sysconfig
+
+    from hydraulis.artifacts import read_lengths
+
+    stdlib = sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py"))
+    pools = {"longtail.txt": np.asarray(read_lengths(ROOT / "examples" / "data" / "longtail.txt")),
+             "stdlib_bytes/4": np.array([max(1, f.stat().st_size // 4) for f in stdlib]),
+             "lognormal(7.5,1.2)": lognormal_batch(20_000, 0)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from megatron.core.pipeline_parallel.hybrid_cp_schedule import BalancedCPScheduler
+    least = np.inf
+    for per_rank in (16_384, 8_192, 4_096):
+        for ranks in (8, 16, 32, 64):
+            ours = HydraulisCPScheduler(per_rank, Group(ranks), space=cp_space(ranks), tp=TP)
+            for name, pool in pools.items():
+                pool = np.minimum(pool, ours.ranks.longest)
+                ratios, planning = [], {"ours": [], "megatron": []}
+                for seed in range(seeds):
+                    batch = np.random.default_rng(seed).choice(pool, 8 * ranks)
+                    pairs = list(enumerate(batch.tolist()))
+                    step_ms = {}
+                    for who, scheduler in (("ours", ours), ("megatron", BalancedCPScheduler(per_rank, Group(ranks)))):
+                        times = []
+                        for _ in range(repeats):
+                            started = time.perf_counter()
+                            _, ids = scheduler.get_groups_and_subsamples(pairs, None)
+                            times.append((time.perf_counter() - started) * 1e3)
+                        planning[who].append(min(times))
+                        step_ms[who] = cp_step_ms(CPGroups(tuple(tuple(tuple(r) for r in g) for g in ids)), batch,
+                                                  ours.ranks)
+                    ratios.append(step_ms["megatron"] / step_ms["ours"])
+                least = min(least, min(ratios))
+                print(f"sweep {per_rank} per rank, {ranks} ranks, {name}: megatron_over_ours median="
+                      f"{np.median(ratios):.3f} min={min(ratios):.3f} planning_ms_median "
+                      f"ours={np.median(planning['ours']):.2f} megatron={np.median(planning['megatron']):.2f}")
+    print(f"sweep: least megatron_over_ours {least:.4f}")
 
 
 def fluid_bound(ranks, batch: np.ndarray) -> float:
@@ -208,8 +256,9 @@ def main() -> None:
     parser.add_argument("--trainer-repeats", type=int, default=3, help="runs per sampler, interleaved")
     parser.add_argument("--trainer-batch-size", type=int, default=32, help="sequences per Trainer step")
     parser.add_argument("--trainer-longest", type=int, default=2048, help="longest Trainer sequence (tokens)")
-    parser.add_argument("--parts", nargs="+", choices=("predicted", "trainer", "dp-split"),
-                        default=["predicted", "trainer", "dp-split"], help="which parts to run (default all)")
+    parser.add_argument("--parts", nargs="+", choices=("predicted", "trainer", "dp-split", "sweep"),
+                        default=["predicted", "trainer", "dp-split"],
+                        help="which parts to run (default all but sweep)")
     args = parser.parse_args()
     if "predicted" in args.parts:
         predicted(args.seeds, args.repeats)
@@ -217,6 +266,8 @@ def main() -> None:
         measured(args.trainer_steps, args.trainer_repeats, args.trainer_batch_size, args.trainer_longest)
     if "dp-split" in args.parts:
         dp_split(args.seeds)
+    if "sweep" in args.parts:
+        sweep(args.seeds, args.repeats)
 
 
 if __name__ == "__main__":

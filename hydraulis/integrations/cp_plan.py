@@ -8,24 +8,26 @@ running its samples one after another with CP size ``k``; the step lasts ``Σ_g 
 2. the needs present, widest first, cut into runs of consecutive needs, one group per run; the
    ``CUTS`` cuts of least ``Σ_g E_g`` are planned, ``E_g = min(Σ_i t_n(s_i), max(Σ_i
    k_i·t_{k_i}(s_i)/n, max_i t_{k_i}(s_i)))`` (all on one block of ``n``, or the fluid time);
-3. a group's blocks: counts from the demand, then a descent splitting/merging one block; samples
-   dealt longest first to the block that would finish first among those holding them;
-4. the cheapest plan's last group (the narrowest, where every rank must run a sample) gives its
-   samples, longest first, to the idle time of the earlier groups' blocks; the rest is replanned;
+3. a group's blocks: the longest sample at the width ``k`` least bounding the group,
+   ``max(t_k(s_ℓ), L + (k·t_k(s_ℓ) − k_ℓ·t_{k_ℓ}(s_ℓ))/n)`` (``L`` the fluid level), counts from
+   the demand, then a descent splitting/merging one block; samples dealt longest first to the
+   block that would finish first among those holding them;
+4. each cut's last group (the narrowest, where every rank must run a sample) gives its samples,
+   longest first, to the idle time of the earlier groups' blocks; the rest is replanned;
 5. the *layers* (:meth:`_Step.layers`): samples by need (widest first), then time; a group's time
    ``T`` is its first sample's, and each sample joins the fullest block of its need ending by ``T``,
    else opens one on free ranks, else joins the fullest wider block ending by ``T``, else waits;
-   the narrowest-need samples left form the last group (step 3). The cheaper of 2–4 and 5 is the plan.
-The loops of steps 3 and 5 are compiled (:mod:`~hydraulis.integrations.cp_kernels`).
+   the narrowest-need samples left form the last group (step 3). The cheapest of 2–5 is the plan.
+The loops of steps 3–5 are compiled (:mod:`~hydraulis.integrations.cp_kernels`).
 Worked example: docs/integrations.md ("Several groups per step").
 """
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -52,7 +54,7 @@ def plan_cp_groups(ranks: CPRanks, lengths, max_moves: int = COUNT_MOVES, cuts: 
     ranks.check_lengths(lengths)
     step = _Step.of(ranks, lengths)
     planned: dict[tuple[bytes, bool], _Group] = {}
-    best: tuple[float, list[_Group]] = (math.inf, [])
+    candidates = [step.layers(max_moves)]
     for cut in step.cuts(cuts):
         runs = step.feasible_last(cut)
         groups = []
@@ -61,26 +63,28 @@ def plan_cp_groups(ranks: CPRanks, lengths, max_moves: int = COUNT_MOVES, cuts: 
             if key not in planned:
                 planned[key] = step.group(run, key[1], max_moves)
             groups.append(planned[key])
-        total = sum(group.ms for group in groups)
-        if total < best[0]:
-            best = (total, groups)
-    groups = best[1]
-    if len(groups) > 1:
-        filled = step.backfill(groups, max_moves)
-        if filled is not None and sum(g.ms for g in filled) < best[0]:
-            groups, best = filled, (sum(g.ms for g in filled), filled)
-    layered = step.layers(max_moves)
-    if sum(g.ms for g in layered) < best[0]:
-        groups = layered
-    return CPGroups(tuple(group.ranks() for group in groups))
+        candidates.append(groups)
+        filled = step.backfill(groups, max_moves) if len(groups) > 1 else None
+        if filled is not None:
+            candidates.append(filled)
+    best = min(candidates, key=lambda found: sum(g.ms for g in found))
+    return CPGroups(tuple(group.ranks() for group in best))
 
 
-@dataclass(frozen=True)
 class _Group:
-    """A planned group: its time and its blocks ``(k, samples)`` in rank order from rank 0."""
+    """A planned group: its time ``ms``, its blocks' sizes in rank order from rank 0, its samples
+    and each one's block; the blocks ``(k, samples)`` are built only when asked (most planned
+    groups are not chosen)."""
 
-    ms: float
-    blocks: tuple[tuple[int, tuple[int, ...]], ...]
+    def __init__(self, ms: float, sizes: np.ndarray, samples: np.ndarray, block: np.ndarray) -> None:
+        self.ms, self.sizes, self.samples, self.block = ms, sizes, samples, block
+
+    @cached_property
+    def blocks(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        members: list[list[int]] = [[] for _ in range(self.sizes.size)]
+        for i, b in zip(self.samples.tolist(), self.block.tolist()):
+            members[b].append(i)
+        return tuple((size, tuple(found)) for size, found in zip(self.sizes.tolist(), members))
 
     def ranks(self) -> tuple[tuple[int, ...], ...]:
         return tuple(samples for size, samples in self.blocks for _ in range(size))
@@ -105,18 +109,6 @@ class _Step:
         fits = np.array([o.capacity for o in ranks.options])[:, None] >= lengths[None, :]
         return cls(ranks, lengths, time_ms(a, b, c, s * s, s), fits, fits.argmax(axis=0),
                    np.array([o.cp for o in ranks.options], dtype=np.int64), ranks.ranks)
-
-    def fluid(self, samples: np.ndarray) -> float:
-        """``max(Σ_i k_i·t_{k_i}(s_i)/n, t_{k_max}(s_max))``."""
-        need = self.need[samples]
-        if self.cp[need.max()] == self.n:
-            return math.inf
-        own = self.ms[need, samples]
-        return max(float((self.cp[need] * own).sum()) / self.n, float(own.max()))
-
-    def whole(self, samples: np.ndarray) -> float:
-        """``Σ_i t_n(s_i)``: every sample on one block of all ``n`` ranks (∞ without that option)."""
-        return float(self.ms[-1, samples].sum()) if self.cp[-1] == self.n else math.inf
 
     def cuts(self, keep: int) -> list[list[np.ndarray]]:
         """Step 2: the ``keep`` cuts of the needs present (widest first) into runs with the least
@@ -159,45 +151,37 @@ class _Step:
         return runs
 
     def group(self, samples: np.ndarray, last: bool, max_moves: int) -> _Group:
-        """Step 3: the group running ``samples``."""
+        """Step 3: the group running ``samples`` (:func:`~hydraulis.integrations.cp_kernels.group`)."""
         samples = samples[np.argsort(-self.lengths[samples], kind="stable")]
-        whole = self.whole(samples)
-        if whole <= self.fluid(samples):
-            return _Group(whole, ((self.n, tuple(int(i) for i in samples)),))
-        deal = _Deal(self, samples, last, self.useful(samples))
-        counts = deal.descend(deal.demand(), max_moves)
-        if not math.isfinite(deal.makespan(counts)):
-            deal = _Deal(self, samples, last, self.cp.size - 1)
-            counts = (0,) * (deal.hi - deal.lo) + (self.n // int(self.cp[-1]),)
-        return _Group(deal.makespan(counts), deal.place(counts))
+        makespan, lo, counts, block = cp_kernels.group(self.ms, self.fits, self.need, self.cp, self.n, samples,
+                                                       last, max_moves)
+        if not math.isfinite(makespan):
+            empty = np.zeros(0, dtype=np.int64)
+            return _Group(math.inf, empty, empty, empty)
+        sizes = np.repeat(self.cp[lo:lo + counts.size][::-1], counts[::-1])
+        return _Group(float(makespan), sizes, samples, block)
 
     def backfill(self, groups: list[_Group], max_moves: int) -> list[_Group] | None:
         """Step 4: the last group's samples moved, longest first, into the idle time of the earlier
-        groups' blocks (each block up to its group's time, which is kept), the rest replanned;
-        None when too few would be left for the last group."""
-        pool = sorted({i for _, samples in groups[-1].blocks for i in samples}, key=lambda i: self.lengths[i])
-        option = {int(k): j for j, k in enumerate(self.cp.tolist())}
-        filled = []
-        for group in groups[:-1]:
-            blocks = []
-            for size, samples in group.blocks:
-                j = option[size]
-                ms, fits = self.ms[j], self.fits[j]
-                slack = group.ms - float(ms[list(samples)].sum()) if samples else group.ms
-                taken = list(samples)
-                while pool:
-                    at = bisect.bisect_right(pool, slack, key=lambda i: ms[i]) - 1
-                    while at >= 0 and not fits[pool[at]]:
-                        at -= 1
-                    if at < 0:
-                        break
-                    slack -= float(ms[pool[at]])
-                    taken.append(pool.pop(at))
-                blocks.append((size, tuple(taken)))
-            filled.append(_Group(group.ms, tuple(blocks)))
-        if len(pool) < self.n // int(self.cp[-1]):
+        groups' blocks (each block up to its group's time, which is kept;
+        :func:`~hydraulis.integrations.cp_kernels.backfill`), the rest replanned; None when too
+        few would be left for the last group."""
+        last = groups[-1].samples
+        pool = last[np.lexsort((last, self.lengths[last]))]
+        earlier = groups[:-1]
+        option = [np.searchsorted(self.cp, g.sizes) for g in earlier]
+        slack = [g.ms - np.bincount(g.block, weights=self.ms[o[g.block], g.samples], minlength=o.size)
+                 for g, o in zip(earlier, option)]
+        taken, block = cp_kernels.backfill(self.ms, self.fits, np.concatenate(option), np.concatenate(slack), pool)
+        if pool.size - taken.size < self.n // int(self.cp[-1]):
             return None
-        return [*filled, self.group(np.array(pool, dtype=np.int64), True, max_moves)]
+        first = np.cumsum([0, *(o.size for o in option)])
+        owner = np.searchsorted(first, block, side="right") - 1
+        filled = [_Group(g.ms, g.sizes, np.concatenate([g.samples, pool[taken[owner == x]]]),
+                         np.concatenate([g.block, block[owner == x] - first[x]]))
+                  for x, g in enumerate(earlier)]
+        rest = np.delete(pool, taken)
+        return [*filled, self.group(rest, True, max_moves)]
 
     def layers(self, max_moves: int) -> list[_Group]:
         """Step 5: groups filled to the time of their first sample (widest need, then longest),
@@ -220,98 +204,10 @@ class _Step:
         samples left for later groups."""
         order = np.array(pool, dtype=np.int64)
         ms, block, size = cp_kernels.fill(self.ms, self.fits, self.need, self.cp, self.n, order)
-        members: list[list[int]] = [[] for _ in range(size.size)]
-        for i, b in zip(pool, block.tolist()):
-            if b >= 0:
-                members[b].append(i)
-        ordered = sorted(zip(size.tolist(), members), key=lambda found: -found[0])
+        widest_first = np.argsort(-size, kind="stable")
+        position = np.empty_like(widest_first)
+        position[widest_first] = np.arange(widest_first.size)
+        placed = block >= 0
         free = self.n - int(self.cp[size].sum())
-        return (_Group(float(ms), tuple((int(self.cp[j]), tuple(samples)) for j, samples in ordered)
-                       + ((1, ()),) * free),
-                [i for i, b in zip(pool, block.tolist()) if b < 0])
-
-    def useful(self, samples: np.ndarray) -> int:
-        """The widest option a mixed group needs: the first from the widest need on which the
-        longest sample takes no longer than the mean load, below ``n``: wider blocks only add cost."""
-        need = self.need[samples]
-        top = self.cp.size - (2 if self.cp[-1] == self.n else 1)
-        level = float((self.cp[need] * self.ms[need, samples]).sum()) / self.n
-        widest, longest = int(need.max()), int(samples[0])
-        return next((j for j in range(widest, top + 1) if self.ms[j, longest] <= level), max(widest, top))
-
-
-class _Deal:
-    """A group's samples dealt to blocks of given counts (longest first, earliest finish)."""
-
-    def __init__(self, step: _Step, samples: np.ndarray, last: bool, hi: int) -> None:
-        self.step, self.samples, self.last = step, samples, last
-        self.lo, self.hi = int(step.need[samples].min()), hi
-        self.judged: dict[Counts, tuple[float, list[list[int]]]] = {}
-
-    def demand(self) -> Counts:
-        """Counts from the demand: ``n_k = ⌈D_k/(k·T)⌉`` for the wider sizes, the rest in the narrowest."""
-        step, js = self.step, range(self.lo, self.hi + 1)
-        need = np.maximum(step.need[self.samples], self.lo)
-        need[0] = max(need[0], self.hi)
-        own = step.ms[need, self.samples]
-        demand = np.bincount(need - self.lo, weights=step.cp[need] * own, minlength=len(js))
-        level = max(demand.sum() / step.n, float(own.max()))
-        counts, left = [0] * len(js), step.n
-        for x in range(len(js) - 1, 0, -1):
-            k = int(step.cp[self.lo + x])
-            counts[x] = min(math.ceil(demand[x] / (k * level)), left // k)
-            left -= counts[x] * k
-        counts[0] = left // int(step.cp[self.lo])
-        return tuple(counts)
-
-    def makespan(self, counts: Counts) -> float:
-        """The slowest block's time; ∞ when a sample fits no block, or a block of the last group is empty."""
-        if counts not in self.judged:
-            self.judged[counts] = self._deal(counts)
-        return self.judged[counts][0]
-
-    def _deal(self, counts: Counts) -> tuple[float, list[list[int]]]:
-        found = np.asarray(counts, dtype=np.int64)
-        makespan, block = cp_kernels.deal(self.step.ms, self.step.fits, self.samples, found, self.lo, self.last)
-        if not math.isfinite(makespan):
-            return math.inf, []
-        blocks: list[list[int]] = [[] for _ in range(int(found.sum()))]
-        for i, b in zip(self.samples.tolist(), block.tolist()):
-            blocks[b].append(i)
-        return float(makespan), blocks
-
-    def descend(self, counts: Counts, max_moves: int) -> Counts:
-        """Split one block into narrower ones or merge narrower ones into one while that helps."""
-        best = self.makespan(counts)
-        while len(self.judged) <= max_moves:
-            moves = [m for m in self._neighbours(counts) if m not in self.judged][:max_moves + 1 - len(self.judged)]
-            if not moves:
-                break
-            found = min(moves, key=self.makespan)
-            if self.makespan(found) >= best:
-                break
-            counts, best = found, self.makespan(found)
-        return counts
-
-    def _neighbours(self, counts: Counts) -> list[Counts]:
-        found = []
-        for x in range(len(counts) - 1):
-            ratio = int(self.step.cp[self.lo + x + 1] // self.step.cp[self.lo + x])
-            if counts[x + 1]:
-                found.append(_shift(counts, x, ratio, x + 1, -1))
-            if counts[x] >= ratio:
-                found.append(_shift(counts, x, -ratio, x + 1, 1))
-        return found
-
-    def place(self, counts: Counts) -> tuple[tuple[int, tuple[int, ...]], ...]:
-        """Blocks in decreasing size from rank 0 (so a block of ``k`` starts at a multiple of ``k``)."""
-        self.makespan(counts)
-        sizes = [int(self.step.cp[self.lo + x]) for x in range(len(counts) - 1, -1, -1) for _ in range(counts[x])]
-        return tuple((size, tuple(samples)) for size, samples in zip(sizes, self.judged[counts][1]))
-
-
-def _shift(counts: Counts, x: int, dx: int, y: int, dy: int) -> Counts:
-    shifted = list(counts)
-    shifted[x] += dx
-    shifted[y] += dy
-    return tuple(shifted)
+        sizes = np.concatenate([self.cp[size[widest_first]], np.ones(free, dtype=np.int64)])
+        return _Group(float(ms), sizes, order[placed], position[block[placed]]), order[~placed].tolist()

@@ -84,12 +84,13 @@ class HydraulisCPScheduler:
             self._ranks = self._derive(config)
         ids = [int(i) for i, _ in sample_id_seqlens]
         require(len(set(ids)) == len(ids), "sample_id_seqlens", ids, "repeats a sample id")
-        lengths = np.array([int(s) for _, s in sample_id_seqlens], dtype=np.int64)
+        seqlens = [int(s) for _, s in sample_id_seqlens]
+        lengths = np.array(seqlens, dtype=np.int64)
         plan: CPGroups = plan_cp_groups(self._ranks, lengths)
         if self.never_worse:
             plan = self._cheaper_than_megatron(plan, sample_id_seqlens, lengths, config)
         sample_id_groups = [[[ids[i] for i in rank] for rank in group] for group in plan.groups]
-        groups = [[[int(lengths[i]) for i in rank] for rank in group] for group in plan.groups]
+        groups = [[[seqlens[i] for i in rank] for rank in group] for group in plan.groups]
         return groups, sample_id_groups
 
     def _cheaper_than_megatron(self, plan: CPGroups, sample_id_seqlens: list[tuple[int, int]], lengths: np.ndarray,
