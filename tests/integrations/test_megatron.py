@@ -161,3 +161,24 @@ def test_never_worse_with_the_installed_megatron_is_at_most_both(seed):
              for s in schedulers]
     guarded, *others = (cp_step_ms(p, lengths, schedulers[0].ranks) for p in plans)
     assert guarded == min(others)
+
+
+def test_a_long_sample_is_not_widened_past_where_it_pays():
+    """Drawn from the bundled long tail: one 62,566-token sample among 512 on 64 ranks. On CP 32 it
+    runs fastest but its rank-time outgrows the rest; on CP 16 the step is one group, below Megatron's."""
+    from pathlib import Path
+
+    from hydraulis.artifacts import read_lengths
+
+    pool = np.asarray(read_lengths(Path(__file__).resolve().parents[2] / "examples" / "data" / "longtail.txt"))
+    space = cp_space(64, device="h100-80g", cps=(1, 2, 4, 8, 16, 32, 64))
+    ours = HydraulisCPScheduler(8_192, Group(64), space=space, tp=8)
+    lengths = np.minimum(np.random.default_rng(7).choice(pool, 512), ours.ranks.longest)
+    pairs = list(enumerate(lengths.tolist()))
+    plans = [CPGroups(tuple(tuple(tuple(r) for r in g) for g in scheduler.get_groups_and_subsamples(pairs, None)[1]))
+             for scheduler in (ours, schedule.BalancedCPScheduler(8_192, Group(64)))]
+    longest = int(np.argmax(lengths))
+    assert lengths[longest] == 62_566
+    assert [len(plans[0].holders(g).get(longest, ())) for g in range(len(plans[0].groups))] == [16]
+    mine, theirs = (cp_step_ms(p, lengths, ours.ranks) for p in plans)
+    assert mine < theirs
