@@ -1,31 +1,20 @@
 """A job refuses a proposal priced with a loss chunk that holds less than its own."""
 
+from dataclasses import replace
+
 import pytest
 
 from hydraulis.artifacts import write_proposal
 from hydraulis.base.errors import HydraulisError
 from hydraulis.base.presets import model_preset
-from hydraulis.base.types import (
-    OptimizerLayout,
-    PipelineGroup,
-    PipelineModel,
-    Proposal,
-    ProposedStrategy,
-    Scheme,
-    SolverReport,
-    Strategy,
-    TimeCoefficients,
-)
 from hydraulis.job.config import RuntimeOptions, TrainConfig
 from hydraulis.runtime.run import resolve_run
+from tests.dispatch.helpers import group, proposal
 
 
 def _proposal_file(tmp_path, chunk: int) -> str:
-    group = PipelineGroup(Scheme(1, 1, 1), 2, 64, TimeCoefficients(0.0, 0.1, 1.0))
-    proposal = Proposal(model_preset("tiny"), 2, 2, OptimizerLayout(2, 1, 1),
-                        (ProposedStrategy(Strategy((group,)), 0, 64, 0.0, 0.0, (0,)),), 256, 64, PipelineModel(),
-                        SolverReport("hand_written", "test", 0.0), loss_chunk_tokens=chunk)
-    write_proposal(tmp_path / "proposal.json", proposal)
+    made = replace(proposal((group(1, 2, 64, 0.0, 0.1, 1.0),)), model=model_preset("tiny"), loss_chunk_tokens=chunk)
+    write_proposal(tmp_path / "proposal.json", made)
     return str(tmp_path / "proposal.json")
 
 
