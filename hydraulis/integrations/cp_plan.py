@@ -41,9 +41,7 @@ COUNT_MOVES = 3
 """Block counts judged per group beyond the demand start (each one deal of the group's samples)."""
 
 CUTS = 2
-"""Cuts of the needs into groups planned per step, the best by summed estimate; the cheaper plan wins."""
-
-Counts = tuple[int, ...]
+"""Cuts of the needs into groups planned per step, the best by summed estimate; each is a candidate."""
 
 
 def plan_cp_groups(ranks: CPRanks, lengths, max_moves: int = COUNT_MOVES, cuts: int = CUTS) -> CPGroups:
@@ -196,7 +194,7 @@ class _Step:
         last = [int(i) for i in pool]
         fewest = self.n // int(self.cp[-1])
         while groups and len(last) < fewest:
-            last += [i for _, samples in groups.pop().blocks for i in samples]
+            last += groups.pop().samples.tolist()
         return [*groups, self.group(np.array(sorted(last), dtype=np.int64), True, max_moves)]
 
     def _fill(self, pool: list[int]) -> tuple[_Group, list[int]]:

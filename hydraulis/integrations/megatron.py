@@ -101,10 +101,10 @@ class HydraulisCPScheduler:
         _, found = scheduler.get_groups_and_subsamples(list(sample_id_seqlens), config)
         position = {int(i): p for p, (i, _) in enumerate(sample_id_seqlens)}
         theirs = CPGroups(tuple(tuple(tuple(position[int(i)] for i in rank) for rank in group) for group in found))
+        capacity = {o.cp: o.capacity for o in self.ranks.options}
         for g in range(len(theirs.groups)):
             for i, holders in theirs.holders(g).items():
-                held = [o.capacity for o in self.ranks.options if o.cp == len(holders)]
-                if not held or held[0] < lengths[i]:
+                if capacity.get(len(holders), 0) < lengths[i]:
                     log.info("Megatron's plan runs a %d-token sample on %d ranks, which do not hold it: ours kept",
                              lengths[i], len(holders))
                     return plan
